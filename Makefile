@@ -1,0 +1,61 @@
+# Everything a fresh machine needs is installed by these targets; each is idempotent.
+#   make demo   set up, start the local simulated cluster, run every check once, show heartbeats
+#   make test   set up, then lint, type-check, layer-check and run every test tier
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup system-packages python sandbox-binaries demo test lint unit functional e2e bench clean
+
+setup: system-packages python sandbox-binaries
+
+# iproute2 gives `ip netns`/veth for the sandbox's proxied backends; the rest builds Go and Python.
+system-packages:
+	@command -v go >/dev/null || { echo "Go >= 1.26 is required to build the sandbox (it comes with this machine kind)"; exit 1; }
+	@missing=""; for cmd in ip:iproute2 git:git openssl:openssl; do \
+	  command -v "$${cmd%%:*}" >/dev/null || missing="$$missing $${cmd##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+python: $(STAMP)
+
+# Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok into a cache outside
+# the repo (~/.cache/outpost); a no-op when the pinned versions are already built.
+sandbox-binaries: system-packages
+	infra/sandbox/go/build.sh >/dev/null
+
+demo: setup
+	$(BIN)/outpost demo
+
+lint: python
+	$(BIN)/ruff check shared functions tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: python
+	$(BIN)/pytest tests/unit
+
+functional: python
+	$(BIN)/pytest tests/functional
+
+e2e: setup
+	$(BIN)/pytest tests/e2e
+
+test: setup lint
+	$(BIN)/pytest tests/unit tests/functional tests/e2e
+
+bench: setup
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

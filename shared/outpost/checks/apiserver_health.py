@@ -1,0 +1,119 @@
+"""apiserver-health: is the Kubernetes API server live and ready?
+
+Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (SPEC.md: the body is for
+people). Every readyz check line goes into `details`; each failing line becomes one error. A 200
+whose body is not the API server's verbose health report (e.g. a load balancer's page) is not taken
+as healthy: it is an `error`, because we did not observe the API server.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.result import Result, Status
+
+NAME = "apiserver-health"
+_LINE = re.compile(r"^\[(?P<mark>[+-])\](?P<name>\S+) (?P<rest>.*)$")
+
+
+class ApiserverHealthParams(Params):
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="readyz/livez checks to leave out (passed as ?exclude=), e.g. a known-flaky informer-sync.",
+    )
+    timeout_seconds: float = Field(10.0, gt=0, le=60, description="Per-endpoint read timeout.")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    status_code: int
+    body: str
+
+
+@dataclass(frozen=True)
+class ApiserverHealthData:
+    livez: Endpoint
+    readyz: Endpoint
+
+
+def fetch(cluster: Cluster, params: ApiserverHealthParams) -> ApiserverHealthData:
+    query: list[tuple[str, str]] = [("verbose", "")] + [("exclude", name) for name in params.exclude]
+
+    def probe(path: str) -> Endpoint:
+        response = cluster.get(path, params=query, accept="text/plain", timeout=params.timeout_seconds)
+        return Endpoint(path, response.status_code, response.text)
+
+    return ApiserverHealthData(livez=probe("/livez"), readyz=probe("/readyz"))
+
+
+def parse_lines(body: str) -> list[dict[str, Any]]:
+    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order."""
+    checks = []
+    for line in body.splitlines():
+        match = _LINE.match(line.strip())
+        if match:
+            checks.append({"name": match["name"], "ok": match["mark"] == "+", "line": line.strip()})
+    return checks
+
+
+def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
+    """(details, failing lines, why the body is not a health report) for one endpoint."""
+    checks = parse_lines(endpoint.body)
+    details: dict[str, Any] = {"status_code": endpoint.status_code, "checks": checks}
+    errors = [f"apiserver {endpoint.path}: {c['line'].removeprefix('[-]')}" for c in checks if not c["ok"]]
+    if endpoint.status_code != 200 and not errors:
+        preview = " ".join(endpoint.body.split())[:120]
+        errors.append(f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {preview!r}")
+    elif endpoint.status_code == 200 and errors:
+        errors.append(f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure")
+    unobservable = None
+    if endpoint.status_code == 200 and not checks:
+        unobservable = f"apiserver {endpoint.path}: HTTP 200 without a verbose health report (not the API server?)"
+    return details, errors, unobservable
+
+
+def evaluate(data: ApiserverHealthData, params: ApiserverHealthParams, now: datetime) -> Result:
+    details: dict[str, Any] = {"excluded": list(params.exclude)}
+    errors: list[str] = []
+    unobservable: list[str] = []
+    failing_endpoints: list[str] = []
+    for key, endpoint in (("livez", data.livez), ("readyz", data.readyz)):
+        details[key], endpoint_errors, not_a_report = _judge(endpoint)
+        errors += endpoint_errors
+        if not_a_report:
+            unobservable.append(not_a_report)
+        if endpoint_errors:
+            failing_endpoints.append(f"{endpoint.path} {endpoint.status_code}")
+    if unobservable:
+        return Result(check=NAME, status=Status.ERROR, summary=unobservable[0], errors=unobservable,
+                      details=details)
+    if errors:
+        failing = dict.fromkeys(c["name"] for k in ("livez", "readyz") for c in details[k]["checks"] if not c["ok"])
+        names = f"; failing: {', '.join(failing)}" if failing else ""
+        return Result(check=NAME, status=Status.FAILED,
+                      summary=f"apiserver unhealthy: {', '.join(failing_endpoints)}{names}",
+                      errors=errors, details=details)
+    total = len(details["readyz"]["checks"])
+    return Result(check=NAME, status=Status.OK,
+                  summary=f"apiserver live and ready ({total} readyz checks passed)", details=details)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="kwok / any",
+    layer="control plane",
+    severity="critical",
+    schedule_minutes=1,
+    fails_when="/livez or /readyz not 200; details list every readyz check line",
+    params=ApiserverHealthParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

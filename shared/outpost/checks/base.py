@@ -1,0 +1,43 @@
+"""What a check is: metadata, typed parameters, a read-only `fetch` and a pure `evaluate`.
+
+Splitting observation (`fetch`, may raise: "could not observe") from judgement (`evaluate`, pure:
+data in, `Result` out) is what lets every verdict be unit-tested over real captured API output,
+and every fetch be tested against a real API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from outpost.cluster import Cluster
+from outpost.result import Result
+
+Severity = Literal["critical", "warning"]
+
+
+class Params(BaseModel):
+    """Base of every check's parameters: unknown keys are refused, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+P = TypeVar("P", bound=Params)
+D = TypeVar("D")
+
+
+@dataclass(frozen=True)
+class CheckSpec(Generic[P, D]):
+    name: str
+    system: str
+    layer: str
+    severity: Severity
+    schedule_minutes: int
+    fails_when: str
+    params: type[P]
+    fetch: Callable[[Cluster, P], D]
+    evaluate: Callable[[D, P, datetime], Result]

@@ -1,0 +1,186 @@
+"""The `outpost` command line (SPEC.md "Command line").
+
+Exit status of `run`: 0 all ok/degraded, 1 some check failed, 2 some probe error, 64 usage or
+configuration error; the highest applies. Every other command exits 0 on success and 64 on bad
+input. Errors go to stderr as one line per problem; secrets are never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from outpost import registry
+from outpost.config import ClusterSettings, KubeconfigAuth, Settings, environment_file
+from outpost.errors import ConfigError
+from outpost.result import Result
+from outpost.runner import run_check
+from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, load_settings
+
+EXIT_USAGE = 64
+DEFAULT_ENVIRONMENT = "local"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="outpost", description="Outside-in health checks for Kubernetes control-plane extensions.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    listing = commands.add_parser("list", help="every check: name, system, layer, severity, default schedule")
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
+    listing.set_defaults(func=cmd_list)
+
+    run = commands.add_parser("run", help="run checks and print their results")
+    run.add_argument("names", nargs="*", metavar="NAME", help="check names (see `outpost list`)")
+    run.add_argument("--all", action="store_true", help="every check enabled in the configuration")
+    _add_config_arguments(run)
+    run.add_argument("--kubeconfig", help="use this kubeconfig (overrides the configured cluster auth)")
+    run.add_argument("--context", help="kubeconfig context (with --kubeconfig or a kubeconfig-mode config)")
+    run.add_argument("--json", action="store_true", help="print a JSON array of result objects")
+    run.add_argument("--no-report", action="store_true", help="never ping heartbeats")
+    run.set_defaults(func=cmd_run)
+
+    validate = commands.add_parser("validate", help="validate a configuration, naming every bad field")
+    _add_config_arguments(validate)
+    validate.set_defaults(func=cmd_validate)
+
+    _register_optional(commands)
+    return parser
+
+
+def _register_optional(commands: Any) -> None:
+    """Commands whose modules live beside the core (sandbox, maintenance, demo)."""
+    from outpost import commands as extra
+
+    extra.register(commands)
+
+
+def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--config", metavar="FILE", help="environment configuration file")
+    source.add_argument("--env", metavar="ENV", help="environment name: infra/environments/ENV.yaml")
+
+
+def resolve_settings(args: argparse.Namespace) -> Settings:
+    """--config, --env, $OUTPOST_CONFIG, $OUTPOST_ENV, an ad-hoc --kubeconfig, or the local sandbox."""
+    kubeconfig = getattr(args, "kubeconfig", None)
+    context = getattr(args, "context", None)
+    if args.config:
+        settings = load_settings(args.config)
+    elif args.env:
+        settings = load_settings(environment_file(args.env))
+    elif os.environ.get(CONFIG_ENV):
+        settings = load_settings(os.environ[CONFIG_ENV])
+    elif os.environ.get(ENVIRONMENT_ENV):
+        settings = load_settings(environment_file(os.environ[ENVIRONMENT_ENV]))
+    elif kubeconfig:
+        auth = KubeconfigAuth(mode="kubeconfig", path=kubeconfig, context=context)
+        return Settings(environment="adhoc", cluster=ClusterSettings(name=context or "kubeconfig", auth=auth))
+    else:
+        settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
+    if kubeconfig or context:
+        current = settings.cluster.auth
+        path = kubeconfig or (current.path if isinstance(current, KubeconfigAuth) else None)
+        auth = KubeconfigAuth(mode="kubeconfig", path=path, context=context)
+        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth})})
+    return settings
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = [
+        {"name": c.name, "system": c.system, "layer": c.layer, "severity": c.severity,
+         "schedule": f"every {c.schedule_minutes} min", "fails_when": c.fails_when}
+        for c in registry.CHECKS
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        _print_table(rows, ["name", "system", "layer", "severity", "schedule"])
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    settings = resolve_settings(args)
+    enabled = settings.enabled_checks()
+    print(f"configuration for environment {settings.environment!r} is valid: "
+          f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
+          f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if bool(args.names) == bool(args.all):
+        raise _Usage("give check names or --all (not both)")
+    unknown = [name for name in args.names if name not in registry.names()]
+    if unknown:
+        raise _Usage(f"unknown check(s): {', '.join(unknown)} (see `outpost list`)")
+    settings = resolve_settings(args)
+    names = list(dict.fromkeys(args.names)) or settings.enabled_checks() or registry.names()
+    results = run_many(settings, names, report=not args.no_report)
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+    else:
+        print_results(results)
+    return max(r.status.exit_code for r in results)
+
+
+def run_many(settings: Settings, names: Sequence[str], *, report: bool = True) -> list[Result]:
+    """Run checks concurrently; results come back in the order asked."""
+    workers = max(1, min(8, len(names)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="outpost-run") as pool:
+        futures = [pool.submit(run_check, settings, name, report=report, log=False) for name in names]
+        return [future.result() for future in futures]
+
+
+def print_results(results: Sequence[Result]) -> None:
+    rows = [
+        {"check": r.check, "status": r.status.value, "ms": str(r.duration_ms),
+         "pinged": "yes" if r.reported else "no", "summary": r.summary}
+        for r in results
+    ]
+    _print_table(rows, ["check", "status", "ms", "pinged", "summary"])
+    for result in results:
+        for line in result.errors:
+            if line != result.summary:
+                print(f"  {result.check}: {line}")
+
+
+def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:
+    widths = {c: max([len(c)] + [len(str(row[c])) for row in rows]) for c in columns}
+    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
+    for row in rows:
+        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
+
+
+class _Usage(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except _Usage as error:
+        print(f"outpost {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConfigError as error:
+        print(f"outpost {args.command}: {error.headline}", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

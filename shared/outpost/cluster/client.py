@@ -1,0 +1,239 @@
+"""The one way Outpost talks to a Kubernetes API server.
+
+Guarantees:
+- reads only: this client has GET and nothing else (the write identity of `kwok-pod-reconciler` is
+  a separate client);
+- TLS verification always on; connect and read timeouts on every request, each capped by the
+  check's shared `Deadline`;
+- every transport failure becomes a `ClusterError` subclass whose one-line message names the
+  cluster, the request path and the cause; 401/403 are always `ClusterAuthError`;
+- LISTs are paginated with `limit`/`continue`, and can ask for metadata only
+  (PartialObjectMetadataList) when a check needs just names and labels;
+- tokens never appear in messages (httpx's own exception text carries no headers, and we add none).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from outpost.cluster.auth import Credentials, TokenSource, build_credentials
+from outpost.cluster.deadline import Deadline
+from outpost.config import ClusterSettings
+from outpost.errors import (
+    ClusterAuthError,
+    ClusterError,
+    ClusterResponseError,
+    ClusterTimeout,
+    ClusterUnreachable,
+    MalformedResponse,
+)
+
+JSON = "application/json"
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+USER_AGENT = "outpost/0.1 (+outside-in health checks)"
+
+Query = Mapping[str, str | int] | Sequence[tuple[str, str | int]]
+"""Query parameters; a sequence of pairs keeps repeated keys (e.g. several `exclude`)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response a check may judge itself (e.g. a proxied health endpoint that answered 500)."""
+
+    path: str
+    status_code: int
+    text: str
+    headers: Mapping[str, str]
+    elapsed_ms: int
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            raise MalformedResponse(f"GET {self.path}: body is not JSON ({_preview(self.text)})") from None
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat[:limit] + ("…" if len(flat) > limit else ""))
+
+
+class _BearerAuth(httpx.Auth):
+    def __init__(self, token: TokenSource) -> None:
+        self._token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self._token()
+        if not token or any(c in token for c in "\r\n"):
+            raise ClusterAuthError("the configured token is empty or not a single line")
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+class Cluster:
+    """Read access to one cluster for one check run. Use as a context manager."""
+
+    def __init__(
+        self,
+        name: str,
+        server: str,
+        *,
+        verify: ssl.SSLContext,
+        token: TokenSource | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 10.0,
+        deadline: Deadline | None = None,
+        page_size: int = 500,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.name = name
+        self.server = server.rstrip("/")
+        self.deadline = deadline or Deadline(read_timeout * 4)
+        self.page_size = page_size
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._client = httpx.Client(
+            base_url=self.server,
+            verify=verify,
+            auth=_BearerAuth(token) if token is not None else None,
+            headers={"User-Agent": USER_AGENT},
+            transport=transport,
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: ClusterSettings, deadline: Deadline | None = None) -> Cluster:
+        credentials: Credentials = build_credentials(settings.auth)
+        return cls(
+            settings.name,
+            credentials.server,
+            verify=credentials.ssl_context,
+            token=credentials.token,
+            connect_timeout=settings.connect_timeout_seconds,
+            read_timeout=settings.read_timeout_seconds,
+            deadline=deadline or Deadline(settings.deadline_seconds),
+            page_size=settings.page_size,
+        )
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- requests --------------------------------------------------------------------------
+
+    def get(self, path: str, params: Query | None = None, *, accept: str = JSON,
+            timeout: float | None = None) -> Response:
+        """GET `path`; any HTTP status is returned except 401/403, which raise ClusterAuthError.
+
+        Use for endpoints whose status code is itself the observation (health and proxy paths).
+        `timeout` shortens (never lengthens) the read timeout for this request.
+        """
+        where = f"GET {path} on cluster {self.name}"
+        if self.deadline.expired:
+            raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out")
+        read = self.deadline.cap(min(timeout, self._read_timeout) if timeout else self._read_timeout)
+        limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
+        try:
+            query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
+            response = self._client.get(path, params=query, headers={"Accept": accept}, timeout=limits)
+        except httpx.TimeoutException as error:
+            kind = "connect" if isinstance(error, httpx.ConnectTimeout) else "read"
+            budget = limits.connect if kind == "connect" else limits.read
+            raise ClusterTimeout(f"{where}: {kind} timed out after {budget:.1f} s") from None
+        except httpx.ConnectError as error:
+            raise ClusterUnreachable(f"{where}: {_connect_cause(error)}") from None
+        except httpx.TransportError as error:
+            raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
+        if response.status_code in (401, 403):
+            raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_status_reason(response)}")
+        return Response(
+            path=path,
+            status_code=response.status_code,
+            text=response.text,
+            headers=dict(response.headers),
+            elapsed_ms=int(response.elapsed.total_seconds() * 1000),
+        )
+
+    def get_json(self, path: str, params: Query | None = None, *,
+                 accept: str = JSON) -> dict[str, Any]:
+        """GET a JSON object; anything but 200 with a JSON object body raises."""
+        response = self.get(path, params, accept=accept)
+        if response.status_code != 200:
+            raise ClusterResponseError(
+                f"GET {path} on cluster {self.name}: HTTP {response.status_code} {_text_reason(response.text)}",
+                response.status_code,
+            )
+        body = response.json()
+        if not isinstance(body, dict):
+            raise MalformedResponse(f"GET {path} on cluster {self.name}: expected a JSON object")
+        return body
+
+    def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
+             metadata_only: bool = False) -> list[dict[str, Any]]:
+        """Every item of a collection, following `continue` tokens page by page."""
+        return list(self.iter_list(path, label_selector=label_selector, field_selector=field_selector,
+                                   metadata_only=metadata_only))
+
+    def iter_list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
+                  metadata_only: bool = False) -> Iterator[dict[str, Any]]:
+        params: dict[str, str | int] = {"limit": self.page_size}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        while True:
+            page = self.get_json(path, params, accept=METADATA_ONLY if metadata_only else JSON)
+            items = page.get("items")
+            if not isinstance(items, list):
+                raise MalformedResponse(f"LIST {path} on cluster {self.name}: response has no items list")
+            yield from items
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else "no detail"
+
+
+def _connect_cause(error: httpx.ConnectError) -> str:
+    text = _first_line(error)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return f"TLS verification failed ({text})"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return f"DNS lookup failed ({text})"
+    if "Connection refused" in text:
+        return "connection refused"
+    return f"cannot connect ({text})"
+
+
+def _status_reason(response: httpx.Response) -> str:
+    """The API server's own Status message for a 401/403 (it names user, verb and resource)."""
+    return _text_reason(response.text)
+
+
+def _text_reason(text: str) -> str:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return _preview(text) if text.strip() else ""
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return "(" + str(body["message"]).splitlines()[0][:200] + ")"
+    return ""
+
+
+__all__ = ["Cluster", "ClusterError", "Response"]

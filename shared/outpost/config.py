@@ -1,0 +1,208 @@
+"""Configuration: one YAML file per environment, validated and defaulted by pydantic.
+
+Guarantees:
+- every problem is reported at once, each as `path.to.field: reason` (never just the first one);
+- secret references (`env:`, `ssm:`, `secretsmanager:`, `gcpsm:`) are checked for form here and resolved
+  only when a check runs, so `outpost validate` needs no cloud credentials and never prints a secret;
+- unknown keys are refused (a typo must not silently fall back to a default).
+
+This module knows the *shape* of the file. Check parameters are validated against each check's own
+`Params` model by `outpost.settings`, which sits above the check registry.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from outpost.errors import ConfigError
+from outpost.secrets import parse_secret_ref
+
+CHECK_NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
+
+
+def _secret_reference(value: str) -> str:
+    parse_secret_ref(value)
+    return value
+
+
+SecretReference = Annotated[str, AfterValidator(_secret_reference)]
+"""A reference such as `env:NAME` or `ssm:/outpost/prod/heartbeat`; never the secret itself."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KubeconfigAuth(_Model):
+    """Credentials from a kubeconfig file, through the kubernetes package's loader (exec plugins included)."""
+
+    mode: Literal["kubeconfig"]
+    path: str | None = Field(None, description="Kubeconfig path; default $KUBECONFIG or ~/.kube/config.")
+    context: str | None = None
+
+
+class TokenAuth(_Model):
+    """A bearer token (e.g. a ServiceAccount token) and the cluster's CA."""
+
+    mode: Literal["token"]
+    server: str
+    token: SecretReference
+    ca_file: str | None = None
+    ca_data: str | None = Field(None, description="Base64 PEM of the cluster CA, as in a kubeconfig.")
+
+    @field_validator("server")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        return _https_url(value)
+
+
+class EksAuth(_Model):
+    """Amazon EKS: a token presigned with STS exactly as `aws eks get-token` makes it."""
+
+    mode: Literal["eks"]
+    cluster_name: str
+    region: str
+    server: str
+    ca_data: str
+    role_arn: str | None = Field(None, description="Role to assume before presigning, if any.")
+
+    @field_validator("server")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        return _https_url(value)
+
+
+class GkeAuth(_Model):
+    """Google GKE: an OAuth2 access token from google-auth application default credentials."""
+
+    mode: Literal["gke"]
+    server: str
+    ca_data: str
+
+    @field_validator("server")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        return _https_url(value)
+
+
+def _https_url(value: str) -> str:
+    if not value.startswith("https://"):
+        raise ValueError("must be an https:// URL (TLS verification is never turned off)")
+    return value.rstrip("/")
+
+
+ClusterAuth = Annotated[KubeconfigAuth | TokenAuth | EksAuth | GkeAuth, Field(discriminator="mode")]
+
+
+class ClusterSettings(_Model):
+    name: str = Field(description="A human name for the cluster, used in summaries.")
+    auth: ClusterAuth
+    connect_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    read_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    deadline_seconds: float = Field(
+        45.0, gt=0, le=840, description="Budget for one whole check run, shared by all its requests."
+    )
+    page_size: int = Field(500, ge=1, le=5000, description="`limit` used for paginated LISTs.")
+
+
+class HeartbeatSettings(_Model):
+    timeout_seconds: float = Field(10.0, gt=0, le=60)
+    retries: int = Field(3, ge=0, le=10, description="Extra attempts after the first, on timeout/5xx only.")
+    backoff_seconds: float = Field(0.5, ge=0, le=30, description="First backoff; doubles each retry.")
+
+
+class VigilmonSettings(_Model):
+    api_url: str = "https://vigilmon.online/api"
+    api_key: SecretReference | None = None
+
+
+class CheckSettings(_Model):
+    enabled: bool = True
+    schedule_minutes: int | None = Field(
+        None, ge=1, le=1440, description="How often the check runs; default: the catalogue's schedule."
+    )
+    severity: Literal["critical", "warning"] | None = None
+    tolerated_misses: int = Field(2, ge=1, le=100, description="Missed runs before Vigilmon alerts.")
+    heartbeat: SecretReference | None = Field(None, description="Secret reference to the heartbeat URL.")
+    monitor_id: str | None = Field(None, description="Vigilmon monitor id, for maintenance windows.")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def grace_seconds(self, schedule_minutes: int, margin_seconds: int = 60) -> int:
+        """The monitor's grace: schedule x tolerated misses + margin (SPEC.md)."""
+        return schedule_minutes * 60 * self.tolerated_misses + margin_seconds
+
+
+class Settings(_Model):
+    environment: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    cluster: ClusterSettings
+    heartbeat: HeartbeatSettings = HeartbeatSettings()
+    vigilmon: VigilmonSettings = VigilmonSettings()
+    checks: dict[Annotated[str, Field(pattern=CHECK_NAME_PATTERN)], CheckSettings] = Field(default_factory=dict)
+
+    def enabled_checks(self) -> list[str]:
+        return [name for name, check in self.checks.items() if check.enabled]
+
+
+def format_validation_error(error: ValidationError, prefix: str = "") -> list[str]:
+    """One `path: reason` line per problem; input values are left out (they may be secrets)."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False):
+        loc = [str(part) for part in item["loc"]]
+        # Union members keep their tag (cluster.auth.token.server): it says which auth mode was read.
+        path = ".".join(([prefix] if prefix else []) + loc)
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{path}: {message}")
+    return problems
+
+
+def parse_settings(raw: Any, source: str = "configuration") -> Settings:
+    """Validate an already-parsed document; raises ConfigError listing every bad field."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source} is invalid", [f"(top level): expected a mapping, got {type(raw).__name__}"])
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(f"{source} is invalid", format_validation_error(error)) from None
+
+
+def read_settings_file(path: str | os.PathLike[str]) -> Any:
+    """Read YAML; a missing file or a YAML syntax error is a ConfigError naming the file and line."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read configuration {file}: {error.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise ConfigError(f"configuration {file} is not valid YAML", [f"{file}{where}: {problem}"]) from None
+
+
+def environment_file(environment: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """`infra/environments/<env>.yaml` under the repository (or bundle) root."""
+    base = Path(root) if root is not None else _default_root()
+    return base / "infra" / "environments" / f"{environment}.yaml"
+
+
+def _default_root() -> Path:
+    configured = os.environ.get("OUTPOST_ROOT")
+    if configured:
+        return Path(configured)
+    # Source checkout: shared/outpost/config.py -> repository root. A deployed bundle sets
+    # OUTPOST_CONFIG (or OUTPOST_ROOT) explicitly, so this guess only serves developers.
+    return Path(__file__).resolve().parents[2]

@@ -1,0 +1,58 @@
+"""The result contract of every check (SPEC.md "Vocabulary and contracts").
+
+Guarantees, enforced by the model rather than by convention:
+- `status` is one of ok, degraded, failed, error;
+- `ok` never carries errors (a result built as ok with errors is refused);
+- only ok and degraded are healthy, i.e. the only statuses that ping a heartbeat.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"
+    FAILED = "failed"
+    ERROR = "error"
+
+    @property
+    def healthy(self) -> bool:
+        """Whether this status pings the heartbeat (silence is the alarm for the others)."""
+        return self in (Status.OK, Status.DEGRADED)
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI exit status: 0 ok/degraded, 1 failed, 2 error."""
+        return {Status.OK: 0, Status.DEGRADED: 0, Status.FAILED: 1, Status.ERROR: 2}[self]
+
+
+class Result(BaseModel):
+    """What one run of one check observed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    check: str
+    status: Status
+    summary: str = Field(description="One line a person reads in an alert.")
+    errors: list[str] = Field(default_factory=list, description="One line per problem, naming the object.")
+    details: dict[str, Any] = Field(default_factory=dict)
+    duration_ms: int = 0
+    reported: bool = False
+
+    @model_validator(mode="after")
+    def _ok_has_no_errors(self) -> Result:
+        if self.status is Status.OK and self.errors:
+            raise ValueError("a result with errors cannot be ok")
+        if "\n" in self.summary:
+            raise ValueError("summary must be one line")
+        return self
+
+    @classmethod
+    def error(cls, check: str, cause: str, **details: Any) -> Result:
+        """The probe could not observe: `cause` names what and why, in one line."""
+        return cls(check=check, status=Status.ERROR, summary=cause, errors=[cause], details=details)

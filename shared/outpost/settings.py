@@ -1,0 +1,85 @@
+"""Loading a whole environment's configuration, check parameters included.
+
+`outpost.config` validates the file's shape; this module adds what needs the catalogue: that every
+configured check exists and that its `params` satisfy that check's own `Params` model. The CLI
+(`outpost validate`), the packaging step and every function's cold start all go through here, so
+a bad field is refused the same way, with the same `path: reason` lines, everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from outpost import registry
+from outpost.config import (
+    Settings,
+    environment_file,
+    format_validation_error,
+    parse_settings,
+    read_settings_file,
+)
+from outpost.errors import ConfigError
+
+CONFIG_ENV = "OUTPOST_CONFIG"
+ENVIRONMENT_ENV = "OUTPOST_ENV"
+
+
+def load_settings(path: str | os.PathLike[str]) -> Settings:
+    """Read and fully validate one environment file; ConfigError lists every bad field."""
+    file = Path(path).expanduser()
+    raw = read_settings_file(file)
+    problems: list[str] = []
+    settings: Settings | None = None
+    try:
+        settings = parse_settings(raw, source=str(file))
+    except ConfigError as error:
+        problems += error.problems
+    # Parameters are checked even when the shape failed elsewhere, so one run names every problem.
+    problems += check_problems(raw)
+    if problems or settings is None:
+        raise ConfigError(f"configuration {file} is invalid", sorted(dict.fromkeys(problems)))
+    return settings
+
+
+def check_problems(raw: Any) -> list[str]:
+    """Unknown check names and bad `params`, as `checks.NAME...: reason` lines."""
+    checks = raw.get("checks") if isinstance(raw, dict) else None
+    if not isinstance(checks, dict):
+        return []
+    problems = []
+    for name, entry in checks.items():
+        try:
+            spec = registry.get(str(name))
+        except KeyError as error:
+            problems.append(f"checks.{name}: {error.args[0]}")
+            continue
+        params = entry.get("params", {}) if isinstance(entry, dict) else {}
+        try:
+            spec.params.model_validate(params if params is not None else {})
+        except ValidationError as error:
+            problems += format_validation_error(error, prefix=f"checks.{name}.params")
+    return problems
+
+
+def settings_from_environment(environ: dict[str, str] | None = None) -> Settings:
+    """Cold-start loading: $OUTPOST_CONFIG (a path) or $OUTPOST_ENV (infra/environments/<env>.yaml)."""
+    env = os.environ if environ is None else environ
+    if env.get(CONFIG_ENV):
+        return load_settings(env[CONFIG_ENV])
+    if env.get(ENVIRONMENT_ENV):
+        return load_settings(environment_file(env[ENVIRONMENT_ENV]))
+    raise ConfigError(f"no configuration: set {CONFIG_ENV} to a file or {ENVIRONMENT_ENV} to an environment name")
+
+
+def check_params(settings: Settings, name: str) -> Any:
+    """The validated `Params` of check `name` (defaults when it is not configured)."""
+    spec = registry.get(name)
+    configured = settings.checks.get(name)
+    try:
+        return spec.params.model_validate(configured.params if configured else {})
+    except ValidationError as error:
+        raise ConfigError("invalid check parameters", format_validation_error(error, f"checks.{name}.params")) from None

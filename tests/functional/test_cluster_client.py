@@ -1,0 +1,122 @@
+"""The cluster seam against real local HTTPS servers: every failure is a named, one-line ClusterError.
+
+Behaviour against a real kube-apiserver (pagination, metadata-only lists, RBAC) is covered in
+tests/e2e; here the servers misbehave on purpose in ways a real API server rarely does on demand.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+from pathlib import Path
+
+import pytest
+from local_tls import Pki, closed_port, https_server, make_pki, silent_server
+
+from outpost.cluster import Cluster, Deadline
+from outpost.errors import (
+    ClusterAuthError,
+    ClusterResponseError,
+    ClusterTimeout,
+    ClusterUnreachable,
+    MalformedResponse,
+)
+
+TOKEN = "s3cr3t-token-value"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def trust(pki: Pki) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.load_verify_locations(pki.ca_file)
+    return context
+
+
+def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0, page_size: int = 2) -> Cluster:
+    return Cluster("test", server, verify=trust(pki), token=lambda: TOKEN, connect_timeout=2.0,
+                   read_timeout=read, deadline=Deadline(deadline), page_size=page_size)
+
+
+def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
+    pages = {
+        None: {"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "tok-2"}},
+        "tok-2": {"items": [{"n": 3}], "metadata": {}},
+    }
+    auth_headers: list[str] = []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        auth_headers.append(request.headers["Authorization"])
+        token = request.path.split("continue=")[1].split("&")[0] if "continue=" in request.path else None
+        return 200, "application/json", json.dumps(pages[token])
+
+    with https_server(pki, respond) as (url, seen), cluster(url, pki) as c:
+        items = c.list("/api/v1/nodes", label_selector="type=kwok", metadata_only=True)
+    assert [i["n"] for i in items] == [1, 2, 3]
+    assert all("limit=2" in line and "labelSelector=type%3Dkwok" in line for line in seen)
+    assert auth_headers == [f"Bearer {TOKEN}"] * 2
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None:
+    body = json.dumps({"kind": "Status", "message": 'nodes is forbidden: User "outpost-probe" cannot list'})
+    with https_server(pki, lambda _r: (status, "application/json", body)) as (url, _), \
+            cluster(url, pki) as c, pytest.raises(ClusterAuthError) as caught:
+        c.get_json("/api/v1/nodes")
+    message = str(caught.value)
+    assert f"HTTP {status}" in message
+    assert "outpost-probe" in message
+    assert "/api/v1/nodes" in message
+    assert TOKEN not in message
+
+
+def test_unexpected_status_is_response_error(pki: Pki) -> None:
+    with https_server(pki, lambda _r: (500, "text/plain", "boom")) as (url, _), \
+            cluster(url, pki) as c, pytest.raises(ClusterResponseError, match="HTTP 500 'boom'"):
+        c.get_json("/api/v1/nodes")
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [("<html>not json</html>", "body is not JSON"), ("[1, 2]", "expected a JSON object"),
+     ('{"kind": "NodeList"}', "no items list")],
+)
+def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
+    with https_server(pki, lambda _r: (200, "application/json", body)) as (url, _), \
+            cluster(url, pki) as c, pytest.raises(MalformedResponse, match=match):
+        c.list("/api/v1/nodes")
+
+
+def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Path) -> None:
+    other = make_pki(tmp_path, "other")
+    with https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _), \
+            cluster(url, other) as c, pytest.raises(ClusterUnreachable, match="TLS verification failed"):
+        c.get("/livez")
+
+
+def test_connection_refused(pki: Pki) -> None:
+    with cluster(f"https://127.0.0.1:{closed_port()}", pki) as c, \
+            pytest.raises(ClusterUnreachable, match="connection refused"):
+        c.get("/livez")
+
+
+def test_hung_server_is_bounded_by_the_shared_deadline(pki: Pki) -> None:
+    with silent_server() as url, cluster(url, pki, deadline=1.5, read=30.0) as c:
+        started = time.monotonic()
+        with pytest.raises(ClusterTimeout, match=r"timed out after 1\.5 s"):
+            c.get("/livez")
+        with pytest.raises(ClusterTimeout, match=r"deadline of 1\.5 s ran out"):
+            c.get("/readyz")
+    assert time.monotonic() - started < 5
+
+
+def test_empty_token_is_refused_before_sending(pki: Pki) -> None:
+    with https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, seen):
+        c = Cluster("test", url, verify=trust(pki), token=lambda: "")
+        with c, pytest.raises(ClusterAuthError, match="token is empty"):
+            c.get("/livez")
+    assert seen == []
