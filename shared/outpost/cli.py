@@ -15,15 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from outpost import registry
-from outpost.config import ClusterSettings, KubeconfigAuth, Settings, environment_file
-from outpost.errors import ConfigError
+from outpost import demo, maintenance, registry
+from outpost.config import Settings
+from outpost.errors import ConfigError, OutpostError
 from outpost.result import Result
 from outpost.runner import run_check
-from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, load_settings
+from outpost.sandbox import cli as sandbox_cli
+from outpost.settings import add_source_arguments, settings_from_args
 
 EXIT_USAGE = 64
-DEFAULT_ENVIRONMENT = "local"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run checks and print their results")
     run.add_argument("names", nargs="*", metavar="NAME", help="check names (see `outpost list`)")
     run.add_argument("--all", action="store_true", help="every check enabled in the configuration")
-    _add_config_arguments(run)
+    add_source_arguments(run)
     run.add_argument("--kubeconfig", help="use this kubeconfig (overrides the configured cluster auth)")
     run.add_argument("--context", help="kubeconfig context (with --kubeconfig or a kubeconfig-mode config)")
     run.add_argument("--json", action="store_true", help="print a JSON array of result objects")
@@ -51,49 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     validate = commands.add_parser("validate", help="validate a configuration, naming every bad field")
-    _add_config_arguments(validate)
+    add_source_arguments(validate)
     validate.set_defaults(func=cmd_validate)
 
-    _register_optional(commands)
+    maintenance.register(commands)
+    sandbox_cli.register(commands)
+    demo.register(commands)
     return parser
-
-
-def _register_optional(commands: Any) -> None:
-    """Commands whose modules live beside the core (sandbox, maintenance, demo)."""
-    from outpost import commands as extra
-
-    extra.register(commands)
-
-
-def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--config", metavar="FILE", help="environment configuration file")
-    source.add_argument("--env", metavar="ENV", help="environment name: infra/environments/ENV.yaml")
-
-
-def resolve_settings(args: argparse.Namespace) -> Settings:
-    """--config, --env, $OUTPOST_CONFIG, $OUTPOST_ENV, an ad-hoc --kubeconfig, or the local sandbox."""
-    kubeconfig = getattr(args, "kubeconfig", None)
-    context = getattr(args, "context", None)
-    if args.config:
-        settings = load_settings(args.config)
-    elif args.env:
-        settings = load_settings(environment_file(args.env))
-    elif os.environ.get(CONFIG_ENV):
-        settings = load_settings(os.environ[CONFIG_ENV])
-    elif os.environ.get(ENVIRONMENT_ENV):
-        settings = load_settings(environment_file(os.environ[ENVIRONMENT_ENV]))
-    elif kubeconfig:
-        auth = KubeconfigAuth(mode="kubeconfig", path=kubeconfig, context=context)
-        return Settings(environment="adhoc", cluster=ClusterSettings(name=context or "kubeconfig", auth=auth))
-    else:
-        settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
-    if kubeconfig or context:
-        current = settings.cluster.auth
-        path = kubeconfig or (current.path if isinstance(current, KubeconfigAuth) else None)
-        auth = KubeconfigAuth(mode="kubeconfig", path=path, context=context)
-        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth})})
-    return settings
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -110,7 +74,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    settings = resolve_settings(args)
+    settings = settings_from_args(args)
     enabled = settings.enabled_checks()
     print(f"configuration for environment {settings.environment!r} is valid: "
           f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
@@ -124,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     unknown = [name for name in args.names if name not in registry.names()]
     if unknown:
         raise _Usage(f"unknown check(s): {', '.join(unknown)} (see `outpost list`)")
-    settings = resolve_settings(args)
+    settings = settings_from_args(args)
     names = list(dict.fromkeys(args.names)) or settings.enabled_checks() or registry.names()
     results = run_many(settings, names, report=not args.no_report)
     if args.json:
@@ -180,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_USAGE
+    except OutpostError as error:
+        print(f"outpost {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

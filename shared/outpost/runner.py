@@ -97,13 +97,13 @@ def _report(settings: Settings, result: Result) -> Result:
     if configured is None or configured.heartbeat is None:
         return result.model_copy(update={"details": {**result.details, "heartbeat": "not configured"}})
     heartbeat = settings.heartbeat
-    client = HeartbeatClient(
-        timeout_seconds=heartbeat.timeout_seconds,
-        retries=heartbeat.retries,
-        backoff_seconds=heartbeat.backoff_seconds,
-    )
     try:
-        client.ping(resolve(configured.heartbeat), label=result.check)
+        with HeartbeatClient(
+            timeout_seconds=heartbeat.timeout_seconds,
+            retries=heartbeat.retries,
+            backoff_seconds=heartbeat.backoff_seconds,
+        ) as client:
+            client.ping(resolve(configured.heartbeat), label=result.check)
     except OutpostError as error:
         cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {error}"
         return Result(check=result.check, status=Status.ERROR, summary=cause, errors=[cause],

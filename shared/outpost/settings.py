@@ -8,6 +8,7 @@ a bad field is refused the same way, with the same `path: reason` lines, everywh
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from pydantic import ValidationError
 
 from outpost import registry
 from outpost.config import (
+    ClusterSettings,
+    KubeconfigAuth,
     Settings,
     environment_file,
     format_validation_error,
@@ -83,3 +86,42 @@ def check_params(settings: Settings, name: str) -> Any:
         return spec.params.model_validate(configured.params if configured else {})
     except ValidationError as error:
         raise ConfigError("invalid check parameters", format_validation_error(error, f"checks.{name}.params")) from None
+
+
+DEFAULT_ENVIRONMENT = "local"
+"""The embedded default: the local simulated cluster (`outpost sandbox up`)."""
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--config FILE | --env ENV`, shared by every command that reads a configuration."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--config", metavar="FILE", help="environment configuration file")
+    source.add_argument("--env", metavar="ENV", help="environment name: infra/environments/ENV.yaml")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """--config, --env, $OUTPOST_CONFIG, $OUTPOST_ENV, an ad-hoc --kubeconfig, or the local sandbox.
+
+    `--kubeconfig`/`--context` (where a command has them) replace the configured cluster auth.
+    """
+    kubeconfig = getattr(args, "kubeconfig", None)
+    context = getattr(args, "context", None)
+    if args.config:
+        settings = load_settings(args.config)
+    elif args.env:
+        settings = load_settings(environment_file(args.env))
+    elif os.environ.get(CONFIG_ENV):
+        settings = load_settings(os.environ[CONFIG_ENV])
+    elif os.environ.get(ENVIRONMENT_ENV):
+        settings = load_settings(environment_file(os.environ[ENVIRONMENT_ENV]))
+    elif kubeconfig:
+        auth = KubeconfigAuth(mode="kubeconfig", path=kubeconfig, context=context)
+        return Settings(environment="adhoc", cluster=ClusterSettings(name=context or "kubeconfig", auth=auth))
+    else:
+        settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
+    if kubeconfig or context:
+        current = settings.cluster.auth
+        path = kubeconfig or (current.path if isinstance(current, KubeconfigAuth) else None)
+        auth = KubeconfigAuth(mode="kubeconfig", path=path, context=context)
+        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth})})
+    return settings
