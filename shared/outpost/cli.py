@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from outpost import demo, maintenance, registry
 from outpost.config import Settings

@@ -38,8 +38,16 @@ def trust(pki: Pki) -> ssl.SSLContext:
 
 
 def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0, page_size: int = 2) -> Cluster:
-    return Cluster("test", server, verify=trust(pki), token=lambda: TOKEN, connect_timeout=2.0,
-                   read_timeout=read, deadline=Deadline(deadline), page_size=page_size)
+    return Cluster(
+        "test",
+        server,
+        verify=trust(pki),
+        token=lambda: TOKEN,
+        connect_timeout=2.0,
+        read_timeout=read,
+        deadline=Deadline(deadline),
+        page_size=page_size,
+    )
 
 
 def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
@@ -64,8 +72,11 @@ def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
 @pytest.mark.parametrize("status", [401, 403])
 def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None:
     body = json.dumps({"kind": "Status", "message": 'nodes is forbidden: User "outpost-probe" cannot list'})
-    with https_server(pki, lambda _r: (status, "application/json", body)) as (url, _), \
-            cluster(url, pki) as c, pytest.raises(ClusterAuthError) as caught:
+    with (
+        https_server(pki, lambda _r: (status, "application/json", body)) as (url, _),
+        cluster(url, pki) as c,
+        pytest.raises(ClusterAuthError) as caught,
+    ):
         c.get_json("/api/v1/nodes")
     message = str(caught.value)
     assert f"HTTP {status}" in message
@@ -75,32 +86,46 @@ def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None
 
 
 def test_unexpected_status_is_response_error(pki: Pki) -> None:
-    with https_server(pki, lambda _r: (500, "text/plain", "boom")) as (url, _), \
-            cluster(url, pki) as c, pytest.raises(ClusterResponseError, match="HTTP 500 'boom'"):
+    with (
+        https_server(pki, lambda _r: (500, "text/plain", "boom")) as (url, _),
+        cluster(url, pki) as c,
+        pytest.raises(ClusterResponseError, match="HTTP 500 'boom'"),
+    ):
         c.get_json("/api/v1/nodes")
 
 
 @pytest.mark.parametrize(
     ("body", "match"),
-    [("<html>not json</html>", "body is not JSON"), ("[1, 2]", "expected a JSON object"),
-     ('{"kind": "NodeList"}', "no items list")],
+    [
+        ("<html>not json</html>", "body is not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"kind": "NodeList"}', "no items list"),
+    ],
 )
 def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
-    with https_server(pki, lambda _r: (200, "application/json", body)) as (url, _), \
-            cluster(url, pki) as c, pytest.raises(MalformedResponse, match=match):
+    with (
+        https_server(pki, lambda _r: (200, "application/json", body)) as (url, _),
+        cluster(url, pki) as c,
+        pytest.raises(MalformedResponse, match=match),
+    ):
         c.list("/api/v1/nodes")
 
 
 def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Path) -> None:
     other = make_pki(tmp_path, "other")
-    with https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _), \
-            cluster(url, other) as c, pytest.raises(ClusterUnreachable, match="TLS verification failed"):
+    with (
+        https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _),
+        cluster(url, other) as c,
+        pytest.raises(ClusterUnreachable, match="TLS verification failed"),
+    ):
         c.get("/livez")
 
 
 def test_connection_refused(pki: Pki) -> None:
-    with cluster(f"https://127.0.0.1:{closed_port()}", pki) as c, \
-            pytest.raises(ClusterUnreachable, match="connection refused"):
+    with (
+        cluster(f"https://127.0.0.1:{closed_port()}", pki) as c,
+        pytest.raises(ClusterUnreachable, match="connection refused"),
+    ):
         c.get("/livez")
 
 

@@ -1,0 +1,207 @@
+"""The Vigilmon seam: heartbeat pings and maintenance windows, over httpx with TLS verification on.
+
+Guarantees:
+- `HeartbeatClient.ping` sends one HTTP GET to the heartbeat URL and returns only if Vigilmon answered 2xx.
+  Timeouts, connection errors and 5xx are retried with exponential backoff (`backoff * 2**n`, `retries`
+  extra attempts); 4xx and 3xx are not retried (the URL is wrong or revoked; repeating cannot help, and a
+  redirect is not followed because it would send the token on to a host we did not choose);
+- a URL or API key never appears in an exception, a log line or a repr: failures raise `ReportError` naming
+  the check label and the cause only, raised `from None` so no chained library exception (whose text can
+  hold the URL) travels with it;
+- plain `http://` is accepted only for loopback hosts (local receivers and the demo); anything else must be
+  `https://`, so a token never crosses a network in clear text.
+
+Secrets arrive as any object with `reveal() -> str` (an `outpost.secrets.Secret`): this module sits beside
+`outpost.secrets` in the import layers and does not import it.
+
+Maintenance convention: Vigilmon's one maintenance call is `POST {api_url}/maintenance` with
+`{"monitor_id": ..., "duration_minutes": N}`. `start_maintenance` sends N >= 1; `end_maintenance` sends
+`duration_minutes: 0`, i.e. "the window lasts no longer from now", which ends an open window.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from outpost.errors import ReportError
+from outpost.logs import install_redaction
+
+log = logging.getLogger(__name__)
+install_redaction()
+
+
+class Revealable(Protocol):
+    """A secret holder: its value is only available through `reveal()`."""
+
+    def reveal(self) -> str: ...
+
+
+def _checked_url(url: str, what: str) -> str:
+    """Refuse anything but https (or http to loopback); the message never quotes the URL."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        raise ReportError(f"{what}: the URL is not a valid http(s) URL") from None
+    if parts.scheme == "https" and host:
+        return url
+    if parts.scheme == "http" and _is_loopback(host):
+        return url
+    if parts.scheme == "http":
+        raise ReportError(f"{what}: the URL must be https:// (plain http is only allowed to loopback)")
+    raise ReportError(f"{what}: the URL is not a valid http(s) URL")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _RetryingClient:
+    """One httpx client plus the retry policy shared by heartbeats and maintenance calls."""
+
+    def __init__(
+        self,
+        timeout_seconds: float,
+        retries: int,
+        backoff_seconds: float,
+        transport: httpx.BaseTransport | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        if retries < 0 or timeout_seconds <= 0 or backoff_seconds < 0:
+            raise ValueError("timeout must be > 0, retries and backoff >= 0")
+        self.retries = retries
+        self.backoff_seconds = backoff_seconds
+        self.timeout_seconds = timeout_seconds
+        self._sleep = sleep
+        self._client = httpx.Client(transport=transport, timeout=timeout_seconds, verify=True, follow_redirects=False)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def send(self, what: str, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        attempts = self.retries + 1
+        last_cause = "no attempt made"
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                delay = self.backoff_seconds * 2 ** (attempt - 2)
+                log.info("%s: attempt %d/%d in %.2fs after %s", what, attempt, attempts, delay, last_cause)
+                self._sleep(delay)
+            try:
+                response = self._client.request(method, url, **kwargs)
+            except httpx.TimeoutException:
+                last_cause = f"timed out after {self.timeout_seconds:g}s"
+                continue
+            except httpx.TransportError as error:
+                # The class name (ConnectError, RemoteProtocolError) says enough; the text may hold the URL.
+                last_cause = f"connection failed ({type(error).__name__})"
+                continue
+            if response.status_code >= 500:
+                last_cause = f"HTTP {response.status_code}"
+                continue
+            if 200 <= response.status_code < 300:
+                return response
+            if 300 <= response.status_code < 400:
+                raise ReportError(f"{what}: HTTP {response.status_code} (redirect not followed, not retried)")
+            raise ReportError(f"{what}: HTTP {response.status_code} (not retried)")
+        plural = "s" if attempts > 1 else ""
+        raise ReportError(f"{what}: {last_cause} (gave up after {attempts} attempt{plural})")
+
+
+class HeartbeatClient:
+    """Pings a Vigilmon heartbeat URL. Use as a context manager, or call `close()`."""
+
+    def __init__(
+        self,
+        timeout_seconds: float = 10.0,
+        retries: int = 3,
+        backoff_seconds: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep)
+
+    def __enter__(self) -> HeartbeatClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return f"HeartbeatClient(retries={self._http.retries}, timeout={self._http.timeout_seconds:g}s)"
+
+    def ping(self, url: Revealable, label: str | None = None) -> None:
+        """GET the heartbeat URL; raises ReportError (without the URL) unless it answered 2xx."""
+        what = f"heartbeat for {label}" if label else "heartbeat"
+        target = _checked_url(url.reveal(), what)
+        self._http.send(what, "GET", target)
+        log.info("%s: delivered", what)
+
+
+class VigilmonClient:
+    """Vigilmon's maintenance API (`POST {api_url}/maintenance`, bearer API key)."""
+
+    def __init__(
+        self,
+        api_url: str,
+        api_key: Revealable,
+        timeout_seconds: float = 10.0,
+        retries: int = 3,
+        backoff_seconds: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._endpoint = _checked_url(api_url.rstrip("/") + "/maintenance", "vigilmon maintenance")
+        self._api_key = api_key
+        self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep)
+
+    def __enter__(self) -> VigilmonClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return "VigilmonClient(api_key=***)"
+
+    def start_maintenance(self, monitor_id: str, duration_minutes: int) -> None:
+        """Open a maintenance window of `duration_minutes` (>= 1) for one monitor."""
+        whole = isinstance(duration_minutes, int) and not isinstance(duration_minutes, bool)
+        if not whole or duration_minutes < 1:
+            raise ValueError("duration_minutes must be a whole number >= 1 (use end_maintenance to end)")
+        self._post(monitor_id, duration_minutes)
+
+    def end_maintenance(self, monitor_id: str) -> None:
+        """End the window: the same call with `duration_minutes: 0` (see the module docstring)."""
+        self._post(monitor_id, 0)
+
+    def _post(self, monitor_id: str, duration_minutes: int) -> None:
+        if not monitor_id or not monitor_id.strip():
+            raise ValueError("monitor_id must not be empty")
+        what = f"vigilmon maintenance for monitor {monitor_id}"
+        self._http.send(
+            what,
+            "POST",
+            self._endpoint,
+            json={"monitor_id": monitor_id, "duration_minutes": duration_minutes},
+            headers={"Authorization": f"Bearer {self._api_key.reveal()}", "Accept": "application/json"},
+        )

@@ -1,0 +1,51 @@
+"""AWS Lambda adapter: `make_handler(check)` returns the `handler(event, context)` of one check's function.
+
+Guarantees:
+- settings are loaded when `make_handler` runs (module import = cold start); a ConfigError raises there;
+- an EventBridge scheduled event runs the check and reports: ok/degraded return the result dict;
+  failed/error raise `CheckUnhealthy`, so Lambda's Errors metric counts the run (serverless.yml sets
+  `maximumRetryAttempts: 0`, so the asynchronous invocation is not re-run);
+- a Function URL (payload 2.0) or API Gateway (REST, payload 1.0) request gets a proxy response
+  `{"statusCode", "headers", "body"}`: 200 ok/degraded, 503 failed/error, 400 malformed, 405 wrong method;
+- any other event raises `InvocationError` (a failed invocation naming what was wrong).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from outpost.errors import InvocationError
+from outpost.runtime.common import JSON_HEADERS, bad_request, cold_start_settings, run_http, run_scheduled
+from outpost.runtime.events import HttpRequest, parse_lambda_event
+
+LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+
+
+def make_handler(check_name: str) -> LambdaHandler:
+    settings = cold_start_settings(check_name)
+
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        is_http = isinstance(event, dict) and ("httpMethod" in event or event.get("version") == "2.0")
+        try:
+            parsed = parse_lambda_event(event)
+        except InvocationError as error:
+            if not is_http:
+                raise
+            status, body = bad_request(check_name, error)
+            return _proxy_response(status, body)
+        if isinstance(parsed, HttpRequest):
+            status, body = run_http(settings, check_name, parsed)
+            return _proxy_response(status, body)
+        return run_scheduled(settings, check_name)
+
+    handler.__name__ = handler.__qualname__ = f"handler_{check_name.replace('-', '_')}"
+    return handler
+
+
+def _proxy_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    headers = dict(JSON_HEADERS)
+    if status == 405:
+        headers["Allow"] = "GET, POST"
+    return {"statusCode": status, "headers": headers, "body": json.dumps(body), "isBase64Encoded": False}

@@ -1,0 +1,91 @@
+"""What the Lambda and GCF adapters share: cold-start settings, and result -> outcome mapping.
+
+Guarantees:
+- settings are loaded once per process (cold start) from `$OUTPOST_CONFIG` / `$OUTPOST_ENV`; a bad
+  configuration raises `ConfigError` with every bad field path when the entry module is imported, so the
+  platform reports a failed start instead of a function that runs and stays silent for an unclear reason;
+- the check named by an entry module must exist in the catalogue and be configured and enabled in the
+  environment: a function deployed for a check the environment does not run is a configuration error;
+- HTTP outcome: 200 for ok/degraded, 503 for failed/error, 400 for a malformed request, 405 for a method
+  other than GET/POST; every body is JSON, errors as `{"error": "..."}`; bodies pass the log redaction guard;
+- scheduled outcome: the result dict for ok/degraded; `CheckUnhealthy` raised for failed/error, so the
+  platform's error metrics count the run (retries are turned off in deployment, not here).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Final
+
+from outpost import registry
+from outpost.config import Settings
+from outpost.errors import ConfigError, InvocationError, OutpostError
+from outpost.logs import emit, sanitize
+from outpost.runner import run_check
+from outpost.runtime.events import ALLOWED_METHODS, HttpRequest, parse_options
+from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, settings_from_environment
+
+JSON_HEADERS: Final = {"Content-Type": "application/json", "Cache-Control": "no-store"}
+
+
+class CheckUnhealthy(OutpostError):
+    """A scheduled run ended failed or error: raised so the platform counts the invocation as failed."""
+
+    def __init__(self, result_dict: dict[str, Any]) -> None:
+        self.result = result_dict
+        super().__init__(f"{result_dict['check']} {result_dict['status']}: {result_dict['summary']}")
+
+
+@functools.lru_cache(maxsize=8)
+def _load(config: str | None, environment: str | None) -> Settings:
+    environ = {key: value for key, value in ((CONFIG_ENV, config), (ENVIRONMENT_ENV, environment)) if value}
+    return settings_from_environment(environ)
+
+
+def cold_start_settings(check_name: str) -> Settings:
+    """The process's settings, validated for `check_name`; raises ConfigError loudly otherwise."""
+    settings = _load(os.environ.get(CONFIG_ENV), os.environ.get(ENVIRONMENT_ENV))
+    if check_name not in registry.names():
+        raise ConfigError(
+            f"entry point for unknown check {check_name!r}", [f"checks.{check_name}: not in the catalogue"]
+        )
+    configured = settings.checks.get(check_name)
+    if configured is None or not configured.enabled:
+        state = "not configured" if configured is None else "disabled"
+        raise ConfigError(
+            f"environment {settings.environment} does not run {check_name}",
+            [f"checks.{check_name}: {state}, but a function for it was started"],
+        )
+    return settings
+
+
+def result_payload(settings: Settings, result: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {"environment": settings.environment, **result.model_dump(mode="json")}
+    return dict(sanitize(payload))
+
+
+def run_scheduled(settings: Settings, check_name: str) -> dict[str, Any]:
+    """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise."""
+    result = run_check(settings, check_name, report=True)
+    payload = result_payload(settings, result)
+    if not result.status.healthy:
+        raise CheckUnhealthy(payload)
+    return payload
+
+
+def run_http(settings: Settings, check_name: str, request: HttpRequest) -> tuple[int, dict[str, Any]]:
+    """An HTTP run: (status code, JSON body)."""
+    if request.method not in ALLOWED_METHODS:
+        return 405, {"error": f"method {request.method[:10]} not allowed (use GET or POST)"}
+    try:
+        options = parse_options(request)
+    except InvocationError as error:
+        return bad_request(check_name, error)
+    result = run_check(settings, check_name, report=options.report)
+    return (200 if result.status.healthy else 503), result_payload(settings, result)
+
+
+def bad_request(check_name: str, error: InvocationError) -> tuple[int, dict[str, Any]]:
+    emit("WARNING", f"{check_name}: invocation refused: {error}", check=check_name, outcome="bad request")
+    return 400, {"error": str(sanitize(str(error)))}

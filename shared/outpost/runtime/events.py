@@ -1,0 +1,197 @@
+"""Invocation shapes, parsed into pydantic models at the edge of each runtime.
+
+Guarantees:
+- an AWS event is exactly one of: an EventBridge scheduled event (`source: aws.events`, `detail-type:
+  Scheduled Event`), a Lambda Function URL / API Gateway HTTP API payload v2.0, or an API Gateway REST
+  (payload v1.0) event; anything else raises `InvocationError` (HTTP 400 or a failed invocation), it is never
+  guessed at;
+- every HTTP request, whichever platform it came through, becomes one `HttpRequest` (method, query pairs,
+  body bytes), and its on-demand options are parsed by one function, `parse_options`, so the Lambda and
+  the GCF adapters accept and refuse exactly the same requests;
+- options: only `report` (bool, default true), from the query (`?report=false`) or a JSON object body
+  (`{"report": false}`); an unknown key, a repeated or non-boolean value, a body that is not a JSON object,
+  or the option given in both places is refused with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from outpost.errors import InvocationError
+
+ALLOWED_METHODS = ("GET", "POST")
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+class _Event(BaseModel):
+    # Platforms add fields over time; we ignore what we do not read rather than break on a new one.
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class ScheduledEvent(_Event):
+    """EventBridge (CloudWatch Events) scheduled event, as a `schedule` rule delivers it."""
+
+    version: str = "0"
+    id: str
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+    source: Literal["aws.events"]
+    account: str
+    time: dt.datetime
+    region: str
+    resources: list[str] = Field(default_factory=list)
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class _HttpDetails(_Event):
+    method: str
+    path: str = "/"
+
+
+class _RequestContextV2(_Event):
+    http: _HttpDetails
+    request_id: str | None = Field(None, alias="requestId")
+
+
+class HttpApiV2Event(_Event):
+    """Lambda Function URL or API Gateway HTTP API, payload format 2.0."""
+
+    version: Literal["2.0"]
+    raw_path: str = Field("/", alias="rawPath")
+    raw_query_string: str = Field("", alias="rawQueryString")
+    headers: dict[str, str] = Field(default_factory=dict)
+    request_context: _RequestContextV2 = Field(alias="requestContext")
+    body: str | None = None
+    is_base64_encoded: bool = Field(False, alias="isBase64Encoded")
+
+
+class RestApiV1Event(_Event):
+    """API Gateway REST API (or HTTP API payload 1.0) proxy integration event."""
+
+    http_method: str = Field(alias="httpMethod")
+    path: str = "/"
+    headers: dict[str, str] | None = None
+    query_string_parameters: dict[str, str] | None = Field(None, alias="queryStringParameters")
+    multi_value_query_string_parameters: dict[str, list[str]] | None = Field(
+        None, alias="multiValueQueryStringParameters"
+    )
+    body: str | None = None
+    is_base64_encoded: bool = Field(False, alias="isBase64Encoded")
+
+
+class HttpRequest(BaseModel):
+    """An HTTP invocation, the same whichever platform delivered it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: str
+    query: list[tuple[str, str]] = Field(default_factory=list)
+    body: bytes = b""
+
+
+class InvocationOptions(BaseModel):
+    """What an on-demand caller may ask for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    report: bool = True
+
+
+def _first_error(error: ValidationError) -> str:
+    item = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in item["loc"]) or "(event)"
+    return f"{where}: {item['msg']}"
+
+
+def _decode_body(body: str | None, is_base64: bool) -> bytes:
+    if body is None:
+        return b""
+    if not is_base64:
+        return body.encode("utf-8")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvocationError("request body is marked base64 but is not valid base64") from None
+
+
+def parse_lambda_event(event: Any) -> ScheduledEvent | HttpRequest:
+    """Classify and parse one Lambda event; InvocationError for anything but the three shapes."""
+    if not isinstance(event, dict):
+        raise InvocationError(f"event is a {type(event).__name__}, not a JSON object")
+    try:
+        if event.get("source") == "aws.events" or "detail-type" in event:
+            return ScheduledEvent.model_validate(event)
+        if event.get("version") == "2.0" and "requestContext" in event:
+            v2 = HttpApiV2Event.model_validate(event)
+            return HttpRequest(
+                method=v2.request_context.http.method.upper(),
+                query=parse_qsl(v2.raw_query_string, keep_blank_values=True),
+                body=_decode_body(v2.body, v2.is_base64_encoded),
+            )
+        if "httpMethod" in event:
+            v1 = RestApiV1Event.model_validate(event)
+            if v1.multi_value_query_string_parameters is not None:
+                pairs = [(k, v) for k, vs in v1.multi_value_query_string_parameters.items() for v in vs]
+            else:
+                pairs = list((v1.query_string_parameters or {}).items())
+            return HttpRequest(
+                method=v1.http_method.upper(), query=pairs, body=_decode_body(v1.body, v1.is_base64_encoded)
+            )
+    except ValidationError as error:
+        raise InvocationError(f"malformed event: {_first_error(error)}") from None
+    keys = ", ".join(sorted(str(key) for key in event)[:6]) or "none"
+    raise InvocationError(
+        f"unrecognised event (keys: {keys}): expected an EventBridge scheduled event or an HTTP request"
+    )
+
+
+def _show(text: str) -> str:
+    # Caller-controlled text goes into a one-line error: keep it short and on one line.
+    return repr(text[:40] + ("..." if len(text) > 40 else ""))
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise InvocationError(f"query parameter {name!r} must be true or false")
+
+
+def parse_options(request: HttpRequest) -> InvocationOptions:
+    """The on-demand options of one HTTP request; InvocationError (HTTP 400) with the reason otherwise."""
+    from_query: dict[str, Any] = {}
+    for key, value in request.query:
+        if key not in InvocationOptions.model_fields:
+            raise InvocationError(f"unknown query parameter {_show(key)} (allowed: report)")
+        if key in from_query:
+            raise InvocationError(f"query parameter {key!r} given more than once")
+        from_query[key] = _parse_bool(key, value)
+    from_body: dict[str, Any] = {}
+    if request.body.strip():
+        try:
+            document = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            raise InvocationError("request body is not valid JSON") from None
+        if not isinstance(document, dict):
+            raise InvocationError('request body must be a JSON object such as {"report": false}')
+        from_body = document
+    both = sorted(set(from_query) & set(from_body))
+    if both:
+        raise InvocationError(f"option {both[0]!r} given in both the query and the body")
+    try:
+        return InvocationOptions.model_validate({**from_query, **from_body}, strict=True)
+    except ValidationError as error:
+        item = error.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            raise InvocationError(f"unknown option {_show(where)} in the body (allowed: report)") from None
+        raise InvocationError(f"option {where!r}: {item['msg']}") from None

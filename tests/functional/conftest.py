@@ -1,0 +1,218 @@
+"""Real local servers for the functional tier: every seam is met over real HTTP on 127.0.0.1.
+
+- `receiver`: a threaded `http.server` that records every request and answers from a script
+  (a status code, or "hang" to hold the connection past the client's timeout);
+- `moto_endpoint`: moto's own server mode (the AWS emulator) on a loopback port, with the SDK pointed at it
+  through its standard `AWS_ENDPOINT_URL` and throwaway credentials;
+- `gcp_secret_manager`: a loopback server speaking Secret Manager's REST `versions/V:access` shape and an
+  OAuth2 token endpoint, so google-auth's own refresh flow runs for real against it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outpost import secrets
+from outpost.secrets import crc32c
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: Message  # case-insensitive, as HTTP headers are
+    body: bytes
+
+
+Reply = tuple[int, dict[str, str], bytes] | str
+"""(status, headers, body), or "hang" to hold the request until the server shuts down."""
+
+
+@dataclass
+class LocalServer:
+    """A loopback HTTP server that records requests; `script` answers them in order (last one repeats)."""
+
+    responder: Callable[[Recorded], Reply] | None = None
+    script: list[Reply] = field(default_factory=lambda: [(200, {}, b"OK")])
+    requests: list[Recorded] = field(default_factory=list)
+    _release: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                record = Recorded(self.command, self.path, self.headers, self.rfile.read(length))
+                with owner._lock:
+                    owner.requests.append(record)
+                    index = len(owner.requests) - 1
+                if owner.responder is not None:
+                    reply = owner.responder(record)
+                else:
+                    reply = owner.script[min(index, len(owner.script) - 1)]
+                if reply == "hang":
+                    owner._release.wait(30)
+                    return
+                assert not isinstance(reply, str)
+                status, headers, body = reply
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[LocalServer]:
+    server = LocalServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    return free_port()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secret_cache() -> Iterator[None]:
+    secrets.clear_cache()
+    yield
+    secrets.clear_cache()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def moto_endpoint(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return moto_server
+
+
+@dataclass
+class GcpSecretManager:
+    server: LocalServer
+    secrets: dict[str, bytes]
+    access_token: str = "ya29.local-test-access-token"
+    corrupt: bool = False
+
+    def reply(self, request: Recorded) -> Reply:
+        if request.path == "/token" and request.method == "POST":
+            if b"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer" not in request.body:
+                return 400, {"Content-Type": "application/json"}, b'{"error": "unsupported_grant_type"}'
+            body = {"access_token": self.access_token, "expires_in": 3600, "token_type": "Bearer"}
+            return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+        if request.headers.get("Authorization") != f"Bearer {self.access_token}":
+            error = {"error": {"code": 401, "message": "unauthenticated", "status": "UNAUTHENTICATED"}}
+            return 401, {"Content-Type": "application/json"}, json.dumps(error).encode()
+        name = request.path.removeprefix("/v1/").removesuffix(":access")
+        if request.method != "GET" or not request.path.endswith(":access") or name not in self.secrets:
+            error = {"error": {"code": 404, "message": f"Secret [{name}] not found", "status": "NOT_FOUND"}}
+            return 404, {"Content-Type": "application/json"}, json.dumps(error).encode()
+        data = self.secrets[name]
+        checksum = crc32c(data) ^ (1 if self.corrupt else 0)
+        payload = {"data": base64.b64encode(data).decode(), "dataCrc32c": str(checksum)}
+        return 200, {"Content-Type": "application/json"}, json.dumps({"name": name, "payload": payload}).encode()
+
+
+@pytest.fixture(scope="session")
+def service_account_key_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+@pytest.fixture
+def gcp_secret_manager(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service_account_key_pem: str
+) -> Iterator[GcpSecretManager]:
+    """Secret Manager stand-in plus a service-account ADC file whose token_uri points at it.
+
+    A service account (not an authorized_user file) because google-auth honours `token_uri` only there:
+    the library signs a real JWT assertion with the throwaway key and exchanges it at our endpoint.
+    """
+    server = LocalServer()
+    manager = GcpSecretManager(server=server, secrets={})
+    server.responder = manager.reply
+    server.start()
+    adc = tmp_path / "adc.json"
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "outpost-test",
+                "private_key_id": "local-test-key",
+                "private_key": service_account_key_pem,
+                "client_email": "probe@outpost-test.iam.gserviceaccount.com",
+                "client_id": "1234567890",
+                "token_uri": f"{server.base_url}/token",
+            }
+        )
+    )
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "outpost-test")
+    monkeypatch.setenv("OUTPOST_GCPSM_ENDPOINT", server.base_url)
+    yield manager
+    server.stop()

@@ -1,0 +1,128 @@
+"""The Cloud Functions target of `apiserver-health`, built by functions-framework's own `create_app` and
+served over real HTTP by werkzeug on a loopback port.
+
+Until the sandbox cluster exists, the configured API server is a closed loopback port: a real `error`
+result, which must answer 503 and never ping.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import functions_framework
+import httpx
+import pytest
+from werkzeug.serving import make_server
+
+from outpost.errors import ConfigError
+
+ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
+HB_TOKEN = "hb_Gc7nT3wQ8yR2mV6k"
+
+
+def write_config(path: Path, closed_port: int) -> Path:
+    document = {
+        "environment": "test",
+        "cluster": {
+            "name": "unreachable",
+            "auth": {"mode": "token", "server": f"https://127.0.0.1:{closed_port}", "token": "env:OUTPOST_TEST_TOKEN"},
+            "connect_timeout_seconds": 1,
+            "read_timeout_seconds": 1,
+            "deadline_seconds": 5,
+        },
+        "heartbeat": {"timeout_seconds": 1, "retries": 0},
+        "checks": {"apiserver-health": {"heartbeat": "env:OUTPOST_TEST_HEARTBEAT"}},
+    }
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.fixture
+def function_url(tmp_path: Path, closed_port: int, receiver, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "test.yaml", closed_port)))
+    monkeypatch.setenv("OUTPOST_TEST_TOKEN", "sa-token-not-used-for-anything")
+    monkeypatch.setenv("OUTPOST_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/{HB_TOKEN}")
+    app = functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    thread.join(5)
+
+
+def test_on_demand_get_answers_503_and_does_not_ping(function_url, receiver, capsys) -> None:  # type: ignore[no-untyped-def]
+    response = httpx.get(function_url, timeout=30)
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["check"] == "apiserver-health"
+    assert body["status"] == "error"
+    assert body["reported"] is False
+    assert "connection refused" in body["summary"]
+    assert receiver.requests == []
+    out = capsys.readouterr().out
+    run_lines = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"status"' in line]
+    assert [(line["check"], line["status"], line["severity"]) for line in run_lines] == [
+        ("apiserver-health", "error", "ERROR")
+    ]
+    assert HB_TOKEN not in out
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/octet-stream", b'{"report": true}'),  # Cloud Scheduler's default content type
+        ("application/json", b'{"report": false}'),
+        ("application/json", b""),
+    ],
+)
+def test_scheduler_post_runs_the_check(function_url, receiver, content_type, body) -> None:  # type: ignore[no-untyped-def]
+    response = httpx.post(
+        function_url,
+        content=body,
+        headers={"Content-Type": content_type, "User-Agent": "Google-Cloud-Scheduler"},
+        timeout=30,
+    )
+    assert response.status_code == 503
+    assert response.json()["status"] == "error"
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize(
+    ("method", "query", "body", "reason"),
+    [
+        ("GET", "?report=perhaps", b"", "query parameter 'report' must be true or false"),
+        ("GET", "?check=koordlet-coverage", b"", "unknown query parameter 'check' (allowed: report)"),
+        ("POST", "", b"{not json", "request body is not valid JSON"),
+        ("POST", "", b'"report"', 'request body must be a JSON object such as {"report": false}'),
+        ("POST", "", b'{"report": 0}', "option 'report': Input should be a valid boolean"),
+    ],
+)
+def test_malformed_requests_answer_400(function_url, receiver, method, query, body, reason) -> None:  # type: ignore[no-untyped-def]
+    response = httpx.request(method, function_url + query, content=body, timeout=30)
+    assert response.status_code == 400
+    assert response.json() == {"error": reason}
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_other_methods_answer_405(function_url, receiver, method) -> None:  # type: ignore[no-untyped-def]
+    response = httpx.request(method, function_url, timeout=30)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, POST"
+    assert response.json() == {"error": f"method {method} not allowed (use GET or POST)"}
+    assert receiver.requests == []
+
+
+def test_bad_configuration_refuses_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("environment: test\ncluster: {name: x, auth: {mode: token}}\n")
+    monkeypatch.setenv("OUTPOST_CONFIG", str(bad))
+    with pytest.raises(ConfigError) as raised:
+        functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
+    assert "cluster.auth.token.server: Field required" in str(raised.value)
+    assert "cluster.auth.token.token: Field required" in str(raised.value)

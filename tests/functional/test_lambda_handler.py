@@ -1,0 +1,304 @@
+"""The Lambda entry point of `apiserver-health`, invoked with real event shapes.
+
+Until the sandbox cluster exists, the configured API server is a closed loopback port: a real `error`
+result (connection refused), which must raise for a scheduled run, answer 503 over HTTP, and never ping.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from outpost.errors import ConfigError, InvocationError
+from outpost.runtime.common import CheckUnhealthy
+
+ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
+HB_TOKEN = "hb_Zr8mQ2xK5vN9pL4w"
+_counter = itertools.count()
+
+# Shapes copied from the AWS documentation's sample events (ids and accounts are the documented examples).
+SCHEDULED_EVENT: dict[str, Any] = {
+    "version": "0",
+    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2015-10-08T16:53:06Z",
+    "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/my-scheduled-rule"],
+    "detail": {},
+}
+
+FUNCTION_URL_EVENT: dict[str, Any] = {
+    "version": "2.0",
+    "routeKey": "$default",
+    "rawPath": "/",
+    "rawQueryString": "",
+    "headers": {
+        "x-amzn-tls-cipher-suite": "ECDHE-RSA-AES128-GCM-SHA256",
+        "x-amzn-tls-version": "TLSv1.2",
+        "x-amzn-trace-id": "Root=1-5e723db7-9d4b1b4a6d0e4a0c5e3a2b1c",
+        "x-forwarded-proto": "https",
+        "host": "abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-west-2.on.aws",
+        "x-forwarded-port": "443",
+        "x-forwarded-for": "123.123.123.123",
+        "accept": "*/*",
+        "user-agent": "curl/8.5.0",
+    },
+    "requestContext": {
+        "accountId": "123456789012",
+        "apiId": "abcdefghijklmnopqrstuvwxyz012345",
+        "authorizer": {
+            "iam": {
+                "accessKey": "AKIA000000000EXAMPLE",
+                "accountId": "111122223333",
+                "callerId": "AIDA000000000EXAMPLE",
+                "cognitoIdentity": None,
+                "principalOrgId": None,
+                "userArn": "arn:aws:iam::111122223333:user/example-user",
+                "userId": "AIDA000000000EXAMPLE",
+            }
+        },
+        "domainName": "abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-west-2.on.aws",
+        "domainPrefix": "abcdefghijklmnopqrstuvwxyz012345",
+        "http": {
+            "method": "GET",
+            "path": "/",
+            "protocol": "HTTP/1.1",
+            "sourceIp": "123.123.123.123",
+            "userAgent": "curl/8.5.0",
+        },
+        "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": "12/Mar/2020:19:03:58 +0000",
+        "timeEpoch": 1583348638390,
+    },
+    "isBase64Encoded": False,
+}
+
+REST_V1_EVENT: dict[str, Any] = {
+    "resource": "/",
+    "path": "/",
+    "httpMethod": "GET",
+    "headers": {"Accept": "*/*", "Host": "1234567890.execute-api.us-east-1.amazonaws.com"},
+    "multiValueHeaders": {"Accept": ["*/*"], "Host": ["1234567890.execute-api.us-east-1.amazonaws.com"]},
+    "queryStringParameters": None,
+    "multiValueQueryStringParameters": None,
+    "pathParameters": None,
+    "stageVariables": None,
+    "requestContext": {
+        "accountId": "123456789012",
+        "apiId": "1234567890",
+        "httpMethod": "GET",
+        "path": "/prod/",
+        "protocol": "HTTP/1.1",
+        "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+        "resourcePath": "/",
+        "stage": "prod",
+    },
+    "body": None,
+    "isBase64Encoded": False,
+}
+
+
+def url_event(method: str = "GET", query: str = "", body: str | None = None, b64: bool = False) -> dict[str, Any]:
+    event = copy.deepcopy(FUNCTION_URL_EVENT)
+    event["requestContext"]["http"]["method"] = method
+    event["rawQueryString"] = query
+    if body is not None:
+        event["body"] = base64.b64encode(body.encode()).decode() if b64 else body
+        event["isBase64Encoded"] = b64
+    return event
+
+
+def write_config(path: Path, closed_port: int, **check: Any) -> Path:
+    entry = {"heartbeat": "env:OUTPOST_TEST_HEARTBEAT", **check}
+    document = {
+        "environment": "test",
+        "cluster": {
+            "name": "unreachable",
+            "auth": {"mode": "token", "server": f"https://127.0.0.1:{closed_port}", "token": "env:OUTPOST_TEST_TOKEN"},
+            "connect_timeout_seconds": 1,
+            "read_timeout_seconds": 1,
+            "deadline_seconds": 5,
+        },
+        "heartbeat": {"timeout_seconds": 1, "retries": 0},
+        "checks": {"apiserver-health": entry},
+    }
+    path.write_text(json.dumps(document))  # JSON is YAML
+    return path
+
+
+def load_entry_module() -> ModuleType:
+    """Import the entry module afresh: one cold start."""
+    spec = importlib.util.spec_from_file_location(f"apiserver_health_main_{next(_counter)}", ENTRY)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def entry(tmp_path: Path, closed_port: int, receiver, monkeypatch: pytest.MonkeyPatch) -> ModuleType:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "test.yaml", closed_port)))
+    monkeypatch.setenv("OUTPOST_TEST_TOKEN", "sa-token-not-used-for-anything")
+    monkeypatch.setenv("OUTPOST_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/{HB_TOKEN}")
+    return load_entry_module()
+
+
+def run_log_lines(out: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [line for line in lines if "status" in line]
+
+
+def test_scheduled_error_raises_and_does_not_ping(entry, receiver, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CheckUnhealthy) as raised:
+        entry.handler(SCHEDULED_EVENT, None)
+    message = str(raised.value)
+    assert message.startswith("apiserver-health error: ")
+    assert "\n" not in message
+    assert raised.value.result["status"] == "error"
+    assert raised.value.result["reported"] is False
+    assert receiver.requests == []  # silence is the alarm
+    out = capsys.readouterr().out
+    (line,) = run_log_lines(out)
+    assert line["check"] == "apiserver-health"
+    assert line["status"] == "error"
+    assert line["severity"] == line["level"] == "ERROR"
+    assert line["environment"] == "test"
+    assert line["reported"] is False
+    assert HB_TOKEN not in out + message
+
+
+def test_function_url_get_answers_503_with_the_result(entry, receiver) -> None:  # type: ignore[no-untyped-def]
+    response = entry.handler(url_event("GET"), None)
+    assert response["statusCode"] == 503
+    assert response["headers"]["Content-Type"] == "application/json"
+    body = json.loads(response["body"])
+    assert body["status"] == "error"
+    assert body["check"] == "apiserver-health"
+    assert body["environment"] == "test"
+    assert "connection refused" in body["summary"]
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        url_event("GET", query="report=false"),
+        url_event("POST", body='{"report": false}'),
+        url_event("POST", body='{"report": false}', b64=True),
+        url_event("POST", body=""),
+        {
+            **REST_V1_EVENT,
+            "queryStringParameters": {"report": "false"},
+            "multiValueQueryStringParameters": {"report": ["false"]},
+        },
+        REST_V1_EVENT,
+    ],
+    ids=["url-query", "url-json", "url-json-base64", "url-empty-post", "rest-v1-query", "rest-v1-plain"],
+)
+def test_http_shapes_all_run_the_check(entry, receiver, event) -> None:  # type: ignore[no-untyped-def]
+    response = entry.handler(event, None)
+    assert response["statusCode"] == 503, response
+    assert json.loads(response["body"])["status"] == "error"
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize(
+    ("event", "reason"),
+    [
+        (url_event("GET", query="report=maybe"), "query parameter 'report' must be true or false"),
+        (url_event("GET", query="report=true&report=false"), "query parameter 'report' given more than once"),
+        (url_event("GET", query="verbose=1"), "unknown query parameter 'verbose' (allowed: report)"),
+        (url_event("POST", body="report=false"), "request body is not valid JSON"),
+        (url_event("POST", body="[false]"), 'request body must be a JSON object such as {"report": false}'),
+        (url_event("POST", body='{"report": "no"}'), "option 'report': Input should be a valid boolean"),
+        (url_event("POST", body='{"dry_run": true}'), "unknown option 'dry_run' in the body (allowed: report)"),
+        (
+            url_event("POST", query="report=false", body='{"report": false}'),
+            "option 'report' given in both the query and the body",
+        ),
+        (
+            {**url_event("POST"), "body": "%%%", "isBase64Encoded": True},
+            "request body is marked base64 but is not valid base64",
+        ),
+        (
+            {**url_event("GET"), "requestContext": {"http": {}}},
+            "malformed event: requestContext.http.method: Field required",
+        ),
+    ],
+)
+def test_malformed_requests_answer_400(entry, receiver, event, reason) -> None:  # type: ignore[no-untyped-def]
+    response = entry.handler(event, None)
+    assert response["statusCode"] == 400
+    assert json.loads(response["body"]) == {"error": reason}
+    assert receiver.requests == []
+
+
+def test_other_methods_answer_405(entry) -> None:  # type: ignore[no-untyped-def]
+    response = entry.handler(url_event("DELETE"), None)
+    assert response["statusCode"] == 405
+    assert response["headers"]["Allow"] == "GET, POST"
+    assert json.loads(response["body"]) == {"error": "method DELETE not allowed (use GET or POST)"}
+
+
+@pytest.mark.parametrize(
+    ("event", "reason"),
+    [
+        ({}, "unrecognised event (keys: none)"),
+        ([SCHEDULED_EVENT], "event is a list, not a JSON object"),
+        ({"source": "aws.events", "detail-type": "Scheduled Event"}, "malformed event: id: Field required"),
+        ({**SCHEDULED_EVENT, "detail-type": "EC2 Instance State-change Notification"}, "malformed event: detail-type"),
+        ({"Records": [{"eventSource": "aws:sqs"}]}, "unrecognised event (keys: Records)"),
+    ],
+)
+def test_unknown_events_fail_the_invocation(entry, receiver, event, reason) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvocationError) as raised:
+        entry.handler(event, None)
+    assert str(raised.value).startswith(reason)
+    assert receiver.requests == []
+
+
+def test_bad_configuration_fails_the_cold_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "environment: Test\n"
+        "cluster: {name: x, auth: {mode: token, server: 'http://127.0.0.1:1', token: 'https://leak.example/t0k3n'}}\n"
+        "checks: {apiserver-health: {heartbeat: 'https://vigilmon.online/api/heartbeat/t0k3nvalue'}}\n"
+    )
+    monkeypatch.setenv("OUTPOST_CONFIG", str(bad))
+    with pytest.raises(ConfigError) as raised:
+        load_entry_module()
+    message = str(raised.value)
+    for path in (
+        "environment",
+        "cluster.auth.token.server",
+        "cluster.auth.token.token",
+        "checks.apiserver-health.heartbeat",
+    ):
+        assert f"{path}: " in message, message
+    assert "t0k3n" not in message
+
+
+def test_disabled_check_fails_the_cold_start(tmp_path: Path, closed_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "off.yaml", closed_port, enabled=False)))
+    with pytest.raises(ConfigError, match=r"checks\.apiserver-health: disabled, but a function for it was started"):
+        load_entry_module()
+
+
+def test_missing_configuration_fails_the_cold_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OUTPOST_CONFIG", raising=False)
+    monkeypatch.delenv("OUTPOST_ENV", raising=False)
+    with pytest.raises(ConfigError, match="no configuration: set OUTPOST_CONFIG"):
+        load_entry_module()
