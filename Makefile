@@ -8,14 +8,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-packages python sandbox-binaries demo test lint unit functional e2e bench clean
+.PHONY: setup system-packages python tools sandbox-binaries demo test lint unit functional e2e bench clean
 
-setup: system-packages python sandbox-binaries
+setup: system-packages python sandbox-binaries tools
 
 # iproute2 gives `ip netns`/veth for the sandbox's proxied backends; the rest builds Go and Python.
 system-packages:
 	@command -v go >/dev/null || { echo "Go >= 1.26 is required to build the sandbox (it comes with this machine kind)"; exit 1; }
-	@missing=""; for cmd in ip:iproute2 git:git openssl:openssl; do \
+	@missing=""; for cmd in ip:iproute2 git:git openssl:openssl npm:npm; do \
 	  command -v "$${cmd%%:*}" >/dev/null || missing="$$missing $${cmd##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -28,6 +28,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 python: $(STAMP)
+
+# The Serverless Framework (v3), used to prove serverless.yml packages what `outpost package` generates.
+.tools/node_modules/.bin/serverless:
+	mkdir -p .tools
+	cd .tools && npm install --silent --no-fund --no-audit --no-save serverless@3 >/dev/null
+
+tools: system-packages .tools/node_modules/.bin/serverless
 
 # Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok into a cache outside
 # the repo (~/.cache/outpost); a no-op when the pinned versions are already built.

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from outpost import demo, maintenance, registry
+from outpost import demo, maintenance, packaging, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, OutpostError
 from outpost.result import Result
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
 
     maintenance.register(commands)
+    packaging.register(commands)
     sandbox_cli.register(commands)
     demo.register(commands)
     return parser

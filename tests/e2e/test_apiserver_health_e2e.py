@@ -11,15 +11,18 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
-from conftest import SandboxInfo
 
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import load_settings
+
+if TYPE_CHECKING:
+    from conftest import SandboxInfo
 
 pytestmark = pytest.mark.sandbox
 CHECK = "apiserver-health"

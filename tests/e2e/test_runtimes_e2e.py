@@ -1,0 +1,133 @@
+"""The Lambda handler and the functions-framework target, against the real sandbox.
+
+Both adapters must return the same result for the same cluster: healthy → ok and one ping each;
+etcd stopped → failed, the scheduled Lambda run raises, the HTTP runs answer 503, and nobody pings.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import functions_framework
+import httpx
+import pytest
+import yaml
+from werkzeug.serving import make_server
+
+from outpost.runtime.common import CheckUnhealthy
+from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
+from samples.aws_events import FUNCTION_URL_EVENT, SCHEDULED_EVENT
+
+if TYPE_CHECKING:
+    from conftest import SandboxInfo
+
+pytestmark = pytest.mark.sandbox
+CHECK = "apiserver-health"
+ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
+_fresh = itertools.count()
+COMPARED = ("check", "status", "environment")
+
+
+@pytest.fixture
+def receiver() -> Iterator[HeartbeatReceiver]:
+    with HeartbeatReceiver() as running:
+        yield running
+
+
+@pytest.fixture
+def configured(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
+               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runtime-e2e.yaml"
+    path.write_text(yaml.safe_dump({
+        "environment": "runtime-e2e",
+        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
+                    "deadline_seconds": 20},
+        "heartbeat": {"timeout_seconds": 2, "retries": 0},
+        "checks": {CHECK: {"heartbeat": "env:RUNTIME_E2E_HEARTBEAT"}},
+    }))
+    monkeypatch.setenv("OUTPOST_CONFIG", str(path))
+    monkeypatch.setenv("RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
+
+
+def lambda_module() -> ModuleType:
+    """Import the entry module as Lambda would on a cold start."""
+    spec = importlib.util.spec_from_file_location(f"runtime_e2e_entry_{next(_fresh)}", ENTRY)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def gcf_url(configured: None) -> Iterator[str]:
+    app = functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+def scheduled(module: ModuleType) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = module.handler(SCHEDULED_EVENT, None)
+    except CheckUnhealthy as unhealthy:
+        return {**unhealthy.result, "raised": True}
+    return {**result, "raised": False}
+
+
+def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: HeartbeatReceiver) -> None:
+    module = lambda_module()
+    from_schedule = scheduled(module)
+    url_response = module.handler(FUNCTION_URL_EVENT, None)
+    gcf_response = httpx.post(gcf_url, json={}, timeout=60)
+
+    assert from_schedule["raised"] is False
+    assert from_schedule["status"] == "ok"
+    assert from_schedule["reported"] is True
+    assert url_response["statusCode"] == 200
+    assert gcf_response.status_code == 200
+    from_url = json.loads(url_response["body"])
+    from_gcf = gcf_response.json()
+    for key in COMPARED:
+        assert from_schedule[key] == from_url[key] == from_gcf[key]
+    assert from_url["details"]["readyz"]["checks"] == from_gcf["details"]["readyz"]["checks"]
+    assert receiver.pings_for(CHECK) == 3
+
+
+def test_adapters_agree_when_etcd_is_down(configured: None, gcf_url: str, sandbox: SandboxInfo,
+                                          receiver: HeartbeatReceiver) -> None:
+    module = lambda_module()
+    sandbox.handle.stop_component("etcd")
+    try:
+        deadline = time.monotonic() + 60
+        from_schedule = scheduled(module)
+        while from_schedule["status"] != "failed" and time.monotonic() < deadline:
+            time.sleep(2)
+            from_schedule = scheduled(module)
+        gcf_response = httpx.get(gcf_url, timeout=60)
+        url_response = module.handler(FUNCTION_URL_EVENT, None)
+    finally:
+        sandbox.handle.start_component("etcd")
+    assert from_schedule["raised"] is True
+    assert from_schedule["status"] == "failed"
+    assert gcf_response.status_code == 503
+    assert url_response["statusCode"] == 503
+    assert gcf_response.json()["status"] == "failed"
+    assert receiver.pings_for(CHECK) == 0
+    ready_deadline = time.monotonic() + 90
+    while sandbox.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode != 0:
+        assert time.monotonic() < ready_deadline, "API server not ready again after etcd restart"
+        time.sleep(1)
