@@ -62,7 +62,7 @@ test: setup lint
 	$(BIN)/pytest tests/unit tests/functional tests/e2e
 
 bench: setup
-	$(BIN)/python -m tests.bench
+	$(BIN)/python tests/bench/run.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
