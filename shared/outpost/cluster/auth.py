@@ -117,7 +117,32 @@ def _from_kubeconfig(auth: KubeconfigAuth) -> Credentials:
             raise ClusterAuthError("kubeconfig user has no usable token")
 
         token_source = token
+    elif not configuration.cert_file and _user_expects_credentials(auth):
+        # The loader logs a failed exec plugin and carries on anonymously; we refuse instead, so the
+        # cause ("your credential plugin failed") is what the alert says, not a later 401.
+        raise ClusterAuthError(
+            f"kubeconfig credentials: the user of context {auth.context or '(current)'} has an exec plugin, "
+            "auth provider or token file that produced no credentials"
+        )
     return Credentials(str(configuration.host).rstrip("/"), context, token_source)
+
+
+def _user_expects_credentials(auth: KubeconfigAuth) -> bool:
+    from kubernetes import config as k8s_config
+
+    contexts, current = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+        config_file=str(Path(auth.path).expanduser()) if auth.path else None
+    )
+    chosen = next((c for c in contexts if c.get("name") == auth.context), None) if auth.context else current
+    user_name = ((chosen or {}).get("context") or {}).get("user")
+    loader = k8s_config.kube_config.KubeConfigMerger(  # type: ignore[no-untyped-call]
+        str(Path(auth.path).expanduser()) if auth.path else k8s_config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    )
+    for entry in loader.config.value.get("users") or []:
+        if entry.get("name") == user_name:
+            user = entry.get("user") or {}
+            return any(key in user for key in ("exec", "auth-provider", "token", "tokenFile"))
+    return False
 
 
 def _has_token(configuration: object) -> bool:
