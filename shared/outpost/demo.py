@@ -4,7 +4,7 @@
    Koordinator, OpenKruise and KWOK objects installed the way upstream ships them);
 2. a local Vigilmon stand-in starts, and every check of the `local` environment runs once as the
    read-only probe identity, pinging its heartbeat only when healthy;
-3. one fault is injected (etcd stopped), the run shows the failure and the silence (no ping), and
+3. one fault is injected (`outpost sandbox break etcd-down`), the run shows the failure and the silence (no ping), and
    the fault is healed and seen healthy again.
 The sandbox is left running so the user can explore it (`outpost sandbox down` stops it).
 """
@@ -20,9 +20,13 @@ from typing import Any
 from outpost.config import KubeconfigAuth, Settings, environment_file
 from outpost.result import Result, Status
 from outpost.runner import run_check
+from outpost.sandbox import faults
 from outpost.sandbox.cluster import Sandbox
 from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
+
+DEMO_FAULT = "etcd-down"
+"""The fault the demo injects: caught by apiserver-health, which every environment runs."""
 
 
 def register(commands: Any) -> None:
@@ -57,9 +61,9 @@ def main(args: argparse.Namespace) -> int:
         baseline = _run_all(settings, names)
         _show(baseline, receiver, say)
 
-        say("\nstep 3/4  injecting a fault: etcd stopped (the API server loses its storage)")
+        say(f"\nstep 3/4  injecting a fault: outpost sandbox break {DEMO_FAULT} ({faults.FAULTS[DEMO_FAULT].help})")
         receiver.reset()
-        sandbox.stop_component("etcd")
+        faults.break_fault(DEMO_FAULT, state_dir=sandbox.state_dir)
         try:
             broken = _wait_for(lambda: _run_all(settings, ["apiserver-health"]),
                                lambda results: results[0].status is Status.FAILED, timeout=60)
@@ -68,8 +72,8 @@ def main(args: argparse.Namespace) -> int:
             say("          caught: apiserver-health failed and sent no heartbeat; Vigilmon would alert"
                 if caught else "          NOT caught: the fault went unnoticed")
         finally:
-            say("\nstep 4/4  healing: etcd started again")
-            sandbox.start_component("etcd")
+            say(f"\nstep 4/4  healing: outpost sandbox heal {DEMO_FAULT}")
+            faults.heal(DEMO_FAULT, state_dir=sandbox.state_dir)
         receiver.reset()
         healed = _wait_for(lambda: _run_all(settings, ["apiserver-health"]),
                            lambda results: results[0].status is Status.OK, timeout=90)

@@ -1,0 +1,107 @@
+"""The sandbox backend network: namespace `outpost-sbx` on a veth pair, owning every pod and node IP.
+
+Why: the API server refuses to proxy to loopback or link-local addresses, so the health backends
+must sit behind ordinary addresses. The namespace side claims the whole pod range (10.244.0.0/16),
+node range (10.245.0.0/16) and Service range (10.96.0.0/16) as local (`ip route add local ...
+dev lo`), so one process bound to 0.0.0.0 inside it answers for every pod, node and Service IP;
+the host reaches them through routes via the veth peer.
+
+Guarantees: `up()` is idempotent (each step is skipped if already in place); `down()` removes the
+namespace, the veth pair and the host routes, and is idempotent too; each failure is a one-line
+`NetnsError` naming the command that failed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+NETNS = "outpost-sbx"
+HOST_IF, NS_IF = "osbx0", "osbx1"
+HOST_ADDR, NS_ADDR = "10.243.255.1/30", "10.243.255.2/30"
+NS_GW = "10.243.255.2"
+POD_CIDR, NODE_CIDR = "10.244.0.0/16", "10.245.0.0/16"
+# Service ClusterIPs too: there is no kube-proxy, and the API server calls admission webhooks on
+# the Service's ClusterIP; the daemon plays kube-proxy for them (ClusterIP:port -> a ready endpoint).
+SERVICE_CIDR = "10.96.0.0/16"  # = outpost.sandbox.cluster.SERVICE_CIDR (a test pins the two together)
+OWNED_CIDRS = (POD_CIDR, NODE_CIDR, SERVICE_CIDR)
+CLONE_NEWNET = 0x40000000
+
+
+class NetnsError(Exception):
+    """A step of the sandbox network setup failed."""
+
+
+def _ip(*args: str, netns: bool = False, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = ["ip", "netns", "exec", NETNS, "ip", *args] if netns else ["ip", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise NetnsError(f"network setup: '{' '.join(cmd)}' failed: {proc.stderr.strip()[:200]}")
+    return proc
+
+
+def exists() -> bool:
+    return NETNS in _ip("netns", "list").stdout.split()
+
+
+def _link_exists(name: str, netns: bool = False) -> bool:
+    return _ip("link", "show", name, netns=netns, check=False).returncode == 0
+
+
+def up() -> None:
+    """Create (or complete) the namespace, veth pair, addresses and routes."""
+    if not exists():
+        _ip("netns", "add", NETNS)
+    if not _link_exists(HOST_IF):
+        if _link_exists(NS_IF, netns=True):
+            _ip("link", "del", NS_IF, netns=True)
+        _ip("link", "add", HOST_IF, "type", "veth", "peer", "name", NS_IF)
+        _ip("link", "set", NS_IF, "netns", NETNS)
+    if HOST_ADDR.split("/")[0] not in _ip("-4", "addr", "show", "dev", HOST_IF).stdout:
+        _ip("addr", "add", HOST_ADDR, "dev", HOST_IF)
+    _ip("link", "set", HOST_IF, "up")
+    if NS_ADDR.split("/")[0] not in _ip("-4", "addr", "show", "dev", NS_IF, netns=True).stdout:
+        _ip("addr", "add", NS_ADDR, "dev", NS_IF, netns=True)
+    _ip("link", "set", NS_IF, "up", netns=True)
+    _ip("link", "set", "lo", "up", netns=True)
+    for cidr in OWNED_CIDRS:
+        _ip("route", "replace", cidr, "via", NS_GW, "dev", HOST_IF)
+        _ip("route", "replace", "local", cidr, "dev", "lo", "table", "local", netns=True)
+
+
+def down() -> None:
+    """Remove the veth pair (its host routes go with it) and the namespace; missing pieces are fine."""
+    if _link_exists(HOST_IF):
+        _ip("link", "del", HOST_IF)  # deletes the peer and every route through it
+    if exists():
+        _ip("netns", "del", NETNS)
+    if exists() or _link_exists(HOST_IF):
+        raise NetnsError(f"network teardown: namespace {NETNS} or link {HOST_IF} still present")
+
+
+@contextmanager
+def inside() -> Iterator[None]:
+    """Run the body with this thread in the sandbox namespace; sockets created there stay there.
+
+    Why setns instead of `ip netns exec`: the daemon must listen inside the namespace but also
+    reach the API server on the host's loopback; a socket keeps the namespace it was created in,
+    so binding inside and switching back gives one process both.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{NETNS}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise NetnsError(f"setns into {NETNS} failed: {os.strerror(ctypes.get_errno())}")
+        try:
+            yield
+        finally:
+            if libc.setns(own, CLONE_NEWNET) != 0:
+                # A thread stuck in the wrong namespace would talk to the wrong network: stop.
+                os._exit(70)
+    finally:
+        os.close(own)
+        os.close(target)

@@ -1,0 +1,597 @@
+"""The sandbox backend daemon: every health, webhook and workload endpoint kwok's pods do not run.
+
+What it guarantees:
+- One process, listening on 0.0.0.0 inside the `outpost-sbx` namespace (which owns every pod and
+  node IP), answers for all pods. It tells them apart by the local address and port a connection
+  reached: the pod with that IP (or, for hostNetwork pods, that node IP) whose annotation
+  `outpost.sandbox/ports` names a role for that port. A port no pod claims is reset, like a
+  closed port; so a pod that the real controllers removed stops answering for real.
+- Answers follow upstream: controller-runtime health bodies (200 `ok`; 500 `[-]CHECK failed:
+  reason withheld`), 404 for koord-manager's unregistered /healthz, webhook /healthz 200 with an
+  empty body, real AdmissionReview v1 JSON-Patch responses over TLS with a serving certificate
+  from the sandbox CA.
+- Behaviour per target (healthy, down, 500, hang, slow, wrong body, foreign-CA or expired TLS,
+  no mutation) comes from `behaviour.json`, re-read whenever it changes; a malformed file keeps the
+  last good behaviour and is logged.
+- While up, it renews the leader Leases (unless a fault marks them stale, or the manager has no
+  pod: no process, no leader) and keeps every node's NodeMetric fresh; during the overload fault it
+  keeps the starved priority level's only seat occupied with a bounded loopback load (at most
+  `APF_WORKERS` concurrent dry-run requests).
+Nothing it logs contains a credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import datetime as dt
+import json
+import logging
+import socket
+import ssl
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from outpost.sandbox.backends import netns
+from outpost.sandbox.backends.behaviour import behaviour_path, default_behaviour, read_behaviour
+from outpost.sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
+
+log = logging.getLogger("outpost.sandbox.backend")
+
+PORTS = (80, 443, 8000, 8080, 8090, 9316, 9876, 10221)
+PORTS_ANNOTATION = "outpost.sandbox/ports"
+LEASE_DURATION_S = 15
+LEASE_RENEW_S = 5.0
+NODEMETRIC_REFRESH_S = 60.0
+POD_REFRESH_S = 2.0
+APF_WORKERS = 3
+APF_LOAD_USER = "outpost-sandbox:apf-load"
+APF_HOLD_S = 8.0
+
+# leader Lease -> (namespace, label selector of the process that holds it; None: always held)
+LEADER_LEASES: dict[str, tuple[str, str | None]] = {
+    "koordinator-manager": ("koordinator-system", "koord-app=koord-manager"),
+    "koord-scheduler": ("koordinator-system", None),
+    "koord-descheduler": ("koordinator-system", None),
+    "kruise-manager": ("kruise-system", "control-plane=controller-manager"),
+}
+
+HEALTH_CHECKS = {  # target -> {path: controller-runtime check name}
+    "koord-manager": {"/readyz": "webhook-ready"},
+    "kruise-manager": {"/healthz": "ping", "/readyz": "webhook-ready"},
+    "kruise-daemon": {"/healthz": "ping"},
+}
+
+
+def rfc3339_micro(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_cpu_millis(q: str) -> int:
+    """Kubernetes CPU quantity -> millicores (only the suffixes CPU quantities use)."""
+    q = q.strip()
+    if q.endswith("m"):
+        return int(float(q[:-1]))
+    mult = {"k": 1000, "M": 1000**2, "G": 1000**3}
+    if q and q[-1] in mult:
+        return int(float(q[:-1]) * mult[q[-1]] * 1000)
+    return int(float(q) * 1000)
+
+
+@dataclass(frozen=True)
+class Role:
+    target: str        # behaviour target, e.g. "kruise-webhook"
+    kind: str          # health | metrics | webhook | app
+    pod: str           # namespace/name of the pod answering
+
+
+class PodIndex:
+    """(local IP, port) -> Role, rebuilt from the pod list (the real controllers' output), and
+    (ClusterIP, port) -> ready endpoints, from Services and the endpointslice controller's slices."""
+
+    def __init__(self) -> None:
+        self.roles: dict[tuple[str, int], Role] = {}
+        self.services: dict[tuple[str, int], list[tuple[str, int]]] = {}
+
+    def rebuild_services(self, services: list[dict[str, Any]], slices: list[dict[str, Any]]) -> None:
+        by_svc: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for sl in slices:
+            meta = sl.get("metadata", {})
+            svc = (meta.get("labels") or {}).get("kubernetes.io/service-name")
+            if svc:
+                by_svc.setdefault((str(meta.get("namespace")), svc), []).append(sl)
+        table: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        for svc in services:
+            meta, spec = svc.get("metadata", {}), svc.get("spec", {})
+            cip = spec.get("clusterIP")
+            if not cip or cip == "None":
+                continue
+            for sp in spec.get("ports") or []:
+                dests: list[tuple[str, int]] = []
+                for sl in by_svc.get((str(meta.get("namespace")), str(meta.get("name"))), []):
+                    tport = next((p.get("port") for p in sl.get("ports") or []
+                                  if p.get("name", "") == sp.get("name", "")), None)
+                    if tport is None:
+                        continue
+                    for ep in sl.get("endpoints") or []:
+                        if (ep.get("conditions") or {}).get("ready") is False:
+                            continue
+                        dests += [(str(a), int(tport)) for a in ep.get("addresses") or []]
+                table[(str(cip), int(sp["port"]))] = dests
+        self.services = table
+
+    def lookup(self, ip: str, port: int) -> Role | None:
+        role = self.roles.get((ip, port))
+        if role is None:
+            for dest in self.services.get((ip, port), []):
+                role = self.roles.get(dest)
+                if role is not None:
+                    break
+        return role
+
+    def rebuild(self, pods: list[dict[str, Any]]) -> None:
+        roles: dict[tuple[str, int], Role] = {}
+        for pod in pods:
+            meta, status = pod.get("metadata", {}), pod.get("status", {})
+            spec_ports = (meta.get("annotations") or {}).get(PORTS_ANNOTATION)
+            if not spec_ports or meta.get("deletionTimestamp") or status.get("phase") != "Running":
+                continue
+            ips = {i.get("ip") for i in status.get("podIPs") or []} | {status.get("podIP")}
+            if pod.get("spec", {}).get("hostNetwork"):
+                ips.add(status.get("hostIP"))
+            ref = f"{meta.get('namespace')}/{meta.get('name')}"
+            for item in spec_ports.split(","):
+                port_s, _, role_s = item.partition("=")
+                target, _, kind = role_s.partition(":")
+                for ip in ips - {None, ""}:
+                    roles[(str(ip), int(port_s))] = Role(target, kind, ref)
+        self.roles = roles
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close with RST, like a port nobody listens on.
+
+    abort(), not close(): on a TLS connection close() first attempts an orderly TLS shutdown and
+    can keep the socket open while the peer waits for an answer, which would look like a hang.
+    """
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+class HttpError(Exception):
+    pass
+
+
+async def read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request (method, target, headers, body); None at a clean EOF."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise HttpError("truncated request head") from None
+    except asyncio.LimitOverrunError:
+        raise HttpError("request head too large") from None
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        raise HttpError("bad request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if ":" in line:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+    body = b""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            chunks.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        body = b"".join(chunks)
+    elif "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    return parts[0], parts[1], headers, body
+
+
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+           500: "Internal Server Error"}
+
+
+def response(status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> bytes:
+    head = (f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
+            f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            f"X-Content-Type-Options: nosniff\r\n\r\n")
+    return head.encode() + body
+
+
+def _json_pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def mutate(target: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch each webhook applies to an opted-in pod (kept small, but a real mutation).
+
+    koord-webhook: a pod labelled koordinator.sh/enable-colocation=true gets the colocation
+    profile's labels koordinator.sh/qosClass=BE and koordinator.sh/priority-class=koord-batch.
+    kruise-webhook: a pod labelled apps.kruise.io/inject-readiness-gate=true gets the readiness
+    gate KruisePodReady.
+    """
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    ops: list[dict[str, Any]] = []
+    if target == "koord-webhook":
+        if "labels" not in meta:
+            ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
+        for k, v in (("koordinator.sh/qosClass", "BE"), ("koordinator.sh/priority-class", "koord-batch")):
+            if labels.get(k) != v:
+                ops.append({"op": "add", "path": f"/metadata/labels/{_json_pointer(k)}", "value": v})
+    elif target == "kruise-webhook":
+        gates = (pod.get("spec") or {}).get("readinessGates") or []
+        if not any(g.get("conditionType") == "KruisePodReady" for g in gates):
+            if not gates:
+                ops.append({"op": "add", "path": "/spec/readinessGates", "value": []})
+            ops.append({"op": "add", "path": "/spec/readinessGates/-",
+                        "value": {"conditionType": "KruisePodReady"}})
+    return ops
+
+
+def admission_response(target: str, body: bytes, patch: bool) -> bytes:
+    review = json.loads(body)
+    request = review["request"]
+    resp: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    if patch:
+        ops = mutate(target, request.get("object") or {})
+        if ops:
+            resp["patchType"] = "JSONPatch"
+            resp["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+    out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp}
+    return json.dumps(out).encode()
+
+
+class Daemon:
+    def __init__(self, state_dir: Path, kubeconfig: Path) -> None:
+        self.state_dir = state_dir
+        self.systems_dir = state_dir / "systems"
+        self.pki_dir = self.systems_dir / "pki"
+        self.kube = AsyncKube(load_kubeconfig(kubeconfig))
+        self.index = PodIndex()
+        self.behaviour: dict[str, Any] = default_behaviour()
+        self._behaviour_mtime = -1.0
+        self._tls: dict[tuple[str, float], ssl.SSLContext] = {}
+        self._pods_by_selector: dict[str, list[str]] = {}
+        self._refresh_lock = asyncio.Lock()
+        self._last_refresh = 0.0
+        self._changed = asyncio.Event()
+
+    # ---- behaviour -------------------------------------------------------------------------
+    def reload_behaviour(self) -> None:
+        path = behaviour_path(self.systems_dir)
+        try:
+            mtime = path.stat().st_mtime if path.exists() else 0.0
+            if mtime == self._behaviour_mtime:
+                return
+            self.behaviour = read_behaviour(self.systems_dir)
+            self._behaviour_mtime = mtime
+            self._changed.set()
+            log.info("behaviour reloaded: %s", json.dumps(self.behaviour["targets"], sort_keys=True))
+        except (OSError, ValueError) as exc:
+            log.error("behaviour file %s unreadable, keeping the last good one: %s", path, exc)
+
+    def target_mode(self, target: str) -> tuple[str, int]:
+        t = self.behaviour["targets"].get(target) or {"mode": "ok"}
+        return str(t.get("mode", "ok")), int(t.get("delay_ms", 0))
+
+    def tls_context(self, target: str, mode: str) -> ssl.SSLContext:
+        stem = str(self.behaviour["certs"].get(target, ""))
+        if mode == "tls-bad-ca":
+            stem = f"{stem.removesuffix('-short')}-badca"
+        elif mode == "tls-expired":
+            stem = f"{stem.removesuffix('-short')}-expired"
+        crt = self.pki_dir / f"{stem}.crt"
+        key = (crt.stat().st_mtime if crt.exists() else 0.0)
+        ctx = self._tls.get((stem, key))
+        if ctx is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.set_alpn_protocols(["http/1.1"])
+            ctx.load_cert_chain(crt, self.pki_dir / f"{stem}.key")
+            self._tls[(stem, key)] = ctx
+        return ctx
+
+    # ---- pods ------------------------------------------------------------------------------
+    async def refresh_pods(self, force: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        async with self._refresh_lock:
+            if not force and loop.time() - self._last_refresh < 0.5:
+                return
+            try:
+                pods = await self.kube.get("/api/v1/pods")
+                services = await self.kube.get("/api/v1/services")
+                slices = await self.kube.get("/apis/discovery.k8s.io/v1/endpointslices")
+            except SandboxApiError as exc:
+                log.error("pod index refresh failed: %s", exc)
+                return
+            self._last_refresh = loop.time()
+            items = pods.get("items") or []
+            self.index.rebuild(items)
+            self.index.rebuild_services(services.get("items") or [], slices.get("items") or [])
+            by_sel: dict[str, list[str]] = {}
+            for ns_sel in {v for v in LEADER_LEASES.values() if v[1]}:
+                ns, sel = ns_sel
+                k, _, v = (sel or "").partition("=")
+                by_sel[f"{ns}/{sel}"] = sorted(
+                    p["metadata"]["name"] for p in items
+                    if p["metadata"].get("namespace") == ns
+                    and (p["metadata"].get("labels") or {}).get(k) == v
+                    and p.get("status", {}).get("phase") == "Running"
+                    and not p["metadata"].get("deletionTimestamp"))
+            self._pods_by_selector = by_sel
+
+    async def resolve(self, ip: str, port: int) -> Role | None:
+        role = self.index.lookup(ip, port)
+        if role is None:
+            await self.refresh_pods()
+            role = self.index.lookup(ip, port)
+        return role
+
+    # ---- connections -----------------------------------------------------------------------
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        local = writer.get_extra_info("sockname")
+        try:
+            await self._handle(reader, writer, str(local[0]), int(local[1]))
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError, HttpError, TimeoutError):
+            pass
+        except Exception:  # one bad connection must not kill the daemon; log it, drop it.
+            log.exception("connection to %s:%s failed", local[0], local[1])
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      ip: str, port: int) -> None:
+        self.reload_behaviour()
+        role = await self.resolve(ip, port)
+        if role is None:
+            _reset(writer)
+            return
+        mode, delay_ms = self.target_mode(role.target)
+        if mode == "down":
+            _reset(writer)
+            return
+        tls_ctx = None
+        if role.kind == "webhook":
+            tls_ctx = self.tls_context(role.target, mode)
+            await writer.start_tls(tls_ctx)
+        while True:
+            if mode == "hang":
+                with contextlib.suppress(Exception):
+                    while await reader.read(65536):
+                        pass
+                return
+            req = await read_request(reader)
+            if req is None:
+                return
+            method, target_path, _headers, body = req
+            self.reload_behaviour()
+            mode, delay_ms = self.target_mode(role.target)
+            if mode == "down" or (tls_ctx is not None and self.tls_context(role.target, mode) is not tls_ctx):
+                # A client reusing a kept-alive connection must meet the new behaviour (and the
+                # new certificate) too, so the connection is dropped and it has to reconnect.
+                _reset(writer)
+                return
+            if mode == "hang":
+                continue
+            if mode == "slow" and delay_ms > 0:
+                await asyncio.sleep(delay_ms / 1000)
+            path = target_path.split("?", 1)[0]
+            if path == "/outpost-hold":
+                # the overload fault's seat holder: answer late, and always allow
+                await asyncio.sleep(APF_HOLD_S)
+                writer.write(response(200, admission_response(role.target, body, False),
+                                      "application/json"))
+            else:
+                writer.write(self.answer(role, mode, method, target_path, body))
+            await writer.drain()
+
+    def answer(self, role: Role, mode: str, method: str, target_path: str, body: bytes) -> bytes:
+        path, _, query = target_path.partition("?")
+        if role.kind == "health":
+            checks = HEALTH_CHECKS.get(role.target, {})
+            if path not in checks:
+                return response(404, b"404 page not found\n")
+            name = checks[path]
+            what = path.strip("/")
+            if mode == "500":
+                return response(500, f"[-]{name} failed: reason withheld\n{what} check failed\n".encode())
+            if mode == "wrong-body":
+                return response(200, b"[-]not-this-body\n")
+            if "verbose" in query:
+                return response(200, f"[+]{name} ok\n{what} check passed\n".encode())
+            return response(200, b"ok")
+        if role.kind == "metrics":
+            if path != "/metrics":
+                return response(404, b"404 page not found\n")
+            if mode == "500":
+                return response(500, b"internal server error\n")
+            if mode == "wrong-body":
+                return response(200, b"this is not prometheus text\n")
+            text = (f"# HELP outpost_sandbox_up Whether the sandbox backend for this target answers.\n"
+                    f"# TYPE outpost_sandbox_up gauge\noutpost_sandbox_up{{target=\"{role.target}\"}} 1\n")
+            return response(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+        if role.kind == "webhook":
+            if path in ("/healthz", "/readyz") and method == "GET":
+                if mode == "500":
+                    return response(500, b"internal server error\n")
+                if mode == "wrong-body":
+                    return response(200, b"not a webhook\n")
+                return response(200, b"")
+            if method != "POST" or not (path.startswith("/mutate") or path.startswith("/validate")):
+                return response(404, b"404 page not found\n")
+            if mode == "500":
+                return response(500, b"internal server error\n")
+            if mode == "wrong-body":
+                return response(200, b"{}", "application/json")
+            try:
+                out = admission_response(role.target, body,
+                                         patch=path.startswith("/mutate") and mode != "no-mutate")
+            except (ValueError, KeyError, TypeError):
+                return response(400, b"malformed AdmissionReview\n")
+            return response(200, out, "application/json")
+        # app: the LS workload
+        if mode == "500":
+            return response(500, b"internal server error\n")
+        if mode == "wrong-body":
+            return response(200, b"unexpected\n")
+        return response(200, b"ok\n")
+
+    # ---- renewers --------------------------------------------------------------------------
+    async def renew_leases(self) -> None:
+        start: dict[str, str] = {}
+        while True:
+            self.reload_behaviour()
+            await self.refresh_pods(force=True)
+            now = dt.datetime.now(dt.UTC)
+            stale = set(self.behaviour.get("stale_leases") or [])
+            for name, (ns, selector) in LEADER_LEASES.items():
+                if name in stale:
+                    continue
+                if selector:
+                    holders = self._pods_by_selector.get(f"{ns}/{selector}", [])
+                    if not holders:
+                        continue  # no manager process: nobody renews, as in a real cluster
+                    holder = f"{holders[0]}_outpost-sandbox"
+                else:
+                    holder = f"{name}-sandbox_outpost-sandbox"
+                start.setdefault(name, rfc3339_micro(now))
+                lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                         "metadata": {"name": name, "namespace": ns},
+                         "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_DURATION_S,
+                                  "acquireTime": start[name], "renewTime": rfc3339_micro(now)}}
+                try:
+                    await self.kube.apply(lease)
+                except SandboxApiError as exc:
+                    log.error("lease %s/%s: renew failed: %s", ns, name, exc)
+            await asyncio.sleep(LEASE_RENEW_S)
+
+    async def refresh_nodemetrics(self) -> None:
+        while True:
+            self.reload_behaviour()
+            self._changed.clear()
+            try:
+                await self._nodemetrics_once()
+            except SandboxApiError as exc:
+                log.error("nodemetric refresh failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), NODEMETRIC_REFRESH_S)
+
+    async def _nodemetrics_once(self) -> None:
+        nodes = (await self.kube.get("/api/v1/nodes")).get("items") or []
+        stale = set(self.behaviour.get("stale_nodemetrics") or [])
+        ratio = float(self.behaviour.get("cpu_ratio", 0.62))
+        now = dt.datetime.now(dt.UTC)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            if name in stale:
+                continue
+            alloc = node.get("status", {}).get("allocatable", {})
+            cpu_m = int(parse_cpu_millis(str(alloc.get("cpu", "1"))) * ratio)
+            obj: dict[str, Any] = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                                   "metadata": {"name": name}}
+            await self.kube.apply({**obj, "spec": {"metricCollectPolicy": {
+                "aggregateDurationSeconds": 300, "reportIntervalSeconds": 60}}})
+            await self.kube.apply({**obj, "status": {
+                "updateTime": rfc3339(now),
+                "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}},
+            }}, subresource="status")
+
+    async def apf_load(self) -> None:
+        """While behaviour.apf_load is set, keep one dry-run request holding the starved level's seat."""
+        async def worker(i: int) -> None:
+            while True:
+                self.reload_behaviour()
+                if not self.behaviour.get("apf_load"):
+                    await asyncio.sleep(0.5)
+                    continue
+                cm = {"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"generateName": "apf-load-", "namespace": "outpost-sandbox",
+                                   "labels": {"outpost.sandbox/apf-load": "true"}}}
+                try:
+                    await self.kube.request(
+                        "POST", "/api/v1/namespaces/outpost-sandbox/configmaps",
+                        json_body=cm, params={"dryRun": "All"},
+                        headers={"Impersonate-User": APF_LOAD_USER}, timeout=30)
+                except SandboxApiError as exc:
+                    if exc.status != 429:
+                        log.warning("apf load worker %d: %s", i, exc)
+                        await asyncio.sleep(0.5)
+                    else:
+                        await asyncio.sleep(0.02)
+        await asyncio.gather(*(worker(i) for i in range(APF_WORKERS)))
+
+    async def run(self, socks: list[socket.socket]) -> None:
+        self.reload_behaviour()
+        await self.refresh_pods(force=True)
+        servers = [await asyncio.start_server(self.handle, sock=s, limit=1 << 20) for s in socks]
+        ready = self.systems_dir / "backend.ready"
+        ready.write_text(json.dumps({"ports": [s.getsockname()[1] for s in socks]}))
+        log.info("backend listening on ports %s in netns %s", PORTS, netns.NETNS)
+
+        async def pods_loop() -> None:
+            while True:
+                await asyncio.sleep(POD_REFRESH_S)
+                await self.refresh_pods(force=True)
+
+        try:
+            await asyncio.gather(pods_loop(), self.renew_leases(), self.refresh_nodemetrics(),
+                                 self.apf_load(), *(s.serve_forever() for s in servers))
+        finally:
+            ready.unlink(missing_ok=True)
+            await self.kube.aclose()
+
+
+def bind_sockets() -> list[socket.socket]:
+    socks = []
+    with netns.inside():
+        for port in PORTS:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("0.0.0.0", port))  # noqa: S104 - inside the sandbox namespace only
+            s.listen(512)
+            s.setblocking(False)
+            socks.append(s)
+    return socks
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m outpost.sandbox.backends")
+    ap.add_argument("--state-dir", type=Path, required=True)
+    ap.add_argument("--kubeconfig", type=Path, required=True)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # one line per API call every few seconds would drown the log (and says nothing new)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        socks = bind_sockets()
+    except (OSError, netns.NetnsError) as exc:
+        log.error("cannot listen in netns %s: %s", netns.NETNS, exc)
+        return 1
+    daemon = Daemon(args.state_dir, args.kubeconfig)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(daemon.run(socks))
+    return 0

@@ -1,0 +1,925 @@
+"""The sandbox control plane: real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+kwok, run as local processes from binaries built by `infra/sandbox/go/build.sh`.
+
+Guarantees:
+- Everything listens on 127.0.0.1 only, on ports picked free at first start and remembered in
+  `<state>/sandbox.json`; nothing is exposed beyond loopback.
+- `up` returns only when the API server's /readyz is 200, the controller manager and scheduler
+  answer /healthz, and all N fake nodes are Ready. Any failure raises `SandboxError` naming the
+  component, with the tail of that component's log attached: it never reports "up" on a guess.
+- `up` is idempotent: a running sandbox is left alone ("already up"); a partly running one has
+  only its stopped components started again (the same data, certificates and ports).
+- `down` stops exactly the processes this sandbox started (pid + kernel start time, see
+  `procs`), in reverse dependency order.
+- Probes see the public serving certificate on https://127.0.0.1:PORT; the control plane's own
+  clients connect to https://localhost:PORT and get a separate certificate by SNI. So the
+  "expired certificate" fault (`rotate_apiserver_cert`) breaks what observers see and not the
+  cluster itself, the way an expired certificate in front of a real cluster would.
+- Secrets (tokens) are read from files and never logged; argv and logs carry only paths.
+
+Network plan (shared with `outpost.sandbox.backends`): pod IPs come from 10.244.0.0/16 (kwok
+--cidr); fake node `kwok-node-<i>` has InternalIP 10.245.0.0 + i + 1; services use 10.96.0.0/16.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import importlib
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from outpost.errors import OutpostError
+from outpost.sandbox import rbac
+from outpost.sandbox.kwok_stages import STAGES_YAML
+from outpost.sandbox.pki import PKI
+from outpost.sandbox.procs import ProcessTable, tail
+
+KUBERNETES_VERSION = "v1.37.2"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+
+POD_CIDR = "10.244.0.0/16"
+NODE_IP_BASE = ipaddress.IPv4Address("10.245.0.0")
+SERVICE_CIDR = "10.96.0.0/16"
+# Written only into the `kubernetes` Endpoints (the API server rejects loopback there); the API
+# server binds 127.0.0.1, and nothing in the sandbox dials this address. Reserved: no fake node
+# gets it (nodes count up from 10.245.0.1).
+ADVERTISE_ADDRESS = "10.245.255.254"
+MAX_NODES = 65000
+NODE_LEASE_SECONDS = 40
+
+# Seconds between SIGTERM and SIGKILL. The API server stops listening at once on SIGTERM but then
+# waits for its clients' open watch streams to drain (tens of seconds); it keeps no state of its
+# own, so a short grace loses nothing. etcd gets the full grace to close its database cleanly.
+STOP_GRACE = {"kube-apiserver": 3.0}
+DEFAULT_STOP_GRACE = 20.0
+
+FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+NODE_PREFIX = "kwok-node-"
+
+Log = Callable[[str], None]
+
+
+MACHINE_CLAIM = Path(os.environ.get("OUTPOST_SANDBOX_CLAIM", "/run/outpost-sandbox.owner"))
+"""Which sandbox owns this machine's backend network (see `Sandbox._claim_machine`)."""
+
+
+def _stderr(msg: str) -> None:
+    print(f"sandbox: {msg}", file=sys.stderr, flush=True)
+
+
+class SandboxError(OutpostError):
+    """The sandbox could not be started, stopped or inspected.
+
+    The message is one line naming the cause and the component; `log_tail` carries the last lines
+    of that component's log (or the build log) for a person to read, and is kept out of the
+    one-line message on purpose.
+    """
+
+    def __init__(self, message: str, component: str | None = None, log_tail: str | None = None,
+                 log_path: Path | None = None) -> None:
+        super().__init__(message)
+        self.component = component
+        self.log_tail = log_tail
+        self.log_path = log_path
+
+    def detail(self) -> str:
+        """The message plus the log tail, for a terminal or a test failure."""
+        if not self.log_tail:
+            return str(self)
+        where = f" ({self.log_path})" if self.log_path else ""
+        indented = "\n".join(f"    {line}" for line in self.log_tail.splitlines())
+        return f"{self}\n  last lines of the log{where}:\n{indented}"
+
+
+def default_state_dir() -> Path:
+    env = os.environ.get("OUTPOST_SANDBOX_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".outpost" / "sandbox"
+
+
+def cache_root() -> Path:
+    """Same rule as build.sh: $OUTPOST_CACHE, else $XDG_CACHE_HOME/outpost, else ~/.cache/outpost."""
+    if os.environ.get("OUTPOST_CACHE"):
+        return Path(os.environ["OUTPOST_CACHE"])
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "outpost"
+
+
+def build_script() -> Path:
+    env = os.environ.get("OUTPOST_SANDBOX_BUILD_SCRIPT")
+    if env:
+        return Path(env)
+    # shared/outpost/sandbox/cluster.py -> repository root
+    return Path(__file__).resolve().parents[3] / "infra" / "sandbox" / "go" / "build.sh"
+
+
+def _complete(bin_dir: Path) -> bool:
+    return (bin_dir / ".complete").is_file() and all(os.access(bin_dir / b, os.X_OK) for b in BINARIES)
+
+
+def ensure_binaries(log: Log = _stderr) -> Path:
+    """The directory holding the control-plane binaries, building them first if needed.
+
+    `OUTPOST_SANDBOX_BIN_DIR` points at prebuilt binaries; otherwise build.sh runs (cached and fast
+    after the first time), under a lock so two sandboxes never build at once.
+    """
+    env = os.environ.get("OUTPOST_SANDBOX_BIN_DIR")
+    if env:
+        bin_dir = Path(env)
+        missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
+        if missing:
+            raise SandboxError(
+                f"OUTPOST_SANDBOX_BIN_DIR {bin_dir} lacks executable {', '.join(missing)}", "build"
+            )
+        return bin_dir
+    script = build_script()
+    if not script.is_file():
+        raise SandboxError(f"sandbox build script not found at {script} (set OUTPOST_SANDBOX_BIN_DIR)",
+                           "build")
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        started = time.monotonic()
+        proc = subprocess.Popen([str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=3)
+        except subprocess.TimeoutExpired:
+            # Cached binaries answer within a second; anything longer is a real build.
+            log(f"building control-plane binaries with {script} (first time: ~10 min; log in "
+                f"{root / 'bin'}/<key>/build.log)")
+            out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise SandboxError(f"building sandbox binaries failed with exit {proc.returncode} ({script})",
+                               "build", log_tail=err.strip()[-4000:])
+        lines = out.strip().splitlines()
+        bin_dir = Path(lines[-1]) if lines else Path()
+        if not lines or not _complete(bin_dir):
+            raise SandboxError(f"build script {script} printed no complete binary directory", "build",
+                               log_tail=(out + err)[-4000:])
+        took = time.monotonic() - started
+        if took > 5:
+            log(f"binaries built in {took:.0f} s: {bin_dir}")
+        return bin_dir
+
+
+def _free_ports(count: int) -> list[int]:
+    # Hold every socket until all are chosen so the kernel cannot hand out the same port twice.
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def node_name(index: int) -> str:
+    return f"{NODE_PREFIX}{index}"
+
+
+def node_ip(index: int) -> str:
+    return str(NODE_IP_BASE + index + 1)
+
+
+def node_manifest(index: int) -> dict[str, Any]:
+    """A fake node as kwok expects it: the annotation selects it for kwok, the address is ours.
+
+    Status is sent on create (as a kubelet registering itself does); kwok's node-initialize stage
+    keeps an InternalIP already present, so every node gets a distinct 10.245.x.y.
+    """
+    name = node_name(index)
+    resources = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {FAKE_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/agent": "",
+            },
+        },
+        "spec": {},
+        "status": {
+            "addresses": [
+                {"type": "InternalIP", "address": node_ip(index)},
+                {"type": "Hostname", "address": name},
+            ],
+            "allocatable": dict(resources),
+            "capacity": dict(resources),
+        },
+    }
+
+
+@dataclass
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+
+    @classmethod
+    def allocate(cls) -> Ports:
+        return cls(*_free_ports(5))
+
+    def all(self) -> list[int]:
+        return [self.etcd_client, self.etcd_peer, self.apiserver, self.controller_manager, self.scheduler]
+
+
+@dataclass
+class State:
+    ports: Ports
+    bin_dir: str
+    nodes: int
+    advertise_address: str = ADVERTISE_ADDRESS
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> State:
+        data = json.loads(text)
+        return cls(ports=Ports(**data["ports"]), bin_dir=str(data["bin_dir"]), nodes=int(data["nodes"]),
+                   advertise_address=str(data.get("advertise_address", ADVERTISE_ADDRESS)))
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    alive: bool
+    pid: int | None
+    healthy: bool | None  # None: no health endpoint worth asking (kwok's /healthz proves nothing)
+    detail: str
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    state_dir: str
+    exists: bool
+    components: list[ComponentStatus] = field(default_factory=list)
+    apiserver_readyz: int | None = None
+    nodes_ready: int | None = None
+    nodes_expected: int | None = None
+    server: str | None = None
+
+    @property
+    def up(self) -> bool:
+        return (
+            self.exists
+            and all(c.alive and c.healthy is not False for c in self.components)
+            and self.apiserver_readyz == 200
+            and self.nodes_ready is not None
+            and self.nodes_expected is not None
+            and self.nodes_ready >= self.nodes_expected
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["up"] = self.up
+        return d
+
+
+@dataclass(frozen=True)
+class UpResult:
+    state_dir: Path
+    kubeconfig: Path
+    probe_kubeconfig: Path
+    server: str
+    ca_path: Path
+    bin_dir: Path
+    nodes: int
+    seconds: float
+    already_up: bool
+
+    def usage(self) -> str:
+        how = "already up" if self.already_up else f"up in {self.seconds:.1f} s"
+        return "\n".join([
+            f"sandbox {how}: {self.nodes} kwok nodes Ready, Kubernetes {KUBERNETES_VERSION}",
+            f"  API server   {self.server}  (CA {self.ca_path})",
+            f"  admin        export KUBECONFIG={self.kubeconfig}",
+            f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
+            f"  kubectl      {self.state_dir / 'bin' / 'kubectl'} --kubeconfig {self.kubeconfig} get nodes",
+            f"  logs         {self.state_dir / 'logs'}/<component>.log",
+            "  stop with    outpost sandbox down",
+        ])
+
+
+class Sandbox:
+    """One sandbox, identified by its state directory."""
+
+    def __init__(self, state_dir: Path | str | None = None, log: Log = _stderr) -> None:
+        self.state_dir = Path(state_dir).expanduser().resolve() if state_dir else default_state_dir()
+        self.log = log
+        self.pki = PKI(self.state_dir / "pki")
+        self.procs = ProcessTable(self.state_dir / "run", self.state_dir / "logs")
+
+    # Paths and credentials ---------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def probe_kubeconfig(self) -> Path:
+        return self.state_dir / "probe.kubeconfig"
+
+    @property
+    def ca_path(self) -> Path:
+        return self.pki.ca_cert
+
+    @property
+    def _state_file(self) -> Path:
+        return self.state_dir / "sandbox.json"
+
+    def load_state(self) -> State | None:
+        try:
+            return State.from_json(self._state_file.read_text())
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SandboxError(f"sandbox state file {self._state_file} is unreadable: {exc}") from exc
+
+    def _require_state(self) -> State:
+        state = self.load_state()
+        if state is None:
+            raise SandboxError(f"no sandbox at {self.state_dir} (run `outpost sandbox up` first)")
+        return state
+
+    def _save_state(self, state: State) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(state.to_json())
+        os.replace(tmp, self._state_file)
+
+    def server(self) -> str:
+        """The URL probes use (public serving certificate)."""
+        return f"https://127.0.0.1:{self._require_state().ports.apiserver}"
+
+    def probe_token(self) -> str:
+        return self.pki.token("outpost-probe")
+
+    def admin_token(self) -> str:
+        return self.pki.token("admin")
+
+    def log_path(self, component: str) -> Path:
+        return self.procs.log_path(component)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.state_dir / ".lock").open("w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
+
+    # Internal API access -----------------------------------------------------------------------
+    def _client(self, state: State, timeout: float = 10.0) -> httpx.Client:
+        # localhost => SNI "localhost" => the internal certificate, valid whatever fault is
+        # injected into the public one.
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        return httpx.Client(
+            base_url=f"https://localhost:{state.ports.apiserver}",
+            verify=ctx,
+            headers={"Authorization": f"Bearer {self.admin_token()}"},
+            timeout=timeout,
+        )
+
+    def _readyz(self, state: State) -> int | None:
+        try:
+            with self._client(state, timeout=5) as c:
+                return c.get("/readyz").status_code
+        except httpx.HTTPError:
+            return None
+
+    def _component_health(self, state: State, name: str) -> tuple[bool | None, str]:
+        try:
+            if name == "etcd":
+                r = httpx.get(f"http://127.0.0.1:{state.ports.etcd_client}/health", timeout=5)
+                ok = r.status_code == 200 and r.json().get("health") == "true"
+                return ok, f"/health {r.status_code}"
+            if name in ("kube-controller-manager", "kube-scheduler"):
+                port = state.ports.scheduler
+                if name == "kube-controller-manager":
+                    port = state.ports.controller_manager
+                ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+                r = httpx.get(f"https://127.0.0.1:{port}/healthz", verify=ctx, timeout=5)
+                return r.status_code == 200, f"/healthz {r.status_code}"
+            if name == "kube-apiserver":
+                code = self._readyz(state)
+                return code == 200, f"/readyz {code if code is not None else 'unreachable'}"
+        except (httpx.HTTPError, ValueError) as exc:
+            return False, f"health endpoint unreachable: {type(exc).__name__}"
+        return None, "process only (kwok's /healthz proves nothing)"
+
+    def _error(self, message: str, component: str) -> SandboxError:
+        path = self.procs.log_path(component)
+        return SandboxError(message, component, log_tail=tail(path, 40), log_path=path)
+
+    def _wait(self, what: str, component: str, timeout: float, predicate: Callable[[], bool],
+              watch: tuple[str, ...] = ()) -> None:
+        """Poll `predicate` until true; fail fast if a watched process dies, name `component` on
+        timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for name in watch:
+                if not self.procs.alive(name):
+                    raise self._error(f"{name} exited while waiting for {what}", name)
+            if predicate():
+                return
+            if time.monotonic() > deadline:
+                raise self._error(f"timed out after {timeout:.0f} s waiting for {what}", component)
+            time.sleep(0.5)
+
+    # Configuration files -----------------------------------------------------------------------
+    def _kubeconfig_text(self, server: str, user: str, token: str, context: str) -> str:
+        import base64
+
+        ca = base64.b64encode(self.pki.ca_cert.read_bytes()).decode()
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "outpost-sandbox",
+                          "cluster": {"server": server, "certificate-authority-data": ca}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": context, "context": {"cluster": "outpost-sandbox", "user": user}}],
+            "current-context": context,
+        }
+        return yaml.safe_dump(doc, sort_keys=False)
+
+    def _write_secret_file(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+
+    def _write_configs(self, state: State) -> None:
+        public = f"https://127.0.0.1:{state.ports.apiserver}"
+        internal = f"https://localhost:{state.ports.apiserver}"
+        self._write_secret_file(self.kubeconfig, self._kubeconfig_text(
+            public, "admin", self.admin_token(), "outpost-sandbox"))
+        self._write_secret_file(self.probe_kubeconfig, self._kubeconfig_text(
+            public, "outpost-probe", self.probe_token(), "outpost-sandbox-probe"))
+        kdir = self.state_dir / "kubeconfigs"
+        for comp, user in (("kube-controller-manager", "system:kube-controller-manager"),
+                           ("kube-scheduler", "system:kube-scheduler"),
+                           ("kwok", "kwok-controller"),
+                           ("admin-internal", "admin")):
+            self._write_secret_file(kdir / f"{comp}.kubeconfig", self._kubeconfig_text(
+                internal, user, self.pki.token(user), comp))
+        kwok_dir = self.state_dir / "kwok"
+        kwok_dir.mkdir(parents=True, exist_ok=True)
+        (kwok_dir / "stages.yaml").write_text(STAGES_YAML)
+        link = self.state_dir / "bin"
+        if link.is_symlink() or link.exists():
+            if link.is_symlink() and os.readlink(link) == state.bin_dir:
+                return
+            link.unlink()
+        link.symlink_to(state.bin_dir)
+
+    def _serving_flags(self, kubeconfig: Path, port: int) -> list[str]:
+        """Client and serving flags shared by the controller manager and the scheduler."""
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--tls-cert-file={self.pki.cert('components')}",
+            f"--tls-private-key-file={self.pki.key('components')}",
+        ]
+
+    def _argv(self, name: str, state: State) -> tuple[list[str], dict[str, str] | None]:
+        b = Path(state.bin_dir)
+        p = state.ports
+        pki = self.pki
+        sd = self.state_dir
+        kc = sd / "kubeconfigs"
+        if name == "etcd":
+            peer = f"http://127.0.0.1:{p.etcd_peer}"
+            client = f"http://127.0.0.1:{p.etcd_client}"
+            return [
+                str(b / "etcd"), "--name=sandbox", f"--data-dir={sd / 'etcd'}",
+                f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=sandbox={peer}",
+                # A throwaway cluster: durability buys nothing and fsync dominates start time.
+                "--unsafe-no-fsync", "--quota-backend-bytes=8589934592", "--log-level=warn",
+            ], None
+        if name == "kube-apiserver":
+            return [
+                str(b / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+                "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
+                f"--advertise-address={state.advertise_address}",
+                f"--cert-dir={sd / 'apiserver'}",
+                f"--tls-cert-file={pki.cert('apiserver')}", f"--tls-private-key-file={pki.key('apiserver')}",
+                f"--tls-sni-cert-key={pki.cert('apiserver-internal')},{pki.key('apiserver-internal')}:localhost",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--requestheader-client-ca-file={pki.ca_cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki.cert('front-proxy-client')}",
+                f"--proxy-client-key-file={pki.key('front-proxy-client')}",
+                f"--token-auth-file={pki.token_file}",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--enable-priority-and-fairness=true",
+                "--allow-privileged=true",
+                f"--kubelet-client-certificate={pki.cert('kubelet-client')}",
+                f"--kubelet-client-key={pki.key('kubelet-client')}",
+                # Fake node hostnames do not resolve; the node proxy must dial the InternalIP.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
+            ], None
+        if name == "kube-controller-manager":
+            return [
+                str(b / "kube-controller-manager"),
+                *self._serving_flags(kc / "kube-controller-manager.kubeconfig", p.controller_manager),
+                # One instance per sandbox: leader election would only make it exit when a fault
+                # stops the API server for longer than the lease.
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki.sa_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
+                "--allocate-node-cidrs=false",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # No cloud and no kubelets: node IPAM (pod IPs come from kwok) and attach/detach
+                # (needs a kubelet/CSI) have nothing to act on.
+                "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
+                "--kube-api-qps=200", "--kube-api-burst=400",
+            ], None
+        if name == "kube-scheduler":
+            return [
+                str(b / "kube-scheduler"),
+                *self._serving_flags(kc / "kube-scheduler.kubeconfig", p.scheduler),
+                "--leader-elect=false",
+            ], None
+        if name == "kwok":
+            env = dict(os.environ)
+            # kwok also reads ~/.kwok/kwok.yaml if present; a private work dir keeps a user's own
+            # kwok setup out of the sandbox.
+            env["KWOK_WORKDIR"] = str(sd / "kwok")
+            return [
+                str(b / "kwok"),
+                f"--kubeconfig={kc / 'kwok.kubeconfig'}",
+                f"--config={sd / 'kwok' / 'stages.yaml'}",
+                f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
+                f"--cidr={POD_CIDR}",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+                # At INFO kwok logs every lease renewal (5000 nodes: ~500 JSON lines a second),
+                # which costs more CPU than the simulation itself.
+                "-v=WARN",
+            ], env
+        raise SandboxError(f"unknown sandbox component {name!r} (known: {', '.join(COMPONENTS)})")
+
+    # Lifecycle ---------------------------------------------------------------------------------
+    def up(self, nodes: int = 100, timeout: float | None = None, install_systems: bool = True) -> UpResult:
+        """Bring the sandbox up (or confirm it is up) with `nodes` fake nodes Ready."""
+        if not 0 < nodes <= MAX_NODES:
+            raise SandboxError(f"node count {nodes} out of range 1..{MAX_NODES}")
+        started = time.monotonic()
+        with self._locked():
+            state = self.load_state()
+            if (
+                state is not None
+                and all(self.procs.alive(c) for c in COMPONENTS)
+                and self._readyz(state) == 200
+                and self._nodes_ready(state, nodes) >= nodes
+            ):
+                return self._result(state, nodes, time.monotonic() - started, already_up=True)
+            self._claim_machine()
+            bin_dir = ensure_binaries(self.log)
+            any_alive = any(self.procs.alive(c) for c in COMPONENTS)
+            if state is None:
+                state = State(ports=Ports.allocate(), bin_dir=str(bin_dir), nodes=nodes)
+            else:
+                if not any_alive:
+                    # Nothing of ours runs: pick the binaries just built and move off any port
+                    # someone else took meanwhile.
+                    state.bin_dir = str(bin_dir)
+                    if not all(_port_free(port) for port in state.ports.all()):
+                        state.ports = Ports.allocate()
+                state.nodes = max(state.nodes, nodes)
+            self.pki.ensure(state.advertise_address)
+            self._save_state(state)
+            self._write_configs(state)
+            for name in COMPONENTS:
+                if not self.procs.alive(name):
+                    self._start(name, state)
+            self._ensure_nodes(state, nodes, timeout)
+            self._wait("the default ServiceAccount", "kube-controller-manager", 60,
+                       lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
+                       watch=("kube-controller-manager",))
+            self._apply(state, rbac.manifests())
+        if install_systems:
+            self._install_systems()
+        return self._result(state, nodes, time.monotonic() - started, already_up=False)
+
+    def _result(self, state: State, nodes: int, seconds: float, already_up: bool) -> UpResult:
+        return UpResult(
+            state_dir=self.state_dir, kubeconfig=self.kubeconfig, probe_kubeconfig=self.probe_kubeconfig,
+            server=f"https://127.0.0.1:{state.ports.apiserver}", ca_path=self.ca_path,
+            bin_dir=Path(state.bin_dir), nodes=nodes, seconds=seconds, already_up=already_up,
+        )
+
+    def _start(self, name: str, state: State) -> None:
+        argv, env = self._argv(name, state)
+        self.procs.start(name, argv, env=env, cwd=self.state_dir)
+        self._wait_healthy(name, state)
+
+    def _wait_healthy(self, name: str, state: State) -> None:
+        if name == "etcd":
+            self._wait("etcd /health", name, 30, lambda: self._component_health(state, name)[0] is True,
+                       watch=(name,))
+        elif name == "kube-apiserver":
+            self._wait("kube-apiserver /readyz 200", name, 120, lambda: self._readyz(state) == 200,
+                       watch=("etcd", name))
+        elif name in ("kube-controller-manager", "kube-scheduler"):
+            self._wait(f"{name} /healthz 200", name, 60,
+                       lambda: self._component_health(state, name)[0] is True, watch=(name,))
+        else:
+            # kwok has no meaningful health endpoint: readiness is judged by nodes going Ready.
+            time.sleep(0.5)
+            if not self.procs.alive(name):
+                raise self._error(f"{name} exited right after start", name)
+
+    def _get_ok(self, state: State, path: str) -> bool:
+        try:
+            with self._client(state) as c:
+                return c.get(path).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _list_nodes(self, state: State) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cont = ""
+        with self._client(state, timeout=30) as c:
+            while True:
+                params = {"labelSelector": "type=kwok", "limit": "1000"}
+                if cont:
+                    params["continue"] = cont
+                r = c.get("/api/v1/nodes", params=params)
+                r.raise_for_status()
+                body = r.json()
+                items.extend(body.get("items", []))
+                cont = body.get("metadata", {}).get("continue", "")
+                if not cont:
+                    return items
+
+    def _nodes_ready(self, state: State, nodes: int) -> int:
+        wanted = {node_name(i) for i in range(nodes)}
+        try:
+            items = self._list_nodes(state)
+        except (httpx.HTTPError, ValueError):
+            return 0
+        ready = 0
+        for n in items:
+            if n.get("metadata", {}).get("name") not in wanted:
+                continue
+            conds = n.get("status", {}).get("conditions") or []
+            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
+                ready += 1
+        return ready
+
+    def _ensure_nodes(self, state: State, nodes: int, timeout: float | None) -> None:
+        existing = {n["metadata"]["name"] for n in self._list_nodes(state)}
+        missing = [i for i in range(nodes) if node_name(i) not in existing]
+        if missing:
+            self.log(f"creating {len(missing)} fake nodes")
+            with self._client(state, timeout=60) as c:
+                def create(i: int) -> str | None:
+                    r = c.post("/api/v1/nodes", json=node_manifest(i))
+                    if r.status_code in (201, 409):
+                        return None
+                    return f"node {node_name(i)}: create answered {r.status_code}: {r.text[:200]}"
+                with ThreadPoolExecutor(max_workers=16) as pool:
+                    failures = [f for f in pool.map(create, missing) if f]
+            if failures:
+                raise self._error(f"{len(failures)} fake nodes could not be created; first: {failures[0]}",
+                                  "kube-apiserver")
+        # Measured on 2 cores: 100 nodes Ready in ~2 s; 5000 take minutes (lease writes compete
+        # with node creation), so the default grows with the count.
+        limit = timeout if timeout is not None else 90 + nodes * 0.12
+        last_report = [time.monotonic()]
+
+        def all_ready() -> bool:
+            ready = self._nodes_ready(state, nodes)
+            if ready < nodes and time.monotonic() - last_report[0] > 20:
+                last_report[0] = time.monotonic()
+                self.log(f"{ready}/{nodes} fake nodes Ready")
+            return ready >= nodes
+
+        self._wait(f"{nodes} fake nodes Ready", "kwok", limit, all_ready, watch=("kube-apiserver", "kwok"))
+
+    def _apply(self, state: State, objects: list[dict[str, Any]]) -> None:
+        """Server-side apply: creates or updates, so re-running `up` converges."""
+        with self._client(state) as c:
+            for obj in objects:
+                kind = obj["kind"].lower() + "s"
+                group, version = obj["apiVersion"].split("/")
+                path = f"/apis/{group}/{version}/{kind}/{obj['metadata']['name']}"
+                r = c.patch(path, params={"fieldManager": "outpost-sandbox", "force": "true"},
+                            content=json.dumps(obj),
+                            headers={"Content-Type": "application/apply-patch+yaml"})
+                if r.status_code not in (200, 201):
+                    raise self._error(
+                        f"applying {obj['kind']} {obj['metadata']['name']} answered {r.status_code}",
+                        "kube-apiserver")
+
+    def _claim_machine(self) -> None:
+        """Only one sandbox per machine: the backend network (namespace, veth, the pod and node CIDR
+        routes) is machine-wide, so a second sandbox would silently take the first one's backends.
+        The claim names the owner's state directory, so the refusal says which sandbox to stop."""
+        if MACHINE_CLAIM.exists():
+            owner = Path(MACHINE_CLAIM.read_text().strip())
+            if owner != self.state_dir and Sandbox(owner, log=self.log).procs.alive("kube-apiserver"):
+                raise SandboxError(
+                    f"another sandbox is running on this machine (state dir {owner}); "
+                    f"stop it first: outpost sandbox down --state-dir {owner}", "sandbox")
+        MACHINE_CLAIM.parent.mkdir(parents=True, exist_ok=True)
+        MACHINE_CLAIM.write_text(f"{self.state_dir}\n")
+
+    def _release_machine(self) -> None:
+        if MACHINE_CLAIM.exists() and Path(MACHINE_CLAIM.read_text().strip()) == self.state_dir:
+            MACHINE_CLAIM.unlink()
+
+    def _install_systems(self) -> None:
+        try:
+            systems = importlib.import_module("outpost.sandbox.systems")
+        except ModuleNotFoundError as exc:
+            # Only the module's own absence is tolerated; a missing dependency inside it is a bug.
+            if exc.name != "outpost.sandbox.systems":
+                raise
+            self.log("outpost.sandbox.systems not present: no extension systems installed")
+            return
+        systems.install(self.kubeconfig, self.state_dir)
+
+    def _uninstall_systems(self) -> None:
+        """Stop what `systems.install` started outside the control plane (backend daemon,
+        network namespace); the API objects go with etcd."""
+        if self.load_state() is None:
+            return
+        try:
+            systems = importlib.import_module("outpost.sandbox.systems")
+        except ModuleNotFoundError as exc:
+            if exc.name != "outpost.sandbox.systems":
+                raise
+            return
+        systems.uninstall(self.state_dir)
+
+    def down(self, purge: bool = False) -> list[str]:
+        """Stop every component this sandbox started; with `purge`, delete its state directory."""
+        stopped = []
+        uninstall_error = None
+        with self._locked():
+            # Control plane first: once the backend routes are gone, a still-running API server
+            # would dial pod IPs through the default route, off this machine.
+            for name in reversed(COMPONENTS):
+                if self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE)):
+                    stopped.append(name)
+            try:
+                self._uninstall_systems()
+            except Exception as exc:  # noqa: BLE001 - reported once everything else is stopped
+                uninstall_error = exc
+        self._release_machine()
+        if purge and self.state_dir.exists():
+            if not self._state_file.exists() and any(p.name != ".lock" for p in self.state_dir.iterdir()):
+                # Never delete a directory we cannot recognise as a sandbox.
+                raise SandboxError(f"refusing to purge {self.state_dir}: no sandbox.json in it")
+            shutil.rmtree(self.state_dir)
+        if uninstall_error is not None:
+            raise SandboxError(f"control plane stopped, but systems uninstall failed: "
+                               f"{type(uninstall_error).__name__}: {uninstall_error}", "systems")
+        return stopped
+
+    def status(self) -> SandboxStatus:
+        state = self.load_state()
+        if state is None:
+            return SandboxStatus(state_dir=str(self.state_dir), exists=False)
+        comps = []
+        for name in COMPONENTS:
+            alive = self.procs.alive(name)
+            if alive:
+                healthy, detail = self._component_health(state, name)
+            else:
+                healthy, detail = False, "not running"
+            comps.append(ComponentStatus(name, alive, self.procs.pid(name), healthy, detail))
+        readyz = self._readyz(state) if self.procs.alive("kube-apiserver") else None
+        ready = self._nodes_ready(state, state.nodes) if readyz == 200 else None
+        return SandboxStatus(
+            state_dir=str(self.state_dir), exists=True, components=comps, apiserver_readyz=readyz,
+            nodes_ready=ready, nodes_expected=state.nodes,
+            server=f"https://127.0.0.1:{state.ports.apiserver}",
+        )
+
+    # Fault hooks -------------------------------------------------------------------------------
+    def stop_component(self, name: str, kill: bool = False) -> bool:
+        """Stop one component (e.g. etcd or kube-apiserver for a fault). Returns whether it ran."""
+        if name not in COMPONENTS:
+            raise SandboxError(f"unknown sandbox component {name!r} (known: {', '.join(COMPONENTS)})")
+        with self._locked():
+            return self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE), kill=kill)
+
+    def start_component(self, name: str, wait: bool = True) -> bool:
+        """Start one stopped component again with the sandbox's saved configuration.
+
+        Returns False if it was already running. With `wait`, returns once it is healthy.
+        """
+        if name not in COMPONENTS:
+            raise SandboxError(f"unknown sandbox component {name!r} (known: {', '.join(COMPONENTS)})")
+        with self._locked():
+            state = self._require_state()
+            if self.procs.alive(name):
+                return False
+            argv, env = self._argv(name, state)
+            self.procs.start(name, argv, env=env, cwd=self.state_dir)
+            if wait:
+                self._wait_healthy(name, state)
+            return True
+
+    def restart_component(self, name: str) -> None:
+        self.stop_component(name)
+        self.start_component(name)
+
+    def rotate_apiserver_cert(self, not_after: dt.datetime | None = None,
+                              not_before: dt.datetime | None = None) -> dt.datetime:
+        """Reissue the API server's public serving certificate and restart the API server.
+
+        `not_after` in the past gives an expired certificate, a few days ahead one that is about
+        to expire; None restores a healthy one-year certificate. Returns the new notAfter.
+        The control plane keeps working throughout (it uses the internal SNI certificate).
+        """
+        state = self._require_state()
+        with self._locked():
+            self.pki.issue_apiserver_serving(state.advertise_address, not_after=not_after,
+                                             not_before=not_before)
+        self.restart_component("kube-apiserver")
+        return self.pki.not_after("apiserver")
+
+
+# Module-level hooks for other modules (faults, demo, tests) -------------------------------------
+def up(nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None,
+       install_systems: bool = True) -> UpResult:
+    return Sandbox(state_dir).up(nodes=nodes, timeout=timeout, install_systems=install_systems)
+
+
+def down(state_dir: Path | str | None = None, purge: bool = False) -> list[str]:
+    return Sandbox(state_dir).down(purge=purge)
+
+
+def status(state_dir: Path | str | None = None) -> SandboxStatus:
+    return Sandbox(state_dir).status()
+
+
+def stop_component(name: str, state_dir: Path | str | None = None, kill: bool = False) -> bool:
+    return Sandbox(state_dir).stop_component(name, kill=kill)
+
+
+def start_component(name: str, state_dir: Path | str | None = None, wait: bool = True) -> bool:
+    return Sandbox(state_dir).start_component(name, wait=wait)
+
+
+def rotate_apiserver_cert(not_after: dt.datetime | None = None, state_dir: Path | str | None = None,
+                          not_before: dt.datetime | None = None) -> dt.datetime:
+    return Sandbox(state_dir).rotate_apiserver_cert(not_after=not_after, not_before=not_before)

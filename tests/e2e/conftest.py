@@ -1,0 +1,88 @@
+"""Session fixture for e2e tests: one real sandbox (etcd, kube-apiserver, controller manager,
+scheduler, kwok) shared by every test, torn down at the end of the session.
+
+It never skips: if the sandbox cannot start, the fixture fails with the cause, the component and
+the tail of its log (or of the build log), so a broken environment shows up as red, not as
+silently missing coverage.
+
+Environment:
+  OUTPOST_SANDBOX_NODES     fake nodes to create (default 20, to keep the session fast)
+  OUTPOST_SANDBOX_SYSTEMS   "0" to start only the control plane (no Koordinator/OpenKruise installs)
+  OUTPOST_E2E_SANDBOX_DIR   reuse (or create) a sandbox in this directory and leave it running
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from outpost.sandbox.cluster import Sandbox, SandboxError
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """What a test needs to reach the sandbox, as the probe or as admin."""
+
+    handle: Sandbox
+    state_dir: Path
+    kubeconfig: Path  # admin (system:masters)
+    probe_kubeconfig: Path  # outpost-probe, read-only
+    server: str  # https://127.0.0.1:PORT, public serving certificate
+    ca_path: Path
+    probe_token: str
+    admin_token: str
+    bin_dir: Path
+    nodes: int
+
+    def kubectl(self, *args: str, probe: bool = False, check: bool = True,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        config = self.probe_kubeconfig if probe else self.kubeconfig
+        proc = subprocess.run(
+            [str(self.bin_dir / "kubectl"), "--kubeconfig", str(config), *args],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+        if check and proc.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}",
+                        pytrace=False)
+        return proc
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    nodes = int(os.environ.get("OUTPOST_SANDBOX_NODES", "20"))
+    systems = os.environ.get("OUTPOST_SANDBOX_SYSTEMS", "1") != "0"
+    reuse_dir = os.environ.get("OUTPOST_E2E_SANDBOX_DIR")
+    state_dir = Path(reuse_dir) if reuse_dir else tmp_path_factory.mktemp("sandbox")
+    handle = Sandbox(state_dir)
+    try:
+        result = handle.up(nodes=nodes, install_systems=systems)
+    except SandboxError as exc:
+        if not reuse_dir:
+            handle.down()
+        pytest.fail(f"sandbox could not start: {exc.detail()}", pytrace=False)
+    except Exception as exc:
+        if not reuse_dir:
+            handle.down()
+        pytest.fail(f"sandbox could not start: {type(exc).__name__}: {exc}")
+    info = SandboxInfo(
+        handle=handle,
+        state_dir=result.state_dir,
+        kubeconfig=result.kubeconfig,
+        probe_kubeconfig=result.probe_kubeconfig,
+        server=result.server,
+        ca_path=result.ca_path,
+        probe_token=handle.probe_token(),
+        admin_token=handle.admin_token(),
+        bin_dir=result.bin_dir,
+        nodes=nodes,
+    )
+    try:
+        yield info
+    finally:
+        if not reuse_dir:
+            handle.down()
