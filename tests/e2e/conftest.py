@@ -86,3 +86,13 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     finally:
         if not reuse_dir:
             handle.down()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secret_cache() -> Iterator[None]:
+    """Secrets are cached per process (per cold start); each test is its own cold start."""
+    from outpost import secrets
+
+    secrets.clear_cache()
+    yield
+    secrets.clear_cache()

@@ -18,6 +18,7 @@ import yaml
 
 from outpost.result import Status
 from outpost.runner import run_check
+from outpost.sandbox import faults
 from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import load_settings
 
@@ -112,7 +113,7 @@ def test_cli_json_against_sandbox(sandbox: SandboxInfo) -> None:
 def test_etcd_down_is_failed_and_silent(probe_config: Path, sandbox: SandboxInfo,
                                         receiver: HeartbeatReceiver) -> None:
     settings = load_settings(probe_config)
-    sandbox.handle.stop_component("etcd")
+    faults.break_fault("etcd-down", state_dir=sandbox.state_dir)
     try:
         deadline = time.monotonic() + 60
         result = run_check(settings, CHECK, log=False)
@@ -124,13 +125,13 @@ def test_etcd_down_is_failed_and_silent(probe_config: Path, sandbox: SandboxInfo
         assert result.reported is False
         assert receiver.pings_for(CHECK) == 0
     finally:
-        sandbox.handle.start_component("etcd")
+        faults.heal("etcd-down", state_dir=sandbox.state_dir)
         wait_ready(sandbox)
 
 
 def test_apiserver_down_is_error_exit_2_and_silent(probe_config: Path, sandbox: SandboxInfo,
                                                    receiver: HeartbeatReceiver) -> None:
-    sandbox.handle.stop_component("kube-apiserver")
+    faults.break_fault("apiserver-down", state_dir=sandbox.state_dir)
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "outpost.cli", "run", CHECK, "--config", str(probe_config), "--json"],
@@ -142,5 +143,5 @@ def test_apiserver_down_is_error_exit_2_and_silent(probe_config: Path, sandbox: 
         assert "connection refused" in result["summary"]
         assert receiver.pings_for(CHECK) == 0
     finally:
-        sandbox.handle.start_component("kube-apiserver")
+        faults.heal("apiserver-down", state_dir=sandbox.state_dir)
         wait_ready(sandbox)

@@ -23,6 +23,7 @@ import yaml
 from werkzeug.serving import make_server
 
 from outpost.runtime.common import CheckUnhealthy
+from outpost.sandbox import faults
 from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from samples.aws_events import FUNCTION_URL_EVENT, SCHEDULED_EVENT
 
@@ -110,7 +111,7 @@ def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: H
 def test_adapters_agree_when_etcd_is_down(configured: None, gcf_url: str, sandbox: SandboxInfo,
                                           receiver: HeartbeatReceiver) -> None:
     module = lambda_module()
-    sandbox.handle.stop_component("etcd")
+    faults.break_fault("etcd-down", state_dir=sandbox.state_dir)
     try:
         deadline = time.monotonic() + 60
         from_schedule = scheduled(module)
@@ -120,7 +121,7 @@ def test_adapters_agree_when_etcd_is_down(configured: None, gcf_url: str, sandbo
         gcf_response = httpx.get(gcf_url, timeout=60)
         url_response = module.handler(FUNCTION_URL_EVENT, None)
     finally:
-        sandbox.handle.start_component("etcd")
+        faults.heal("etcd-down", state_dir=sandbox.state_dir)
     assert from_schedule["raised"] is True
     assert from_schedule["status"] == "failed"
     assert gcf_response.status_code == 503
