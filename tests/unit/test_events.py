@@ -6,22 +6,11 @@ import pytest
 
 from outpost.errors import InvocationError
 from outpost.runtime.events import HttpRequest, InvocationOptions, ScheduledEvent, parse_lambda_event, parse_options
+from samples.aws_events import SCHEDULED_EVENT
 
 
 def test_scheduled_event_is_parsed_with_its_fields() -> None:
-    event = parse_lambda_event(
-        {
-            "version": "0",
-            "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": "123456789012",
-            "time": "2015-10-08T16:53:06Z",
-            "region": "us-east-1",
-            "resources": ["arn:aws:events:us-east-1:123456789012:rule/my-scheduled-rule"],
-            "detail": {},
-        }
-    )
+    event = parse_lambda_event(SCHEDULED_EVENT)
     assert isinstance(event, ScheduledEvent)
     assert event.region == "us-east-1"
     assert event.time.year == 2015
