@@ -130,13 +130,12 @@ def _from_kubeconfig(auth: KubeconfigAuth) -> Credentials:
 def _user_expects_credentials(auth: KubeconfigAuth) -> bool:
     from kubernetes import config as k8s_config
 
-    contexts, current = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-        config_file=str(Path(auth.path).expanduser()) if auth.path else None
-    )
+    config_file = str(Path(auth.path).expanduser()) if auth.path else None
+    contexts, current = k8s_config.list_kube_config_contexts(config_file=config_file)  # type: ignore[no-untyped-call]
     chosen = next((c for c in contexts if c.get("name") == auth.context), None) if auth.context else current
     user_name = ((chosen or {}).get("context") or {}).get("user")
     loader = k8s_config.kube_config.KubeConfigMerger(  # type: ignore[no-untyped-call]
-        str(Path(auth.path).expanduser()) if auth.path else k8s_config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+        config_file or k8s_config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
     )
     for entry in loader.config.value.get("users") or []:
         if entry.get("name") == user_name:
