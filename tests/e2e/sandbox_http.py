@@ -6,6 +6,7 @@ cluster independently of the code under test.
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import httpx
@@ -14,13 +15,30 @@ KRUISE_WEBHOOK_HEALTHZ = "/api/v1/namespaces/kruise-system/services/https:kruise
 LS_WEB = "/api/v1/namespaces/default/services/ls-web:80/proxy/"
 
 
+def trust(sb: Any) -> ssl.SSLContext:
+    """A TLS context that trusts only the sandbox's cluster CA."""
+    return ssl.create_default_context(cafile=str(sb.ca_path))
+
+
 def api(sb: Any, path: str, probe: bool = True, timeout: float = 10.0) -> httpx.Response:
     token = sb.probe_token if probe else sb.admin_token
     return httpx.get(sb.server + path, headers={"Authorization": f"Bearer {token}"},
-                     verify=str(sb.ca_path), timeout=timeout)
+                     verify=trust(sb), timeout=timeout)
 
 
 def get_json(sb: Any, path: str) -> Any:
     r = api(sb, path, probe=False)
     assert r.status_code == 200, f"GET {path}: {r.status_code} {r.text[:200]}"
     return r.json()
+
+
+def dry_run_pod(sb: Any, labels: dict[str, str], timeout: float = 40.0) -> dict[str, Any]:
+    """Create a pod with dryRun=All as admin: the admission chain runs, nothing is stored."""
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"generateName": "dry-", "namespace": "default", "labels": labels},
+           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}]}}
+    r = httpx.post(sb.server + "/api/v1/namespaces/default/pods?dryRun=All", json=pod,
+                   headers={"Authorization": f"Bearer {sb.admin_token}"}, verify=trust(sb), timeout=timeout)
+    assert r.status_code == 201, f"dry-run create: {r.status_code} {r.text[:200]}"
+    out: dict[str, Any] = r.json()
+    return out

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from cryptography import x509
-from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, api, get_json
+from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, api, dry_run_pod, get_json
 
 from outpost.sandbox import faults
 
@@ -52,16 +52,8 @@ def manager_pod(sb: Any, ns: str, selector: str) -> str:
 
 
 def dry_run(sb: Any) -> dict[str, Any]:
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"generateName": "dry-", "namespace": "default",
-                        "labels": {"koordinator.sh/enable-colocation": "true",
-                                   "apps.kruise.io/inject-readiness-gate": "true"}},
-           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}]}}
-    r = httpx.post(sb.server + "/api/v1/namespaces/default/pods?dryRun=All", json=pod,
-                   headers={"Authorization": f"Bearer {sb.admin_token}"}, verify=str(sb.ca_path), timeout=40)
-    assert r.status_code == 201, r.text[:200]
-    out: dict[str, Any] = r.json()
-    return out
+    return dry_run_pod(sb, {"koordinator.sh/enable-colocation": "true",
+                            "apps.kruise.io/inject-readiness-gate": "true"})
 
 
 def koord_mutated(pod: dict[str, Any]) -> bool:

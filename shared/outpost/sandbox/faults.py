@@ -228,6 +228,16 @@ def node_lease_stale_apply(ctx: Ctx) -> dict[str, Any]:
     return undo
 
 
+def _parse_renew_time(value: object) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(value or "1970-01-01T00:00:00Z").replace("Z", "+00:00"))
+
+
+def _leases_renewed_since(ctx: Ctx, since: dt.datetime) -> bool:
+    leases = ctx.kube.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]
+    return all(_parse_renew_time(lease["spec"].get("renewTime")) >= since for lease in leases
+               if lease["spec"].get("holderIdentity") != FAULT_HOLDER)  # held stale by node-lease-stale
+
+
 def _lease_restore(ctx: Ctx, undo: dict[str, Any]) -> None:
     # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
     # when it *acquires* the lease, not when it finds itself already holding it.
@@ -241,8 +251,8 @@ def node_lease_stale_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
 
     def renewed() -> bool:
         spec = ctx.kube.get(object_path("Lease", node, "kube-node-lease"))["spec"]
-        renew = dt.datetime.fromisoformat(str(spec.get("renewTime", "1970-01-01T00:00:00Z")).replace("Z", "+00:00"))
-        return bool(spec.get("holderIdentity")) and (_now() - renew).total_seconds() < 40
+        age = (_now() - _parse_renew_time(spec.get("renewTime"))).total_seconds()
+        return bool(spec.get("holderIdentity")) and age < 40
 
     _wait(f"kwok holding and renewing lease kube-node-lease/{node} again", 60, renewed)
     _restore_systems(ctx)
@@ -570,9 +580,13 @@ def _component_down(component: str) -> tuple[Apply, Heal]:
         return {}
 
     def heal(ctx: Ctx, undo: dict[str, Any]) -> None:
+        started = _now()
         _cluster().start_component(component, state_dir=ctx.state_dir, wait=True)
         # etcd answering is not the API server serving again: wait for /readyz itself.
         _wait("kube-apiserver /readyz 200", 90, lambda: ctx.kube.raw("/readyz").status_code == 200)
+        if component == "kwok":
+            # kwok answering its health port is not kwok renewing: healed means every Lease is fresh.
+            _wait("kwok renewing every node Lease", 90, lambda: _leases_renewed_since(ctx, started))
         _restore_systems(ctx)
 
     return apply, heal
