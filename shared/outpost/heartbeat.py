@@ -25,7 +25,7 @@ import ipaddress
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 from urllib.parse import urlsplit
 
 import httpx
@@ -119,7 +119,22 @@ class _RetryingClient:
         raise ReportError(f"{what}: {last_cause} (gave up after {attempts} attempt{plural})")
 
 
-class HeartbeatClient:
+class _VigilmonEndpoint:
+    """Owns one `_RetryingClient`: use as a context manager, or call `close()`."""
+
+    _http: _RetryingClient
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class HeartbeatClient(_VigilmonEndpoint):
     """Pings a Vigilmon heartbeat URL. Use as a context manager, or call `close()`."""
 
     def __init__(
@@ -133,15 +148,6 @@ class HeartbeatClient:
     ) -> None:
         self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep)
 
-    def __enter__(self) -> HeartbeatClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
-
     def __repr__(self) -> str:
         return f"HeartbeatClient(retries={self._http.retries}, timeout={self._http.timeout_seconds:g}s)"
 
@@ -153,7 +159,7 @@ class HeartbeatClient:
         log.info("%s: delivered", what)
 
 
-class VigilmonClient:
+class VigilmonClient(_VigilmonEndpoint):
     """Vigilmon's maintenance API (`POST {api_url}/maintenance`, bearer API key)."""
 
     def __init__(
@@ -170,15 +176,6 @@ class VigilmonClient:
         self._endpoint = _checked_url(api_url.rstrip("/") + "/maintenance", "vigilmon maintenance")
         self._api_key = api_key
         self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep)
-
-    def __enter__(self) -> VigilmonClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._http.close()
 
     def __repr__(self) -> str:
         return "VigilmonClient(api_key=***)"

@@ -4,6 +4,9 @@
   (a status code, or "hang" to hold the connection past the client's timeout);
 - `moto_endpoint`: moto's own server mode (the AWS emulator) on a loopback port, with the SDK pointed at it
   through its standard `AWS_ENDPOINT_URL` and throwaway credentials;
+- `unreachable_cluster_config`: an environment file whose API server is a closed loopback port (a real
+  `error` result: connection refused) and whose heartbeat points at `receiver`, exported as OUTPOST_CONFIG
+  the way the runtime adapters read it at cold start;
 - `gcp_secret_manager`: a loopback server speaking Secret Manager's REST `versions/V:access` shape and an
   OAuth2 token endpoint, so google-auth's own refresh flow runs for real against it.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unreachable import HEARTBEAT_TOKEN, write_unreachable_config
 
 from outpost import secrets
 from outpost.secrets import crc32c
@@ -122,6 +126,17 @@ def _fresh_secret_cache() -> Iterator[None]:
     secrets.clear_cache()
     yield
     secrets.clear_cache()
+
+
+@pytest.fixture
+def unreachable_cluster_config(
+    tmp_path: Path, closed_port: int, receiver: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    path = write_unreachable_config(tmp_path / "test.yaml", closed_port)
+    monkeypatch.setenv("OUTPOST_CONFIG", str(path))
+    monkeypatch.setenv("OUTPOST_TEST_TOKEN", "sa-token-not-used-for-anything")
+    monkeypatch.setenv("OUTPOST_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """The Cloud Functions target of `apiserver-health`, built by functions-framework's own `create_app` and
 served over real HTTP by werkzeug on a loopback port.
 
-Until the sandbox cluster exists, the configured API server is a closed loopback port: a real `error`
-result, which must answer 503 and never ping.
+The configured API server is a closed loopback port: a real `error` result, which must answer 503 and
+never ping. Healthy and failed results through the same target, against the sandbox cluster, are in
+tests/e2e/test_runtimes_e2e.py.
 """
 
 from __future__ import annotations
@@ -15,37 +16,15 @@ from pathlib import Path
 import functions_framework
 import httpx
 import pytest
+from unreachable import ENTRY_MODULE, HEARTBEAT_TOKEN
 from werkzeug.serving import make_server
 
 from outpost.errors import ConfigError
 
-ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
-HB_TOKEN = "hb_Gc7nT3wQ8yR2mV6k"
-
-
-def write_config(path: Path, closed_port: int) -> Path:
-    document = {
-        "environment": "test",
-        "cluster": {
-            "name": "unreachable",
-            "auth": {"mode": "token", "server": f"https://127.0.0.1:{closed_port}", "token": "env:OUTPOST_TEST_TOKEN"},
-            "connect_timeout_seconds": 1,
-            "read_timeout_seconds": 1,
-            "deadline_seconds": 5,
-        },
-        "heartbeat": {"timeout_seconds": 1, "retries": 0},
-        "checks": {"apiserver-health": {"heartbeat": "env:OUTPOST_TEST_HEARTBEAT"}},
-    }
-    path.write_text(json.dumps(document))
-    return path
-
 
 @pytest.fixture
-def function_url(tmp_path: Path, closed_port: int, receiver, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "test.yaml", closed_port)))
-    monkeypatch.setenv("OUTPOST_TEST_TOKEN", "sa-token-not-used-for-anything")
-    monkeypatch.setenv("OUTPOST_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/{HB_TOKEN}")
-    app = functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
+def function_url(unreachable_cluster_config: Path) -> Iterator[str]:
+    app = functions_framework.create_app(target="http", source=str(ENTRY_MODULE))  # type: ignore[no-untyped-call]
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -69,7 +48,7 @@ def test_on_demand_get_answers_503_and_does_not_ping(function_url, receiver, cap
     assert [(line["check"], line["status"], line["severity"]) for line in run_lines] == [
         ("apiserver-health", "error", "ERROR")
     ]
-    assert HB_TOKEN not in out
+    assert HEARTBEAT_TOKEN not in out
 
 
 @pytest.mark.parametrize(
@@ -123,6 +102,6 @@ def test_bad_configuration_refuses_to_start(tmp_path: Path, monkeypatch: pytest.
     bad.write_text("environment: test\ncluster: {name: x, auth: {mode: token}}\n")
     monkeypatch.setenv("OUTPOST_CONFIG", str(bad))
     with pytest.raises(ConfigError) as raised:
-        functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
+        functions_framework.create_app(target="http", source=str(ENTRY_MODULE))  # type: ignore[no-untyped-call]
     assert "cluster.auth.token.server: Field required" in str(raised.value)
     assert "cluster.auth.token.token: Field required" in str(raised.value)

@@ -1,7 +1,8 @@
 """The Lambda entry point of `apiserver-health`, invoked with real event shapes.
 
-Until the sandbox cluster exists, the configured API server is a closed loopback port: a real `error`
-result (connection refused), which must raise for a scheduled run, answer 503 over HTTP, and never ping.
+The configured API server is a closed loopback port: a real `error` result (connection refused), which
+must raise for a scheduled run, answer 503 over HTTP, and never ping. Healthy and failed results through
+the same handler, against the sandbox cluster, are in tests/e2e/test_runtimes_e2e.py.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from unreachable import ENTRY_MODULE, HEARTBEAT_TOKEN, write_unreachable_config
 
 from outpost.errors import ConfigError, InvocationError
 from outpost.runtime.common import CheckUnhealthy
 from samples.aws_events import FUNCTION_URL_EVENT, REST_V1_EVENT, SCHEDULED_EVENT
 
-ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
-HB_TOKEN = "hb_Zr8mQ2xK5vN9pL4w"
 _counter = itertools.count()
 
 
@@ -36,27 +36,9 @@ def url_event(method: str = "GET", query: str = "", body: str | None = None, b64
     return event
 
 
-def write_config(path: Path, closed_port: int, **check: Any) -> Path:
-    entry = {"heartbeat": "env:OUTPOST_TEST_HEARTBEAT", **check}
-    document = {
-        "environment": "test",
-        "cluster": {
-            "name": "unreachable",
-            "auth": {"mode": "token", "server": f"https://127.0.0.1:{closed_port}", "token": "env:OUTPOST_TEST_TOKEN"},
-            "connect_timeout_seconds": 1,
-            "read_timeout_seconds": 1,
-            "deadline_seconds": 5,
-        },
-        "heartbeat": {"timeout_seconds": 1, "retries": 0},
-        "checks": {"apiserver-health": entry},
-    }
-    path.write_text(json.dumps(document))  # JSON is YAML
-    return path
-
-
 def load_entry_module() -> ModuleType:
     """Import the entry module afresh: one cold start."""
-    spec = importlib.util.spec_from_file_location(f"apiserver_health_main_{next(_counter)}", ENTRY)
+    spec = importlib.util.spec_from_file_location(f"apiserver_health_main_{next(_counter)}", ENTRY_MODULE)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -65,10 +47,7 @@ def load_entry_module() -> ModuleType:
 
 
 @pytest.fixture
-def entry(tmp_path: Path, closed_port: int, receiver, monkeypatch: pytest.MonkeyPatch) -> ModuleType:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "test.yaml", closed_port)))
-    monkeypatch.setenv("OUTPOST_TEST_TOKEN", "sa-token-not-used-for-anything")
-    monkeypatch.setenv("OUTPOST_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/{HB_TOKEN}")
+def entry(unreachable_cluster_config: Path) -> ModuleType:
     return load_entry_module()
 
 
@@ -93,7 +72,7 @@ def test_scheduled_error_raises_and_does_not_ping(entry, receiver, capsys) -> No
     assert line["severity"] == line["level"] == "ERROR"
     assert line["environment"] == "test"
     assert line["reported"] is False
-    assert HB_TOKEN not in out + message
+    assert HEARTBEAT_TOKEN not in out + message
 
 
 def test_function_url_get_answers_503_with_the_result(entry, receiver) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +187,8 @@ def test_bad_configuration_fails_the_cold_start(tmp_path: Path, monkeypatch: pyt
 
 
 def test_disabled_check_fails_the_cold_start(tmp_path: Path, closed_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OUTPOST_CONFIG", str(write_config(tmp_path / "off.yaml", closed_port, enabled=False)))
+    config = write_unreachable_config(tmp_path / "off.yaml", closed_port, enabled=False)
+    monkeypatch.setenv("OUTPOST_CONFIG", str(config))
     with pytest.raises(ConfigError, match=r"checks\.apiserver-health: disabled, but a function for it was started"):
         load_entry_module()
 
