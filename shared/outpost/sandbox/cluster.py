@@ -30,6 +30,7 @@ import importlib
 import ipaddress
 import json
 import os
+import secrets
 import shutil
 import socket
 import ssl
@@ -53,6 +54,12 @@ from outpost.sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+WATCHERS = ("kube-controller-manager", "kube-scheduler", "kwok")
+"""The components that act on watches. They are restarted once the API server serves again after
+an etcd or API server restart: while it starts, its RBAC caches are not yet filled and their
+watches are refused with 403, and a controller's informer was once seen never to recover from
+that (its DaemonSet controller then waited forever for its own write). Fresh processes start
+after /readyz is 200 and list everything anew."""
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 
 POD_CIDR = "10.244.0.0/16"
@@ -180,18 +187,48 @@ def ensure_binaries(log: Log = _stderr) -> Path:
         return bin_dir
 
 
-def _free_ports(count: int) -> list[int]:
-    # Hold every socket until all are chosen so the kernel cannot hand out the same port twice.
-    socks = []
+LISTEN_PORT_FLOOR = 20000
+"""Lowest port the sandbox listens on; the registered-services range below it is left alone."""
+
+
+def _ephemeral_port_floor() -> int:
     try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports below the kernel's ephemeral range.
+
+    A component keeps its port across restarts (certificates and kubeconfigs name it). A port from
+    the ephemeral range could be taken, while the component is down, as the source port of some
+    outgoing connection, and the restart would then fail with "address already in use".
+    """
+    ceiling = _ephemeral_port_floor()
+    candidates = list(range(LISTEN_PORT_FLOOR, ceiling))
+    secrets.SystemRandom().shuffle(candidates)
+    # Hold every socket until all are chosen so no port is handed out twice.
+    socks: list[socket.socket] = []
+    try:
+        for port in candidates:
+            if len(socks) == count:
+                break
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                sock.close()
+                continue
+            socks.append(sock)
+        while len(socks) < count:  # no room below the ephemeral range: let the kernel choose
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [sock.getsockname()[1] for sock in socks]
     finally:
-        for s in socks:
-            s.close()
+        for sock in socks:
+            sock.close()
 
 
 def _port_free(port: int) -> bool:
@@ -679,10 +716,37 @@ class Sandbox:
             self._wait(f"{name} /healthz 200", name, 60,
                        lambda: self._component_health(state, name)[0] is True, watch=(name,))
         else:
-            # kwok has no meaningful health endpoint: readiness is judged by nodes going Ready.
-            time.sleep(0.5)
-            if not self.procs.alive(name):
-                raise self._error(f"{name} exited right after start", name)
+            # kwok has no health endpoint: it is working once it has renewed every node Lease it
+            # holds since it started (none exist yet on a first start).
+            started = dt.datetime.now(dt.UTC)
+            self._wait("kwok renewing every node Lease", name, 90,
+                       lambda: self._node_leases_renewed_since(state, started), watch=(name,))
+
+    def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
+        with self._client(state, timeout=30) as c:
+            r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        if r.status_code != 200:
+            return False
+        for lease in r.json().get("items") or []:
+            spec = lease.get("spec") or {}
+            if spec.get("leaseDurationSeconds") != NODE_LEASE_SECONDS or not spec.get("holderIdentity"):
+                continue  # not kwok's (e.g. taken over by the node-lease-stale fault) or released
+            renewed = str(spec.get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
+            if dt.datetime.fromisoformat(renewed) < since:
+                return False
+        return True
+
+    def _restart_watchers(self, state: State) -> None:
+        """After etcd or the API server came back: fresh watchers once /readyz is 200."""
+        if not self.procs.alive("kube-apiserver"):
+            return  # started later, that start restarts them
+        self._wait_healthy("kube-apiserver", state)
+        for name in WATCHERS:
+            if self.procs.alive(name):
+                self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE))
+                argv, env = self._argv(name, state)
+                self.procs.start(name, argv, env=env, cwd=self.state_dir)
+                self._wait_healthy(name, state)
 
     def _get_ok(self, state: State, path: str) -> bool:
         try:
@@ -876,11 +940,9 @@ class Sandbox:
             self.procs.start(name, argv, env=env, cwd=self.state_dir)
             if wait:
                 self._wait_healthy(name, state)
+                if name in ("etcd", "kube-apiserver"):
+                    self._restart_watchers(state)
             return True
-
-    def restart_component(self, name: str) -> None:
-        self.stop_component(name)
-        self.start_component(name)
 
     def rotate_apiserver_cert(self, not_after: dt.datetime | None = None,
                               not_before: dt.datetime | None = None) -> dt.datetime:
@@ -891,10 +953,13 @@ class Sandbox:
         The control plane keeps working throughout (it uses the internal SNI certificate).
         """
         state = self._require_state()
+        # Stopped first: the API server reloads its serving pair when the files change, and the
+        # certificate and key cannot be replaced in one step.
+        self.stop_component("kube-apiserver")
         with self._locked():
             self.pki.issue_apiserver_serving(state.advertise_address, not_after=not_after,
                                              not_before=not_before)
-        self.restart_component("kube-apiserver")
+        self.start_component("kube-apiserver")
         return self.pki.not_after("apiserver")
 
 

@@ -32,6 +32,7 @@ from outpost.sandbox.backends.behaviour import (
     DEFAULT_CPU_RATIO,
     TARGETS,
     TLS_TARGETS,
+    cpu_usage_millis,
     read_behaviour,
     set_target,
     write_behaviour,
@@ -232,12 +233,6 @@ def _parse_renew_time(value: object) -> dt.datetime:
     return dt.datetime.fromisoformat(str(value or "1970-01-01T00:00:00Z").replace("Z", "+00:00"))
 
 
-def _leases_renewed_since(ctx: Ctx, since: dt.datetime) -> bool:
-    leases = ctx.kube.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]
-    return all(_parse_renew_time(lease["spec"].get("renewTime")) >= since for lease in leases
-               if lease["spec"].get("holderIdentity") != FAULT_HOLDER)  # held stale by node-lease-stale
-
-
 def _lease_restore(ctx: Ctx, undo: dict[str, Any]) -> None:
     # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
     # when it *acquires* the lease, not when it finds itself already holding it.
@@ -303,19 +298,34 @@ def nodemetric_stale_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
     _wait(f"nodemetric {node} refreshed", 30, lambda: _nodemetric_age(ctx, node) < 60)
 
 
+def _nodemetrics_report(ctx: Ctx, ratio: float) -> bool:
+    """True once every node's NodeMetric reports the usage the daemon derives from `ratio`."""
+    stale = set(read_behaviour(ctx.sdir).get("stale_nodemetrics") or [])
+    nodes = {n["metadata"]["name"]: n for n in ctx.kube.get("/api/v1/nodes")["items"]}
+    metrics = {m["metadata"]["name"]: m for m in ctx.kube.get("/apis/slo.koordinator.sh/v1alpha1/nodemetrics")["items"]}
+    for name, node in nodes.items():
+        if name in stale:
+            continue
+        want = f"{cpu_usage_millis(str(node['status'].get('allocatable', {}).get('cpu', '1')), ratio)}m"
+        usage = (((metrics.get(name) or {}).get("status") or {}).get("nodeMetric") or {}).get("nodeUsage") or {}
+        if (usage.get("resources") or {}).get("cpu") != want:
+            return False
+    return True
+
+
 def _utilization(ratio: float) -> tuple[Apply, Heal]:
-    def apply(ctx: Ctx) -> dict[str, Any]:
+    def set_ratio(ctx: Ctx, value: float) -> None:
         data = read_behaviour(ctx.sdir)
-        data["cpu_ratio"] = ratio
+        data["cpu_ratio"] = value
         write_behaviour(ctx.sdir, data)
-        time.sleep(7)  # the daemon re-reads behaviour every 5 s and then rewrites every NodeMetric
+        _wait(f"every NodeMetric reporting {value:.0%} CPU", 60, lambda: _nodemetrics_report(ctx, value))
+
+    def apply(ctx: Ctx) -> dict[str, Any]:
+        set_ratio(ctx, ratio)
         return {}
 
     def heal(ctx: Ctx, undo: dict[str, Any]) -> None:
-        data = read_behaviour(ctx.sdir)
-        data["cpu_ratio"] = DEFAULT_CPU_RATIO
-        write_behaviour(ctx.sdir, data)
-        time.sleep(7)
+        set_ratio(ctx, DEFAULT_CPU_RATIO)
 
     return apply, heal
 
@@ -580,13 +590,10 @@ def _component_down(component: str) -> tuple[Apply, Heal]:
         return {}
 
     def heal(ctx: Ctx, undo: dict[str, Any]) -> None:
-        started = _now()
+        # Returns once the component works again (kwok: every node Lease renewed), and after etcd
+        # or the API server, once the API server is ready and the watching components restarted.
         _cluster().start_component(component, state_dir=ctx.state_dir, wait=True)
-        # etcd answering is not the API server serving again: wait for /readyz itself.
         _wait("kube-apiserver /readyz 200", 90, lambda: ctx.kube.raw("/readyz").status_code == 200)
-        if component == "kwok":
-            # kwok answering its health port is not kwok renewing: healed means every Lease is fresh.
-            _wait("kwok renewing every node Lease", 90, lambda: _leases_renewed_since(ctx, started))
         _restore_systems(ctx)
 
     return apply, heal

@@ -47,6 +47,26 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def _exited(pid: int, start_ticks: int) -> bool:
+    """Whether the process has fully exited, every thread of it, so its sockets and files are closed.
+
+    A multithreaded process (every Go binary) whose main thread has exited already shows as a zombie
+    while its other threads are still being torn down and still hold its listening sockets; a restart
+    in that window fails with "address already in use". So a zombie counts as exited only once its
+    thread list holds nothing but the main thread.
+    """
+    _reap(pid)
+    stat = _proc_stat(pid)
+    if stat is None or stat[1] != start_ticks:
+        return True
+    if stat[0] not in ("Z", "X"):
+        return False
+    try:
+        return os.listdir(f"/proc/{pid}/task") == [str(pid)]
+    except OSError:
+        return True
+
+
 class ProcessTable:
     """The processes of one sandbox, keyed by component name."""
 
@@ -128,15 +148,14 @@ class ProcessTable:
         self._signal(rec, sig)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.alive(name):
+            if _exited(rec.pid, rec.start_ticks):
                 break
             time.sleep(0.1)
         else:
             self._signal(rec, signal.SIGKILL)
             deadline = time.monotonic() + 10
-            while self.alive(name) and time.monotonic() < deadline:
+            while not _exited(rec.pid, rec.start_ticks) and time.monotonic() < deadline:
                 time.sleep(0.1)
-        _reap(rec.pid)
         self._record_path(name).unlink(missing_ok=True)
         return True
 

@@ -90,3 +90,19 @@ def set_target(systems_dir: Path, target: str, mode: str, delay_ms: int = 0) -> 
     data = read_behaviour(systems_dir)
     data["targets"][target] = {"mode": mode, "delay_ms": int(delay_ms)}
     write_behaviour(systems_dir, data)
+
+
+def parse_cpu_millis(q: str) -> int:
+    """Kubernetes CPU quantity -> millicores (only the suffixes CPU quantities use)."""
+    q = q.strip()
+    if q.endswith("m"):
+        return int(float(q[:-1]))
+    mult = {"k": 1000, "M": 1000**2, "G": 1000**3}
+    if q and q[-1] in mult:
+        return int(float(q[:-1]) * mult[q[-1]] * 1000)
+    return int(float(q) * 1000)
+
+
+def cpu_usage_millis(allocatable_cpu: str, ratio: float) -> int:
+    """The CPU usage the sandbox reports in a node's NodeMetric for a `cpu_ratio` behaviour."""
+    return int(parse_cpu_millis(allocatable_cpu) * ratio)

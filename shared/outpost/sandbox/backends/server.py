@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from outpost.sandbox.backends import netns
-from outpost.sandbox.backends.behaviour import behaviour_path, default_behaviour, read_behaviour
+from outpost.sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
 from outpost.sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
 
 log = logging.getLogger("outpost.sandbox.backend")
@@ -74,17 +74,6 @@ def rfc3339_micro(t: dt.datetime) -> str:
 
 def rfc3339(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_cpu_millis(q: str) -> int:
-    """Kubernetes CPU quantity -> millicores (only the suffixes CPU quantities use)."""
-    q = q.strip()
-    if q.endswith("m"):
-        return int(float(q[:-1]))
-    mult = {"k": 1000, "M": 1000**2, "G": 1000**3}
-    if q and q[-1] in mult:
-        return int(float(q[:-1]) * mult[q[-1]] * 1000)
-    return int(float(q) * 1000)
 
 
 @dataclass(frozen=True)
@@ -509,7 +498,7 @@ class Daemon:
             if name in stale:
                 continue
             alloc = node.get("status", {}).get("allocatable", {})
-            cpu_m = int(parse_cpu_millis(str(alloc.get("cpu", "1"))) * ratio)
+            cpu_m = cpu_usage_millis(str(alloc.get("cpu", "1")), ratio)
             obj: dict[str, Any] = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
                                    "metadata": {"name": name}}
             await self.kube.apply({**obj, "spec": {"metricCollectPolicy": {
