@@ -700,10 +700,41 @@ class Sandbox:
             bin_dir=Path(state.bin_dir), nodes=nodes, seconds=seconds, already_up=already_up,
         )
 
-    def _start(self, name: str, state: State) -> None:
+    def _start(self, name: str, state: State, wait: bool = True) -> None:
+        if name == "kwok" and self.procs.alive("kube-apiserver"):
+            self._release_node_leases(state)
         argv, env = self._argv(name, state)
         self.procs.start(name, argv, env=env, cwd=self.state_dir)
-        self._wait_healthy(name, state)
+        if wait:
+            self._wait_healthy(name, state)
+
+    def _release_node_leases(self, state: State) -> None:
+        """Release the node Leases a stopped kwok held, as a leader releases its lease on shutdown.
+
+        Every kwok process has a fresh identity, and would otherwise wait out the old holder's
+        40 s before it may renew. Leases someone else took over (the node-lease-stale fault holds
+        one with a long duration) are left alone.
+        """
+        with self._client(state, timeout=30) as c:
+            try:
+                r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+            except httpx.HTTPError:
+                return
+            if r.status_code != 200:
+                return  # nothing to hand over; kwok then waits the leases out
+            held = [lease["metadata"]["name"] for lease in r.json().get("items") or []
+                    if (lease.get("spec") or {}).get("holderIdentity")
+                    and lease["spec"].get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
+
+            def release(name: str) -> None:
+                # Best effort: a lease not released is only waited out by kwok.
+                with contextlib.suppress(httpx.HTTPError):
+                    c.patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+                            content=b'{"spec":{"holderIdentity":null}}',
+                            headers={"Content-Type": "application/merge-patch+json"})
+
+            with ThreadPoolExecutor(max_workers=16) as pool:
+                list(pool.map(release, held))
 
     def _wait_healthy(self, name: str, state: State) -> None:
         if name == "etcd":
@@ -744,9 +775,7 @@ class Sandbox:
         for name in WATCHERS:
             if self.procs.alive(name):
                 self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE))
-                argv, env = self._argv(name, state)
-                self.procs.start(name, argv, env=env, cwd=self.state_dir)
-                self._wait_healthy(name, state)
+                self._start(name, state)
 
     def _get_ok(self, state: State, path: str) -> bool:
         try:
@@ -936,12 +965,9 @@ class Sandbox:
             state = self._require_state()
             if self.procs.alive(name):
                 return False
-            argv, env = self._argv(name, state)
-            self.procs.start(name, argv, env=env, cwd=self.state_dir)
-            if wait:
-                self._wait_healthy(name, state)
-                if name in ("etcd", "kube-apiserver"):
-                    self._restart_watchers(state)
+            self._start(name, state, wait=wait)
+            if wait and name in ("etcd", "kube-apiserver"):
+                self._restart_watchers(state)
             return True
 
     def rotate_apiserver_cert(self, not_after: dt.datetime | None = None,
