@@ -6,6 +6,7 @@ cluster independently of the code under test.
 
 from __future__ import annotations
 
+import datetime as dt
 import ssl
 from typing import Any
 
@@ -13,6 +14,11 @@ import httpx
 
 KRUISE_WEBHOOK_HEALTHZ = "/api/v1/namespaces/kruise-system/services/https:kruise-webhook-service:443/proxy/healthz"
 LS_WEB = "/api/v1/namespaces/default/services/ls-web:80/proxy/"
+
+
+def age(timestamp: str) -> float:
+    """Seconds since an RFC 3339 time from an object (renewTime, updateTime, ...)."""
+    return (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))).total_seconds()
 
 
 def trust(sb: Any) -> ssl.SSLContext:

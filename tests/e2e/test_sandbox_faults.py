@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from cryptography import x509
-from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, api, dry_run_pod, get_json
+from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, age, api, dry_run_pod, get_json
 
 from outpost.sandbox import faults
 
@@ -39,10 +39,6 @@ def eventually(what: str, predicate: Callable[[], bool], timeout: float = 60) ->
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s: {what}", pytrace=False)
         time.sleep(0.5)
-
-
-def age(ts: str) -> float:
-    return (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))).total_seconds()
 
 
 def manager_pod(sb: Any, ns: str, selector: str) -> str:

@@ -712,19 +712,16 @@ class Sandbox:
         """Release the node Leases a stopped kwok held, as a leader releases its lease on shutdown.
 
         Every kwok process has a fresh identity, and would otherwise wait out the old holder's
-        40 s before it may renew. Leases someone else took over (the node-lease-stale fault holds
-        one with a long duration) are left alone.
+        40 s before it may renew. Leases someone else took over are left alone.
         """
         with self._client(state, timeout=30) as c:
             try:
-                r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+                leases = self._kwok_node_leases(c)
             except httpx.HTTPError:
                 return
-            if r.status_code != 200:
+            if leases is None:
                 return  # nothing to hand over; kwok then waits the leases out
-            held = [lease["metadata"]["name"] for lease in r.json().get("items") or []
-                    if (lease.get("spec") or {}).get("holderIdentity")
-                    and lease["spec"].get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
+            held = [lease["metadata"]["name"] for lease in leases]
 
             def release(name: str) -> None:
                 # Best effort: a lease not released is only waited out by kwok.
@@ -753,16 +750,27 @@ class Sandbox:
             self._wait("kwok renewing every node Lease", name, 90,
                        lambda: self._node_leases_renewed_since(state, started), watch=(name,))
 
+    @staticmethod
+    def _kwok_node_leases(c: httpx.Client) -> list[dict[str, Any]] | None:
+        """The node Leases kwok holds, or None if they could not be listed.
+
+        Released Leases and those with another duration (the node-lease-stale fault takes one over
+        with a long one) are not kwok's.
+        """
+        r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        if r.status_code != 200:
+            return None
+        return [lease for lease in r.json().get("items") or []
+                if (lease.get("spec") or {}).get("holderIdentity")
+                and lease["spec"].get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
+
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._client(state, timeout=30) as c:
-            r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
-        if r.status_code != 200:
+            leases = self._kwok_node_leases(c)
+        if leases is None:
             return False
-        for lease in r.json().get("items") or []:
-            spec = lease.get("spec") or {}
-            if spec.get("leaseDurationSeconds") != NODE_LEASE_SECONDS or not spec.get("holderIdentity"):
-                continue  # not kwok's (e.g. taken over by the node-lease-stale fault) or released
-            renewed = str(spec.get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
+        for lease in leases:
+            renewed = str(lease["spec"].get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
             if dt.datetime.fromisoformat(renewed) < since:
                 return False
         return True

@@ -115,6 +115,12 @@ def _ts(t: dt.datetime, micro: bool = False) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
+def _age(timestamp: object) -> float:
+    """Seconds since an RFC 3339 time from an object (a missing one counts as the epoch)."""
+    then = dt.datetime.fromisoformat(str(timestamp or "1970-01-01T00:00:00Z").replace("Z", "+00:00"))
+    return (_now() - then).total_seconds()
+
+
 def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
     deadline = time.monotonic() + timeout
     last = ""
@@ -229,10 +235,6 @@ def node_lease_stale_apply(ctx: Ctx) -> dict[str, Any]:
     return undo
 
 
-def _parse_renew_time(value: object) -> dt.datetime:
-    return dt.datetime.fromisoformat(str(value or "1970-01-01T00:00:00Z").replace("Z", "+00:00"))
-
-
 def _lease_restore(ctx: Ctx, undo: dict[str, Any]) -> None:
     # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
     # when it *acquires* the lease, not when it finds itself already holding it.
@@ -246,8 +248,7 @@ def node_lease_stale_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
 
     def renewed() -> bool:
         spec = ctx.kube.get(object_path("Lease", node, "kube-node-lease"))["spec"]
-        age = (_now() - _parse_renew_time(spec.get("renewTime"))).total_seconds()
-        return bool(spec.get("holderIdentity")) and age < 40
+        return bool(spec.get("holderIdentity")) and _age(spec.get("renewTime")) < 40
 
     _wait(f"kwok holding and renewing lease kube-node-lease/{node} again", 60, renewed)
     _restore_systems(ctx)
@@ -286,8 +287,7 @@ def nodemetric_stale_apply(ctx: Ctx) -> dict[str, Any]:
 
 def _nodemetric_age(ctx: Ctx, node: str) -> float:
     nm = ctx.kube.get(f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}")
-    t = dt.datetime.fromisoformat(nm["status"]["updateTime"].replace("Z", "+00:00"))
-    return (_now() - t).total_seconds()
+    return _age(nm["status"]["updateTime"])
 
 
 def nodemetric_stale_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
@@ -451,8 +451,7 @@ def leader_lease_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
 
     def fresh() -> bool:
         lease = ctx.kube.get(object_path("Lease", name, LEADER_LEASES[name]))
-        renew = dt.datetime.fromisoformat(lease["spec"]["renewTime"].replace("Z", "+00:00"))
-        return (_now() - renew).total_seconds() < 15
+        return _age(lease["spec"]["renewTime"]) < 15
 
     _wait(f"lease {LEADER_LEASES[name]}/{name} renewed", 30, fresh)
 
@@ -591,9 +590,8 @@ def _component_down(component: str) -> tuple[Apply, Heal]:
 
     def heal(ctx: Ctx, undo: dict[str, Any]) -> None:
         # Returns once the component works again (kwok: every node Lease renewed), and after etcd
-        # or the API server, once the API server is ready and the watching components restarted.
+        # or the API server, once /readyz is 200 and the watching components are restarted.
         _cluster().start_component(component, state_dir=ctx.state_dir, wait=True)
-        _wait("kube-apiserver /readyz 200", 90, lambda: ctx.kube.raw("/readyz").status_code == 200)
         _restore_systems(ctx)
 
     return apply, heal
