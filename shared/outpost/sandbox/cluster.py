@@ -721,7 +721,7 @@ class Sandbox:
                 return
             if leases is None:
                 return  # nothing to hand over; kwok then waits the leases out
-            held = [lease["metadata"]["name"] for lease in leases]
+            held = [lease["metadata"]["name"] for lease in leases if lease["spec"].get("holderIdentity")]
 
             def release(name: str) -> None:
                 # Best effort: a lease not released is only waited out by kwok.
@@ -752,17 +752,17 @@ class Sandbox:
 
     @staticmethod
     def _kwok_node_leases(c: httpx.Client) -> list[dict[str, Any]] | None:
-        """The node Leases kwok holds, or None if they could not be listed.
+        """The node Leases kwok is to renew, held or released, or None if they could not be listed.
 
-        Released Leases and those with another duration (the node-lease-stale fault takes one over
-        with a long one) are not kwok's.
+        A Lease with another duration is not kwok's: the node-lease-stale fault takes one over with
+        a long one. A released Lease is, and counts: a new kwok sometimes fails to take one over on
+        its first try (its Lease cache is not filled yet) and retries only later.
         """
         r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
         if r.status_code != 200:
             return None
         return [lease for lease in r.json().get("items") or []
-                if (lease.get("spec") or {}).get("holderIdentity")
-                and lease["spec"].get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
+                if (lease.get("spec") or {}).get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
 
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._client(state, timeout=30) as c:
