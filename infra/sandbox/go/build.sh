@@ -5,22 +5,37 @@
 # The cache key is a hash of every go.mod/go.sum here and of this script, so binaries are
 # rebuilt exactly when a pin (or the way they are built) changes, and reused otherwise.
 # Go's own module and build caches (GOMODCACHE, GOCACHE) are reused too.
+#
+# patches/<module>@<version>.patch fixes an upstream module we cannot yet take a fixed release of.
+# A module directory whose build uses a patched module is built from a copy (under the cache) whose
+# go.mod replaces that module with a patched copy of its verified download; the committed go.mod
+# and go.sum stay untouched. A patch whose version no longer matches the build fails it.
 #   OUTPOST_CACHE   cache root (default: $XDG_CACHE_HOME/outpost or ~/.cache/outpost)
 # Build output goes to <bindir>/build.log; on failure its tail is printed to stderr.
+#
+#   build.sh        build (or reuse) the binaries and print their directory
+#   build.sh test   run the wrapper modules' Go tests against exactly what the build compiles,
+#                   patched modules included (kwok/cel_concurrency_test.go guards the easycel patch)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091
 source "$here/versions.env"
 cache_root=${OUTPOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/outpost}
-key=$(cd "$here" && cat versions.env build.sh kube/go.mod kube/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum | sha256sum | cut -c1-16)
+patches=$(cd "$here" && if [ -d patches ]; then find patches -name '*.patch' | sort; fi)
+# shellcheck disable=SC2086 # one path per line, no spaces
+key=$(cd "$here" && cat versions.env build.sh kube/go.mod kube/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum $patches \
+  | sha256sum | cut -c1-16)
 bindir="$cache_root/bin/$key"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
 
+mode=${1:-build}
+case $mode in build | test) ;; *) echo "usage: build.sh [test]" >&2; exit 64 ;; esac
+
 complete() { local b; for b in "${binaries[@]}"; do [ -x "$bindir/$b" ] || return 1; done; [ -f "$bindir/.complete" ]; }
-if complete; then echo "$bindir"; exit 0; fi
+if [ "$mode" = build ] && complete; then echo "$bindir"; exit 0; fi
 
 mkdir -p "$bindir"
-log="$bindir/build.log"
+log="$bindir/$mode.log"
 : > "$log"
 export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 kube_minor=${KUBERNETES_VERSION#v1.}; kube_minor=${kube_minor%%.*}
@@ -32,10 +47,38 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 kwok_ldflags="-s -w -X 'sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}'"
 
+fail() { echo "build.sh: $*" >&2; exit 1; }
+
+source_dir() { # module-dir: sets $src to where it builds: itself, or a copy using the patched modules
+  local dir=$1 patch rel mod ver used moddir work
+  src="$here/$dir"
+  for patch in $patches; do
+    rel=${patch#patches/}; rel=${rel%.patch}; mod=${rel%@*}; ver=${rel##*@}
+    used=$(cd "$here/$dir" && go list -m -f '{{.Version}}' "$mod" 2>/dev/null) || continue  # not in this build
+    [ "$used" = "$ver" ] || fail "$dir now builds $mod $used but $patch is for $ver: re-check it against $used"
+    if [ "$src" = "$here/$dir" ]; then
+      src="$bindir/src/$dir"
+      rm -rf "$src"
+      mkdir -p "$src"
+      cp "$here/$dir"/go.mod "$here/$dir"/go.sum "$here/$dir"/*.go "$src/"
+    fi
+    moddir=$(cd "$here/$dir" && go mod download -json "$mod@$ver" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+    work="$bindir/patched/$rel"
+    rm -rf "$work"
+    mkdir -p "$(dirname "$work")"
+    cp -r "$moddir" "$work"
+    chmod -R u+w "$work"
+    patch --quiet --batch -p1 -d "$work" < "$here/$patch" >> "$log" 2>&1 || fail "$patch does not apply to $mod@$ver (see $log)"
+    (cd "$src" && go mod edit -replace="$mod=$work")
+    echo "== $dir builds $mod@$ver patched with $patch" >> "$log"
+  done
+}
+
 build() { # module-dir output-name package ldflags
   local dir=$1 out=$2 pkg=$3 ldflags=$4 start=$SECONDS
   echo "== building $out ($pkg)" >> "$log"
-  if ! (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$bindir/$out.tmp" "$pkg") >> "$log" 2>&1; then
+  source_dir "$dir"
+  if ! (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$bindir/$out.tmp" "$pkg") >> "$log" 2>&1; then
     echo "build.sh: building $out failed; last lines of $log:" >&2
     tail -n 40 "$log" >&2
     exit 1
@@ -43,6 +86,15 @@ build() { # module-dir output-name package ldflags
   mv "$bindir/$out.tmp" "$bindir/$out"
   echo "== built $out in $((SECONDS - start)) s" >> "$log"
 }
+
+if [ "$mode" = test ]; then
+  for dir in etcd kube kwok; do
+    compgen -G "$here/$dir/*_test.go" > /dev/null || continue
+    source_dir "$dir"
+    (cd "$src" && go test -trimpath -count=1 ./...) || fail "Go tests of $dir failed"
+  done
+  exit 0
+fi
 
 build etcd etcd . "-s -w"
 build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
