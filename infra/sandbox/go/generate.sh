@@ -6,7 +6,8 @@
 #        version bump cannot miss a newly added staging module.
 # etcd/: requires go.etcd.io/etcd/server/v3 at the version k8s.io/kubernetes pins.
 # kwok/: requires sigs.k8s.io/kwok.
-# The results (go.mod, go.sum) are committed; build.sh only builds.
+# The results (go.mod, go.sum) are committed; build.sh only builds. After a bump, build.sh refuses a
+# patch in patches/ whose module version the new build no longer uses: re-check it, then rename or drop it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091
