@@ -12,10 +12,11 @@ STAMP := $(VENV)/.installed
 
 setup: system-packages python sandbox-binaries tools
 
-# iproute2 gives `ip netns`/veth for the sandbox's proxied backends; the rest builds Go and Python.
+# iproute2 gives `ip netns`/veth for the sandbox's proxied backends; patch applies infra/sandbox/go/patches;
+# the rest builds Go and Python.
 system-packages:
 	@command -v go >/dev/null || { echo "Go >= 1.26 is required to build the sandbox (it comes with this machine kind)"; exit 1; }
-	@missing=""; for cmd in ip:iproute2 git:git openssl:openssl npm:npm; do \
+	@missing=""; for cmd in ip:iproute2 patch:patch git:git openssl:openssl npm:npm; do \
 	  command -v "$${cmd%%:*}" >/dev/null || missing="$$missing $${cmd##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
