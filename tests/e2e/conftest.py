@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,11 +91,21 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
             handle.down()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the test item, so a fixture's teardown knows how the test went."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture(autouse=True)
 def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test that used the sandbox and left a fault active or a component stopped (it
-    failed half-way, or its heal did), heal and restart what is missing. That test stays red; the
-    ones after it start from a working sandbox instead of failing for its reason."""
+    """After a test that used the sandbox and left a fault active or a component stopped, heal and
+    restart what is missing, so the tests after it start from a working sandbox instead of failing
+    for its reason. A test that failed half-way stays red for its own reason; one that passed but
+    left the sandbox broken is a bug in that test, and gets a teardown error saying so."""
     if "sandbox" not in request.fixturenames:
         yield
         return
@@ -105,14 +115,18 @@ def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
     left = [rec["fault"] for rec in faults.active(info.state_dir)]
     if not stopped and not left:
         return
+    what = f"faults left active: {left or 'none'}, components stopped: {stopped or 'none'}"
     try:
         for name in COMPONENTS:  # in dependency order; etcd and the API server restart the watchers
             if not info.handle.procs.alive(name):
                 info.handle.start_component(name)
         faults.heal(state_dir=info.state_dir)
     except Exception as exc:  # any cause: reported as this test's teardown error
-        pytest.fail(f"sandbox not restored after this test (faults left: {left}, stopped: {stopped}): "
-                    f"{type(exc).__name__}: {exc}", pytrace=False)
+        pytest.fail(f"sandbox not restored after this test ({what}): {type(exc).__name__}: {exc}", pytrace=False)
+    call = getattr(request.node, "report_call", None)
+    if call is not None and call.passed:
+        pytest.fail(f"this test passed but left the sandbox broken ({what}); restored for the next tests",
+                    pytrace=False)
 
 
 @pytest.fixture(autouse=True)
