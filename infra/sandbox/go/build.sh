@@ -49,8 +49,10 @@ kwok_ldflags="-s -w -X 'sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}'"
 
 fail() { echo "build.sh: $*" >&2; exit 1; }
 
+declare -A prepared_src=()  # module-dir -> where it builds, so kwok and kwokctl share one patched copy
 source_dir() { # module-dir: sets $src to where it builds: itself, or a copy using the patched modules
   local dir=$1 patch rel mod ver used moddir work
+  if [ -n "${prepared_src[$dir]:-}" ]; then src=${prepared_src[$dir]}; return; fi
   src="$here/$dir"
   for patch in $patches; do
     rel=${patch#patches/}; rel=${rel%.patch}; mod=${rel%@*}; ver=${rel##*@}
@@ -72,6 +74,7 @@ source_dir() { # module-dir: sets $src to where it builds: itself, or a copy usi
     (cd "$src" && go mod edit -replace="$mod=$work")
     echo "== $dir builds $mod@$ver patched with $patch" >> "$log"
   done
+  prepared_src[$dir]=$src
 }
 
 build() { # module-dir output-name package ldflags
