@@ -51,12 +51,15 @@ class Response:
     text: str
     headers: Mapping[str, str]
     elapsed_ms: int
+    method: str = "GET"
 
     def json(self) -> Any:
         try:
             return json.loads(self.text)
         except ValueError:
-            raise MalformedResponse(f"GET {self.path}: body is not JSON ({_preview(self.text)})") from None
+            raise MalformedResponse(
+                f"{self.method} {self.path}: body is not JSON ({_preview(self.text)})"
+            ) from None
 
 
 def _preview(text: str, limit: int = 80) -> str:
@@ -140,14 +143,28 @@ class Cluster:
         Use for endpoints whose status code is itself the observation (health and proxy paths).
         `timeout` shortens (never lengthens) the read timeout for this request.
         """
-        where = f"GET {path} on cluster {self.name}"
+        return self._send("GET", path, params, accept=accept, timeout=timeout)
+
+    def _send(self, method: str, path: str, params: Query | None = None, *, accept: str = JSON,
+              timeout: float | None = None, body: bytes | None = None,
+              content_type: str | None = None) -> Response:
+        """The one request path of every verb: deadline, timeouts, error mapping, 401/403.
+
+        Every other status is returned for the caller to judge; `ClusterWriter` adds its verbs on
+        top of this method, so reads and writes share one set of guarantees.
+        """
+        where = f"{method} {path} on cluster {self.name}"
         if self.deadline.expired:
             raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out")
         read = self.deadline.cap(min(timeout, self._read_timeout) if timeout else self._read_timeout)
         limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
+        headers = {"Accept": accept}
+        if content_type:
+            headers["Content-Type"] = content_type
         try:
             query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
-            response = self._client.get(path, params=query, headers={"Accept": accept}, timeout=limits)
+            response = self._client.request(method, path, params=query, headers=headers, content=body,
+                                            timeout=limits)
         except httpx.TimeoutException as error:
             kind = "connect" if isinstance(error, httpx.ConnectTimeout) else "read"
             budget = limits.connect if kind == "connect" else limits.read
@@ -164,20 +181,37 @@ class Cluster:
             text=response.text,
             headers=dict(response.headers),
             elapsed_ms=int(response.elapsed.total_seconds() * 1000),
+            method=method,
         )
+
+    def get_object(self, path: str) -> dict[str, Any] | None:
+        """One object, or None when the API server answers 404.
+
+        Absence is an observation ("the webhook configuration is gone"), for the check to judge;
+        every other non-200 answer raises, like `get_json`.
+        """
+        response = self.get(path)
+        if response.status_code == 404:
+            return None
+        return self._json_object(response)
 
     def get_json(self, path: str, params: Query | None = None, *,
                  accept: str = JSON) -> dict[str, Any]:
         """GET a JSON object; anything but 200 with a JSON object body raises."""
-        response = self.get(path, params, accept=accept)
-        if response.status_code != 200:
+        return self._json_object(self.get(path, params, accept=accept))
+
+    def _json_object(self, response: Response, expected: tuple[int, ...] = (200,)) -> dict[str, Any]:
+        """The JSON object body of `response`; an unexpected status or a non-object body raises."""
+        if response.status_code not in expected:
             raise ClusterResponseError(
-                f"GET {path} on cluster {self.name}: HTTP {response.status_code} {_text_reason(response.text)}",
+                f"{response.method} {response.path} on cluster {self.name}: "
+                f"HTTP {response.status_code} {_text_reason(response.text)}",
                 response.status_code,
             )
         body = response.json()
         if not isinstance(body, dict):
-            raise MalformedResponse(f"GET {path} on cluster {self.name}: expected a JSON object")
+            raise MalformedResponse(f"{response.method} {response.path} on cluster {self.name}: "
+                                    "expected a JSON object")
         return body
 
     def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
