@@ -140,7 +140,7 @@ class CheckSettings(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
 
     def grace_seconds(self, schedule_minutes: int, margin_seconds: int = 60) -> int:
-        """The monitor's grace: schedule x tolerated misses + margin (SPEC.md)."""
+        """The monitor's grace: schedule x tolerated misses + margin (docs/contracts.md "Heartbeat contract")."""
         return schedule_minutes * 60 * self.tolerated_misses + margin_seconds
 
 

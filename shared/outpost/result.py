@@ -1,4 +1,4 @@
-"""The result contract of every check (SPEC.md "Vocabulary and contracts").
+"""The result contract of every check (docs/contracts.md "Result contract").
 
 Guarantees, enforced by the model rather than by convention:
 - `status` is one of ok, degraded, failed, error;

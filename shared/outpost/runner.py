@@ -1,6 +1,6 @@
 """Running one check: deadline, observation, judgement, heartbeat, one log line.
 
-Guarantees (SPEC.md "Vocabulary and contracts"):
+Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
 - `run_check` never raises for anything about the cluster, the credentials or the check itself:
   every exception becomes an `error` result whose summary names the cause in one line;
 - the whole run is bounded by the cluster's `deadline_seconds`, even where a library call ignores

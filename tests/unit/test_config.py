@@ -1,4 +1,7 @@
-"""Configuration: every bad field is named by its path, all at once; defaults come from SPEC.md."""
+"""Configuration: every bad field is named by its path, all at once.
+
+Defaults come from docs/contracts.md "Configuration".
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """apiserver-health: is the Kubernetes API server live and ready?
 
-Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (SPEC.md: the body is for
-people). Every readyz check line goes into `details`; each failing line becomes one error. A 200
-whose body is not the API server's verbose health report (e.g. a load balancer's page) is not taken
-as healthy: it is an `error`, because we did not observe the API server.
+Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md
+"Kubernetes API server": the body is for people). Every readyz check line goes into `details`; each
+failing line becomes one error. A 200 whose body is not the API server's verbose health report (e.g.
+a load balancer's page) is not taken as healthy: it is an `error`, because we did not observe the
+API server.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Builders for the API server's proxy paths (SPEC.md "Upstream facts").
+"""Builders for the API server's proxy paths (docs/contracts.md "Kubernetes API server").
 
     /api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH
     /api/v1/namespaces/NS/pods/[https:]NAME[:PORT]/proxy/PATH

@@ -1,7 +1,7 @@
 """Fault injection for the sandbox: `outpost sandbox break FAULT [--target T]` and `heal [FAULT]`.
 
 Every fault is a real outcome seen through the API server, one per "what fails it" of the check
-catalogue (SPEC.md): a backend that answers 500 or hangs, a DaemonSet that the real controller
+catalogue (docs/checks.md): a backend that answers 500 or hangs, a DaemonSet that the real controller
 takes off a node, a node kwok stops renewing, a priority level that answers 429, a certificate
 that is about to expire, a stopped etcd. Guarantees:
 - `break_fault` returns only when the fault is observable (or raises `FaultError` saying what did

@@ -1,7 +1,7 @@
 """A local Vigilmon stand-in: records heartbeat pings and maintenance calls, for the demo and e2e tests.
 
-It speaks the part of Vigilmon's interface Outpost uses (SPEC.md): a heartbeat is a GET or POST to
-the monitor's URL, here `http://127.0.0.1:PORT/ping/<monitor>/<token>`; maintenance is
+It speaks the part of Vigilmon's interface Outpost uses (docs/contracts.md "Vigilmon interface"): a
+heartbeat is a GET or POST to the monitor's URL, here `http://127.0.0.1:PORT/ping/<monitor>/<token>`; maintenance is
 `POST /api/maintenance` with `Authorization: Bearer <key>` and `{"monitor_id", "duration_minutes"}`.
 It listens on loopback only. Tokens in ping URLs are random per run, like real heartbeat URLs.
 """

@@ -2,7 +2,7 @@
 
 `install(kubeconfig, state_dir)` is called by the launcher once the control plane is Ready;
 `uninstall(state_dir)` by `outpost sandbox down`. Guarantees:
-- Objects carry upstream's names, labels, ports and CRDs (SPEC "Upstream facts"); Pods, their IPs
+- Objects carry upstream's names, labels, ports and CRDs (docs/contracts.md "Upstream facts"); Pods, their IPs
   and EndpointSlices come from the real scheduler, controllers and kwok, never from us.
 - Webhook configurations trust the sandbox webhook CA (`<state>/systems/pki/ca.crt`) and are
   scoped to opted-in pods outside the system namespaces, so a broken webhook never blocks the
