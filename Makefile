@@ -45,9 +45,12 @@ sandbox-binaries: system-packages
 demo: setup
 	$(BIN)/outpost demo
 
+# mypy --strict runs twice: the package, functions/ and the other test tiers ([tool.mypy] in pyproject.toml), then
+# tests/e2e with its own directory first on the path (its conftest is a second module named `conftest`).
 lint: python
 	$(BIN)/ruff check shared functions tests
 	$(BIN)/mypy
+	MYPYPATH=tests/e2e $(BIN)/mypy tests/e2e
 	$(BIN)/lint-imports
 
 unit: python

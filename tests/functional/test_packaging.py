@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SERVERLESS = REPO / ".tools" / "node_modules" / ".bin" / "serverless"
 
 
-def project_copy(tmp_path: Path, environment: dict[str, object]) -> Path:
+def project_copy(tmp_path: Path, environment: Mapping[str, object]) -> Path:
     """A minimal project tree (entry modules + one environment) to package from."""
     root = tmp_path / "project"
     shutil.copytree(REPO / "functions", root / "functions")
