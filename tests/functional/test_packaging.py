@@ -83,7 +83,7 @@ CLOUD_FUNCTIONS_SERVER = {"functions_framework", "flask", "werkzeug", "gunicorn"
 SANDBOX = {"outpost/sandbox", "outpost_sandbox"}
 
 
-def source_project(tmp_path: Path, environment: dict[str, object]) -> Path:
+def source_project(tmp_path: Path, environment: Mapping[str, object]) -> Path:
     """A project copy with the package source, and a sandbox in it as the source tree may have one."""
     root = project_copy(tmp_path, environment)
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")

@@ -2,8 +2,9 @@
 
 kube-apiserver's `/livez?verbose`/`/readyz?verbose` and every controller-runtime manager
 (koord-manager, kruise-controller-manager `:8000/healthz`, `/readyz`) write this format. The status
-code is the verdict (SPEC.md); the lines say which part failed. Lines that are not health lines
-("readyz check failed", "livez check passed") are skipped; an empty list means "no report".
+code is the verdict (docs/contracts.md "Kubernetes API server"); the lines say which part failed.
+Lines that are not health lines ("readyz check failed", "livez check passed") are skipped; an empty
+list means "no report".
 """
 
 from __future__ import annotations

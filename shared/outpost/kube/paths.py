@@ -6,7 +6,7 @@ Guarantees:
   so a typo in configuration fails at the first use instead of reading some other object;
 - proxy paths carry the `https:` scheme prefix when asked: a backend that only speaks TLS (every
   webhook) answers a plain-HTTP proxy with a reset, which would read as "webhook down" although it
-  is healthy (SPEC.md "Upstream facts"):
+  is healthy (docs/contracts.md "Upstream facts"):
 
     /api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH
     /api/v1/namespaces/NS/pods/[https:]NAME[:PORT]/proxy/PATH
