@@ -115,6 +115,10 @@ class ClusterSettings(_Model):
         45.0, gt=0, le=840, description="Budget for one whole check run, shared by all its requests."
     )
     page_size: int = Field(500, ge=1, le=5000, description="`limit` used for paginated LISTs.")
+    max_response_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, le=128 * 1024 * 1024,
+        description="Largest response body accepted from the API server; a larger one is an error naming the path.",
+    )
 
 
 class HeartbeatSettings(_Model):

@@ -7,8 +7,8 @@ Guarantees:
   `gcpsm:projects/P/secrets/S[/versions/V]`) names where a secret lives, never the secret. Errors name the
   reference and the cause, never the value; parse errors do not even echo the reference text, because a
   user who pastes a heartbeat URL where a reference belongs must not see it printed back;
-- every resolved value is remembered (`known_values`) so the log redaction guard in `outpost.logs` can
-  scrub it even if it reaches a log line by some other route;
+- every resolved value is registered with `outpost.redaction`, so every output channel scrubs it even if it
+  reaches a line by some other route;
 - the SDK loggers this module drives (botocore, urllib3, google.auth) are held at WARNING or above:
   botocore logs whole response bodies, i.e. secret values, at DEBUG;
 - values are cached per process: a cold start resolves each reference once, warm invocations reuse it.
@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from outpost import redaction
 from outpost.errors import SecretError
 
 SCHEMES: Final = ("env", "ssm", "secretsmanager", "gcpsm")
@@ -41,8 +42,6 @@ GCPSM_DEFAULT_ENDPOINT: Final = "https://secretmanager.googleapis.com"
 _GCP_SCOPES: Final = ("https://www.googleapis.com/auth/cloud-platform",)
 _TIMEOUT_SECONDS: Final = 10.0
 
-_known_values: set[str] = set()
-_known_lock = threading.Lock()
 
 # Child loggers (botocore.parsers, botocore.endpoint) inherit this level unless set explicitly.
 for _name in ("botocore", "urllib3", "google.auth"):
@@ -50,18 +49,9 @@ for _name in ("botocore", "urllib3", "google.auth"):
         logging.getLogger(_name).setLevel(logging.WARNING)
 
 
-def known_values() -> list[str]:
-    """Every value resolved in this process, longest first (for the log redaction guard)."""
-    with _known_lock:
-        return sorted(_known_values, key=len, reverse=True)
-
-
 def register_secret_value(value: str) -> None:
-    """Remember a value so any later log line containing it is scrubbed."""
-    # Very short values would scrub ordinary words from every log line.
-    if len(value) >= 6:
-        with _known_lock:
-            _known_values.add(value)
+    """Remember a value so every later output containing it is scrubbed (`outpost.redaction`'s registry)."""
+    redaction.register(value)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
