@@ -5,8 +5,8 @@ Guarantees:
   heartbeat URLs and API keys (`outpost.secrets` on resolution), kubeconfig tokens and exec-plugin output
   (`outpost.cluster.auth`), cloud tokens (EKS presigned tokens, GKE access tokens);
 - `redact(text)` replaces every registered value with `***`, then scrubs credentials by shape (userinfo,
-  query strings and token-like path segments of URLs; `Bearer <token>`, `token: ...`, `api_key=...`), so even a value that was
-  never registered (a server echoing a header we did not send) is unlikely to pass;
+  query strings and token-like path segments of URLs; `Bearer <token>`, `token: ...`, `api_key=...`), so
+  even a value that was never registered (a server echoing a header we did not send) is unlikely to pass;
 - `install()` makes it apply to every stdlib log record of every logger (a log record factory, so records of
   third-party loggers such as the kubernetes or google libraries are scrubbed before any handler sees them,
   including their formatted exception text);

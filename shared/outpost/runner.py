@@ -29,7 +29,7 @@ from outpost import redaction, registry
 from outpost.cluster import Cluster, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
-from outpost.heartbeat import HeartbeatClient
+from outpost.heartbeat import HeartbeatClient, worst_case_seconds
 from outpost.logs import emit_run_log
 from outpost.result import Result, Status
 from outpost.secrets import resolve
@@ -97,13 +97,17 @@ def _report(settings: Settings, result: Result) -> Result:
     if not configured.enabled:
         return result.model_copy(update={"details": {**result.details, "heartbeat": "check disabled, not pinged"}})
     heartbeat = settings.heartbeat
+    # One budget for the whole delivery, resolving the URL included: the heartbeat's worst case.
+    budget = Deadline(worst_case_seconds(heartbeat.timeout_seconds, heartbeat.retries, heartbeat.backoff_seconds))
     try:
+        url = resolve(configured.heartbeat, timeout=budget.remaining())
         with HeartbeatClient(
             timeout_seconds=heartbeat.timeout_seconds,
             retries=heartbeat.retries,
             backoff_seconds=heartbeat.backoff_seconds,
+            budget_seconds=max(0.1, budget.remaining()),
         ) as client:
-            client.ping(resolve(configured.heartbeat), label=result.check)
+            client.ping(url, label=result.check)
     except Exception as error:  # noqa: BLE001 - any failure to deliver is "not delivered", never a crash
         reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
         cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {reason}"

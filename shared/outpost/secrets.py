@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ GCPSM_ENDPOINT_ENV: Final = "OUTPOST_GCPSM_ENDPOINT"
 GCPSM_DEFAULT_ENDPOINT: Final = "https://secretmanager.googleapis.com"
 _GCP_SCOPES: Final = ("https://www.googleapis.com/auth/cloud-platform",)
 _TIMEOUT_SECONDS: Final = 10.0
+_lookup_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("outpost_secret_timeout", default=None)
 
 
 # Child loggers (botocore.parsers, botocore.endpoint) inherit this level unless set explicitly.
@@ -202,14 +204,16 @@ class SecretResolver:
                 credentials, _project = google.auth.default(scopes=list(_GCP_SCOPES))
             session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
             endpoint = os.environ.get(GCPSM_ENDPOINT_ENV, GCPSM_DEFAULT_ENDPOINT).rstrip("/")
-            response = session.get(f"{endpoint}/v1/{ref.name}:access", timeout=_TIMEOUT_SECONDS)
+            bound = _lookup_timeout.get()
+            timeout = _TIMEOUT_SECONDS if bound is None else min(_TIMEOUT_SECONDS, bound)
+            response = session.get(f"{endpoint}/v1/{ref.name}:access", timeout=timeout)
         except google.auth.exceptions.DefaultCredentialsError:
             raise SecretError(f"secret {ref}: no Google application default credentials") from None
         except google.auth.exceptions.GoogleAuthError as error:
             # The library's message can quote a token endpoint's response body: name the class only.
             raise SecretError(f"secret {ref}: Google credentials failed ({type(error).__name__})") from None
         except requests.Timeout:
-            raise SecretError(f"secret {ref}: Secret Manager timed out after {_TIMEOUT_SECONDS:g}s") from None
+            raise SecretError(f"secret {ref}: Secret Manager timed out") from None
         except requests.RequestException as error:
             raise SecretError(f"secret {ref}: Secret Manager unreachable ({type(error).__name__})") from None
         if response.status_code != 200:
@@ -239,7 +243,13 @@ def _aws_client(service: str) -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(connect_timeout=5, read_timeout=_TIMEOUT_SECONDS, retries={"max_attempts": 3, "mode": "standard"})
+    bound = _lookup_timeout.get()
+    if bound is None:
+        config = Config(connect_timeout=5, read_timeout=_TIMEOUT_SECONDS,
+                        retries={"max_attempts": 3, "mode": "standard"})
+    else:
+        config = Config(connect_timeout=min(5.0, bound), read_timeout=min(_TIMEOUT_SECONDS, bound),
+                        retries={"max_attempts": 1, "mode": "standard"})
     return boto3.client(service, config=config)  # type: ignore[call-overload]
 
 
@@ -324,9 +334,17 @@ def crc32c(data: bytes) -> int:
 _default_resolver = SecretResolver()
 
 
-def resolve(ref: str | SecretRef) -> Secret:
-    """Resolve a reference through the process-wide resolver (cached per cold start)."""
-    return _default_resolver.resolve(ref)
+def resolve(ref: str | SecretRef, timeout: float | None = None) -> Secret:
+    """Resolve a reference through the process-wide resolver (cached per cold start).
+
+    `timeout` bounds a store lookup (one attempt, connect and read each capped at it): callers pass what
+    is left of their deadline, so resolving a secret cannot push a run past the function's timeout.
+    """
+    marker = _lookup_timeout.set(None if timeout is None else max(0.1, timeout))
+    try:
+        return _default_resolver.resolve(ref)
+    finally:
+        _lookup_timeout.reset(marker)
 
 
 def clear_cache() -> None:

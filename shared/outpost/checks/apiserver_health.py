@@ -3,7 +3,9 @@
 Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (SPEC.md: the body is for
 people). Every readyz check line goes into `details`; each failing line becomes one error. A 200
 whose body is not the API server's verbose health report (e.g. a load balancer's page) is not taken
-as healthy: it is an `error`, because we did not observe the API server.
+as healthy: it is an `error`, because we did not observe the API server. The same rule holds for every
+health endpoint in Outpost unless a check documents otherwise: a 3xx (a redirect, which is never
+followed) or a 429 (rate limited) is "could not observe" (`error`), not "unhealthy" (`failed`).
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
     elif endpoint.status_code == 200 and errors:
         errors.append(f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure")
     unobservable = None
+    if 300 <= endpoint.status_code < 400 or endpoint.status_code == 429:
+        # A redirect or a rate limit is not the API server's verdict on its health: we did not observe it.
+        kind = "redirect (not followed)" if endpoint.status_code < 400 else "rate limited"
+        return details, [], f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {kind}, health not observed"
     if endpoint.status_code == 200 and not checks:
         unobservable = f"apiserver {endpoint.path}: HTTP 200 without a verbose health report (not the API server?)"
     return details, errors, unobservable

@@ -69,7 +69,7 @@ def build_credentials(auth: ClusterAuth, deadline: Deadline | None = None) -> Cr
         if isinstance(auth, KubeconfigAuth):
             return _from_kubeconfig(auth, budget)
         if isinstance(auth, TokenAuth):
-            return _from_token(auth)
+            return _from_token(auth, budget)
         if isinstance(auth, EksAuth):
             return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _eks_token_source(auth, budget))
         return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _gke_token_source(auth, budget))
@@ -97,12 +97,12 @@ def _context_from_ca(ca_file: str | None = None, ca_data: str | None = None) -> 
     return context
 
 
-def _from_token(auth: TokenAuth) -> Credentials:
+def _from_token(auth: TokenAuth, deadline: Deadline) -> Credentials:
     context = _context_from_ca(auth.ca_file, auth.ca_data)
     reference = auth.token
 
     def token() -> str:
-        return resolve(reference).reveal().strip()
+        return resolve(reference, timeout=deadline.remaining()).reveal().strip()
 
     return Credentials(auth.server, context, token)
 
