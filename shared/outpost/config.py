@@ -50,7 +50,7 @@ class _Model(BaseModel):
 
 
 class KubeconfigAuth(_Model):
-    """Credentials from a kubeconfig file, through the kubernetes package's loader (exec plugins included)."""
+    """Credentials from a kubeconfig file (read by `outpost.cluster.auth`; exec plugins run under the deadline)."""
 
     mode: Literal["kubeconfig"]
     path: str | None = Field(None, description="Kubeconfig path; default $KUBECONFIG or ~/.kube/config.")
