@@ -234,7 +234,8 @@ def _from_kubeconfig(auth: KubeconfigAuth, deadline: Deadline) -> Credentials:
     elif user.body.get("tokenFile"):
         token_source = _token_file_source(str(_path_of(user, "tokenFile")), what)
     elif user.body.get("exec"):
-        issued = _run_exec_plugin(user.body["exec"], user.base, server, ca_data, what, deadline)
+        ca_pem = ca_data if ca_data or not ca_file else Path(ca_file).read_bytes()  # client-go sends the file's PEM
+        issued = _run_exec_plugin(user.body["exec"], user.base, server, ca_pem, what, deadline)
         if issued.token:
             token = issued.token
             token_source = lambda: token  # noqa: E731
