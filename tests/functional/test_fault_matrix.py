@@ -308,6 +308,8 @@ CASES = [
     Case("200 HTML page", _status(200, "<html><body>Welcome to nginx</body></html>", "text/html"),
          r"without a verbose health report"),
     Case("200 empty body", _status(200, ""), r"without a verbose health report"),
+    Case("200 with an unknown charset", _status(200, "<p>caf\xe9</p>", "text/html; charset=no-such-charset"),
+         r"without a verbose health report"),
     Case("200 binary garbage body", _status(200, "\x00\x01\x02\xff", "application/octet-stream"),
          r"without a verbose health report"),
     # -- credentials: kubeconfig and exec plugins ----------------------------------------------------------

@@ -198,7 +198,10 @@ class Cluster:
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
         except httpx.HTTPError as error:  # InvalidURL and friends: the request could not even be made
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
-        text = data.decode(response.encoding or "utf-8", errors="replace")
+        try:
+            text = data.decode(response.encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know: read it as UTF-8 rather than crash
+            text = data.decode("utf-8", errors="replace")
         if response.status_code in (401, 403):
             raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_text_reason(text)}")
         return Response(
