@@ -79,11 +79,11 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
-def _resolve(host: str, port: int, timeout: float) -> str:
-    """`host`'s first address, or ConnectTimeout/ConnectError within `timeout` (a daemon thread asks)."""
+def _resolve(host: str, port: int, timeout: float) -> list[str]:
+    """`host`'s addresses, or ConnectTimeout/ConnectError within `timeout` (a daemon thread asks)."""
     try:
         ipaddress.ip_address(host)
-        return host
+        return [host]
     except ValueError:
         pass
     answer: list[str] = []
@@ -92,18 +92,20 @@ def _resolve(host: str, port: int, timeout: float) -> str:
     def lookup() -> None:
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            answer.append(str(infos[0][4][0]))
-        except (OSError, IndexError) as error:
+            answer.extend(dict.fromkeys(str(info[4][0]) for info in infos))
+        except OSError as error:
             failure.append(str(error) or type(error).__name__)
 
     worker = threading.Thread(target=lookup, name="outpost-dns", daemon=True)
     worker.start()
     worker.join(timeout)
     if answer:
-        return answer[0]
+        return answer
     if failure:
         raise httpcore.ConnectError(f"DNS lookup failed ({failure[0]})")
-    raise httpcore.ConnectTimeout(f"DNS lookup did not answer within {timeout:.1f} s")
+    if worker.is_alive():
+        raise httpcore.ConnectTimeout(f"DNS lookup did not answer within {timeout:.1f} s")
+    raise httpcore.ConnectError("DNS lookup failed (no address)")
 
 
 class DeadlineBackend(httpcore.NetworkBackend):
@@ -115,10 +117,17 @@ class DeadlineBackend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        address = _resolve(host, port, _capped(self._deadline, timeout, httpcore.ConnectTimeout, "DNS lookup"))
-        budget = _capped(self._deadline, timeout, httpcore.ConnectTimeout, "connect")
-        stream = self._inner.connect_tcp(address, port, budget, local_address, socket_options)
-        return _DeadlineStream(stream, self._deadline)
+        addresses = _resolve(host, port, _capped(self._deadline, timeout, httpcore.ConnectTimeout, "DNS lookup"))
+        last: Exception | None = None
+        for address in addresses:  # every address in turn, as socket.create_connection would, within the deadline
+            budget = _capped(self._deadline, timeout, httpcore.ConnectTimeout, "connect")
+            try:
+                stream = self._inner.connect_tcp(address, port, budget, local_address, socket_options)
+            except httpcore.ConnectError as error:
+                last = error
+                continue
+            return _DeadlineStream(stream, self._deadline)
+        raise last or httpcore.ConnectError("no address to connect to")
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
