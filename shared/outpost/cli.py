@@ -2,7 +2,10 @@
 
 Exit status of `run`: 0 all ok/degraded, 1 some check failed, 2 some probe error, 64 usage or
 configuration error; the highest applies. Every other command exits 0 on success and 64 on bad
-input. Errors go to stderr as one line per problem; secrets are never printed.
+input. Errors go to stderr as one line per problem, any unexpected exception included (exit 2, no
+traceback). Every line printed, table, JSON and stderr, passes the redaction registry: no credential
+the process learned is ever printed, even when a server echoes it back. `run --all` runs the checks
+the environment enables, and only those.
 """
 
 from __future__ import annotations
@@ -12,15 +15,21 @@ import concurrent.futures
 import json
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
-from outpost import demo, maintenance, packaging, registry
+from outpost import demo, maintenance, packaging, redaction, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, OutpostError
+from outpost.logs import install_redaction, sanitize
 from outpost.result import Result
 from outpost.runner import run_check
 from outpost.sandbox import cli as sandbox_cli
-from outpost.settings import add_source_arguments, settings_from_args
+from outpost.settings import (
+    FUNCTION_TIMEOUT_SECONDS,
+    add_source_arguments,
+    run_worst_case_seconds,
+    settings_from_args,
+)
 
 EXIT_USAGE = 64
 
@@ -76,9 +85,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     enabled = settings.enabled_checks()
-    print(f"configuration for environment {settings.environment!r} is valid: "
-          f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
-          f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}")
+    _out(f"configuration for environment {settings.environment!r} is valid: "
+         f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
+         f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}; "
+         f"worst-case run {run_worst_case_seconds(settings):g} s of the {FUNCTION_TIMEOUT_SECONDS} s function timeout")
     return 0
 
 
@@ -89,21 +99,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise _Usage(f"unknown check(s): {', '.join(unknown)} (see `outpost list`)")
     settings = settings_from_args(args)
-    names = list(dict.fromkeys(args.names)) or settings.enabled_checks() or registry.names()
+    names = list(dict.fromkeys(args.names))
+    if args.all:
+        # --all means the checks this environment enables, never the whole catalogue.
+        names = settings.enabled_checks()
+        if not names:
+            raise _Usage(f"environment {settings.environment} enables no check (nothing to run for --all)")
     results = run_many(settings, names, report=not args.no_report)
     if args.json:
-        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+        _out(json.dumps([sanitize(r.model_dump(mode="json")) for r in results], indent=2))
     else:
         print_results(results)
     return max(r.status.exit_code for r in results)
 
 
 def run_many(settings: Settings, names: Sequence[str], *, report: bool = True) -> list[Result]:
-    """Run checks concurrently; results come back in the order asked."""
+    """Run checks concurrently; results come back in the order asked.
+
+    Every `run_check` is bounded by its own deadline and never raises, so joining the pool cannot hang.
+    """
     workers = max(1, min(8, len(names)))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="outpost-run") as pool:
         futures = [pool.submit(run_check, settings, name, report=report, log=False) for name in names]
         return [future.result() for future in futures]
+
+
+def _out(text: str, *, file: TextIO | None = None) -> None:
+    """Every line the CLI prints goes through the redaction registry (stdout by default)."""
+    print(redaction.redact(text), file=file if file is not None else sys.stdout)
+
+
+def _err(text: str) -> None:
+    _out(text, file=sys.stderr)
 
 
 def print_results(results: Sequence[Result]) -> None:
@@ -116,14 +143,14 @@ def print_results(results: Sequence[Result]) -> None:
     for result in results:
         for line in result.errors:
             if line != result.summary:
-                print(f"  {result.check}: {line}")
+                _out(f"  {result.check}: {line}")
 
 
 def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:
     widths = {c: max([len(c)] + [len(str(row[c])) for row in rows]) for c in columns}
-    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
+    _out("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
     for row in rows:
-        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
+        _out("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
 
 
 class _Usage(Exception):
@@ -131,21 +158,26 @@ class _Usage(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
         return code
     except _Usage as error:
-        print(f"outpost {args.command}: {error}", file=sys.stderr)
+        _err(f"outpost {args.command}: {error}")
         return EXIT_USAGE
     except ConfigError as error:
-        print(f"outpost {args.command}: {error.headline}", file=sys.stderr)
+        _err(f"outpost {args.command}: {error.headline}")
         for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
+            _err(f"  {problem}")
         return EXIT_USAGE
     except OutpostError as error:
-        print(f"outpost {args.command}: {error}", file=sys.stderr)
+        _err(f"outpost {args.command}: {error}")
+        return 2
+    except Exception as error:  # noqa: BLE001 - rendering or a bug: one line and "error", never a traceback
+        lines = str(error).strip().splitlines()
+        _err(f"outpost {args.command}: internal error {type(error).__name__}: {lines[0][:200] if lines else ''}")
         return 2
 
 

@@ -4,7 +4,10 @@ Guarantees:
 - every problem is reported at once, each as `path.to.field: reason` (never just the first one);
 - secret references (`env:`, `ssm:`, `secretsmanager:`, `gcpsm:`) are checked for form here and resolved
   only when a check runs, so `outpost validate` needs no cloud credentials and never prints a secret;
-- unknown keys are refused (a typo must not silently fall back to a default).
+- unknown keys are refused (a typo must not silently fall back to a default), and so are duplicate keys
+  (YAML would silently keep the last one);
+- an environment name is validated before any path is built from it (`infra/environments/<env>.yaml`
+  must never become a path outside that directory).
 
 This module knows the *shape* of the file. Check parameters are validated against each check's own
 `Params` model by `outpost.settings`, which sits above the check registry.
@@ -13,6 +16,7 @@ This module knows the *shape* of the file. Check parameters are validated agains
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,7 +50,7 @@ class _Model(BaseModel):
 
 
 class KubeconfigAuth(_Model):
-    """Credentials from a kubeconfig file, through the kubernetes package's loader (exec plugins included)."""
+    """Credentials from a kubeconfig file (read by `outpost.cluster.auth`; exec plugins run under the deadline)."""
 
     mode: Literal["kubeconfig"]
     path: str | None = Field(None, description="Kubeconfig path; default $KUBECONFIG or ~/.kube/config.")
@@ -115,6 +119,10 @@ class ClusterSettings(_Model):
         45.0, gt=0, le=840, description="Budget for one whole check run, shared by all its requests."
     )
     page_size: int = Field(500, ge=1, le=5000, description="`limit` used for paginated LISTs.")
+    max_response_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, le=128 * 1024 * 1024,
+        description="Largest response body accepted from the API server; a larger one is an error naming the path.",
+    )
 
 
 class HeartbeatSettings(_Model):
@@ -145,7 +153,7 @@ class CheckSettings(_Model):
 
 
 class Settings(_Model):
-    environment: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    environment: str = Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=63)
     cluster: ClusterSettings
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     vigilmon: VigilmonSettings = VigilmonSettings()
@@ -185,7 +193,9 @@ def read_settings_file(path: str | os.PathLike[str]) -> Any:
     except OSError as error:
         raise ConfigError(f"cannot read configuration {file}: {error.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as error:
+        raise ConfigError(f"configuration {file} is invalid", [f"{file} {error}"]) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -193,8 +203,44 @@ def read_settings_file(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(f"configuration {file} is not valid YAML", [f"{file}{where}: {problem}"]) from None
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping names the same key twice (YAML's own loader would silently keep the last one)."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing duplicate keys: a repeated `deadline_seconds` must not silently win."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, list | dict):
+                continue  # unhashable keys are refused by the base constructor with its own message
+            if key in seen:
+                mark = key_node.start_mark
+                raise DuplicateKeyError(f"line {mark.line + 1} column {mark.column + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping)
+
+ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
+
+
+def check_environment_name(environment: str) -> str:
+    """`environment` if it is a plain name (no path parts: it becomes a file name); ConfigError otherwise."""
+    if not isinstance(environment, str) or not re.fullmatch(ENVIRONMENT_NAME_PATTERN, environment) \
+            or len(environment) > 63:
+        raise ConfigError("invalid environment name", [
+            f"environment {str(environment)[:40]!r}: must match {ENVIRONMENT_NAME_PATTERN} (lower-case letters, "
+            "digits, '-'; no path components), at most 63 characters"])
+    return environment
+
+
 def environment_file(environment: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """`infra/environments/<env>.yaml` under the repository (or bundle) root."""
+    """`infra/environments/<env>.yaml` under the repository (or bundle) root; the name is validated first."""
+    check_environment_name(environment)
     base = Path(root) if root is not None else _default_root()
     return base / "infra" / "environments" / f"{environment}.yaml"
 

@@ -12,7 +12,8 @@ contains a secret: heartbeat URLs, tokens and API keys are redacted before an ex
     │   ├── ClusterTimeout         connect/read timeout or the check's deadline ran out
     │   ├── ClusterUnreachable     DNS, TCP or TLS failure
     │   ├── ClusterResponseError   unexpected status code
-    │   └── MalformedResponse      body is not the JSON shape we expected
+    │   ├── MalformedResponse      body is not the JSON shape we expected
+    │   └── ResponseTooLarge       body exceeds cluster.max_response_bytes
     ├── ReportError            the heartbeat could not be delivered
     └── InvocationError        a runtime event/request is malformed (HTTP 400)
 """
@@ -64,6 +65,10 @@ class ClusterResponseError(ClusterError):
 
 class MalformedResponse(ClusterError):
     """The API server's body was not the JSON shape we expected."""
+
+
+class ResponseTooLarge(ClusterError):
+    """The API server's body exceeded the configured per-response size cap."""
 
 
 class ReportError(OutpostError):

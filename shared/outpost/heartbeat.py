@@ -8,6 +8,10 @@ Guarantees:
 - a URL or API key never appears in an exception, a log line or a repr: failures raise `ReportError` naming
   the check label and the cause only, raised `from None` so no chained library exception (whose text can
   hold the URL) travels with it;
+- one delivery (all attempts and backoffs) is bounded by a wall-clock budget, by default its worst case
+  `timeout x (1 + retries) + backoffs` (`worst_case_seconds`), enforced on every socket operation by
+  `outpost.bounded` (a receiver that trickles its answer cannot stretch it), so a ping always fits in
+  the function timeout left after the check's own deadline; a malformed URL is a `ReportError`, not a crash;
 - plain `http://` is accepted only for loopback hosts (local receivers and the demo); anything else must be
   `https://`, so a token never crosses a network in clear text.
 
@@ -30,6 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from outpost.bounded import Deadline, bounded_transport
 from outpost.errors import ReportError
 from outpost.logs import install_redaction
 
@@ -48,7 +53,9 @@ def _checked_url(url: str, what: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
-    except ValueError:
+        _ = parts.port  # a port that is not a number raises here, not halfway through a request
+        httpx.URL(url)
+    except (ValueError, TypeError, httpx.InvalidURL):
         raise ReportError(f"{what}: the URL is not a valid http(s) URL") from None
     if parts.scheme == "https" and host:
         return url
@@ -78,14 +85,18 @@ class _RetryingClient:
         backoff_seconds: float,
         transport: httpx.BaseTransport | None,
         sleep: Callable[[float], None],
+        budget_seconds: float | None = None,
     ) -> None:
         if retries < 0 or timeout_seconds <= 0 or backoff_seconds < 0:
             raise ValueError("timeout must be > 0, retries and backoff >= 0")
         self.retries = retries
         self.backoff_seconds = backoff_seconds
         self.timeout_seconds = timeout_seconds
+        self.budget = Deadline(budget_seconds if budget_seconds is not None
+                               else worst_case_seconds(timeout_seconds, retries, backoff_seconds))
         self._sleep = sleep
-        self._client = httpx.Client(transport=transport, timeout=timeout_seconds, verify=True, follow_redirects=False)
+        self._client = httpx.Client(transport=transport if transport is not None else bounded_transport(self.budget),
+                                    timeout=timeout_seconds, follow_redirects=False, trust_env=False)
 
     def close(self) -> None:
         self._client.close()
@@ -96,13 +107,24 @@ class _RetryingClient:
         for attempt in range(1, attempts + 1):
             if attempt > 1:
                 delay = self.backoff_seconds * 2 ** (attempt - 2)
+                if delay >= self.budget.remaining():
+                    last_cause += f"; no time left for another attempt within {self.budget.seconds:g}s"
+                    attempts = attempt - 1
+                    break
                 log.info("%s: attempt %d/%d in %.2fs after %s", what, attempt, attempts, delay, last_cause)
                 self._sleep(delay)
+            if self.budget.expired:
+                last_cause = f"the delivery budget of {self.budget.seconds:g}s ran out"
+                attempts = attempt - 1
+                break
             try:
                 response = self._client.request(method, url, **kwargs)
             except httpx.TimeoutException:
-                last_cause = f"timed out after {self.timeout_seconds:g}s"
+                last_cause = (f"the delivery budget of {self.budget.seconds:g}s ran out" if self.budget.expired
+                              else f"timed out after {self.timeout_seconds:g}s")
                 continue
+            except httpx.InvalidURL:
+                raise ReportError(f"{what}: the URL is not a valid http(s) URL") from None
             except httpx.TransportError as error:
                 # The class name (ConnectError, RemoteProtocolError) says enough; the text may hold the URL.
                 last_cause = f"connection failed ({type(error).__name__})"
@@ -115,8 +137,19 @@ class _RetryingClient:
             if 300 <= response.status_code < 400:
                 raise ReportError(f"{what}: HTTP {response.status_code} (redirect not followed, not retried)")
             raise ReportError(f"{what}: HTTP {response.status_code} (not retried)")
+        attempts = max(attempts, 1)
         plural = "s" if attempts > 1 else ""
         raise ReportError(f"{what}: {last_cause} (gave up after {attempts} attempt{plural})")
+
+
+DELIVERY_MARGIN_SECONDS = 1.0
+"""Room for connection set-up beyond the attempts' own timeouts, so the budget does not cut the last one short."""
+
+
+def worst_case_seconds(timeout_seconds: float, retries: int, backoff_seconds: float) -> float:
+    """The longest a delivery may take: every attempt's timeout, every backoff and a margin (it is the budget)."""
+    backoffs = sum(backoff_seconds * 2.0**n for n in range(retries))
+    return float(timeout_seconds * (retries + 1) + backoffs + DELIVERY_MARGIN_SECONDS)
 
 
 class _VigilmonEndpoint:
@@ -145,8 +178,9 @@ class HeartbeatClient(_VigilmonEndpoint):
         transport: httpx.BaseTransport | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        budget_seconds: float | None = None,
     ) -> None:
-        self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep)
+        self._http = _RetryingClient(timeout_seconds, retries, backoff_seconds, transport, sleep, budget_seconds)
 
     def __repr__(self) -> str:
         return f"HeartbeatClient(retries={self._http.retries}, timeout={self._http.timeout_seconds:g}s)"

@@ -12,7 +12,8 @@ Guarantees:
   * `Bearer <token>` becomes `Bearer ***`;
   * a `Secret` is written as `***`; other objects that are not plain JSON go through `str()`;
 - `RedactingFilter` applies the same guard to stdlib `logging` records (installed on the HTTP client
-  libraries' loggers, which log full request URLs at INFO/DEBUG).
+  libraries' loggers, which log full request URLs at INFO/DEBUG), and `install_redaction` also installs
+  `outpost.redaction`'s record factory, which scrubs every record of every logger (third-party ones too).
 
 This module sits just above `secrets` in the import layers (it reads the resolved values to scrub them).
 """
@@ -22,15 +23,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
 
+from outpost import redaction
 from outpost.result import Result, Status
-from outpost.secrets import Secret, known_values
+from outpost.secrets import Secret
 
-REDACTED: Final = "***"
+REDACTED: Final = redaction.REDACTED
 
 _LEVELS: Final = {
     Status.OK: "INFO",
@@ -39,35 +40,9 @@ _LEVELS: Final = {
     Status.ERROR: "ERROR",
 }
 
-_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s\"'<>]+)")
-_BEARER = re.compile(r"(?i)\b(bearer|token|api[_-]?key|authorization)(\s*[:=]?\s*)([A-Za-z0-9._~+/=-]{8,})")
-# A path segment that looks generated (long, or mixing letters and digits at length >= 12) is a token.
-_TOKENISH = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_\-.~]{12,}$|^[A-Za-z0-9_\-.~]{32,}$")
-
-
-def _redact_url(match: re.Match[str]) -> str:
-    scheme, rest = match.group("scheme"), match.group("rest")
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = REDACTED + "@" + authority.rpartition("@")[2]
-    path, question, _query = path.partition("?")
-    path, hash_sign, _fragment = path.partition("#")
-    segments = [REDACTED if _TOKENISH.match(segment) else segment for segment in path.split("/")]
-    redacted = scheme + authority + slash + "/".join(segments)
-    if question:
-        redacted += "?" + REDACTED
-    if hash_sign:
-        redacted += "#" + REDACTED
-    return redacted
-
-
 def redact(text: str) -> str:
     """Scrub known secret values, credentials in URLs and bearer tokens out of one string."""
-    for value in known_values():
-        if value in text:
-            text = text.replace(value, REDACTED)
-    text = _URL.sub(_redact_url, text)
-    return _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    return redaction.redact(text)
 
 
 def sanitize(value: Any) -> Any:
@@ -150,3 +125,4 @@ def install_redaction(loggers: Iterable[str] = _FILTERED_LOGGERS) -> None:
             logger.setLevel(logging.WARNING)
         if not any(isinstance(existing, RedactingFilter) for existing in logger.filters):
             logger.addFilter(RedactingFilter())
+    redaction.install()

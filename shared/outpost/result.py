@@ -3,7 +3,9 @@
 Guarantees, enforced by the model rather than by convention:
 - `status` is one of ok, degraded, failed, error;
 - `ok` never carries errors (a result built as ok with errors is refused);
-- only ok and degraded are healthy, i.e. the only statuses that ping a heartbeat.
+- only ok and degraded are healthy, i.e. the only statuses that ping a heartbeat;
+- summary, errors and details pass `outpost.redaction` when the result is built: no registered credential
+  (and nothing shaped like one) survives into a result, whatever text a server or library put there.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from outpost import redaction
 
 
 class Status(enum.StrEnum):
@@ -44,6 +48,12 @@ class Result(BaseModel):
     duration_ms: int = 0
     reported: bool = False
 
+    @field_validator("summary", "errors", "details", mode="after")
+    @classmethod
+    def _redacted(cls, value: Any) -> Any:
+        # Results carry text from servers and libraries: scrub every credential the process knows of.
+        return redaction.redact_any(value)
+
     @model_validator(mode="after")
     def _ok_has_no_errors(self) -> Result:
         if self.status is Status.OK and self.errors:
@@ -54,5 +64,6 @@ class Result(BaseModel):
 
     @classmethod
     def error(cls, check: str, cause: str, **details: Any) -> Result:
-        """The probe could not observe: `cause` names what and why, in one line."""
+        """The probe could not observe: `cause` names what and why, in one line (newlines are folded)."""
+        cause = " ".join(cause.split())[:500] or "no cause given"
         return cls(check=check, status=Status.ERROR, summary=cause, errors=[cause], details=details)

@@ -1,36 +1,39 @@
 """Running one check: deadline, observation, judgement, heartbeat, one log line.
 
 Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
-- `run_check` never raises for anything about the cluster, the credentials or the check itself:
-  every exception becomes an `error` result whose summary names the cause in one line;
-- the whole run is bounded by the cluster's `deadline_seconds`, even where a library call ignores
-  its own timeouts (fetch runs in a worker thread that is abandoned when the deadline passes);
-- a heartbeat is sent only for ok/degraded, and only when a heartbeat is configured and reporting
-  is on; a ping that cannot be delivered turns the run into `error` (the platform must see it);
-- no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only.
+- `run_check` never raises: every exception on any path (settings, credentials, the cluster, the
+  check's own code, the heartbeat) becomes an `error` result whose summary names the cause in one
+  line, and the run writes exactly one log line;
+- the whole observation is bounded by one wall-clock deadline (`cluster.deadline_seconds`) that every
+  blocking step honours itself: DNS, connect, TLS, headers and body (`outpost.bounded`), exec
+  credential plugins (killed at the deadline) and cloud token calls. There is no worker thread to
+  abandon, so nothing outlives the run: a CLI exits as soon as it has printed, and a warm function
+  instance does not accumulate threads, sockets or processes;
+- heartbeat delivery has a budget of its own (the heartbeat settings' worst case, also enforced on the
+  wall clock), so a run ends within `deadline + heartbeat worst case`, which `outpost validate` and
+  packaging check against the platform's function timeout;
+- a heartbeat is sent only for ok/degraded, only when a heartbeat is configured, the check is enabled
+  and reporting is on; a ping that cannot be delivered turns the run into `error`;
+- no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only, and
+  every result passes `outpost.redaction` when it is built.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from outpost import registry
-from outpost.checks.base import CheckSpec
+from outpost import redaction, registry
 from outpost.cluster import Cluster, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
-from outpost.heartbeat import HeartbeatClient
+from outpost.heartbeat import HeartbeatClient, worst_case_seconds
 from outpost.logs import emit_run_log
 from outpost.result import Result, Status
 from outpost.secrets import resolve
 from outpost.settings import check_params
-
-DEADLINE_GRACE_SECONDS = 2.0
-"""Extra time for the worker to return after the last request's own timeout fired."""
 
 ClusterFactory = Callable[[Settings, Deadline], Cluster]
 
@@ -48,13 +51,24 @@ def run_check(
     cluster_factory: ClusterFactory = _default_cluster,
 ) -> Result:
     started = time.monotonic()
-    result = _observe(settings, name, cluster_factory)
-    if report and result.status.healthy:
-        result = _report(settings, result)
+    try:
+        result = _observe(settings, name, cluster_factory)
+        if report and result.status.healthy:
+            result = _report(settings, result)
+    except Exception as error:  # noqa: BLE001 - the last line of fail-closed: never a crash, always a result
+        result = Result.error(name, f"{name}: internal error {type(error).__name__}: {_one_line(error)}")
     result = result.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
     if log:
-        emit_run_log(result, environment=settings.environment)
+        try:
+            emit_run_log(result, environment=settings.environment)
+        except Exception as error:  # noqa: BLE001 - a broken log stream must not turn into a crash
+            print(f"outpost: could not write the run log line ({type(error).__name__})", file=sys.stderr)
     return result
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return redaction.redact(lines[0][:200]) if lines else "no detail"
 
 
 def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> Result:
@@ -66,22 +80,6 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
     except OutpostError as error:
         return Result.error(name, str(error))
     deadline = Deadline(settings.cluster.deadline_seconds)
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"outpost-{name}")
-    future = executor.submit(_fetch_and_evaluate, spec, params, settings, deadline, cluster_factory)
-    try:
-        return future.result(timeout=settings.cluster.deadline_seconds + DEADLINE_GRACE_SECONDS)
-    except concurrent.futures.TimeoutError:
-        return Result.error(
-            name,
-            f"{name}: no answer within the deadline of {settings.cluster.deadline_seconds:g} s "
-            f"on cluster {settings.cluster.name}",
-        )
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _fetch_and_evaluate(spec: CheckSpec[Any, Any], params: Any, settings: Settings, deadline: Deadline,
-                        cluster_factory: ClusterFactory) -> Result:
     try:
         with cluster_factory(settings, deadline) as cluster:
             data = spec.fetch(cluster, params)
@@ -89,23 +87,30 @@ def _fetch_and_evaluate(spec: CheckSpec[Any, Any], params: Any, settings: Settin
     except OutpostError as error:
         return Result.error(spec.name, str(error))
     except Exception as error:  # noqa: BLE001 - fail closed: a bug in a check is still "could not observe"
-        return Result.error(spec.name, f"{spec.name}: internal error {type(error).__name__}: {error}")
+        return Result.error(spec.name, f"{spec.name}: internal error {type(error).__name__}: {_one_line(error)}")
 
 
 def _report(settings: Settings, result: Result) -> Result:
     configured = settings.checks.get(result.check)
     if configured is None or configured.heartbeat is None:
         return result.model_copy(update={"details": {**result.details, "heartbeat": "not configured"}})
+    if not configured.enabled:
+        return result.model_copy(update={"details": {**result.details, "heartbeat": "check disabled, not pinged"}})
     heartbeat = settings.heartbeat
+    # One budget for the whole delivery, resolving the URL included: the heartbeat's worst case.
+    budget = Deadline(worst_case_seconds(heartbeat.timeout_seconds, heartbeat.retries, heartbeat.backoff_seconds))
     try:
+        url = resolve(configured.heartbeat, timeout=budget.remaining())
         with HeartbeatClient(
             timeout_seconds=heartbeat.timeout_seconds,
             retries=heartbeat.retries,
             backoff_seconds=heartbeat.backoff_seconds,
+            budget_seconds=max(0.1, budget.remaining()),
         ) as client:
-            client.ping(resolve(configured.heartbeat), label=result.check)
-    except OutpostError as error:
-        cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {error}"
-        return Result(check=result.check, status=Status.ERROR, summary=cause, errors=[cause],
+            client.ping(url, label=result.check)
+    except Exception as error:  # noqa: BLE001 - any failure to deliver is "not delivered", never a crash
+        reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
+        cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {reason}"
+        return Result(check=result.check, status=Status.ERROR, summary=" ".join(cause.split()), errors=[cause],
                       details={**result.details, "observed_status": result.status.value})
     return result.model_copy(update={"reported": True})

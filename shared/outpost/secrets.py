@@ -7,8 +7,8 @@ Guarantees:
   `gcpsm:projects/P/secrets/S[/versions/V]`) names where a secret lives, never the secret. Errors name the
   reference and the cause, never the value; parse errors do not even echo the reference text, because a
   user who pastes a heartbeat URL where a reference belongs must not see it printed back;
-- every resolved value is remembered (`known_values`) so the log redaction guard in `outpost.logs` can
-  scrub it even if it reaches a log line by some other route;
+- every resolved value is registered with `outpost.redaction`, so every output channel scrubs it even if it
+  reaches a line by some other route;
 - the SDK loggers this module drives (botocore, urllib3, google.auth) are held at WARNING or above:
   botocore logs whole response bodies, i.e. secret values, at DEBUG;
 - values are cached per process: a cold start resolves each reference once, warm invocations reuse it.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from outpost import redaction
 from outpost.errors import SecretError
 
 SCHEMES: Final = ("env", "ssm", "secretsmanager", "gcpsm")
@@ -40,9 +42,8 @@ GCPSM_ENDPOINT_ENV: Final = "OUTPOST_GCPSM_ENDPOINT"
 GCPSM_DEFAULT_ENDPOINT: Final = "https://secretmanager.googleapis.com"
 _GCP_SCOPES: Final = ("https://www.googleapis.com/auth/cloud-platform",)
 _TIMEOUT_SECONDS: Final = 10.0
+_lookup_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("outpost_secret_timeout", default=None)
 
-_known_values: set[str] = set()
-_known_lock = threading.Lock()
 
 # Child loggers (botocore.parsers, botocore.endpoint) inherit this level unless set explicitly.
 for _name in ("botocore", "urllib3", "google.auth"):
@@ -50,18 +51,9 @@ for _name in ("botocore", "urllib3", "google.auth"):
         logging.getLogger(_name).setLevel(logging.WARNING)
 
 
-def known_values() -> list[str]:
-    """Every value resolved in this process, longest first (for the log redaction guard)."""
-    with _known_lock:
-        return sorted(_known_values, key=len, reverse=True)
-
-
 def register_secret_value(value: str) -> None:
-    """Remember a value so any later log line containing it is scrubbed."""
-    # Very short values would scrub ordinary words from every log line.
-    if len(value) >= 6:
-        with _known_lock:
-            _known_values.add(value)
+    """Remember a value so every later output containing it is scrubbed (`outpost.redaction`'s registry)."""
+    redaction.register(value)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -212,14 +204,16 @@ class SecretResolver:
                 credentials, _project = google.auth.default(scopes=list(_GCP_SCOPES))
             session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
             endpoint = os.environ.get(GCPSM_ENDPOINT_ENV, GCPSM_DEFAULT_ENDPOINT).rstrip("/")
-            response = session.get(f"{endpoint}/v1/{ref.name}:access", timeout=_TIMEOUT_SECONDS)
+            bound = _lookup_timeout.get()
+            timeout = _TIMEOUT_SECONDS if bound is None else min(_TIMEOUT_SECONDS, bound)
+            response = session.get(f"{endpoint}/v1/{ref.name}:access", timeout=timeout)
         except google.auth.exceptions.DefaultCredentialsError:
             raise SecretError(f"secret {ref}: no Google application default credentials") from None
         except google.auth.exceptions.GoogleAuthError as error:
             # The library's message can quote a token endpoint's response body: name the class only.
             raise SecretError(f"secret {ref}: Google credentials failed ({type(error).__name__})") from None
         except requests.Timeout:
-            raise SecretError(f"secret {ref}: Secret Manager timed out after {_TIMEOUT_SECONDS:g}s") from None
+            raise SecretError(f"secret {ref}: Secret Manager timed out") from None
         except requests.RequestException as error:
             raise SecretError(f"secret {ref}: Secret Manager unreachable ({type(error).__name__})") from None
         if response.status_code != 200:
@@ -249,7 +243,13 @@ def _aws_client(service: str) -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(connect_timeout=5, read_timeout=_TIMEOUT_SECONDS, retries={"max_attempts": 3, "mode": "standard"})
+    bound = _lookup_timeout.get()
+    if bound is None:
+        config = Config(connect_timeout=5, read_timeout=_TIMEOUT_SECONDS,
+                        retries={"max_attempts": 3, "mode": "standard"})
+    else:
+        config = Config(connect_timeout=min(5.0, bound), read_timeout=min(_TIMEOUT_SECONDS, bound),
+                        retries={"max_attempts": 1, "mode": "standard"})
     return boto3.client(service, config=config)  # type: ignore[call-overload]
 
 
@@ -334,9 +334,17 @@ def crc32c(data: bytes) -> int:
 _default_resolver = SecretResolver()
 
 
-def resolve(ref: str | SecretRef) -> Secret:
-    """Resolve a reference through the process-wide resolver (cached per cold start)."""
-    return _default_resolver.resolve(ref)
+def resolve(ref: str | SecretRef, timeout: float | None = None) -> Secret:
+    """Resolve a reference through the process-wide resolver (cached per cold start).
+
+    `timeout` bounds a store lookup (one attempt, connect and read each capped at it): callers pass what
+    is left of their deadline, so resolving a secret cannot push a run past the function's timeout.
+    """
+    marker = _lookup_timeout.set(None if timeout is None else max(0.1, timeout))
+    try:
+        return _default_resolver.resolve(ref)
+    finally:
+        _lookup_timeout.reset(marker)
 
 
 def clear_cache() -> None:

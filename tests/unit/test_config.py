@@ -115,3 +115,15 @@ def test_cold_start_needs_a_source() -> None:
 def test_cold_start_reads_outpost_config(tmp_path: Path) -> None:
     path = write(tmp_path, minimal())
     assert settings_from_environment({"OUTPOST_CONFIG": str(path)}).environment == "prod"
+
+
+def test_the_platform_timeout_rule_uses_the_deployed_function_timeout() -> None:
+    import pathlib
+
+    import yaml as _yaml
+
+    from outpost.settings import FUNCTION_TIMEOUT_SECONDS
+
+    serverless = pathlib.Path(__file__).resolve().parents[2] / "serverless.yml"
+    text = "\n".join(line for line in serverless.read_text().splitlines() if "${" not in line and "!Sub" not in line)
+    assert _yaml.safe_load(text)["provider"]["timeout"] == FUNCTION_TIMEOUT_SECONDS

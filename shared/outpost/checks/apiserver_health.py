@@ -1,14 +1,16 @@
 """apiserver-health: is the Kubernetes API server live and ready?
 
-Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md
-"Kubernetes API server": the body is for people). Every readyz check line goes into `details`; each
-failing line becomes one error. A 200 whose body is not the API server's verbose health report (e.g.
-a load balancer's page) is not taken as healthy: it is an `error`, because we did not observe the
-API server.
+Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md "Kubernetes API server": the body is for
+people). Every readyz check line goes into `details`; each failing line becomes one error. A 200
+whose body is not the API server's verbose health report (e.g. a load balancer's page) is not taken
+as healthy: it is an `error`, because we did not observe the API server. The same rule holds for every
+health endpoint in Outpost unless a check documents otherwise: a 3xx (a redirect, which is never
+followed) or a 429 (rate limited) is "could not observe" (`error`), not "unhealthy" (`failed`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,10 +19,10 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
-from outpost.kube.health import parse_health_body
 from outpost.result import Result, Status
 
 NAME = "apiserver-health"
+_LINE = re.compile(r"^\[(?P<mark>[+-])\](?P<name>\S+) (?P<rest>.*)$")
 
 
 class ApiserverHealthParams(Params):
@@ -55,8 +57,13 @@ def fetch(cluster: Cluster, params: ApiserverHealthParams) -> ApiserverHealthDat
 
 
 def parse_lines(body: str) -> list[dict[str, Any]]:
-    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order, as `details` entries."""
-    return [{"name": line.name, "ok": line.ok, "line": line.line} for line in parse_health_body(body)]
+    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order."""
+    checks = []
+    for line in body.splitlines():
+        match = _LINE.match(line.strip())
+        if match:
+            checks.append({"name": match["name"], "ok": match["mark"] == "+", "line": line.strip()})
+    return checks
 
 
 def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
@@ -70,6 +77,10 @@ def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
     elif endpoint.status_code == 200 and errors:
         errors.append(f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure")
     unobservable = None
+    if 300 <= endpoint.status_code < 400 or endpoint.status_code == 429:
+        # A redirect or a rate limit is not the API server's verdict on its health: we did not observe it.
+        kind = "redirect (not followed)" if endpoint.status_code < 400 else "rate limited"
+        return details, [], f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {kind}, health not observed"
     if endpoint.status_code == 200 and not checks:
         unobservable = f"apiserver {endpoint.path}: HTTP 200 without a verbose health report (not the API server?)"
     return details, errors, unobservable

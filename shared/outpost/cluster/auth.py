@@ -1,23 +1,44 @@
 """Turning a `ClusterAuth` setting into what an HTTPS client needs: server, trust, identity.
 
 Guarantees:
-- TLS verification is always on; a kubeconfig that asks for `insecure-skip-tls-verify` is refused;
-- tokens are produced lazily and refreshed before they expire (exec plugins, EKS, GKE), and never
-  appear in an exception message or a repr;
-- everything that can go wrong while obtaining credentials is a `ClusterAuthError` naming the
-  auth mode and the cause, so the check reports `error` rather than a crash.
+- TLS verification is always on; a kubeconfig that asks for `insecure-skip-tls-verify` is refused, and
+  so is a server that is not https:// (checked again by `Cluster`);
+- kubeconfigs are read here, not by the kubernetes library: its loader waits for an exec plugin without a
+  limit, logs the plugin's stderr to the root logger and crashes on some users. We read the file(s)
+  ($KUBECONFIG merging included: first definition wins), and run an exec credential plugin ourselves in a
+  session of its own, killing its whole process group when the run's deadline passes (never waiting for
+  it); the ExecCredential contract is honoured: apiVersion, args, env, interactiveMode (there is no
+  terminal: `Always` is refused), provideClusterInfo (KUBERNETES_EXEC_INFO);
+- every credential obtained (static and file tokens, exec plugin tokens and keys, EKS and GKE tokens) is
+  registered with `outpost.redaction` before it is used, so no output can print it;
+- cloud token calls (STS, Google OAuth) get at most what is left of the deadline;
+- everything that can go wrong while obtaining credentials is a `ClusterAuthError` naming the auth mode
+  and the cause, never a provider's response body or a plugin's stderr, so the check reports `error`
+  rather than a crash and nothing secret travels in the message.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
+import json
+import os
+import signal
 import ssl
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from outpost import redaction
+from outpost.bounded import Deadline
 from outpost.config import ClusterAuth, EksAuth, GkeAuth, KubeconfigAuth, TokenAuth
 from outpost.errors import ClusterAuthError, OutpostError
 from outpost.secrets import resolve
@@ -27,6 +48,10 @@ TokenSource = Callable[[], str]
 EKS_TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a format prefix, not a credential
 EKS_TOKEN_LIFETIME_SECONDS = 600  # EKS accepts 15 min; refresh well before.
 GKE_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+EXEC_OUTPUT_LIMIT = 1024 * 1024
+DEFAULT_CREDENTIALS_SECONDS = 30.0
+"""Budget for obtaining credentials when no run deadline is given (tools, not checks)."""
 
 
 @dataclass
@@ -38,15 +63,16 @@ class Credentials:
     token: TokenSource | None = field(default=None, repr=False)
 
 
-def build_credentials(auth: ClusterAuth) -> Credentials:
+def build_credentials(auth: ClusterAuth, deadline: Deadline | None = None) -> Credentials:
+    budget = deadline or Deadline(DEFAULT_CREDENTIALS_SECONDS)
     try:
         if isinstance(auth, KubeconfigAuth):
-            return _from_kubeconfig(auth)
+            return _from_kubeconfig(auth, budget)
         if isinstance(auth, TokenAuth):
-            return _from_token(auth)
+            return _from_token(auth, budget)
         if isinstance(auth, EksAuth):
-            return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _eks_token_source(auth))
-        return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _gke_token_source(auth))
+            return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _eks_token_source(auth, budget))
+        return Credentials(auth.server, _context_from_ca(ca_data=auth.ca_data), _gke_token_source(auth, budget))
     except OutpostError:
         raise
     except Exception as error:  # noqa: BLE001 - any loader failure means "cannot authenticate"
@@ -55,7 +81,7 @@ def build_credentials(auth: ClusterAuth) -> Credentials:
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    return text[0][:200] if text else "no detail"
+    return redaction.redact(text[0][:200]) if text else "no detail"
 
 
 def _context_from_ca(ca_file: str | None = None, ca_data: str | None = None) -> ssl.SSLContext:
@@ -71,82 +97,286 @@ def _context_from_ca(ca_file: str | None = None, ca_data: str | None = None) -> 
     return context
 
 
-def _from_token(auth: TokenAuth) -> Credentials:
+def _from_token(auth: TokenAuth, deadline: Deadline) -> Credentials:
     context = _context_from_ca(auth.ca_file, auth.ca_data)
     reference = auth.token
 
     def token() -> str:
-        return resolve(reference).reveal().strip()
+        return resolve(reference, timeout=deadline.remaining()).reveal().strip()
 
     return Credentials(auth.server, context, token)
 
 
-def _from_kubeconfig(auth: KubeconfigAuth) -> Credentials:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
+# -- kubeconfig ------------------------------------------------------------------------------------
 
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=str(Path(auth.path).expanduser()) if auth.path else None,
-        context=auth.context,
-        client_configuration=configuration,
-        persist_config=False,
-    )
-    if not configuration.verify_ssl:
+
+@dataclass
+class _Entry:
+    """One named kubeconfig entry and the directory its relative paths are relative to."""
+
+    body: dict[str, Any]
+    base: Path
+
+
+@dataclass
+class _Kubeconfig:
+    clusters: dict[str, _Entry] = field(default_factory=dict)
+    contexts: dict[str, _Entry] = field(default_factory=dict)
+    users: dict[str, _Entry] = field(default_factory=dict)
+    current_context: str | None = None
+
+
+def _kubeconfig_files(auth: KubeconfigAuth) -> list[Path]:
+    if auth.path:
+        return [Path(auth.path).expanduser()]
+    listed = [Path(p).expanduser() for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if listed:
+        return [p for p in listed if p.exists()] or listed[:1]
+    return [Path("~/.kube/config").expanduser()]
+
+
+def _load_kubeconfig(auth: KubeconfigAuth) -> _Kubeconfig:
+    merged = _Kubeconfig()
+    for file in _kubeconfig_files(auth):
+        try:
+            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ClusterAuthError(f"kubeconfig credentials: cannot read {file}: {error.strerror}") from None
+        except yaml.YAMLError:
+            raise ClusterAuthError(f"kubeconfig credentials: {file} is not valid YAML") from None
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise ClusterAuthError(f"kubeconfig credentials: {file} is not a kubeconfig (not a mapping)")
+        base = file.resolve().parent
+        for key, kind, target in (("clusters", "cluster", merged.clusters), ("contexts", "context", merged.contexts),
+                                  ("users", "user", merged.users)):
+            entries = document.get(key) or []
+            if not isinstance(entries, list):
+                raise ClusterAuthError(f"kubeconfig credentials: {file}: {key} is not a list")
+            for item in entries:
+                if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                    raise ClusterAuthError(f"kubeconfig credentials: {file}: an entry of {key} has no name")
+                body = item.get(kind) or {}
+                if not isinstance(body, dict):
+                    raise ClusterAuthError(f"kubeconfig credentials: {file}: {key} {item['name']} is not a mapping")
+                target.setdefault(item["name"], _Entry(body, base))
+        if merged.current_context is None and isinstance(document.get("current-context"), str):
+            merged.current_context = document["current-context"] or None
+    return merged
+
+
+def _path_of(entry: _Entry, key: str) -> str | None:
+    value = entry.body.get(key)
+    if not value:
+        return None
+    path = Path(str(value)).expanduser()
+    return str(path if path.is_absolute() else entry.base / path)
+
+
+def _b64(entry: _Entry, key: str, what: str) -> bytes | None:
+    value = entry.body.get(key)
+    if not value:
+        return None
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError):
+        raise ClusterAuthError(f"kubeconfig credentials: {what} {key} is not base64") from None
+
+
+def _from_kubeconfig(auth: KubeconfigAuth, deadline: Deadline) -> Credentials:
+    config = _load_kubeconfig(auth)
+    context_name = auth.context or config.current_context
+    if not context_name or context_name not in config.contexts:
+        raise ClusterAuthError(f"kubeconfig credentials: context {context_name or '(current)'} is not defined")
+    context_body = config.contexts[context_name].body
+    cluster_name, user_name = context_body.get("cluster"), context_body.get("user")
+    if not isinstance(cluster_name, str) or cluster_name not in config.clusters:
+        raise ClusterAuthError(f"kubeconfig credentials: context {context_name} names no defined cluster")
+    cluster = config.clusters[cluster_name]
+    if cluster.body.get("insecure-skip-tls-verify"):
         raise ClusterAuthError(
             "kubeconfig sets insecure-skip-tls-verify; Outpost never turns TLS verification off "
             "(give the cluster's certificate-authority instead)"
         )
-    context = _context_from_ca(configuration.ssl_ca_cert)
-    if configuration.cert_file and configuration.key_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
-
+    server = str(cluster.body.get("server") or "").rstrip("/")
+    if not server.lower().startswith("https://"):
+        raise ClusterAuthError(f"kubeconfig credentials: the server of cluster {cluster_name} is not https://; "
+                               "Outpost never sends a credential over plain http")
+    ca_data = _b64(cluster, "certificate-authority-data", f"cluster {cluster_name}")
+    ssl_context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    ca_file = _path_of(cluster, "certificate-authority")
+    try:
+        if ca_file:
+            ssl_context.load_verify_locations(cafile=ca_file)
+        elif ca_data:
+            ssl_context.load_verify_locations(cadata=ca_data.decode("ascii", errors="replace"))
+    except (OSError, ssl.SSLError) as error:
+        raise ClusterAuthError(f"kubeconfig credentials: certificate-authority of cluster {cluster_name}: "
+                               f"{type(error).__name__}") from None
+    user = config.users.get(user_name) if isinstance(user_name, str) else None
+    if user is None:
+        # An anonymous context: nothing to send, and nothing to refuse (the API server decides).
+        return Credentials(server, ssl_context, None)
+    what = f"user {user_name} of context {context_name}"
+    if user.body.get("auth-provider"):
+        raise ClusterAuthError(f"kubeconfig credentials: {what} uses a legacy auth-provider, which Outpost does "
+                               "not run; use an exec credential plugin")
+    if user.body.get("username") or user.body.get("password"):
+        raise ClusterAuthError(f"kubeconfig credentials: {what} uses basic auth, which Outpost does not send")
+    cert_pem, key_pem = _b64(user, "client-certificate-data", what), _b64(user, "client-key-data", what)
+    cert_file, key_file = _path_of(user, "client-certificate"), _path_of(user, "client-key")
     token_source: TokenSource | None = None
-    if _has_token(configuration):
+    if user.body.get("token"):
+        static = str(user.body["token"]).strip()
+        redaction.register(static)
+        token_source = lambda: static  # noqa: E731
+    elif user.body.get("tokenFile"):
+        token_source = _token_file_source(str(_path_of(user, "tokenFile")), what)
+    elif user.body.get("exec"):
+        ca_pem = ca_data if ca_data or not ca_file else Path(ca_file).read_bytes()  # client-go sends the file's PEM
+        issued = _run_exec_plugin(user.body["exec"], user.base, server, ca_pem, what, deadline)
+        if issued.token:
+            token = issued.token
+            token_source = lambda: token  # noqa: E731
+        cert_pem, key_pem = issued.cert_pem or cert_pem, issued.key_pem or key_pem
+        if not issued.token and not (issued.cert_pem and issued.key_pem):
+            raise ClusterAuthError(f"kubeconfig credentials: the exec plugin of {what} produced no credentials")
+    _load_client_certificate(ssl_context, what, cert_file, key_file, cert_pem, key_pem)
+    return Credentials(server, ssl_context, token_source)
 
-        def token() -> str:
-            # The loader installs a refresh hook for exec plugins and expiring tokens. The key's
-            # name changed across kubernetes releases ("authorization", then "BearerToken").
-            hook = getattr(configuration, "refresh_api_key_hook", None)
-            if callable(hook):
-                hook(configuration)
-            for key in ("BearerToken", "authorization"):
-                value = configuration.get_api_key_with_prefix(key)
-                if value:
-                    return str(value).removeprefix("Bearer ").strip()
-            raise ClusterAuthError("kubeconfig user has no usable token")
 
-        token_source = token
-    elif not configuration.cert_file and _user_expects_credentials(auth):
-        # The loader logs a failed exec plugin and carries on anonymously; we refuse instead, so the
-        # cause ("your credential plugin failed") is what the alert says, not a later 401.
-        raise ClusterAuthError(
-            f"kubeconfig credentials: the user of context {auth.context or '(current)'} has an exec plugin, "
-            "auth provider or token file that produced no credentials"
+def _token_file_source(path: str, what: str) -> TokenSource:
+    def token() -> str:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise ClusterAuthError(f"kubeconfig credentials: tokenFile of {what}: {error.strerror}") from None
+        redaction.register(value)
+        return value
+
+    return token
+
+
+def _load_client_certificate(context: ssl.SSLContext, what: str, cert_file: str | None, key_file: str | None,
+                             cert_pem: bytes | None, key_pem: bytes | None) -> None:
+    try:
+        if cert_pem and key_pem:
+            redaction.register(key_pem.decode("ascii", errors="replace"))
+            with tempfile.TemporaryDirectory(prefix="outpost-cert-") as directory:
+                cert_path, key_path = Path(directory, "cert.pem"), Path(directory, "key.pem")
+                cert_path.write_bytes(cert_pem)
+                key_path.touch(mode=0o600)
+                key_path.write_bytes(key_pem)
+                context.load_cert_chain(cert_path, key_path)
+        elif cert_file and key_file:
+            context.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as error:
+        raise ClusterAuthError(f"kubeconfig credentials: client certificate of {what}: "
+                               f"{type(error).__name__}") from None
+
+
+@dataclass
+class _Issued:
+    token: str | None = field(default=None, repr=False)
+    cert_pem: bytes | None = field(default=None, repr=False)
+    key_pem: bytes | None = field(default=None, repr=False)
+
+
+def _run_exec_plugin(spec: Any, base: Path, server: str, ca_data: bytes | None, what: str,
+                     deadline: Deadline) -> _Issued:
+    """Run the exec credential plugin under the deadline; its process group is killed when time is up."""
+    prefix = f"kubeconfig credentials: exec plugin of {what}"
+    if not isinstance(spec, dict) or not isinstance(spec.get("command"), str) or not spec["command"]:
+        raise ClusterAuthError(f"{prefix}: exec has no command")
+    api_version = spec.get("apiVersion")
+    if api_version not in EXEC_API_VERSIONS:
+        raise ClusterAuthError(f"{prefix}: apiVersion {str(api_version)[:60]!r} is not one of "
+                               f"{', '.join(EXEC_API_VERSIONS)}")
+    mode = spec.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
+    if mode not in ("Never", "IfAvailable", "Always"):
+        raise ClusterAuthError(f"{prefix}: interactiveMode must be Never, IfAvailable or Always")
+    if mode == "Always":
+        raise ClusterAuthError(f"{prefix}: interactiveMode Always needs a terminal, and a check has none")
+    command = spec["command"]
+    if os.sep in command and not Path(command).is_absolute():
+        command = str(base / command)  # kubectl resolves a relative path against the kubeconfig's directory
+    args = spec.get("args") or []
+    environment = dict(os.environ)
+    for item in spec.get("env") or []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ClusterAuthError(f"{prefix}: every env entry needs a name and a value")
+        environment[item["name"]] = str(item.get("value", ""))
+    exec_spec: dict[str, Any] = {"interactive": False}
+    if spec.get("provideClusterInfo"):
+        cluster_info: dict[str, Any] = {"server": server}
+        if ca_data:
+            cluster_info["certificate-authority-data"] = base64.b64encode(ca_data).decode("ascii")
+        exec_spec["cluster"] = cluster_info
+    environment["KUBERNETES_EXEC_INFO"] = json.dumps(
+        {"apiVersion": api_version, "kind": "ExecCredential", "spec": exec_spec})
+    if deadline.expired:
+        raise ClusterAuthError(f"{prefix}: the deadline of {deadline.seconds:g} s ran out before it could start")
+    try:
+        # The user's own configured plugin, without a shell, in a session of its own (killable as a group).
+        process = subprocess.Popen(
+            [command, *[str(a) for a in args]], env=environment, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
-    return Credentials(str(configuration.host).rstrip("/"), context, token_source)
+    except OSError as error:
+        hint = spec.get("installHint")
+        suffix = f" ({str(hint).strip().splitlines()[0][:120]})" if hint else ""
+        raise ClusterAuthError(f"{prefix}: cannot start {Path(command).name}: "
+                               f"{error.strerror or type(error).__name__}{suffix}") from None
+    try:
+        stdout, _stderr = process.communicate(timeout=deadline.remaining())
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        raise ClusterAuthError(f"{prefix}: no credentials within the deadline of {deadline.seconds:g} s "
+                               "(the plugin was killed)") from None
+    if process.returncode != 0:
+        # stderr is not quoted: a plugin may print anything there, secrets included.
+        raise ClusterAuthError(f"{prefix}: exited with status {process.returncode}")
+    return _parse_exec_output(stdout, api_version, prefix)
 
 
-def _user_expects_credentials(auth: KubeconfigAuth) -> bool:
-    from kubernetes import config as k8s_config
-
-    config_file = str(Path(auth.path).expanduser()) if auth.path else None
-    contexts, current = k8s_config.list_kube_config_contexts(config_file=config_file)  # type: ignore[no-untyped-call]
-    chosen = next((c for c in contexts if c.get("name") == auth.context), None) if auth.context else current
-    user_name = ((chosen or {}).get("context") or {}).get("user")
-    loader = k8s_config.kube_config.KubeConfigMerger(  # type: ignore[no-untyped-call]
-        config_file or k8s_config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
-    )
-    for entry in loader.config.value.get("users") or []:
-        if entry.get("name") == user_name:
-            user = entry.get("user") or {}
-            return any(key in user for key in ("exec", "auth-provider", "token", "tokenFile"))
-    return False
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the plugin's whole session, reap it, and close our ends of its pipes (never wait on them)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=1.0)
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
-def _has_token(configuration: object) -> bool:
-    api_key = getattr(configuration, "api_key", {}) or {}
-    return bool(api_key.get("BearerToken") or api_key.get("authorization"))
+def _parse_exec_output(stdout: bytes, api_version: str, prefix: str) -> _Issued:
+    if len(stdout) > EXEC_OUTPUT_LIMIT:
+        raise ClusterAuthError(f"{prefix}: output larger than {EXEC_OUTPUT_LIMIT} bytes")
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        raise ClusterAuthError(f"{prefix}: output is not an ExecCredential JSON object") from None
+    if not isinstance(document, dict) or document.get("kind") != "ExecCredential":
+        raise ClusterAuthError(f"{prefix}: output is not an ExecCredential")
+    if document.get("apiVersion") != api_version:
+        raise ClusterAuthError(f"{prefix}: output apiVersion does not match the requested {api_version}")
+    status = document.get("status")
+    if not isinstance(status, dict):
+        raise ClusterAuthError(f"{prefix}: ExecCredential has no status")
+    issued = _Issued()
+    token = status.get("token")
+    if isinstance(token, str) and token.strip():
+        if any(c in token.strip() for c in "\r\n"):
+            raise ClusterAuthError(f"{prefix}: the token is not a single line")
+        issued.token = token.strip()
+        redaction.register(issued.token)
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if isinstance(cert, str) and isinstance(key, str) and cert and key:
+        redaction.register(key)
+        issued.cert_pem, issued.key_pem = cert.encode(), key.encode()
+    return issued
 
 
 class _CachedToken:
@@ -166,14 +396,18 @@ class _CachedToken:
             return self._value
 
 
-def eks_token(cluster_name: str, region: str, role_arn: str | None = None) -> str:
+def eks_token(cluster_name: str, region: str, role_arn: str | None = None, deadline: Deadline | None = None) -> str:
     """A bearer token exactly as `aws eks get-token` makes it: a presigned STS GetCallerIdentity URL."""
     import boto3
+    from botocore.config import Config
     from botocore.signers import RequestSigner
 
+    budget = max(0.1, (deadline or Deadline(DEFAULT_CREDENTIALS_SECONDS)).remaining())
+    bounded = Config(connect_timeout=budget, read_timeout=budget, retries={"max_attempts": 1})
     session = boto3.session.Session(region_name=region)
     if role_arn:
-        assumed = session.client("sts").assume_role(RoleArn=role_arn, RoleSessionName="outpost")["Credentials"]
+        sts_client = session.client("sts", config=bounded)
+        assumed = sts_client.assume_role(RoleArn=role_arn, RoleSessionName="outpost")["Credentials"]
         session = boto3.session.Session(
             aws_access_key_id=assumed["AccessKeyId"],
             aws_secret_access_key=assumed["SecretAccessKey"],
@@ -199,14 +433,25 @@ def eks_token(cluster_name: str, region: str, role_arn: str | None = None) -> st
         expires_in=60,
         operation_name="",
     )
-    return EKS_TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode("utf-8")).decode("ascii").rstrip("=")
+    token = EKS_TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode("utf-8")).decode("ascii").rstrip("=")
+    redaction.register(token)
+    return token
 
 
-def _eks_token_source(auth: EksAuth) -> TokenSource:
-    return _CachedToken(lambda: eks_token(auth.cluster_name, auth.region, auth.role_arn), EKS_TOKEN_LIFETIME_SECONDS)
+def _eks_token_source(auth: EksAuth, deadline: Deadline) -> TokenSource:
+    def fetch() -> str:
+        try:
+            return eks_token(auth.cluster_name, auth.region, auth.role_arn, deadline)
+        except OutpostError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the SDK's text can quote a response body: class only
+            raise ClusterAuthError(f"eks credentials for cluster {auth.cluster_name}: token could not be made "
+                                   f"({type(error).__name__})") from None
+
+    return _CachedToken(fetch, EKS_TOKEN_LIFETIME_SECONDS)
 
 
-def _gke_token_source(auth: GkeAuth) -> TokenSource:
+def _gke_token_source(auth: GkeAuth, deadline: Deadline) -> TokenSource:
     import google.auth
     import google.auth.transport.requests
 
@@ -216,8 +461,20 @@ def _gke_token_source(auth: GkeAuth) -> TokenSource:
     def token() -> str:
         with lock:
             if not credentials.valid:
-                credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]
-            return str(credentials.token)
+                request = google.auth.transport.requests.Request()
+
+                def bounded(*args: Any, **kwargs: Any) -> Any:
+                    kwargs["timeout"] = max(0.1, deadline.remaining())
+                    return request(*args, **kwargs)
+
+                try:
+                    credentials.refresh(bounded)  # type: ignore[no-untyped-call]
+                except Exception as error:  # noqa: BLE001 - its text quotes the provider's response body
+                    raise ClusterAuthError(f"gke credentials: access token refresh failed "
+                                           f"({type(error).__name__})") from None
+            value = str(credentials.token or "")
+            redaction.register(value)
+            return value
 
     return token
 

@@ -3,8 +3,12 @@
 Guarantees:
 - reads only: this client has GET and nothing else (the write identity of `kwok-pod-reconciler` is
   a separate client);
-- TLS verification always on; connect and read timeouts on every request, each capped by the
-  check's shared `Deadline`;
+- https only (a credential never crosses a network in clear) and TLS verification always on;
+- one wall-clock `Deadline` per run bounds every request end to end: DNS, connect, TLS, headers and
+  body (`outpost.bounded` caps each socket operation at what is left, so a trickling server cannot
+  stretch a request), with the per-request connect/read timeouts inside it;
+- every response body is read in chunks and refused past `max_response_bytes` (the error names the
+  path and the cap), so one answer cannot exhaust a function's memory;
 - every transport failure becomes a `ClusterError` subclass whose one-line message names the
   cluster, the request path and the cause; 401/403 are always `ClusterAuthError`;
 - LISTs are paginated with `limit`/`continue`, and can ask for metadata only
@@ -16,12 +20,14 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from outpost.bounded import bounded_transport
 from outpost.cluster.auth import Credentials, TokenSource, build_credentials
 from outpost.cluster.deadline import Deadline
 from outpost.config import ClusterSettings
@@ -32,11 +38,14 @@ from outpost.errors import (
     ClusterTimeout,
     ClusterUnreachable,
     MalformedResponse,
+    ResponseTooLarge,
 )
 
 JSON = "application/json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 USER_AGENT = "outpost/0.1 (+outside-in health checks)"
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""Per-response cap: a 256 MB function must not be taken down by one oversized (or hostile) answer."""
 
 Query = Mapping[str, str | int] | Sequence[tuple[str, str | int]]
 """Query parameters; a sequence of pairs keeps repeated keys (e.g. several `exclude`)."""
@@ -93,12 +102,19 @@ class Cluster:
         read_timeout: float = 10.0,
         deadline: Deadline | None = None,
         page_size: int = 500,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.name = name
         self.server = server.rstrip("/")
+        if not self.server.lower().startswith("https://"):
+            # A bearer token or client certificate must never cross a network in clear text.
+            scheme = self.server.partition("://")[0][:10] if "://" in self.server else "no scheme"
+            raise ClusterAuthError(f"cluster {name}: the API server URL must be https:// (got {scheme}); "
+                                   "Outpost never sends a credential over plain http")
         self.deadline = deadline or Deadline(read_timeout * 4)
         self.page_size = page_size
+        self.max_response_bytes = max_response_bytes
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._client = httpx.Client(
@@ -106,14 +122,15 @@ class Cluster:
             verify=verify,
             auth=_BearerAuth(token) if token is not None else None,
             headers={"User-Agent": USER_AGENT},
-            transport=transport,
+            transport=transport if transport is not None else bounded_transport(self.deadline, verify),
             follow_redirects=False,
             trust_env=False,
         )
 
     @classmethod
     def from_settings(cls, settings: ClusterSettings, deadline: Deadline | None = None) -> Cluster:
-        credentials: Credentials = build_credentials(settings.auth)
+        deadline = deadline or Deadline(settings.deadline_seconds)
+        credentials: Credentials = build_credentials(settings.auth, deadline)
         return cls(
             settings.name,
             credentials.server,
@@ -121,8 +138,9 @@ class Cluster:
             token=credentials.token,
             connect_timeout=settings.connect_timeout_seconds,
             read_timeout=settings.read_timeout_seconds,
-            deadline=deadline or Deadline(settings.deadline_seconds),
+            deadline=deadline,
             page_size=settings.page_size,
+            max_response_bytes=settings.max_response_bytes,
         )
 
     def __enter__(self) -> Cluster:
@@ -148,7 +166,7 @@ class Cluster:
     def _send(self, method: str, path: str, params: Query | None = None, *, accept: str = JSON,
               timeout: float | None = None, body: bytes | None = None,
               content_type: str | None = None) -> Response:
-        """The one request path of every verb: deadline, timeouts, error mapping, 401/403.
+        """The one request path of every verb: deadline, timeouts, size cap, error mapping, 401/403.
 
         Every other status is returned for the caller to judge; `ClusterWriter` adds its verbs on
         top of this method, so reads and writes share one set of guarantees.
@@ -161,11 +179,16 @@ class Cluster:
         headers = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
+        started = time.monotonic()
         try:
             query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
-            response = self._client.request(method, path, params=query, headers=headers, content=body,
-                                            timeout=limits)
+            with self._client.stream(method, path, params=query, headers=headers, content=body,
+                                     timeout=limits) as response:
+                data = self._read_body(response, where)
         except httpx.TimeoutException as error:
+            if self.deadline.expired:
+                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
+                                     f"({_phase(error)})") from None
             kind = "connect" if isinstance(error, httpx.ConnectTimeout) else "read"
             budget = limits.connect if kind == "connect" else limits.read
             raise ClusterTimeout(f"{where}: {kind} timed out after {budget:.1f} s") from None
@@ -173,16 +196,42 @@ class Cluster:
             raise ClusterUnreachable(f"{where}: {_connect_cause(error)}") from None
         except httpx.TransportError as error:
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
+        except httpx.HTTPError as error:  # InvalidURL and friends: the request could not even be made
+            raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
+        try:
+            text = data.decode(response.encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know: read it as UTF-8 rather than crash
+            text = data.decode("utf-8", errors="replace")
         if response.status_code in (401, 403):
-            raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_status_reason(response)}")
+            raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_text_reason(text)}")
         return Response(
             path=path,
             status_code=response.status_code,
-            text=response.text,
+            text=text,
             headers=dict(response.headers),
-            elapsed_ms=int(response.elapsed.total_seconds() * 1000),
+            elapsed_ms=int((time.monotonic() - started) * 1000),
             method=method,
         )
+
+    def _read_body(self, response: httpx.Response, where: str) -> bytes:
+        """The body, read chunk by chunk: refused past `max_response_bytes`, bounded by the deadline."""
+        cap = self.max_response_bytes
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise ResponseTooLarge(f"{where}: response of {int(declared)} bytes exceeds the cap of {cap} bytes "
+                                   "(cluster.max_response_bytes)")
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise ResponseTooLarge(f"{where}: response exceeds the cap of {cap} bytes "
+                                       "(cluster.max_response_bytes)")
+            if self.deadline.expired:
+                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
+                                     "while reading the body")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def get_object(self, path: str) -> dict[str, Any] | None:
         """One object, or None when the API server answers 404.
@@ -255,9 +304,12 @@ def _connect_cause(error: httpx.ConnectError) -> str:
     return f"cannot connect ({text})"
 
 
-def _status_reason(response: httpx.Response) -> str:
-    """The API server's own Status message for a 401/403 (it names user, verb and resource)."""
-    return _text_reason(response.text)
+def _phase(error: httpx.TimeoutException) -> str:
+    if isinstance(error, httpx.ConnectTimeout):
+        return "while connecting"
+    if isinstance(error, httpx.WriteTimeout):
+        return "while sending the request"
+    return "while waiting for the answer"
 
 
 def _text_reason(text: str) -> str:

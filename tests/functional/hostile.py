@@ -1,0 +1,245 @@
+"""Hostile local servers: real sockets on 127.0.0.1 that misbehave the way broken networks and servers do.
+
+`HostileServer(behaviour, pki)` accepts connections (TLS with `pki`'s certificate, or plain TCP when `pki`
+is None), reads one request and hands the raw socket to a behaviour, which writes whatever bytes it likes:
+a proper answer, a trickle of one byte at a time, garbage, a truncated body, a huge body, or nothing.
+Every request's line and headers are recorded (to prove, e.g., that nothing was sent to a plain-http server).
+
+Run as a script (`python hostile.py BEHAVIOUR CERT KEY`), it serves from a process of its own and prints
+its port: the warm-process leak test measures its own threads and descriptors without the servers' ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import socket
+import ssl
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Request:
+    line: str
+    headers: dict[str, str]
+
+    @property
+    def path(self) -> str:
+        return self.line.split(" ")[1] if " " in self.line else ""
+
+    @property
+    def authorization(self) -> str:
+        return self.headers.get("authorization", "")
+
+
+Behaviour = Callable[[socket.socket, Request, threading.Event], None]
+
+
+def _answer(conn: socket.socket, status: int, body: bytes, headers: dict[str, str] | None = None,
+            reason: str = "X") -> None:
+    head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}", "Connection: close"]
+    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+
+
+def reply(status: int, body: str | bytes = "", headers: dict[str, str] | None = None) -> Behaviour:
+    data = body.encode() if isinstance(body, str) else body
+    return lambda conn, _request, _stop: _answer(conn, status, data, headers)
+
+
+def echo_credential(status: int, html: bool = False) -> Behaviour:
+    """Answer `status` with a body that quotes the request's Authorization header back (a careless server)."""
+
+    def behave(conn: socket.socket, request: Request, _stop: threading.Event) -> None:
+        credential = request.authorization.removeprefix("Bearer ")
+        if html:
+            body = f"<html><body><h1>Internal error</h1><pre>request auth={credential}</pre></body></html>"
+            _answer(conn, status, body.encode(), {"Content-Type": "text/html"})
+        else:
+            status_object = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
+                             "message": f"token {credential} is not allowed to get /livez"}
+            _answer(conn, status, json.dumps(status_object).encode(), {"Content-Type": "application/json"})
+
+    return behave
+
+
+def trickle_headers(interval: float = 0.1) -> Behaviour:
+    """A status line and headers one byte at a time, forever (each byte well inside any read timeout)."""
+
+    def behave(conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        data = b"HTTP/1.1 200 OK\r\n" + b"X-Padding: " + b"a" * 100000
+        for byte in data:
+            if stop.wait(interval):
+                return
+            conn.sendall(bytes([byte]))
+
+    return behave
+
+
+def trickle_body(interval: float = 0.1, size: int = 100000) -> Behaviour:
+    def behave(conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {size}\r\n\r\n".encode())
+        conn.sendall(b"[+]ping ok\n")
+        for _ in range(size):
+            if stop.wait(interval):
+                return
+            conn.sendall(b"a")
+
+    return behave
+
+
+def hang() -> Behaviour:
+    """Read the request, then say nothing until the server stops."""
+    return lambda _conn, _request, stop: stop.wait(60) and None
+
+
+def close_at_once() -> Behaviour:
+    return lambda _conn, _request, _stop: None
+
+
+def garbage() -> Behaviour:
+    return lambda conn, _request, _stop: conn.sendall(b"\x00\x01this is not HTTP at all\r\n\r\n\xff\xfe")
+
+
+def truncated() -> Behaviour:
+    def behave(conn: socket.socket, _request: Request, _stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n[+]ping ok\n[+]et")
+
+    return behave
+
+
+def huge_declared(size: int = 200 * 1024 * 1024) -> Behaviour:
+    """Declares an enormous body (and starts sending it)."""
+
+    def behave(conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {size}\r\n\r\n".encode())
+        chunk = b"a" * 65536
+        for _ in range(size // len(chunk)):
+            if stop.is_set():
+                return
+            conn.sendall(chunk)
+
+    return behave
+
+
+def huge_chunked(total: int = 200 * 1024 * 1024) -> Behaviour:
+    """An endless chunked body without any Content-Length."""
+
+    def behave(conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"a" * 65536
+        sent = 0
+        while sent < total and not stop.is_set():
+            conn.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            sent += len(chunk)
+
+    return behave
+
+
+def gzip_bomb(inflated: int = 20 * 1024 * 1024) -> Behaviour:
+    body = gzip.compress(b"a" * inflated)
+    return reply(200, body, {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+
+
+def healthy() -> Behaviour:
+    return reply(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed\n", {"Content-Type": "text/plain"})
+
+
+@dataclass
+class HostileServer:
+    behaviour: Behaviour
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    requests: list[Request] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __enter__(self) -> HostileServer:
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self._listener.settimeout(0.1)
+        self._context: ssl.SSLContext | None = None
+        if self.cert_file and self.key_file:
+            self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._context.load_cert_chain(self.cert_file, self.key_file)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self._context else 'http'}://127.0.0.1:{self.port}"
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _address = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, raw: socket.socket) -> None:
+        conn: socket.socket = raw
+        try:
+            raw.settimeout(5)
+            if self._context is not None:
+                conn = self._context.wrap_socket(raw, server_side=True)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                piece = conn.recv(65536)
+                if not piece:
+                    return
+                data += piece
+            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            headers = {}
+            for line in head[1:]:
+                key, _, value = line.partition(":")
+                headers[key.strip().lower()] = value.strip()
+            request = Request(head[0], headers)
+            self.requests.append(request)
+            conn.settimeout(None)
+            self.behaviour(conn, request, self._stop)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+def silent_tcp() -> tuple[socket.socket, int]:
+    """A listener that accepts into its backlog and never answers (a black hole after TCP connect)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    return listener, int(listener.getsockname()[1])
+
+
+BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
+    "hang": hang, "trickle-headers": trickle_headers, "trickle-body": trickle_body, "healthy": healthy,
+}
+
+
+def main(argv: list[str]) -> None:
+    behaviour, cert, key = argv
+    with HostileServer(BEHAVIOURS[behaviour](), Path(cert), Path(key)) as server:
+        print(server.port, flush=True)
+        sys.stdin.read()  # serve until the parent closes our stdin
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
