@@ -21,9 +21,10 @@ Guarantees (the bundle holds only the product):
 - third-party dependencies are chosen by one rule: the core `[project] dependencies` (what every product
   module imports when loaded), plus each extra the environment reaches, read from its validated settings:
   `aws` (boto3) for any `ssm:`/`secretsmanager:` reference or `eks` auth, `gcp` (google-auth, requests) for
-  any `gcpsm:` reference or `gke` auth, `kubeconfig` (kubernetes) for `kubeconfig` auth; plus the
-  platform's adapter: `cloudfunctions` (functions-framework) on Cloud Functions, nothing on Lambda (its
-  runtime calls the handler; the runtime's own boto3 is not relied on, its version is not ours to pin).
+  any `gcpsm:` reference or `gke` auth (kubeconfig auth needs nothing more: Outpost reads kubeconfigs
+  and runs exec plugins itself, see `outpost.cluster.auth`); plus the platform's adapter:
+  `cloudfunctions` (functions-framework) on Cloud Functions, nothing on Lambda (its runtime calls the
+  handler; the runtime's own boto3 is not relied on, its version is not ours to pin).
   So a Lambda environment with SSM secrets carries boto3 and no functions-framework, and a Cloud
   Functions environment with `gcpsm:` secrets and `gke` auth carries no boto3. Secret references are
   found by scanning every string of the settings, so a field that holds a reference is never missed (a
@@ -151,8 +152,6 @@ def required_extras(settings: Settings, platform: str) -> list[str]:
         extras.append("aws")
     if "gcpsm" in schemes or mode == "gke":
         extras.append("gcp")
-    if mode == "kubeconfig":
-        extras.append("kubeconfig")
     if platform == CLOUD_FUNCTIONS:
         extras.append("cloudfunctions")
     return extras

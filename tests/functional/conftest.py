@@ -146,8 +146,25 @@ def moto_server() -> Iterator[str]:
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    yield f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}"
+    _warm_up(url)
+    yield url
     server.stop()
+
+
+def _warm_up(url: str) -> None:
+    """One request per emulated service, so the emulator loads its backends before a test runs.
+
+    The server runs in this process; its first SSM or Secrets Manager request imports and builds that
+    backend, which on a busy 2-core machine takes longer than the short deadlines the fault matrix
+    gives a whole check run. That start-up is the emulator's, not the code under test's.
+    """
+    import boto3
+
+    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                                    region_name="eu-west-1")
+    session.client("ssm", endpoint_url=url).describe_parameters()
+    session.client("secretsmanager", endpoint_url=url).list_secrets()
 
 
 @pytest.fixture

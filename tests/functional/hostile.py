@@ -95,7 +95,11 @@ def trickle_body(interval: float = 0.1, size: int = 100000) -> Behaviour:
 
 def hang() -> Behaviour:
     """Read the request, then say nothing until the server stops."""
-    return lambda _conn, _request, stop: stop.wait(60) and None
+
+    def behave(_conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        stop.wait(60)
+
+    return behave
 
 
 def close_at_once() -> Behaviour:

@@ -265,7 +265,9 @@ def _heartbeat(script: list[Any] | None = None, url: Callable[[Env], str] | None
     return arrange
 
 
-HB = {"budget": DEADLINE + HEARTBEAT_BUDGET, "heartbeat_contacted": True}
+def heartbeat_case(name: str, arrange: Callable[[Env], Settings], cause: str) -> Case:
+    """A heartbeat fault: the observation is healthy, the receiver is tried and fails, within its own budget."""
+    return Case(name, arrange, cause, budget=DEADLINE + HEARTBEAT_BUDGET, heartbeat_contacted=True)
 
 CASES = [
     # -- the API server's network path --------------------------------------------------------------
@@ -359,19 +361,20 @@ CASES = [
     Case("token secret missing in SSM", _ssm_parameter_missing, r"ssm get_parameter failed \(ParameterNotFound\)"),
     Case("token secret missing in Secret Manager", _gcpsm_secret_missing, r"HTTP 404 \(NOT_FOUND\)"),
     # -- the heartbeat ---------------------------------------------------------------------------------
-    Case("heartbeat down", _heartbeat(url=lambda env: f"http://127.0.0.1:{free_port()}/hb/{HEARTBEAT_TOKEN}"),
-         r"heartbeat was not delivered: .*connection failed", **HB),
-    Case("heartbeat 404", _heartbeat([(404, {}, b"no such heartbeat")]), r"not delivered: .*HTTP 404", **HB),
-    Case("heartbeat 500", _heartbeat([(500, {}, b"oops")]), r"not delivered: .*HTTP 500 \(gave up after 2", **HB),
-    Case("heartbeat redirect", _heartbeat([(302, {"Location": "https://elsewhere/"}, b"")]),
-         r"not delivered: .*HTTP 302", **HB),
-    Case("heartbeat hangs", _heartbeat(["hang"]), r"not delivered: .*(timed out|budget)", **HB),
-    Case("heartbeat URL malformed", _heartbeat(url=lambda env: f"https://exa mple.invalid:99999/{HEARTBEAT_TOKEN}"),
-         r"not delivered: .*not a valid http\(s\) URL", **HB),
-    Case("heartbeat URL is plain http to a remote host",
+    heartbeat_case("heartbeat down", _heartbeat(url=lambda env: f"http://127.0.0.1:{free_port()}/hb/{HEARTBEAT_TOKEN}"),
+         r"heartbeat was not delivered: .*connection failed"),
+    heartbeat_case("heartbeat 404", _heartbeat([(404, {}, b"no such heartbeat")]), r"not delivered: .*HTTP 404"),
+    heartbeat_case("heartbeat 500", _heartbeat([(500, {}, b"oops")]), r"not delivered: .*HTTP 500 \(gave up after 2"),
+    heartbeat_case("heartbeat redirect", _heartbeat([(302, {"Location": "https://elsewhere/"}, b"")]),
+         r"not delivered: .*HTTP 302"),
+    heartbeat_case("heartbeat hangs", _heartbeat(["hang"]), r"not delivered: .*(timed out|budget)"),
+    heartbeat_case("heartbeat URL malformed",
+                   _heartbeat(url=lambda env: f"https://exa mple.invalid:99999/{HEARTBEAT_TOKEN}"),
+         r"not delivered: .*not a valid http\(s\) URL"),
+    heartbeat_case("heartbeat URL is plain http to a remote host",
          _heartbeat(url=lambda env: f"http://vigilmon.invalid/api/heartbeat/{HEARTBEAT_TOKEN}"),
-         r"not delivered: .*must be https://", **HB),
-    Case("heartbeat secret not set", _heartbeat(url=lambda env: ""), r"not delivered: .*FM_HEARTBEAT", **HB),
+         r"not delivered: .*must be https://"),
+    heartbeat_case("heartbeat secret not set", _heartbeat(url=lambda env: ""), r"not delivered: .*FM_HEARTBEAT"),
 ]
 
 

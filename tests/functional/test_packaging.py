@@ -191,7 +191,7 @@ def test_cloud_functions_source_keeps_the_aws_sdk_when_the_environment_reads_ssm
         ({"mode": "eks", "cluster_name": "c", "region": "eu-west-1", "server": "https://k", "ca_data": "Q0E="},
          {}, "gcf", ["aws", "cloudfunctions"]),
         ({"mode": "kubeconfig"}, {"vigilmon": {"api_key": "gcpsm:projects/p/secrets/k"}}, "aws-x86_64",
-         ["gcp", "kubeconfig"]),
+         ["gcp"]),
         ({"mode": "gke", "server": "https://k", "ca_data": "Q0E="}, {}, "gcf", ["gcp", "cloudfunctions"]),
     ],
 )

@@ -1,11 +1,12 @@
 """apiserver-health: is the Kubernetes API server live and ready?
 
-Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md "Kubernetes API server": the body is for
-people). Every readyz check line goes into `details`; each failing line becomes one error. A 200
-whose body is not the API server's verbose health report (e.g. a load balancer's page) is not taken
-as healthy: it is an `error`, because we did not observe the API server. The same rule holds for every
-health endpoint in Outpost unless a check documents otherwise: a 3xx (a redirect, which is never
-followed) or a 429 (rate limited) is "could not observe" (`error`), not "unhealthy" (`failed`).
+Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md
+"Kubernetes API server": the body is for people). Every readyz check line goes into `details`; each
+failing line becomes one error. A 200 whose body is not the API server's verbose health report (e.g. a
+load balancer's page) is not taken as healthy: it is an `error`, because we did not observe the API
+server. The same rule holds for every health endpoint in Outpost unless a check documents otherwise:
+a 3xx (a redirect, which is never followed) or a 429 (rate limited) is "could not observe" (`error`),
+not "unhealthy" (`failed`).
 """
 
 from __future__ import annotations
