@@ -22,10 +22,11 @@ system-packages:
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
-$(STAMP): pyproject.toml
+# The product and the sandbox (its own distribution, infra/sandbox, needed by demo and the tests).
+$(STAMP): pyproject.toml infra/sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev]' -e infra/sandbox
 	touch $(STAMP)
 
 python: $(STAMP)
@@ -46,9 +47,11 @@ demo: setup
 	$(BIN)/outpost demo
 
 lint: python
-	$(BIN)/ruff check shared functions tests
+	$(BIN)/ruff check shared functions tests infra/sandbox
 	$(BIN)/mypy
+	$(BIN)/mypy --config-file infra/sandbox/pyproject.toml
 	$(BIN)/lint-imports
+	$(BIN)/lint-imports --config infra/sandbox/pyproject.toml
 
 unit: python
 	$(BIN)/pytest tests/unit
@@ -66,4 +69,4 @@ bench: setup
 	$(BIN)/python tests/bench/run.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info infra/sandbox/build infra/sandbox/*.egg-info

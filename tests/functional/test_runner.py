@@ -20,7 +20,7 @@ from local_tls import Pki, https_server, make_pki
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 
 def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | None = None) -> Path:

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from outpost.sandbox.backends import netns
-from outpost.sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
-from outpost.sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
+from outpost_sandbox.backends import netns
+from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
+from outpost_sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
 
-log = logging.getLogger("outpost.sandbox.backend")
+log = logging.getLogger("outpost_sandbox.backend")
 
 PORTS = (80, 443, 8000, 8080, 8090, 9316, 9876, 10221)
 PORTS_ANNOTATION = "outpost.sandbox/ports"
@@ -567,7 +567,7 @@ def bind_sockets() -> list[socket.socket]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m outpost.sandbox.backends")
+    ap = argparse.ArgumentParser(prog="python -m outpost_sandbox.backends")
     ap.add_argument("--state-dir", type=Path, required=True)
     ap.add_argument("--kubeconfig", type=Path, required=True)
     args = ap.parse_args(argv)

@@ -17,7 +17,7 @@ Guarantees:
   cluster itself, the way an expired certificate in front of a real cluster would.
 - Secrets (tokens) are read from files and never logged; argv and logs carry only paths.
 
-Network plan (shared with `outpost.sandbox.backends`): pod IPs come from 10.244.0.0/16 (kwok
+Network plan (shared with `outpost_sandbox.backends`): pod IPs come from 10.244.0.0/16 (kwok
 --cidr); fake node `kwok-node-<i>` has InternalIP 10.245.0.0 + i + 1; services use 10.96.0.0/16.
 """
 
@@ -46,11 +46,11 @@ from typing import Any
 import httpx
 import yaml
 
+from outpost import rbac
 from outpost.errors import OutpostError
-from outpost.sandbox import rbac
-from outpost.sandbox.kwok_stages import STAGES_YAML
-from outpost.sandbox.pki import PKI
-from outpost.sandbox.procs import ProcessTable, tail
+from outpost_sandbox.kwok_stages import STAGES_YAML
+from outpost_sandbox.pki import PKI
+from outpost_sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -133,8 +133,8 @@ def build_script() -> Path:
     env = os.environ.get("OUTPOST_SANDBOX_BUILD_SCRIPT")
     if env:
         return Path(env)
-    # shared/outpost/sandbox/cluster.py -> repository root
-    return Path(__file__).resolve().parents[3] / "infra" / "sandbox" / "go" / "build.sh"
+    # infra/sandbox/outpost_sandbox/cluster.py -> infra/sandbox/go (the package sits beside its Go build)
+    return Path(__file__).resolve().parents[1] / "go" / "build.sh"
 
 
 def _complete(bin_dir: Path) -> bool:
@@ -887,12 +887,12 @@ class Sandbox:
 
     def _install_systems(self) -> None:
         try:
-            systems = importlib.import_module("outpost.sandbox.systems")
+            systems = importlib.import_module("outpost_sandbox.systems")
         except ModuleNotFoundError as exc:
             # Only the module's own absence is tolerated; a missing dependency inside it is a bug.
-            if exc.name != "outpost.sandbox.systems":
+            if exc.name != "outpost_sandbox.systems":
                 raise
-            self.log("outpost.sandbox.systems not present: no extension systems installed")
+            self.log("outpost_sandbox.systems not present: no extension systems installed")
             return
         systems.install(self.kubeconfig, self.state_dir)
 
@@ -902,9 +902,9 @@ class Sandbox:
         if self.load_state() is None:
             return
         try:
-            systems = importlib.import_module("outpost.sandbox.systems")
+            systems = importlib.import_module("outpost_sandbox.systems")
         except ModuleNotFoundError as exc:
-            if exc.name != "outpost.sandbox.systems":
+            if exc.name != "outpost_sandbox.systems":
                 raise
             return
         systems.uninstall(self.state_dir)

@@ -20,10 +20,10 @@ from typing import Any
 from outpost.config import KubeconfigAuth, Settings, environment_file
 from outpost.result import Result, Status
 from outpost.runner import run_check
-from outpost.sandbox import faults
-from outpost.sandbox.cluster import Sandbox
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
+from outpost_sandbox import faults
+from outpost_sandbox.cluster import Sandbox
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 DEMO_FAULT = "etcd-down"
 """The fault the demo injects: caught by apiserver-health, which every environment runs."""

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from outpost.errors import OutpostError
-from outpost.sandbox import systems
-from outpost.sandbox.backends import pki
-from outpost.sandbox.backends.behaviour import (
+from outpost_sandbox import systems
+from outpost_sandbox.backends import pki
+from outpost_sandbox.backends.behaviour import (
     DEFAULT_CPU_RATIO,
     TARGETS,
     TLS_TARGETS,
@@ -37,7 +37,7 @@ from outpost.sandbox.backends.behaviour import (
     set_target,
     write_behaviour,
 )
-from outpost.sandbox.backends.kube import Kube, SandboxApiError, object_path
+from outpost_sandbox.backends.kube import Kube, SandboxApiError, object_path
 
 NO_KOORDLET_LABEL = "outpost.sandbox/no-koordlet"
 NO_KRUISE_DAEMON_LABEL = "outpost.sandbox/no-kruise-daemon"
@@ -564,7 +564,7 @@ def webhook_cert_expiring_heal(ctx: Ctx, undo: dict[str, Any]) -> None:
 
 
 def _cluster() -> Any:
-    from outpost.sandbox import cluster  # the launcher; imported late so faults load without it
+    from outpost_sandbox import cluster  # the launcher; imported late so faults load without it
 
     return cluster
 

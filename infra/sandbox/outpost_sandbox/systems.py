@@ -36,9 +36,9 @@ from typing import Any
 import yaml
 
 from outpost.errors import OutpostError
-from outpost.sandbox.backends import netns, pki
-from outpost.sandbox.backends.behaviour import default_behaviour, write_behaviour
-from outpost.sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.backends import netns, pki
+from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
 
 SYSTEMS_DIR = "systems"
 WEBHOOK_SERVICES = {  # backend target -> (service, namespace)
@@ -49,7 +49,7 @@ DEPLOYMENTS = (("koordinator-system", "koord-manager"), ("kruise-system", "kruis
                ("default", "ls-web"), ("default", "be-batch"))
 DAEMONSETS = (("koordinator-system", "koordlet"), ("kruise-system", "kruise-daemon"))
 DEFAULT_REPLICAS = {"koord-manager": 2, "kruise-controller-manager": 2, "ls-web": 2, "be-batch": 2}
-DAEMON_MARK = "outpost.sandbox.backends"
+DAEMON_MARK = "outpost_sandbox.backends"
 INSTALL_TIMEOUT_S = 240.0
 
 
@@ -85,7 +85,7 @@ def ca_stem(sdir: Path) -> str:
 def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
     """Every manifest document, in file order, with ${...} placeholders filled (strictly)."""
     docs: list[dict[str, Any]] = []
-    folder = resources.files("outpost.sandbox") / "manifests"
+    folder = resources.files("outpost_sandbox") / "manifests"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml"):
             continue
