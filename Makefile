@@ -23,10 +23,12 @@ system-packages:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 # The product and the sandbox (its own distribution, infra/sandbox, needed by demo and the tests).
+# compat mode puts each source root on sys.path with a plain .pth (not an import hook), so mypy
+# and other static tools resolve outpost_sandbox from the tests too.
 $(STAMP): pyproject.toml infra/sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]' -e infra/sandbox
+	$(BIN)/pip install -q -e '.[dev]' -e infra/sandbox --config-settings editable_mode=compat
 	touch $(STAMP)
 
 python: $(STAMP)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from local_tls import Pki, closed_port, https_server, make_pki, silent_server
+from local_tls import closed_port, https_server, silent_server
 
 from outpost.cluster import Cluster, Deadline
 from outpost.errors import (
@@ -22,22 +22,24 @@ from outpost.errors import (
     ClusterUnreachable,
     MalformedResponse,
 )
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 TOKEN = "s3cr3t-token-value"
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
-def trust(pki: Pki) -> ssl.SSLContext:
+def trust(pki: LocalhostTls) -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.load_verify_locations(pki.ca_file)
     return context
 
 
-def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0, page_size: int = 2) -> Cluster:
+def cluster(server: str, pki: LocalhostTls, *, deadline: float = 10.0, read: float = 5.0,
+            page_size: int = 2) -> Cluster:
     return Cluster(
         "test",
         server,
@@ -50,7 +52,7 @@ def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0,
     )
 
 
-def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
+def test_pagination_follows_continue_and_sends_bearer(pki: LocalhostTls) -> None:
     pages = {
         None: {"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "tok-2"}},
         "tok-2": {"items": [{"n": 3}], "metadata": {}},
@@ -70,7 +72,7 @@ def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None:
+def test_auth_refusal_is_auth_error_without_token(pki: LocalhostTls, status: int) -> None:
     body = json.dumps({"kind": "Status", "message": 'nodes is forbidden: User "outpost-probe" cannot list'})
     with (
         https_server(pki, lambda _r: (status, "application/json", body)) as (url, _),
@@ -85,7 +87,7 @@ def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None
     assert TOKEN not in message
 
 
-def test_unexpected_status_is_response_error(pki: Pki) -> None:
+def test_unexpected_status_is_response_error(pki: LocalhostTls) -> None:
     with (
         https_server(pki, lambda _r: (500, "text/plain", "boom")) as (url, _),
         cluster(url, pki) as c,
@@ -102,7 +104,7 @@ def test_unexpected_status_is_response_error(pki: Pki) -> None:
         ('{"kind": "NodeList"}', "no items list"),
     ],
 )
-def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
+def test_malformed_bodies(pki: LocalhostTls, body: str, match: str) -> None:
     with (
         https_server(pki, lambda _r: (200, "application/json", body)) as (url, _),
         cluster(url, pki) as c,
@@ -111,8 +113,8 @@ def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
         c.list("/api/v1/nodes")
 
 
-def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Path) -> None:
-    other = make_pki(tmp_path, "other")
+def test_untrusted_certificate_is_unreachable_not_ignored(pki: LocalhostTls, tmp_path: Path) -> None:
+    other = localhost_tls(tmp_path, "other")
     with (
         https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _),
         cluster(url, other) as c,
@@ -121,7 +123,7 @@ def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Pa
         c.get("/livez")
 
 
-def test_connection_refused(pki: Pki) -> None:
+def test_connection_refused(pki: LocalhostTls) -> None:
     with (
         cluster(f"https://127.0.0.1:{closed_port()}", pki) as c,
         pytest.raises(ClusterUnreachable, match="connection refused"),
@@ -129,7 +131,7 @@ def test_connection_refused(pki: Pki) -> None:
         c.get("/livez")
 
 
-def test_hung_server_is_bounded_by_the_shared_deadline(pki: Pki) -> None:
+def test_hung_server_is_bounded_by_the_shared_deadline(pki: LocalhostTls) -> None:
     with silent_server() as url, cluster(url, pki, deadline=1.5, read=30.0) as c:
         started = time.monotonic()
         with pytest.raises(ClusterTimeout, match=r"timed out after 1\.5 s"):
@@ -139,7 +141,7 @@ def test_hung_server_is_bounded_by_the_shared_deadline(pki: Pki) -> None:
     assert time.monotonic() - started < 5
 
 
-def test_empty_token_is_refused_before_sending(pki: Pki) -> None:
+def test_empty_token_is_refused_before_sending(pki: LocalhostTls) -> None:
     with https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, seen):
         c = Cluster("test", url, verify=trust(pki), token=lambda: "")
         with c, pytest.raises(ClusterAuthError, match="token is empty"):

@@ -50,6 +50,7 @@ from outpost import rbac
 from outpost.errors import OutpostError
 from outpost_sandbox.kwok_stages import STAGES_YAML
 from outpost_sandbox.pki import PKI
+from outpost_sandbox.poll import poll_until
 from outpost_sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
@@ -489,16 +490,13 @@ class Sandbox:
               watch: tuple[str, ...] = ()) -> None:
         """Poll `predicate` until true; fail fast if a watched process dies, name `component` on
         timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def watched_alive_and_true() -> bool:
             for name in watch:
                 if not self.procs.alive(name):
                     raise self._error(f"{name} exited while waiting for {what}", name)
-            if predicate():
-                return
-            if time.monotonic() > deadline:
-                raise self._error(f"timed out after {timeout:.0f} s waiting for {what}", component)
-            time.sleep(0.5)
+            return predicate()
+
+        poll_until(what, timeout, watched_alive_and_true, fail=lambda message: self._error(message, component))
 
     # Configuration files -----------------------------------------------------------------------
     def _kubeconfig_text(self, server: str, user: str, token: str, context: str) -> str:

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from outpost.errors import OutpostError
-from outpost_sandbox import systems
-from outpost_sandbox.backends import pki
+from outpost_sandbox import pki, systems
 from outpost_sandbox.backends.behaviour import (
     DEFAULT_CPU_RATIO,
     TARGETS,
@@ -38,6 +37,7 @@ from outpost_sandbox.backends.behaviour import (
     write_behaviour,
 )
 from outpost_sandbox.backends.kube import Kube, SandboxApiError, object_path
+from outpost_sandbox.poll import poll_until
 
 NO_KOORDLET_LABEL = "outpost.sandbox/no-koordlet"
 NO_KRUISE_DAEMON_LABEL = "outpost.sandbox/no-kruise-daemon"
@@ -122,17 +122,7 @@ def _age(timestamp: object) -> float:
 
 
 def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + timeout
-    last = ""
-    while True:
-        try:
-            if predicate():
-                return
-        except SandboxApiError as exc:
-            last = f" (last error: {exc})"
-        if time.monotonic() >= deadline:
-            raise FaultError(f"timed out after {timeout:.0f} s waiting for {what}{last}")
-        time.sleep(0.5)
+    poll_until(what, timeout, predicate, retry_on=(SandboxApiError,), fail=FaultError)
 
 
 def _need(ctx: Ctx, choices: list[str] | tuple[str, ...] | None, what: str, default: str | None = None) -> str:
@@ -261,15 +251,19 @@ def _restore_systems(ctx: Ctx, timeout: float = 180) -> None:
     after it is back and mark the fresh replacement pods NotReady too.
     """
     _wait("every node Ready", 90, lambda: all(_node_ready(ctx, n) for n in _nodes(ctx)))
-    deadline = time.monotonic() + timeout
-    while True:
+    last_error: list[systems.SystemsError] = []
+
+    def revived_and_ready() -> bool:
         systems.revive_pods(ctx.kube)
         try:
             systems.wait_ready(ctx.kube, timeout=15)
-            return
         except systems.SystemsError as exc:
-            if time.monotonic() > deadline:
-                raise FaultError(f"systems not ready after heal: {exc}") from None
+            last_error[:] = [exc]
+            return False
+        return True
+
+    poll_until("systems ready after heal", timeout, revived_and_ready, interval=0,
+               fail=lambda _message: FaultError(f"systems not ready after heal: {last_error[-1]}"))
 
 
 # ---- Koordinator objects -------------------------------------------------------------------------

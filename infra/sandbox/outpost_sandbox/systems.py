@@ -36,9 +36,11 @@ from typing import Any
 import yaml
 
 from outpost.errors import OutpostError
-from outpost_sandbox.backends import netns, pki
+from outpost_sandbox import pki
+from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.poll import PollTimeout, poll_until
 
 SYSTEMS_DIR = "systems"
 WEBHOOK_SERVICES = {  # backend target -> (service, namespace)
@@ -114,16 +116,7 @@ def _crd_established(kube: Kube, name: str) -> bool:
 
 
 def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except SandboxApiError as exc:
-            last = f" (last error: {exc})"
-        time.sleep(0.5)
-    raise SystemsError(f"timed out after {timeout:.0f} s waiting for {what}{last}")
+    poll_until(what, timeout, predicate, retry_on=(SandboxApiError,), fail=SystemsError)
 
 
 def deployment_ready(kube: Kube, ns: str, name: str) -> bool:
@@ -204,14 +197,14 @@ def start_daemon(kubeconfig: Path, state_dir: Path, timeout: float = 20.0) -> in
     finally:
         logf.close()
     _pid_file(sdir).write_text(str(proc.pid))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise SystemsError(f"backend daemon exited with {proc.returncode} at start: {_last_line(sdir)}")
-        if ready.exists():
-            return proc.pid
-        time.sleep(0.1)
-    raise SystemsError(f"backend daemon not listening after {timeout:.0f} s; see {sdir / 'backend.log'}")
+        return ready.exists()
+
+    poll_until("the backend daemon to listen", timeout, listening, interval=0.1, fail=lambda _message: SystemsError(
+        f"backend daemon not listening after {timeout:.0f} s; see {sdir / 'backend.log'}"))
+    return proc.pid
 
 
 def _last_line(sdir: Path) -> str:
@@ -228,12 +221,9 @@ def stop_daemon(state_dir: Path | str, timeout: float = 10.0) -> bool:
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if daemon_pid(state_dir) is None:
-            break
-        time.sleep(0.1)
-    else:
+    try:
+        poll_until("the backend daemon to exit", timeout, lambda: daemon_pid(state_dir) is None, interval=0.1)
+    except PollTimeout:
         os.kill(pid, signal.SIGKILL)
     # reap if it was our child; otherwise init reaps it
     with contextlib.suppress(ChildProcessError):
