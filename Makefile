@@ -53,7 +53,7 @@ lint: python
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file infra/sandbox/pyproject.toml
 	$(BIN)/lint-imports
-	$(BIN)/lint-imports --config infra/sandbox/pyproject.toml
+	$(BIN)/lint-imports infra/sandbox/pyproject.toml
 
 unit: python
 	$(BIN)/pytest tests/unit

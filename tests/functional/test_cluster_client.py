@@ -147,3 +147,21 @@ def test_empty_token_is_refused_before_sending(pki: LocalhostTls) -> None:
         with c, pytest.raises(ClusterAuthError, match="token is empty"):
             c.get("/livez")
     assert seen == []
+
+
+def test_constructor_headers_go_with_every_request_and_never_replace_the_token(pki: LocalhostTls) -> None:
+    received: list[tuple[str | None, str | None, str | None]] = []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        received.append((request.headers["Impersonate-User"], request.headers["Authorization"],
+                         request.headers["User-Agent"]))
+        return 200, "application/json", json.dumps({"items": [], "metadata": {}})
+
+    with https_server(pki, respond) as (url, _seen), Cluster(
+            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10),
+            headers={"Impersonate-User": "apf-load"}) as c:
+        c.get("/readyz")
+        c.list("/api/v1/pods")
+    assert [user for user, _auth, _agent in received] == ["apf-load", "apf-load"]
+    assert all(auth == f"Bearer {TOKEN}" and agent and agent.startswith("outpost/")
+               for _user, auth, agent in received)

@@ -316,8 +316,7 @@ def revive_pods(kube: Kube) -> list[str]:
             ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or [])
             if (st.get("phase") == "Running" and not ready and not pod["metadata"].get("deletionTimestamp")
                     and pod["spec"].get("nodeName") in ready_nodes and pod["metadata"].get("ownerReferences")):
-                kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
-                             params={"gracePeriodSeconds": "0"}, ok_missing=True)
+                kube.delete(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}", {"gracePeriodSeconds": "0"})
                 revived.append(f"{ns}/{pod['metadata']['name']}")
     return revived
 

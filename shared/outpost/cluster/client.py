@@ -94,6 +94,7 @@ class Cluster:
         deadline: Deadline | None = None,
         page_size: int = 500,
         transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.server = server.rstrip("/")
@@ -105,7 +106,9 @@ class Cluster:
             base_url=self.server,
             verify=verify,
             auth=_BearerAuth(token) if token is not None else None,
-            headers={"User-Agent": USER_AGENT},
+            # `headers` go with every request (e.g. Impersonate-User for a write identity that acts as
+            # another subject); the bearer token is set per request by the auth flow, never here.
+            headers={"User-Agent": USER_AGENT, **(headers or {})},
             transport=transport,
             follow_redirects=False,
             trust_env=False,

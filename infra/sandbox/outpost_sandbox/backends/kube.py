@@ -1,26 +1,35 @@
-"""A small, typed Kubernetes API client for the sandbox's own machinery (not for checks).
+"""The sandbox machinery's access to its API server, through the product's one Kubernetes client.
 
-Guarantees: it authenticates with exactly what the kubeconfig names (client certificate or bearer
-token, server CA), never disables TLS verification, and every failure is a `SandboxApiError` whose
-one-line message names the verb, the path and the status, never a credential. It speaks plain
-REST (GET/POST/PATCH/DELETE, server-side apply) so the sandbox needs no generated client; checks
-reach the cluster through `outpost.cluster`, never through this module.
+Guarantees: every request goes through `outpost.cluster.ClusterWriter` (credentials from the
+kubeconfig by `outpost.cluster.auth.build_credentials`, TLS verification always on, per-request
+read timeouts, no overall deadline), so the sandbox has no HTTP client, kubeconfig reader or
+error mapping of its own. Every failure is a `SandboxApiError` whose one-line message names the
+verb, the path and the status, never a credential (`status` is the HTTP status, 0 when there was
+no answer). The backend daemon's asyncio loops use the same client from worker threads
+(`AsyncKube`). Checks reach the cluster through `outpost.cluster`, never through this module.
 """
 
 from __future__ import annotations
 
-import base64
-import os
+import asyncio
+import math
 import ssl
-import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import httpx
-import yaml
+from outpost.cluster.auth import TokenSource, build_credentials
+from outpost.cluster.client import Query, Response
+from outpost.cluster.deadline import Deadline
+from outpost.cluster.writer import ClusterWriter
+from outpost.config import KubeconfigAuth
+from outpost.errors import ClusterError, ClusterResponseError
 
 FIELD_MANAGER = "outpost-sandbox"
+CLUSTER_NAME = "sandbox"
+
+T = TypeVar("T")
 
 
 class SandboxApiError(Exception):
@@ -31,58 +40,12 @@ class SandboxApiError(Exception):
         super().__init__(message)
 
 
-@dataclass(frozen=True)
-class KubeAccess:
-    """What is needed to talk to one API server: base URL, TLS context and auth headers."""
-
-    server: str
-    ssl_context: ssl.SSLContext
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def _material(entry: dict[str, Any], key: str, base: Path) -> bytes | None:
-    """Return PEM bytes from `<key>-data` (base64) or from the file `<key>` (relative to the kubeconfig)."""
-    data = entry.get(f"{key}-data")
-    if data:
-        return base64.b64decode(data)
-    path = entry.get(key)
-    if path:
-        p = Path(path)
-        return (p if p.is_absolute() else base / p).read_bytes()
-    return None
-
-
-def load_kubeconfig(path: Path | str) -> KubeAccess:
-    """Read the current context of a kubeconfig into a `KubeAccess` (raises `SandboxApiError` if unusable)."""
-    path = Path(path)
+def _call(action: Callable[[], T]) -> T:
+    """Run one client call, turning the core's `ClusterError` into `SandboxApiError`."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise SandboxApiError(f"kubeconfig {path}: cannot read: {type(exc).__name__}") from None
-    try:
-        ctx_name = doc["current-context"]
-        ctx = next(c["context"] for c in doc["contexts"] if c["name"] == ctx_name)
-        cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
-        user = next(u["user"] for u in doc["users"] if u["name"] == ctx["user"])
-    except (KeyError, TypeError, StopIteration):
-        raise SandboxApiError(f"kubeconfig {path}: current context is incomplete") from None
-    base = path.parent
-    ca = _material(cluster, "certificate-authority", base)
-    ctx_ssl = ssl.create_default_context(cadata=ca.decode() if ca else None)
-    cert = _material(user, "client-certificate", base)
-    key = _material(user, "client-key", base)
-    if cert and key:
-        # load_cert_chain only takes paths: write both to a private temporary directory, then remove it.
-        with tempfile.TemporaryDirectory(prefix="outpost-kc-") as tmp:
-            os.chmod(tmp, 0o700)
-            cpath, kpath = Path(tmp, "c.pem"), Path(tmp, "k.pem")
-            cpath.write_bytes(cert)
-            kpath.write_bytes(key)
-            ctx_ssl.load_cert_chain(cpath, kpath)
-    headers: dict[str, str] = {}
-    if user.get("token"):
-        headers["Authorization"] = f"Bearer {user['token']}"
-    return KubeAccess(server=str(cluster["server"]).rstrip("/"), ssl_context=ctx_ssl, headers=headers)
+        return action()
+    except ClusterError as error:
+        raise SandboxApiError(str(error), error.status_code if isinstance(error, ClusterResponseError) else 0) from None
 
 
 # kind -> (api prefix, plural, namespaced). Only what the sandbox applies.
@@ -132,32 +95,41 @@ def object_path(kind: str, name: str | None = None, namespace: str | None = None
     return path
 
 
-def _raise_for(verb: str, path: str, resp: httpx.Response) -> None:
-    if resp.status_code < 400:
-        return
-    reason = ""
-    try:
-        body = resp.json()
-        if isinstance(body, dict):
-            reason = str(body.get("message", ""))[:200].replace("\n", " ")
-    except ValueError:
-        pass
-    raise SandboxApiError(f"{verb} {path}: HTTP {resp.status_code} {reason}".rstrip(), resp.status_code)
+def _object_path(obj: Mapping[str, Any], subresource: str | None) -> str:
+    meta = obj["metadata"]
+    path = object_path(obj["kind"], meta["name"], meta.get("namespace"))
+    return f"{path}/{subresource}" if subresource else path
 
 
 class Kube:
-    """Synchronous client (used by `install`, faults and tests)."""
+    """Synchronous access (used by the launcher, `install`, faults and tests); one `ClusterWriter` underneath."""
 
-    def __init__(self, access: KubeAccess, timeout: float = 30.0) -> None:
-        self._client = httpx.Client(base_url=access.server, verify=access.ssl_context,
-                                    headers=access.headers, timeout=timeout)
+    def __init__(self, server: str, verify: ssl.SSLContext, token: TokenSource | None, timeout: float = 30.0,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self._server, self._verify, self._token, self.timeout = server, verify, token, timeout
+        self.writer = ClusterWriter(CLUSTER_NAME, server, verify=verify, token=token, read_timeout=timeout,
+                                    deadline=Deadline(math.inf), headers=headers)
 
     @classmethod
-    def from_kubeconfig(cls, path: Path | str, timeout: float = 30.0) -> Kube:
-        return cls(load_kubeconfig(path), timeout)
+    def from_kubeconfig(cls, path: Path | str, timeout: float = 30.0,
+                        headers: Mapping[str, str] | None = None) -> Kube:
+        """Who and where the kubeconfig's current context says, read by the product's one kubeconfig reader."""
+        credentials = _call(lambda: build_credentials(KubeconfigAuth(mode="kubeconfig", path=str(path))))
+        return cls(credentials.server, credentials.ssl_context, credentials.token, timeout, headers)
+
+    @classmethod
+    def for_server(cls, server: str, ca_file: Path | None = None, token: str | None = None,
+                   timeout: float = 10.0) -> Kube:
+        """A server named directly: the launcher's internal endpoint, or a component's health port."""
+        verify = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+        return cls(server, verify, (lambda: token) if token is not None else None, timeout)
+
+    def impersonating(self, headers: Mapping[str, str], timeout: float | None = None) -> Kube:
+        """The same identity acting as another subject (`Impersonate-User`/`-Group` headers); close it after use."""
+        return Kube(self._server, self._verify, self._token, timeout if timeout is not None else self.timeout, headers)
 
     def close(self) -> None:
-        self._client.close()
+        self.writer.close()
 
     def __enter__(self) -> Kube:
         return self
@@ -165,92 +137,58 @@ class Kube:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, verb: str, path: str, *, json_body: Any = None, content: bytes | None = None,
-                params: dict[str, str] | None = None, headers: dict[str, str] | None = None,
-                ok_missing: bool = False) -> Any:
-        """One API call; returns the decoded JSON (or None for a tolerated 404)."""
-        try:
-            resp = self._client.request(verb, path, json=json_body, content=content, params=params,
-                                        headers=headers)
-        except httpx.HTTPError as exc:
-            raise SandboxApiError(f"{verb} {path}: no answer ({type(exc).__name__})") from None
-        if ok_missing and resp.status_code == 404:
-            return None
-        _raise_for(verb, path, resp)
-        if not resp.content:
-            return None
-        try:
-            return resp.json()
-        except ValueError:
-            return resp.text
-
     def get(self, path: str, ok_missing: bool = False, **params: str) -> Any:
-        return self.request("GET", path, params=params or None, ok_missing=ok_missing)
+        """The JSON object at `path` (None for a 404 when `ok_missing`)."""
+        if ok_missing and not params:
+            return _call(lambda: self.writer.get_object(path))
+        return _call(lambda: self.writer.get_json(path, params or None))
 
-    def raw(self, path: str, timeout: float = 10.0) -> httpx.Response:
-        """GET returning the response whatever its status (for proxy probes)."""
-        try:
-            return self._client.get(path, timeout=timeout)
-        except httpx.HTTPError as exc:
-            raise SandboxApiError(f"GET {path}: no answer ({type(exc).__name__})") from None
+    def list(self, path: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a collection, page by page."""
+        return _call(lambda: self.writer.list(path, label_selector=label_selector))
 
-    def raw_with(self, path: str, headers: dict[str, str], timeout: float = 10.0) -> int:
-        """GET with extra headers (e.g. impersonation); returns the status code whatever it is."""
-        try:
-            return self._client.get(path, headers=headers, timeout=timeout).status_code
-        except httpx.HTTPError as exc:
-            raise SandboxApiError(f"GET {path}: no answer ({type(exc).__name__})") from None
+    def raw(self, path: str, timeout: float = 10.0, **params: str) -> Response:
+        """GET returning the response whatever its status (for proxy probes); 401/403 raise."""
+        return _call(lambda: self.writer.get(path, params or None, timeout=timeout))
 
-    def apply(self, obj: dict[str, Any], subresource: str | None = None) -> Any:
+    def create(self, path: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        return _call(lambda: self.writer.create(path, obj, dry_run=dry_run))
+
+    def apply(self, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         """Server-side apply `obj` (forced: the sandbox owns these fields)."""
-        meta = obj["metadata"]
-        path = object_path(obj["kind"], meta["name"], meta.get("namespace"))
-        if subresource:
-            path += f"/{subresource}"
-        return self.request("PATCH", path, json_body=obj,
-                            params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                            headers={"Content-Type": "application/apply-patch+yaml"})
+        path = _object_path(obj, subresource)
+        return _call(lambda: self.writer.apply(path, obj, field_manager=FIELD_MANAGER))
 
-    def merge_patch(self, path: str, patch: dict[str, Any]) -> Any:
-        return self.request("PATCH", path, json_body=patch,
-                            headers={"Content-Type": "application/merge-patch+json"})
+    def merge_patch(self, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return _call(lambda: self.writer.merge_patch(path, patch))
 
-    def delete(self, path: str) -> Any:
-        return self.request("DELETE", path, ok_missing=True)
+    def replace(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return _call(lambda: self.writer.replace(path, obj))
+
+    def delete(self, path: str, params: Query | None = None) -> dict[str, Any] | None:
+        """DELETE; None when it was already gone."""
+        return _call(lambda: self.writer.delete(path, params))
 
 
 class AsyncKube:
-    """Asynchronous twin of `Kube` for the backend daemon's loops."""
+    """The backend daemon's asyncio view of a `Kube`: each call runs in a worker thread (one client)."""
 
-    def __init__(self, access: KubeAccess, timeout: float = 15.0) -> None:
-        self._client = httpx.AsyncClient(base_url=access.server, verify=access.ssl_context,
-                                         headers=access.headers, timeout=timeout)
+    def __init__(self, kube: Kube, workers: int = 8) -> None:
+        self.kube = kube
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-kube")
+
+    async def _run(self, action: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, action)
+
+    async def get(self, path: str) -> Any:
+        return await self._run(lambda: self.kube.get(path))
+
+    async def apply(self, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        return await self._run(lambda: self.kube.apply(obj, subresource))
+
+    async def create(self, path: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        return await self._run(lambda: self.kube.create(path, obj, dry_run=dry_run))
 
     async def aclose(self) -> None:
-        await self._client.aclose()
-
-    async def request(self, verb: str, path: str, *, json_body: Any = None,
-                      params: dict[str, str] | None = None, headers: dict[str, str] | None = None,
-                      ok_missing: bool = False, timeout: float | None = None) -> Any:
-        try:
-            resp = await self._client.request(
-                verb, path, json=json_body, params=params, headers=headers,
-                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT)
-        except httpx.HTTPError as exc:
-            raise SandboxApiError(f"{verb} {path}: no answer ({type(exc).__name__})") from None
-        if ok_missing and resp.status_code == 404:
-            return None
-        _raise_for(verb, path, resp)
-        return resp.json() if resp.content else None
-
-    async def get(self, path: str, **params: str) -> Any:
-        return await self.request("GET", path, params=params or None)
-
-    async def apply(self, obj: dict[str, Any], subresource: str | None = None) -> Any:
-        meta = obj["metadata"]
-        path = object_path(obj["kind"], meta["name"], meta.get("namespace"))
-        if subresource:
-            path += f"/{subresource}"
-        return await self.request("PATCH", path, json_body=obj,
-                                  params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                                  headers={"Content-Type": "application/apply-patch+yaml"})
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.kube.close()

@@ -39,7 +39,7 @@ from typing import Any
 
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
-from outpost_sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
+from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
 
 log = logging.getLogger("outpost_sandbox.backend")
 
@@ -258,7 +258,11 @@ class Daemon:
         self.state_dir = state_dir
         self.systems_dir = state_dir / "systems"
         self.pki_dir = self.systems_dir / "pki"
-        self.kube = AsyncKube(load_kubeconfig(kubeconfig))
+        self.kubeconfig = kubeconfig
+        self.kube = AsyncKube(Kube.from_kubeconfig(kubeconfig, timeout=15))
+        # The load generator acts as APF_LOAD_USER, and waits long: its requests queue in the fault's level.
+        as_load_user = Kube.from_kubeconfig(kubeconfig, timeout=30, headers={"Impersonate-User": APF_LOAD_USER})
+        self.load_kube = AsyncKube(as_load_user, workers=APF_WORKERS)
         self.index = PodIndex()
         self.behaviour: dict[str, Any] = default_behaviour()
         self._behaviour_mtime = -1.0
@@ -520,10 +524,7 @@ class Daemon:
                       "metadata": {"generateName": "apf-load-", "namespace": "outpost-sandbox",
                                    "labels": {"outpost.sandbox/apf-load": "true"}}}
                 try:
-                    await self.kube.request(
-                        "POST", "/api/v1/namespaces/outpost-sandbox/configmaps",
-                        json_body=cm, params={"dryRun": "All"},
-                        headers={"Impersonate-User": APF_LOAD_USER}, timeout=30)
+                    await self.load_kube.create("/api/v1/namespaces/outpost-sandbox/configmaps", cm, dry_run=True)
                 except SandboxApiError as exc:
                     if exc.status != 429:
                         log.warning("apf load worker %d: %s", i, exc)
@@ -551,6 +552,7 @@ class Daemon:
         finally:
             ready.unlink(missing_ok=True)
             await self.kube.aclose()
+            await self.load_kube.aclose()
 
 
 def bind_sockets() -> list[socket.socket]:
