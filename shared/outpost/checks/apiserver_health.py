@@ -8,7 +8,6 @@ as healthy: it is an `error`, because we did not observe the API server.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,10 +16,10 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
+from outpost.kube.health import parse_health_body
 from outpost.result import Result, Status
 
 NAME = "apiserver-health"
-_LINE = re.compile(r"^\[(?P<mark>[+-])\](?P<name>\S+) (?P<rest>.*)$")
 
 
 class ApiserverHealthParams(Params):
@@ -55,13 +54,8 @@ def fetch(cluster: Cluster, params: ApiserverHealthParams) -> ApiserverHealthDat
 
 
 def parse_lines(body: str) -> list[dict[str, Any]]:
-    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order."""
-    checks = []
-    for line in body.splitlines():
-        match = _LINE.match(line.strip())
-        if match:
-            checks.append({"name": match["name"], "ok": match["mark"] == "+", "line": line.strip()})
-    return checks
+    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order, as `details` entries."""
+    return [{"name": line.name, "ok": line.ok, "line": line.line} for line in parse_health_body(body)]
 
 
 def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:

@@ -1,0 +1,59 @@
+"""Kubernetes timestamps: RFC 3339 `Time` (seconds) and `MicroTime` (microseconds), always UTC-aware.
+
+Guarantees:
+- `parse_time` accepts what the API server writes (`2026-12-03T11:00:00Z`, `...00.123456Z`) and any
+  RFC 3339 offset; None or "" is None (an omitted timestamp), anything else unparseable is ValueError;
+- ages are computed against a `now` passed in, never the clock, so every verdict is reproducible;
+  a negative age means the object's clock is ahead of ours (skew): the sign is kept and the caller
+  decides, because silently clamping to zero would make a skewed timestamp look fresh.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+_FRACTION_DIGITS = 6
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An aware UTC datetime from an RFC 3339 timestamp; None for None or ""."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"timestamp must be a string, got {type(value).__name__}")
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    # fromisoformat takes 3 or 6 fraction digits only; the API server may send 1-9 (nanoseconds).
+    if "." in text:
+        head, _, rest = text.partition(".")
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        fraction, zone = rest[:digits], rest[digits:]
+        text = f"{head}.{fraction[:_FRACTION_DIGITS].ljust(_FRACTION_DIGITS, '0')}{zone}" if fraction else head + zone
+    if "T" not in text and "t" not in text:
+        raise ValueError(f"not an RFC 3339 timestamp: {value!r}")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an RFC 3339 timestamp: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp without a time zone: {value!r}")
+    return parsed.astimezone(UTC)
+
+
+def age_seconds(timestamp: datetime | str | None, now: datetime) -> float | None:
+    """Seconds from `timestamp` to `now` (negative under clock skew); None when there is no timestamp."""
+    moment = parse_time(timestamp) if isinstance(timestamp, str) or timestamp is None else timestamp
+    if moment is None:
+        return None
+    if now.tzinfo is None or moment.tzinfo is None:
+        raise ValueError("age_seconds needs time-zone-aware datetimes")
+    return (now - moment).total_seconds()
+
+
+def format_time(moment: datetime, micro: bool = False) -> str:
+    """`moment` as the API server writes it: `Time` (seconds) or, with `micro`, `MicroTime`."""
+    if moment.tzinfo is None:
+        raise ValueError("format_time needs a time-zone-aware datetime")
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")

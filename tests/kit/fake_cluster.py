@@ -1,0 +1,244 @@
+"""A fake Kubernetes API server behind `httpx.MockTransport`, under the REAL `outpost.cluster.Cluster`.
+
+Why: a check's `fetch` (paths, selectors, pagination, 404 handling) and its `evaluate` (the verdict)
+should be unit-tested together over real captured API JSON, without a sandbox and without patching
+the client. Only the socket is replaced; every line of `Cluster` runs as in production.
+
+What it serves, as the API server does:
+- GET of an object it holds; 404 with a `Status` body (reason NotFound) when absent;
+- LIST of a collection, namespaced (`/api/v1/namespaces/NS/pods`) or across all namespaces
+  (`/api/v1/pods`), sorted by namespace/name, with `labelSelector` (equality and set-based, through
+  `outpost.kube.selectors`), `fieldSelector` on `metadata.name`, `metadata.namespace`, `spec.nodeName`
+  (`=`, `==`, `!=`; any other field is a 400 as on the real server), `limit`/`continue` pagination with
+  opaque continue tokens (a stale or foreign token is a 410 Gone), and the metadata-only
+  `PartialObjectMetadataList` form;
+- anything registered with `respond` (health and proxy paths: text bodies, any status code), and
+  failures on demand: `respond(path, 401)`, `hang(path)` (read timeout), `unreachable(path)`;
+- every request is recorded (`requests`: method, path, query pairs, accept) so tests can assert on
+  pagination and selectors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from outpost.cluster import Cluster, Deadline
+from outpost.kube.paths import KINDS, Kind
+from outpost.kube.selectors import parse_label_selector
+
+SERVER = "https://fake-apiserver.invalid"
+_CUSTOM_GROUPS = {"slo.koordinator.sh", "scheduling.sigs.k8s.io"}  # LIST items of CRDs keep kind/apiVersion
+_BY_PATH: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.plural): k for k in KINDS.values()}
+_FIELDS = {
+    "metadata.name": lambda o: o.get("metadata", {}).get("name", ""),
+    "metadata.namespace": lambda o: o.get("metadata", {}).get("namespace", ""),
+    "spec.nodeName": lambda o: (o.get("spec") or {}).get("nodeName", ""),
+}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    accept: str
+
+    def param(self, key: str) -> str | None:
+        return next((v for k, v in self.query if k == key), None)
+
+
+@dataclass(frozen=True)
+class _Canned:
+    status: int
+    body: str
+    content_type: str
+    failure: str | None = None  # "timeout" | "unreachable"
+
+
+@dataclass
+class _Route:
+    kind: Kind
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def _answer(code: int, body: str | dict[str, Any], content_type: str = "application/json") -> httpx.Response:
+    """A response whose body is a stream, as from a socket: httpx reads it, closes it and sets `elapsed`
+    (a response built with `json=`/`text=` is already read, and `Cluster` would fail on `elapsed`)."""
+    data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+    return httpx.Response(code, headers={"Content-Type": content_type, "Content-Length": str(len(data))},
+                          stream=httpx.ByteStream(data))
+
+
+def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return _answer(code, body)
+
+
+@dataclass
+class FakeApiServer:
+    """Objects by (kind, namespace, name), canned responses by path, and a log of requests."""
+
+    objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    canned: dict[str, _Canned] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    resource_version: int = 1000
+
+    # -- content ------------------------------------------------------------------------------------
+
+    def add(self, *objs: dict[str, Any]) -> FakeApiServer:
+        """Hold `objs` (each must carry `kind`, as captured fixtures do)."""
+        for obj in objs:
+            kind = KINDS.get(str(obj.get("kind")))
+            if kind is None:
+                raise ValueError(f"fake API server: object without a known kind: {obj.get('kind')!r}")
+            metadata = obj.get("metadata") or {}
+            namespace = metadata.get("namespace", "") if kind.namespaced else ""
+            if kind.namespaced and not namespace:
+                raise ValueError(f"fake API server: namespaced {kind.kind} {metadata.get('name')!r} without namespace")
+            self.objects[(kind.kind, namespace, metadata["name"])] = obj
+        return self
+
+    def add_all(self, objs: Iterable[dict[str, Any]]) -> FakeApiServer:
+        return self.add(*objs)
+
+    def remove(self, kind: Kind, name: str, namespace: str = "") -> None:
+        self.objects.pop((kind.kind, namespace, name), None)
+
+    def load(self, directory: Path) -> FakeApiServer:
+        """Every `*.json` object under `directory` (e.g. a captured state)."""
+        for path in sorted(directory.rglob("*.json")):
+            self.add(json.loads(path.read_text()))
+        return self
+
+    def respond(self, path: str, status: int, body: str | dict[str, Any] = "",
+                content_type: str = "text/plain; charset=utf-8") -> FakeApiServer:
+        """Answer GET `path` (any query) with `status` and `body`; a dict body is sent as JSON."""
+        if isinstance(body, dict):
+            self.canned[path] = _Canned(status, json.dumps(body), "application/json")
+        else:
+            self.canned[path] = _Canned(status, body, content_type)
+        return self
+
+    def hang(self, path: str) -> FakeApiServer:
+        """Requests to `path` time out (httpx.ReadTimeout, as a server that never answers)."""
+        self.canned[path] = _Canned(0, "", "", failure="timeout")
+        return self
+
+    def unreachable(self, path: str) -> FakeApiServer:
+        """Requests to `path` cannot connect (httpx.ConnectError)."""
+        self.canned[path] = _Canned(0, "", "", failure="unreachable")
+        return self
+
+    # -- serving ------------------------------------------------------------------------------------
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        query = tuple(request.url.params.multi_items())
+        self.requests.append(Recorded(request.method, path, query, request.headers.get("accept", "")))
+        canned = self.canned.get(path)
+        if canned is not None:
+            if canned.failure == "timeout":
+                raise httpx.ReadTimeout("timed out", request=request)
+            if canned.failure == "unreachable":
+                raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+            return _answer(canned.status, canned.body, canned.content_type)
+        if request.method != "GET":
+            return _status(405, "MethodNotAllowed", f"the fake API server is read-only ({request.method})")
+        route = _route(path)
+        if route is None or route.subresource:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        if route.name is None:
+            return self._list(route, request)
+        obj = self.objects.get((route.kind.kind, route.namespace or "", route.name))
+        if obj is None:
+            return _status(404, "NotFound", f'{route.kind.plural} "{route.name}" not found',
+                           name=route.name, kind=route.kind.plural)
+        return _answer(200, obj)
+
+    def _list(self, route: _Route, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        items = [o for (kind, ns, _), o in self.objects.items()
+                 if kind == route.kind.kind and (route.namespace is None or ns == route.namespace)]
+        try:
+            selector = parse_label_selector(params.get("labelSelector", ""))
+        except ValueError as error:
+            return _status(400, "BadRequest", f"unable to parse requirement: {error}")
+        items = [o for o in items if selector.matches((o.get("metadata") or {}).get("labels") or {})]
+        for requirement in filter(None, params.get("fieldSelector", "").split(",")):
+            negate = "!=" in requirement
+            key, _, value = requirement.partition("!=" if negate else "==" if "==" in requirement else "=")
+            getter = _FIELDS.get(key.strip())
+            if getter is None:
+                return _status(400, "BadRequest", f'"{key.strip()}" is not a known field selector: '
+                                                  f"only \"metadata.name\", \"metadata.namespace\"")
+            items = [o for o in items if (getter(o) == value.strip()) is not negate]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        offset = 0
+        token = params.get("continue")
+        if token:
+            try:
+                state = json.loads(base64.urlsafe_b64decode(token.encode()))
+                offset = int(state["start"])
+                if state["rv"] != self.resource_version:
+                    raise ValueError("stale")
+            except (ValueError, KeyError, TypeError):
+                return _status(410, "Expired", "The provided continue parameter is too old to display a "
+                                               "consistent list result.")
+        limit = int(params.get("limit", "0") or 0)
+        page = items[offset:offset + limit] if limit else items[offset:]
+        metadata: dict[str, Any] = {"resourceVersion": str(self.resource_version)}
+        end = offset + len(page)
+        if limit and end < len(items):
+            metadata["continue"] = base64.urlsafe_b64encode(
+                json.dumps({"start": end, "rv": self.resource_version}).encode()).decode()
+            metadata["remainingItemCount"] = len(items) - end
+        if "as=PartialObjectMetadataList" in request.headers.get("accept", ""):
+            body_items: list[dict[str, Any]] = [
+                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+                for o in page]
+            return _answer(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                             "metadata": metadata, "items": body_items})
+        keep_kind = route.kind.group in _CUSTOM_GROUPS
+        body_items = [o if keep_kind else {k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
+                      for o in page]
+        return _answer(200, {"kind": f"{route.kind.kind}List", "apiVersion": route.kind.api_version,
+                                         "metadata": metadata, "items": body_items})
+
+
+def _route(path: str) -> _Route | None:
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    kind = _BY_PATH.get((group, version, rest[0]))
+    if kind is None or (namespace is not None and not kind.namespaced):
+        return None
+    return _Route(kind, namespace, rest[1] if len(rest) > 1 else None, "/".join(rest[2:]) or None)
+
+
+def fake_cluster(api: FakeApiServer, *, name: str = "fake", page_size: int = 500,
+                 deadline: Deadline | None = None) -> Cluster:
+    """The real `Cluster`, talking to `api` through `httpx.MockTransport`."""
+    return Cluster(name, SERVER, verify=ssl.create_default_context(), transport=httpx.MockTransport(api.handler),
+                   page_size=page_size, deadline=deadline)
