@@ -16,9 +16,9 @@ Layout: one module per family (`backends`, `nodes`, `extension_objects`, `overlo
 and is the Python API; `cli` is the command line.
 """
 
-from outpost_sandbox.faults.base import Fault, FaultError
+from outpost_sandbox.faults.base import TARGET_CHECKS, Fault, FaultError
 from outpost_sandbox.faults.catalogue import FAULTS
 from outpost_sandbox.faults.cli import register
 from outpost_sandbox.faults.records import active, break_fault, heal
 
-__all__ = ["FAULTS", "Fault", "FaultError", "active", "break_fault", "heal", "register"]
+__all__ = ["FAULTS", "TARGET_CHECKS", "Fault", "FaultError", "active", "break_fault", "heal", "register"]
