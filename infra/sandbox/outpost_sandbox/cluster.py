@@ -45,6 +45,8 @@ import yaml
 
 from outpost import rbac
 from outpost.errors import MalformedResponse, OutpostError
+from outpost.kube.objects import Node, parse_items
+from outpost.kube.timestamps import parse_time
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.kwok_stages import STAGES_YAML
@@ -779,8 +781,8 @@ class Sandbox:
         if leases is None:
             return False
         for lease in leases:
-            renewed = str(lease["spec"].get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
-            if dt.datetime.fromisoformat(renewed) < since:
+            renewed = parse_time(lease["spec"].get("renewTime"))
+            if renewed is None or renewed < since:
                 return False
         return True
 
@@ -811,14 +813,7 @@ class Sandbox:
             items = self._list_nodes(state)
         except SandboxApiError:
             return 0
-        ready = 0
-        for n in items:
-            if n.get("metadata", {}).get("name") not in wanted:
-                continue
-            conds = n.get("status", {}).get("conditions") or []
-            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
-                ready += 1
-        return ready
+        return sum(1 for node in parse_items(Node, items, "nodes-ready") if node.name in wanted and node.ready)
 
     def _ensure_nodes(self, state: State, nodes: int, timeout: float | None) -> None:
         existing = {n["metadata"]["name"] for n in self._list_nodes(state)}

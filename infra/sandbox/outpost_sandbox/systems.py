@@ -36,6 +36,10 @@ from typing import Any
 import yaml
 
 from outpost.errors import OutpostError
+from outpost.kube.conditions import ESTABLISHED, Condition, is_true
+from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
+from outpost.kube.paths import CRDS, DAEMON_SETS, NODES, PODS, collection_path, object_path
+from outpost.kube.paths import DEPLOYMENTS as DEPLOYMENT_KIND
 from outpost_sandbox import pki
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
@@ -110,9 +114,9 @@ def apply_all(kube: Kube, docs: list[dict[str, Any]], log: Callable[[str], None]
 
 
 def _crd_established(kube: Kube, name: str) -> bool:
-    crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions") or [])
+    crd = kube.get(object_path(CRDS, name))
+    conditions = [Condition.model_validate(c) for c in (crd.get("status") or {}).get("conditions") or []]
+    return is_true(conditions, ESTABLISHED)
 
 
 def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
@@ -120,19 +124,17 @@ def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
 
 
 def deployment_ready(kube: Kube, ns: str, name: str) -> bool:
-    d = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")
-    want = d.get("spec", {}).get("replicas", 1)
-    st = d.get("status", {})
-    return bool(st.get("readyReplicas", 0) == want and st.get("updatedReplicas", 0) == want
-                and st.get("observedGeneration", 0) >= d["metadata"]["generation"])
+    """Every wanted replica ready and updated, as of the latest spec."""
+    d = parse(Deployment, kube.get(object_path(DEPLOYMENT_KIND, name, ns)), "deployment-ready")
+    want = d.spec.replicas
+    return d.status.ready_replicas == want and d.status.updated_replicas == want and d.observed_current
 
 
 def daemonset_ready(kube: Kube, ns: str, name: str) -> bool:
-    d = kube.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/{name}")
-    st = d.get("status", {})
-    want = st.get("desiredNumberScheduled", 0)
-    return bool(want > 0 and st.get("numberReady", 0) == want
-                and st.get("observedGeneration", 0) >= d["metadata"]["generation"])
+    """Scheduled somewhere, ready everywhere it is scheduled, as of the latest spec."""
+    d = parse(DaemonSet, kube.get(object_path(DAEMON_SETS, name, ns)), "daemonset-ready")
+    want = d.status.desired_number_scheduled
+    return want > 0 and d.status.number_ready == want and d.observed_current
 
 
 def ensure_pki(sdir: Path) -> None:
@@ -306,18 +308,14 @@ def revive_pods(kube: Kube) -> list[str]:
     kubelet re-reports them Ready when the node returns, but kwok only readies Pending pods. So after
     an outage is healed the pods are replaced, which is what the real controllers then do.
     """
-    ready_nodes = {n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"]
-                   if any(c["type"] == "Ready" and c["status"] == "True"
-                          for c in n.get("status", {}).get("conditions") or [])}
+    ready_nodes = {n.name for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods") if n.ready}
     revived = []
     for ns in SYSTEM_NAMESPACES:
-        for pod in kube.get(f"/api/v1/namespaces/{ns}/pods")["items"]:
-            st = pod.get("status", {})
-            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or [])
-            if (st.get("phase") == "Running" and not ready and not pod["metadata"].get("deletionTimestamp")
-                    and pod["spec"].get("nodeName") in ready_nodes and pod["metadata"].get("ownerReferences")):
-                kube.delete(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}", {"gracePeriodSeconds": "0"})
-                revived.append(f"{ns}/{pod['metadata']['name']}")
+        for pod in parse_list(Pod, kube.get(collection_path(PODS, ns)), "revive-pods"):
+            if (pod.status.phase == "Running" and not pod.ready and not pod.terminating
+                    and pod.node_name in ready_nodes and pod.metadata.owner_references):
+                kube.delete(object_path(PODS, pod.name, ns), {"gracePeriodSeconds": "0"})
+                revived.append(f"{ns}/{pod.name}")
     return revived
 
 

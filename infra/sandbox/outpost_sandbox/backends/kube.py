@@ -25,6 +25,7 @@ from outpost.cluster.deadline import Deadline
 from outpost.cluster.writer import ClusterWriter
 from outpost.config import KubeconfigAuth
 from outpost.errors import ClusterError, ClusterResponseError
+from outpost.kube.paths import kind_of, object_path
 
 FIELD_MANAGER = "outpost-sandbox"
 CLUSTER_NAME = "sandbox"
@@ -48,57 +49,13 @@ def _call(action: Callable[[], T]) -> T:
         raise SandboxApiError(str(error), error.status_code if isinstance(error, ClusterResponseError) else 0) from None
 
 
-# kind -> (api prefix, plural, namespaced). Only what the sandbox applies.
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    "Namespace": ("/api/v1", "namespaces", False),
-    "Service": ("/api/v1", "services", True),
-    "Secret": ("/api/v1", "secrets", True),
-    "ConfigMap": ("/api/v1", "configmaps", True),
-    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
-    "Event": ("/api/v1", "events", True),
-    "Node": ("/api/v1", "nodes", False),
-    "Pod": ("/api/v1", "pods", True),
-    "Deployment": ("/apis/apps/v1", "deployments", True),
-    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
-    "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
-    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
-    "MutatingWebhookConfiguration": (
-        "/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
-    "ValidatingWebhookConfiguration": (
-        "/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", False),
-    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
-    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
-    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
-    "FlowSchema": ("/apis/flowcontrol.apiserver.k8s.io/v1", "flowschemas", False),
-    "PriorityLevelConfiguration": (
-        "/apis/flowcontrol.apiserver.k8s.io/v1", "prioritylevelconfigurations", False),
-    "PodGroup": ("/apis/scheduling.sigs.k8s.io/v1alpha1", "podgroups", True),
-    "NodeMetric": ("/apis/slo.koordinator.sh/v1alpha1", "nodemetrics", False),
-}
-
-
-def object_path(kind: str, name: str | None = None, namespace: str | None = None) -> str:
-    """The REST path of a collection (name None) or of one object of `kind`."""
-    try:
-        prefix, plural, namespaced = RESOURCES[kind]
-    except KeyError:
-        raise SandboxApiError(f"kind {kind}: not known to the sandbox client") from None
-    path = prefix
-    if namespaced:
-        if not namespace:
-            raise SandboxApiError(f"{kind} {name}: namespaced kind without a namespace")
-        path += f"/namespaces/{namespace}"
-    path += f"/{plural}"
-    if name:
-        path += f"/{name}"
-    return path
-
-
 def _object_path(obj: Mapping[str, Any], subresource: str | None) -> str:
+    """Where a manifest lives (by its `kind`, through the core's one table of kinds)."""
     meta = obj["metadata"]
-    path = object_path(obj["kind"], meta["name"], meta.get("namespace"))
-    return f"{path}/{subresource}" if subresource else path
+    try:
+        return object_path(kind_of(obj["kind"]), meta["name"], meta.get("namespace"), subresource)
+    except ValueError as exc:
+        raise SandboxApiError(f"{obj['kind']} {meta.get('name')}: {exc}") from None
 
 
 class Kube:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from outpost.kube.timestamps import format_time
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
 from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
@@ -69,11 +70,11 @@ HEALTH_CHECKS = {  # target -> {path: controller-runtime check name}
 
 
 def rfc3339_micro(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_time(t, micro=True)
 
 
 def rfc3339(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(t)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,15 @@ fails with `FaultError` naming what was awaited; `required_target` refuses a mis
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from outpost.errors import OutpostError
+from outpost.kube import timestamps
+from outpost.kube.timestamps import format_time
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.poll import poll_until
@@ -92,13 +95,14 @@ def utc_now() -> dt.datetime:
 
 
 def rfc3339(t: dt.datetime, micro: bool = False) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+    """As the API server writes times (`Time`, or `MicroTime` with `micro`)."""
+    return format_time(t, micro)
 
 
 def age_seconds(timestamp: object) -> float:
-    """Seconds since an RFC 3339 time from an object (a missing one counts as the epoch)."""
-    then = dt.datetime.fromisoformat(str(timestamp or "1970-01-01T00:00:00Z").replace("Z", "+00:00"))
-    return (utc_now() - then).total_seconds()
+    """Seconds since an RFC 3339 time from an object; a missing one is infinitely old (never fresh)."""
+    age = timestamps.age_seconds(str(timestamp) if timestamp else None, utc_now())
+    return math.inf if age is None else age
 
 
 def wait_for(what: str, timeout: float, predicate: Callable[[], bool]) -> None:

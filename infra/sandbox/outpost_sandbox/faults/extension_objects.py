@@ -13,6 +13,15 @@ import secrets
 import time
 from typing import Any
 
+from outpost.kube.paths import (
+    DEPLOYMENTS,
+    EVENTS,
+    LEASES,
+    MUTATING_WEBHOOKS,
+    POD_GROUPS,
+    VALIDATING_WEBHOOKS,
+    object_path,
+)
 from outpost_sandbox import systems
 from outpost_sandbox.backends.behaviour import (
     DEFAULT_CPU_RATIO,
@@ -20,7 +29,6 @@ from outpost_sandbox.backends.behaviour import (
     read_behaviour,
     write_behaviour,
 )
-from outpost_sandbox.backends.kube import object_path
 from outpost_sandbox.faults.base import (
     FAULT_PREFIX,
     LEADER_LEASES,
@@ -124,8 +132,8 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
         return {"name": name}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        ctx.kube.delete(object_path("Deployment", undo["name"], "default"))
-        ctx.kube.delete(object_path("PodGroup", undo["name"], "default"))
+        ctx.kube.delete(object_path(DEPLOYMENTS, undo["name"], "default"))
+        ctx.kube.delete(object_path(POD_GROUPS, undo["name"], "default"))
 
     return apply, heal
 
@@ -158,7 +166,7 @@ def evictions_apply(ctx: FaultContext) -> dict[str, Any]:
 
 def evictions_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     for name in undo["events"]:
-        ctx.kube.delete(object_path("Event", name, "default"))
+        ctx.kube.delete(object_path(EVENTS, name, "default"))
 
 
 def manifest_docs(ctx: FaultContext) -> list[dict[str, Any]]:
@@ -168,8 +176,8 @@ def manifest_docs(ctx: FaultContext) -> list[dict[str, Any]]:
 def webhook_deleted_apply(ctx: FaultContext) -> dict[str, Any]:
     system = required_target(ctx, sorted(WEBHOOK_CONFIGS), "system")
     mut, val = WEBHOOK_CONFIGS[system]
-    ctx.kube.delete(object_path("MutatingWebhookConfiguration", mut))
-    ctx.kube.delete(object_path("ValidatingWebhookConfiguration", val))
+    ctx.kube.delete(object_path(MUTATING_WEBHOOKS, mut))
+    ctx.kube.delete(object_path(VALIDATING_WEBHOOKS, val))
     return {"system": system}
 
 
@@ -183,7 +191,7 @@ def webhook_deleted_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
 def scaled_to_zero_apply(ctx: FaultContext) -> dict[str, Any]:
     name = required_target(ctx, sorted(MANAGERS), "deployment")
     ns = MANAGERS[name]
-    ctx.kube.merge_patch(object_path("Deployment", name, ns), {"spec": {"replicas": 0}})
+    ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": 0}})
     wait_for(f"deployment {ns}/{name} to have no pods", 60, lambda: not ctx.kube.get(
         f"/api/v1/namespaces/{ns}/pods",
         labelSelector="koord-app=koord-manager" if name == "koord-manager"
@@ -194,7 +202,7 @@ def scaled_to_zero_apply(ctx: FaultContext) -> dict[str, Any]:
 def scaled_to_zero_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     name = undo["name"]
     ns = MANAGERS[name]
-    ctx.kube.merge_patch(object_path("Deployment", name, ns),
+    ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns),
                          {"spec": {"replicas": systems.DEFAULT_REPLICAS[name]}})
     wait_for(f"deployment {ns}/{name} ready", 90, lambda: systems.deployment_ready(ctx.kube, ns, name))
 
@@ -205,7 +213,7 @@ def leader_lease_apply(ctx: FaultContext) -> dict[str, Any]:
     data["stale_leases"] = sorted(set(data.get("stale_leases") or []) | {name})
     write_behaviour(ctx.sdir, data)
     time.sleep(0.5)
-    ctx.kube.merge_patch(object_path("Lease", name, LEADER_LEASES[name]),
+    ctx.kube.merge_patch(object_path(LEASES, name, LEADER_LEASES[name]),
                          {"spec": {"renewTime": rfc3339(utc_now() - dt.timedelta(seconds=120), micro=True)}})
     return {"name": name}
 
@@ -217,7 +225,7 @@ def leader_lease_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     write_behaviour(ctx.sdir, data)
 
     def fresh() -> bool:
-        lease = ctx.kube.get(object_path("Lease", name, LEADER_LEASES[name]))
+        lease = ctx.kube.get(object_path(LEASES, name, LEADER_LEASES[name]))
         return age_seconds(lease["spec"]["renewTime"]) < 15
 
     wait_for(f"lease {LEADER_LEASES[name]}/{name} renewed", 30, fresh)

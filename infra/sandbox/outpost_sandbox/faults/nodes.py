@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from outpost.kube.objects import Node, parse
+from outpost.kube.paths import LEASES, NODES, object_path
 from outpost_sandbox import systems
-from outpost_sandbox.backends.kube import object_path
 from outpost_sandbox.faults.base import (
     Apply,
     FaultContext,
@@ -52,8 +53,7 @@ def daemonset_pod_missing(label: str, ns: str, ds: str) -> tuple[Apply, Heal]:
 
 # ---- node liveness (kwok) ------------------------------------------------------------------------
 def node_ready(ctx: FaultContext, node: str) -> bool:
-    n = ctx.kube.get(f"/api/v1/nodes/{node}")
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])
+    return parse(Node, ctx.kube.get(object_path(NODES, node)), "node-ready").ready
 
 
 KWOK_RENEW_WINDOW_S = 12.0  # kwok renews every quarter of the 40 s lease duration, plus jitter
@@ -72,7 +72,7 @@ def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     acts once the live Lease is exactly the one it last saw renewed.
     """
     node = node_target(ctx)
-    path = object_path("Lease", node, "kube-node-lease")
+    path = object_path(LEASES, node, "kube-node-lease")
     spec = ctx.kube.get(path)["spec"]
     last = rfc3339(utc_now(), micro=True)
     ctx.kube.merge_patch(path, {"spec": {"holderIdentity": FAULT_HOLDER, "leaseDurationSeconds": 86400,
@@ -91,7 +91,7 @@ def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
 def _lease_restore(ctx: FaultContext, undo: dict[str, Any]) -> None:
     # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
     # when it *acquires* the lease, not when it finds itself already holding it.
-    ctx.kube.merge_patch(object_path("Lease", undo["node"], "kube-node-lease"), {"spec": {
+    ctx.kube.merge_patch(object_path(LEASES, undo["node"], "kube-node-lease"), {"spec": {
         "holderIdentity": None, "leaseDurationSeconds": undo["duration"]}})
 
 
@@ -100,7 +100,7 @@ def node_lease_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     _lease_restore(ctx, undo)
 
     def renewed() -> bool:
-        spec = ctx.kube.get(object_path("Lease", node, "kube-node-lease"))["spec"]
+        spec = ctx.kube.get(object_path(LEASES, node, "kube-node-lease"))["spec"]
         return bool(spec.get("holderIdentity")) and age_seconds(spec.get("renewTime")) < 40
 
     wait_for(f"kwok holding and renewing lease kube-node-lease/{node} again", 60, renewed)

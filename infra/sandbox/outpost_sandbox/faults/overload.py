@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from outpost.kube.paths import FLOW_SCHEMAS, PRIORITY_LEVELS, object_path
 from outpost_sandbox.backends.behaviour import (
     read_behaviour,
     write_behaviour,
 )
-from outpost_sandbox.backends.kube import object_path
 from outpost_sandbox.faults.base import (
     APF_LOAD_USER,
     APF_NAME,
@@ -81,8 +81,8 @@ def overload_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     data = read_behaviour(ctx.sdir)
     data["apf_load"] = None
     write_behaviour(ctx.sdir, data)
-    ctx.kube.delete(object_path("FlowSchema", APF_NAME))
-    ctx.kube.delete(object_path("PriorityLevelConfiguration", APF_NAME))
+    ctx.kube.delete(object_path(FLOW_SCHEMAS, APF_NAME))
+    ctx.kube.delete(object_path(PRIORITY_LEVELS, APF_NAME))
     with ctx.kube.impersonating(_impersonation(_subject(undo["subject"]))) as as_subject:
         wait_for("LIST no longer rejected with 429", 30,
               lambda: as_subject.raw("/api/v1/namespaces/default/pods", limit="1").status_code != 429)
