@@ -21,12 +21,17 @@ Handler = Callable[[http.server.BaseHTTPRequestHandler], tuple[int, str, str]]
 
 @contextmanager
 def https_server(pki: LocalhostTls, respond: Handler) -> Iterator[tuple[str, list[str]]]:
-    """Serve `respond(request) -> (status, content_type, body)`; yields (base URL, seen request lines)."""
+    """Serve `respond(request) -> (status, content_type, body)`; yields (base URL, seen request lines).
+
+    A seen line is the path for a GET and `METHOD path` otherwise; a request body is `request.body`.
+    """
     seen: list[str] = []
 
     class RequestHandler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            seen.append(self.path)
+            seen.append(self.path if self.command == "GET" else f"{self.command} {self.path}")
+            length = int(self.headers.get("Content-Length") or 0)
+            self.body = self.rfile.read(length) if length else b""
             status, content_type, body = respond(self)
             data = body.encode()
             self.send_response(status)
@@ -34,6 +39,8 @@ def https_server(pki: LocalhostTls, respond: Handler) -> Iterator[tuple[str, lis
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        do_POST = do_PATCH = do_PUT = do_DELETE = do_GET
 
         def log_message(self, *_args: object) -> None:
             pass

@@ -15,6 +15,7 @@ import pytest
 from local_tls import closed_port, https_server, silent_server
 
 from outpost.cluster import Cluster, Deadline
+from outpost.cluster.writer import ClusterWriter
 from outpost.errors import (
     ClusterAuthError,
     ClusterResponseError,
@@ -165,3 +166,19 @@ def test_constructor_headers_go_with_every_request_and_never_replace_the_token(p
     assert [user for user, _auth, _agent in received] == ["apf-load", "apf-load"]
     assert all(auth == f"Bearer {TOKEN}" and agent and agent.startswith("outpost/")
                for _user, auth, agent in received)
+
+
+def test_writer_delete_sends_its_parameters_and_treats_404_as_gone(pki: LocalhostTls) -> None:
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.path.startswith("/api/v1/namespaces/ns/pods/gone"):
+            return 404, "application/json", json.dumps({"kind": "Status", "code": 404})
+        return 200, "application/json", json.dumps({"kind": "Pod", "metadata": {"name": "p"}})
+
+    with https_server(pki, respond) as (url, seen), ClusterWriter(
+            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as writer:
+        deleted = writer.delete("/api/v1/namespaces/ns/pods/p", {"gracePeriodSeconds": "0"})
+        missing = writer.delete("/api/v1/namespaces/ns/pods/gone")
+    assert deleted == {"kind": "Pod", "metadata": {"name": "p"}}
+    assert missing is None
+    assert seen == ["DELETE /api/v1/namespaces/ns/pods/p?gracePeriodSeconds=0",
+                    "DELETE /api/v1/namespaces/ns/pods/gone"]
