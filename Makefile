@@ -22,10 +22,13 @@ system-packages:
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
-$(STAMP): pyproject.toml
+# The product and the sandbox (its own distribution, infra/sandbox, needed by demo and the tests).
+# compat mode puts each source root on sys.path with a plain .pth (not an import hook), so mypy
+# and other static tools resolve outpost_sandbox from the tests too.
+$(STAMP): pyproject.toml infra/sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev]' -e infra/sandbox --config-settings editable_mode=compat
 	touch $(STAMP)
 
 python: $(STAMP)
@@ -48,10 +51,12 @@ demo: setup
 # mypy --strict runs twice: the package, functions/ and the other test tiers ([tool.mypy] in pyproject.toml), then
 # tests/e2e with its own directory first on the path (its conftest is a second module named `conftest`).
 lint: python
-	$(BIN)/ruff check shared functions tests
+	$(BIN)/ruff check shared functions tests infra/sandbox
 	$(BIN)/mypy
 	MYPYPATH=tests/e2e $(BIN)/mypy tests/e2e
+	$(BIN)/mypy --config-file infra/sandbox/pyproject.toml
 	$(BIN)/lint-imports
+	$(BIN)/lint-imports infra/sandbox/pyproject.toml
 
 unit: python
 	$(BIN)/pytest tests/unit
@@ -69,4 +74,4 @@ bench: setup
 	$(BIN)/python tests/bench/run.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info infra/sandbox/build infra/sandbox/*.egg-info

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib.metadata
 import json
 import sys
-from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TextIO
 
-from outpost import demo, maintenance, packaging, redaction, registry
+from outpost import maintenance, packaging, redaction, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, OutpostError
 from outpost.logs import install_redaction, sanitize
 from outpost.result import Result
 from outpost.runner import run_check
-from outpost.sandbox import cli as sandbox_cli
 from outpost.settings import (
     FUNCTION_TIMEOUT_SECONDS,
     add_source_arguments,
@@ -32,6 +32,15 @@ from outpost.settings import (
 )
 
 EXIT_USAGE = 64
+
+PLUGIN_GROUP = "outpost.commands"
+"""Entry-point group of the commands other distributions add (each a `register(subparsers)` callable)."""
+
+SANDBOX_COMMANDS = ("demo", "sandbox")
+"""Commands the `outpost-sandbox` distribution provides; without it they print how to install it."""
+
+SANDBOX_INSTALL_HINT = ("the sandbox is not installed: `pip install -e infra/sandbox` "
+                        "(from the repository root), or `make setup`")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,9 +73,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintenance.register(commands)
     packaging.register(commands)
-    sandbox_cli.register(commands)
-    demo.register(commands)
+    registered = _register_plugins(commands)
+    for name in SANDBOX_COMMANDS:
+        if name not in registered:
+            _register_missing_sandbox(commands, name)
     return parser
+
+
+def _register_plugins(commands: Any) -> set[str]:
+    """Add every `outpost.commands` entry point's commands; the product never imports the sandbox itself."""
+    registered: set[str] = set()
+    entry_points = importlib.metadata.entry_points(group=PLUGIN_GROUP)
+    for entry_point in sorted(entry_points, key=lambda ep: (ep.name not in SANDBOX_COMMANDS, ep.name)):
+        register: Callable[[Any], object] = entry_point.load()
+        register(commands)
+        registered.add(entry_point.name)
+    return registered
+
+
+def _register_missing_sandbox(commands: Any, name: str) -> None:
+    """`outpost <name> ...` still parses (any arguments) and says how to install the sandbox."""
+    parser = commands.add_parser(name, help=f"(not installed) {SANDBOX_INSTALL_HINT}", add_help=False)
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.set_defaults(func=_sandbox_missing)
+
+
+def _sandbox_missing(args: argparse.Namespace) -> int:
+    print(f"outpost {args.command}: {SANDBOX_INSTALL_HINT}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -160,7 +194,9 @@ class _Usage(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     install_redaction()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.func is not _sandbox_missing:  # the placeholders accept anything; the rest must not
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.func(args)
         return code

@@ -68,7 +68,7 @@ def scale(repeat: int, nodes: int, state_dir: str | None) -> list[tuple[str, flo
     from outpost.cluster import Cluster, Deadline
     from outpost.config import ClusterSettings, KubeconfigAuth, Settings
     from outpost.runner import run_check
-    from outpost.sandbox.cluster import Sandbox
+    from outpost_sandbox.cluster import Sandbox
 
     up = Sandbox(state_dir).up(nodes=nodes)
     settings = Settings(environment="bench", cluster=ClusterSettings(

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from outpost.sandbox import faults
-from outpost.sandbox.cluster import COMPONENTS, Sandbox, SandboxError
+from outpost_sandbox import faults
+from outpost_sandbox.cluster import COMPONENTS, Sandbox, SandboxError
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import yaml
 
 from outpost.result import Status
 from outpost.runner import run_check
-from outpost.sandbox import faults
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import load_settings
+from outpost_sandbox import faults
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

@@ -23,8 +23,8 @@ import yaml
 from werkzeug.serving import make_server
 
 from outpost.runtime.common import CheckUnhealthy
-from outpost.sandbox import faults
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox import faults
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 from samples.aws_events import FUNCTION_URL_EVENT, SCHEDULED_EVENT
 
 if TYPE_CHECKING:

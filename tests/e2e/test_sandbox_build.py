@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 
-from outpost.sandbox.cluster import build_script, ensure_binaries
+from outpost_sandbox.cluster import build_script, ensure_binaries
 
 GO_DIR = build_script().parent
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import SandboxInfo
+    from conftest import SandboxInfo
 
 pytestmark = pytest.mark.sandbox
 

@@ -1,9 +1,9 @@
 """E2e: every sandbox fault is observable through the API server, and `heal` undoes it.
 
-Each test breaks one thing with the Python API (`outpost.sandbox.faults`), observes it the way a
+Each test breaks one thing with the Python API (`outpost_sandbox.faults`), observes it the way a
 check would (proxy status codes, object fields, 429s for the probe's own identity), heals, and
 observes the healthy state again. A `finally: heal()` keeps one failing test from poisoning the
-next. The CLI is exercised once end to end (`python -m outpost.sandbox break/heal`).
+next. The CLI is exercised once end to end (`python -m outpost_sandbox break/heal`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from cryptography import x509
 from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, age, api, dry_run_pod, get_json
 
-from outpost.sandbox import faults
+from outpost_sandbox import faults
 
 pytestmark = pytest.mark.sandbox
 
@@ -381,7 +381,7 @@ def test_etcd_down_fails_readyz_and_heals(sb: Any) -> None:
 # ---- command line ---------------------------------------------------------------------------------
 def test_cli_break_and_heal(sb: Any) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "outpost.sandbox", *args, "--state-dir", str(sb.state_dir)],
+        return subprocess.run([sys.executable, "-m", "outpost_sandbox", *args, "--state-dir", str(sb.state_dir)],
                               capture_output=True, text=True, timeout=120, check=False)
 
     out = run("break", "backend-500", "--target", "kruise-webhook")

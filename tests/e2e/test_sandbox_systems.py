@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, age, api, dry_run_pod, get_json
 
-from outpost.sandbox import systems
-from outpost.sandbox.backends import netns
+from outpost_sandbox import systems
+from outpost_sandbox.backends import netns
 
 pytestmark = pytest.mark.sandbox
 
@@ -166,7 +166,7 @@ def test_a_second_sandbox_is_refused_by_name(sandbox: Any, tmp_path: Any) -> Non
 
 
 def test_network_plan_matches_the_launcher() -> None:
-    from outpost.sandbox import cluster
+    from outpost_sandbox import cluster
 
     assert (netns.POD_CIDR, netns.SERVICE_CIDR) == (cluster.POD_CIDR, cluster.SERVICE_CIDR)
     assert str(cluster.NODE_IP_BASE) + "/16" == netns.NODE_CIDR

@@ -1,83 +1,37 @@
 """Real local HTTPS servers for exercising the cluster seam's failure handling.
 
-Each server is a genuine TLS listener on 127.0.0.1 with a certificate made here, so the client's
-real ssl stack, timeouts and error mapping are what is tested (no transport patching).
+Each server is a genuine TLS listener on 127.0.0.1 with a certificate from the sandbox's PKI module
+(`outpost_sandbox.pki.localhost_tls`), so the client's real ssl stack, timeouts and error mapping
+are what is tested (no transport patching).
 """
 
 from __future__ import annotations
 
-import datetime
 import http.server
-import ipaddress
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-
-@dataclass
-class Pki:
-    ca_file: Path
-    cert_file: Path
-    key_file: Path
-
-
-def make_pki(directory: Path, name: str = "local") -> Pki:
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name}-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    pki = Pki(directory / f"{name}-ca.crt", directory / f"{name}.crt", directory / f"{name}.key")
-    pki.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    pki.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pki.key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return pki
-
+from outpost_sandbox.pki import LocalhostTls
 
 Handler = Callable[[http.server.BaseHTTPRequestHandler], tuple[int, str, str]]
 
 
 @contextmanager
-def https_server(pki: Pki, respond: Handler) -> Iterator[tuple[str, list[str]]]:
-    """Serve `respond(request) -> (status, content_type, body)`; yields (base URL, seen request lines)."""
+def https_server(pki: LocalhostTls, respond: Handler) -> Iterator[tuple[str, list[str]]]:
+    """Serve `respond(request) -> (status, content_type, body)`; yields (base URL, seen request lines).
+
+    A seen line is the path for a GET and `METHOD path` otherwise; a request body is `request.body`.
+    """
     seen: list[str] = []
 
     class RequestHandler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            seen.append(self.path)
+            seen.append(self.path if self.command == "GET" else f"{self.command} {self.path}")
+            length = int(self.headers.get("Content-Length") or 0)
+            self.body = self.rfile.read(length) if length else b""
             status, content_type, body = respond(self)
             data = body.encode()
             self.send_response(status)
@@ -85,6 +39,8 @@ def https_server(pki: Pki, respond: Handler) -> Iterator[tuple[str, list[str]]]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        do_POST = do_PATCH = do_PUT = do_DELETE = do_GET
 
         def log_message(self, *_args: object) -> None:
             pass

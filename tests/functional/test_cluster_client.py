@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from local_tls import Pki, closed_port, https_server, make_pki, silent_server
+from local_tls import closed_port, https_server, silent_server
 
 from outpost.cluster import Cluster, Deadline
+from outpost.cluster.writer import ClusterWriter
 from outpost.errors import (
     ClusterAuthError,
     ClusterResponseError,
@@ -22,22 +23,24 @@ from outpost.errors import (
     ClusterUnreachable,
     MalformedResponse,
 )
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 TOKEN = "s3cr3t-token-value"
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
-def trust(pki: Pki) -> ssl.SSLContext:
+def trust(pki: LocalhostTls) -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.load_verify_locations(pki.ca_file)
     return context
 
 
-def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0, page_size: int = 2) -> Cluster:
+def cluster(server: str, pki: LocalhostTls, *, deadline: float = 10.0, read: float = 5.0,
+            page_size: int = 2) -> Cluster:
     return Cluster(
         "test",
         server,
@@ -50,7 +53,7 @@ def cluster(server: str, pki: Pki, *, deadline: float = 10.0, read: float = 5.0,
     )
 
 
-def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
+def test_pagination_follows_continue_and_sends_bearer(pki: LocalhostTls) -> None:
     pages = {
         None: {"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "tok-2"}},
         "tok-2": {"items": [{"n": 3}], "metadata": {}},
@@ -70,7 +73,7 @@ def test_pagination_follows_continue_and_sends_bearer(pki: Pki) -> None:
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None:
+def test_auth_refusal_is_auth_error_without_token(pki: LocalhostTls, status: int) -> None:
     body = json.dumps({"kind": "Status", "message": 'nodes is forbidden: User "outpost-probe" cannot list'})
     with (
         https_server(pki, lambda _r: (status, "application/json", body)) as (url, _),
@@ -85,7 +88,7 @@ def test_auth_refusal_is_auth_error_without_token(pki: Pki, status: int) -> None
     assert TOKEN not in message
 
 
-def test_unexpected_status_is_response_error(pki: Pki) -> None:
+def test_unexpected_status_is_response_error(pki: LocalhostTls) -> None:
     with (
         https_server(pki, lambda _r: (500, "text/plain", "boom")) as (url, _),
         cluster(url, pki) as c,
@@ -102,7 +105,7 @@ def test_unexpected_status_is_response_error(pki: Pki) -> None:
         ('{"kind": "NodeList"}', "no items list"),
     ],
 )
-def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
+def test_malformed_bodies(pki: LocalhostTls, body: str, match: str) -> None:
     with (
         https_server(pki, lambda _r: (200, "application/json", body)) as (url, _),
         cluster(url, pki) as c,
@@ -111,8 +114,8 @@ def test_malformed_bodies(pki: Pki, body: str, match: str) -> None:
         c.list("/api/v1/nodes")
 
 
-def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Path) -> None:
-    other = make_pki(tmp_path, "other")
+def test_untrusted_certificate_is_unreachable_not_ignored(pki: LocalhostTls, tmp_path: Path) -> None:
+    other = localhost_tls(tmp_path, "other")
     with (
         https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _),
         cluster(url, other) as c,
@@ -121,7 +124,7 @@ def test_untrusted_certificate_is_unreachable_not_ignored(pki: Pki, tmp_path: Pa
         c.get("/livez")
 
 
-def test_connection_refused(pki: Pki) -> None:
+def test_connection_refused(pki: LocalhostTls) -> None:
     with (
         cluster(f"https://127.0.0.1:{closed_port()}", pki) as c,
         pytest.raises(ClusterUnreachable, match="connection refused"),
@@ -129,7 +132,7 @@ def test_connection_refused(pki: Pki) -> None:
         c.get("/livez")
 
 
-def test_hung_server_is_bounded_by_the_shared_deadline(pki: Pki) -> None:
+def test_hung_server_is_bounded_by_the_shared_deadline(pki: LocalhostTls) -> None:
     with silent_server() as url, cluster(url, pki, deadline=1.5, read=30.0) as c:
         started = time.monotonic()
         with pytest.raises(ClusterTimeout, match=r"deadline of 1\.5 s ran out"):
@@ -139,9 +142,43 @@ def test_hung_server_is_bounded_by_the_shared_deadline(pki: Pki) -> None:
     assert time.monotonic() - started < 5
 
 
-def test_empty_token_is_refused_before_sending(pki: Pki) -> None:
+def test_empty_token_is_refused_before_sending(pki: LocalhostTls) -> None:
     with https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, seen):
         c = Cluster("test", url, verify=trust(pki), token=lambda: "")
         with c, pytest.raises(ClusterAuthError, match="token is empty"):
             c.get("/livez")
     assert seen == []
+
+
+def test_constructor_headers_go_with_every_request_and_never_replace_the_token(pki: LocalhostTls) -> None:
+    received: list[tuple[str | None, str | None, str | None]] = []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        received.append((request.headers["Impersonate-User"], request.headers["Authorization"],
+                         request.headers["User-Agent"]))
+        return 200, "application/json", json.dumps({"items": [], "metadata": {}})
+
+    with https_server(pki, respond) as (url, _seen), Cluster(
+            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10),
+            headers={"Impersonate-User": "apf-load"}) as c:
+        c.get("/readyz")
+        c.list("/api/v1/pods")
+    assert [user for user, _auth, _agent in received] == ["apf-load", "apf-load"]
+    assert all(auth == f"Bearer {TOKEN}" and agent and agent.startswith("outpost/")
+               for _user, auth, agent in received)
+
+
+def test_writer_delete_sends_its_parameters_and_treats_404_as_gone(pki: LocalhostTls) -> None:
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.path.startswith("/api/v1/namespaces/ns/pods/gone"):
+            return 404, "application/json", json.dumps({"kind": "Status", "code": 404})
+        return 200, "application/json", json.dumps({"kind": "Pod", "metadata": {"name": "p"}})
+
+    with https_server(pki, respond) as (url, seen), ClusterWriter(
+            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as writer:
+        deleted = writer.delete("/api/v1/namespaces/ns/pods/p", {"gracePeriodSeconds": "0"})
+        missing = writer.delete("/api/v1/namespaces/ns/pods/gone")
+    assert deleted == {"kind": "Pod", "metadata": {"name": "p"}}
+    assert missing is None
+    assert seen == ["DELETE /api/v1/namespaces/ns/pods/p?gracePeriodSeconds=0",
+                    "DELETE /api/v1/namespaces/ns/pods/gone"]

@@ -47,12 +47,12 @@ from hostile import (
     trickle_headers,
     truncated,
 )
-from local_tls import Pki, make_pki
 
 from outpost import cli
 from outpost.config import Settings, parse_settings
 from outpost.result import Result, Status
 from outpost.runner import run_check
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 API_TOKEN = "sa-Tk9fQ2mXz7Lp0RwNd4Vb"
 KUBECONFIG_TOKEN = "kc-static-Hq3Zt8Lm1Pv6Wx"
@@ -72,14 +72,14 @@ MAX_RESPONSE_BYTES = 256 * 1024
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"), "trusted")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"), "trusted")
 
 
 @pytest.fixture(scope="module")
-def stranger_pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+def stranger_pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
     """A second CA the client does not trust (a man in the middle, or the wrong cluster)."""
-    return make_pki(tmp_path_factory.mktemp("stranger"), "stranger")
+    return localhost_tls(tmp_path_factory.mktemp("stranger"), "stranger")
 
 
 @dataclass
@@ -87,8 +87,8 @@ class Env:
     """What a case may arrange: servers, kubeconfigs, plugins, environment variables."""
 
     tmp: Path
-    pki: Pki
-    stranger_pki: Pki
+    pki: LocalhostTls
+    stranger_pki: LocalhostTls
     monkeypatch: pytest.MonkeyPatch
     heartbeat: LocalServer
     request: pytest.FixtureRequest
@@ -379,7 +379,8 @@ CASES = [
 
 
 @pytest.fixture
-def env(tmp_path: Path, pki: Pki, stranger_pki: Pki, monkeypatch: pytest.MonkeyPatch, receiver: LocalServer,
+def env(tmp_path: Path, pki: LocalhostTls, stranger_pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch,
+        receiver: LocalServer,
         request: pytest.FixtureRequest) -> Iterator[Env]:
     monkeypatch.delenv("FM_HEARTBEAT", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)

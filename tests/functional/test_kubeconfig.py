@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 import yaml
 from hostile import HostileServer, healthy
-from local_tls import Pki, make_pki
 
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 def run(path: str | None) -> Any:
@@ -38,7 +38,7 @@ def run(path: str | None) -> Any:
     return run_check(settings, "apiserver-health", report=False, log=False)
 
 
-def test_inline_ca_data_and_token_like_the_sandbox_writes_them(tmp_path: Path, pki: Pki) -> None:
+def test_inline_ca_data_and_token_like_the_sandbox_writes_them(tmp_path: Path, pki: LocalhostTls) -> None:
     with HostileServer(healthy(), pki.cert_file, pki.key_file) as server:
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump({
@@ -52,7 +52,7 @@ def test_inline_ca_data_and_token_like_the_sandbox_writes_them(tmp_path: Path, p
     assert [r.authorization for r in server.requests] == ["Bearer sandbox-probe-token"] * 2
 
 
-def test_kubeconfig_variable_merges_files_first_definition_wins(tmp_path: Path, pki: Pki,
+def test_kubeconfig_variable_merges_files_first_definition_wins(tmp_path: Path, pki: LocalhostTls,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     with HostileServer(healthy(), pki.cert_file, pki.key_file) as server:
         first, second = tmp_path / "a", tmp_path / "b"
@@ -70,7 +70,7 @@ def test_kubeconfig_variable_merges_files_first_definition_wins(tmp_path: Path, 
     assert {r.authorization for r in server.requests} == {"Bearer first-file-token"}
 
 
-def test_exec_plugin_gets_args_env_and_cluster_info(tmp_path: Path, pki: Pki) -> None:
+def test_exec_plugin_gets_args_env_and_cluster_info(tmp_path: Path, pki: LocalhostTls) -> None:
     (tmp_path / "bin").mkdir()
     plugin = tmp_path / "bin" / "plugin.sh"
     seen = tmp_path / "seen.json"

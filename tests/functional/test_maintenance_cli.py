@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from outpost.cli import main
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 
 @pytest.fixture

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_tls import Pki, https_server, make_pki
+from local_tls import https_server
 
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 
 def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | None = None) -> Path:
@@ -74,14 +75,14 @@ def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 HEALTHY_BODY = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n"
 
 
-def test_undeliverable_heartbeat_turns_ok_into_error(tmp_path: Path, pki: Pki,
+def test_undeliverable_heartbeat_turns_ok_into_error(tmp_path: Path, pki: LocalhostTls,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     with HeartbeatReceiver() as receiver, https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, _):
         revoked = receiver.url_for("apiserver-health") + "-revoked"  # the receiver answers 404
@@ -97,7 +98,7 @@ def test_undeliverable_heartbeat_turns_ok_into_error(tmp_path: Path, pki: Pki,
     assert receiver.pings_for("apiserver-health") == 0
 
 
-def test_exec_plugin_token_reaches_the_server_and_ok_pings(tmp_path: Path, pki: Pki,
+def test_exec_plugin_token_reaches_the_server_and_ok_pings(tmp_path: Path, pki: LocalhostTls,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     seen_auth: list[str] = []
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_tls import Pki, make_pki
 
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 HOSTILE = Path(__file__).with_name("hostile.py")
 DEADLINE = 0.1
@@ -32,12 +32,12 @@ RUNS = 200
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
-def hostile_servers(pki: Pki) -> Iterator[dict[str, str]]:
+def hostile_servers(pki: LocalhostTls) -> Iterator[dict[str, str]]:
     processes, urls = [], {}
     for behaviour in ("hang", "trickle-headers", "trickle-body"):
         process = subprocess.Popen([sys.executable, str(HOSTILE), behaviour, str(pki.cert_file), str(pki.key_file)],
@@ -70,7 +70,7 @@ def footprint() -> dict[str, int]:
 
 
 def test_200_runs_against_hanging_servers_leave_nothing_behind(
-    tmp_path: Path, pki: Pki, hostile_servers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pki: LocalhostTls, hostile_servers: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WARM_TOKEN", "warm-process-token-Zx81")
     plugin = tmp_path / "hang.sh"
@@ -114,7 +114,8 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
     assert after["rss_kib"] - middle["rss_kib"] < 1024, (before, middle, after)
 
 
-def test_the_cli_exits_as_soon_as_it_has_printed(tmp_path: Path, pki: Pki, hostile_servers: dict[str, str]) -> None:
+def test_the_cli_exits_as_soon_as_it_has_printed(tmp_path: Path, pki: LocalhostTls,
+                                                 hostile_servers: dict[str, str]) -> None:
     config = tmp_path / "env.yaml"
     config.write_text(json.dumps({
         "environment": "warm",

@@ -144,8 +144,8 @@ class Capture:
         self.health_bodies()
 
 
-# fault -> (--target or None, what to capture while it is active)
-FAULTS: dict[str, tuple[str | None, Callable[[Capture], None]]] = {
+# fault -> (--target or None, what to capture while it is active; the captures write files, results unused)
+FAULTS: dict[str, tuple[str | None, Callable[[Capture], object]]] = {
     "koordlet-missing": (None, lambda c: (c.objects(kp.DAEMON_SETS, KOORD),
                                           c.objects(kp.PODS, KOORD, label_selector="koord-app=koordlet"),
                                           c.objects(kp.NODES, keep=NODES_KEPT))),

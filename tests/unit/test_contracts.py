@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from outpost.registry import CHECKS
-from outpost.sandbox.faults import FAULTS, TARGET_CHECKS
+from outpost_sandbox.faults import FAULTS, TARGET_CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "docs" / "checks.md"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 
-from outpost.sandbox.cluster import LISTEN_PORT_FLOOR, _ephemeral_port_floor, _free_ports
+from outpost_sandbox.cluster import LISTEN_PORT_FLOOR, _ephemeral_port_floor, _free_ports
 
 
 def test_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:

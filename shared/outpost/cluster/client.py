@@ -23,7 +23,7 @@ import ssl
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -104,6 +104,7 @@ class Cluster:
         page_size: int = 500,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.server = server.rstrip("/")
@@ -121,7 +122,9 @@ class Cluster:
             base_url=self.server,
             verify=verify,
             auth=_BearerAuth(token) if token is not None else None,
-            headers={"User-Agent": USER_AGENT},
+            # `headers` go with every request (e.g. Impersonate-User for a write identity that acts as
+            # another subject); the bearer token is set per request by the auth flow, never here.
+            headers={"User-Agent": USER_AGENT, **(headers or {})},
             transport=transport if transport is not None else bounded_transport(self.deadline, verify),
             follow_redirects=False,
             trust_env=False,
@@ -143,7 +146,7 @@ class Cluster:
             max_response_bytes=settings.max_response_bytes,
         )
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_exc: object) -> None:

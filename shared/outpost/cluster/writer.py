@@ -47,9 +47,9 @@ class ClusterWriter(Cluster):
         """PUT `obj` at `path` (optimistic concurrency through its resourceVersion)."""
         return self._write("PUT", path, obj, JSON_BODY, {})
 
-    def delete(self, path: str) -> dict[str, Any] | None:
-        """DELETE the object at `path`; None when it was already gone (404)."""
-        response = self._send("DELETE", path)
+    def delete(self, path: str, params: Query | None = None) -> dict[str, Any] | None:
+        """DELETE the object at `path` (`params` e.g. gracePeriodSeconds); None when it was already gone (404)."""
+        response = self._send("DELETE", path, params)
         if response.status_code == 404:
             return None
         return self._json_object(response, expected=(200, 202))

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from outpost_sandbox.poll import PollTimeout, poll_until
+
 
 @dataclass(frozen=True)
 class ProcRecord:
@@ -146,16 +148,15 @@ class ProcessTable:
             return False
         sig = signal.SIGKILL if kill else signal.SIGTERM
         self._signal(rec, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if _exited(rec.pid, rec.start_ticks):
-                break
-            time.sleep(0.1)
-        else:
+        def exited() -> bool:
+            return _exited(rec.pid, rec.start_ticks)
+
+        try:
+            poll_until(f"{name} to exit", timeout, exited, interval=0.1)
+        except PollTimeout:
             self._signal(rec, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while not _exited(rec.pid, rec.start_ticks) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            with contextlib.suppress(PollTimeout):
+                poll_until(f"{name} to exit after SIGKILL", 10, exited, interval=0.1)
         self._record_path(name).unlink(missing_ok=True)
         return True
 

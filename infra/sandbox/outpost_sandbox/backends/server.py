@@ -37,11 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from outpost.sandbox.backends import netns
-from outpost.sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
-from outpost.sandbox.backends.kube import AsyncKube, SandboxApiError, load_kubeconfig
+from outpost.kube.timestamps import format_time
+from outpost_sandbox.backends import netns
+from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
+from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
 
-log = logging.getLogger("outpost.sandbox.backend")
+log = logging.getLogger("outpost_sandbox.backend")
 
 PORTS = (80, 443, 8000, 8080, 8090, 9316, 9876, 10221)
 PORTS_ANNOTATION = "outpost.sandbox/ports"
@@ -69,11 +70,11 @@ HEALTH_CHECKS = {  # target -> {path: controller-runtime check name}
 
 
 def rfc3339_micro(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_time(t, micro=True)
 
 
 def rfc3339(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(t)
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,11 @@ class Daemon:
         self.state_dir = state_dir
         self.systems_dir = state_dir / "systems"
         self.pki_dir = self.systems_dir / "pki"
-        self.kube = AsyncKube(load_kubeconfig(kubeconfig))
+        self.kubeconfig = kubeconfig
+        self.kube = AsyncKube(Kube.from_kubeconfig(kubeconfig, timeout=15))
+        # The load generator acts as APF_LOAD_USER, and waits long: its requests queue in the fault's level.
+        as_load_user = Kube.from_kubeconfig(kubeconfig, timeout=30, headers={"Impersonate-User": APF_LOAD_USER})
+        self.load_kube = AsyncKube(as_load_user, workers=APF_WORKERS)
         self.index = PodIndex()
         self.behaviour: dict[str, Any] = default_behaviour()
         self._behaviour_mtime = -1.0
@@ -520,10 +525,7 @@ class Daemon:
                       "metadata": {"generateName": "apf-load-", "namespace": "outpost-sandbox",
                                    "labels": {"outpost.sandbox/apf-load": "true"}}}
                 try:
-                    await self.kube.request(
-                        "POST", "/api/v1/namespaces/outpost-sandbox/configmaps",
-                        json_body=cm, params={"dryRun": "All"},
-                        headers={"Impersonate-User": APF_LOAD_USER}, timeout=30)
+                    await self.load_kube.create("/api/v1/namespaces/outpost-sandbox/configmaps", cm, dry_run=True)
                 except SandboxApiError as exc:
                     if exc.status != 429:
                         log.warning("apf load worker %d: %s", i, exc)
@@ -551,6 +553,7 @@ class Daemon:
         finally:
             ready.unlink(missing_ok=True)
             await self.kube.aclose()
+            await self.load_kube.aclose()
 
 
 def bind_sockets() -> list[socket.socket]:
@@ -567,7 +570,7 @@ def bind_sockets() -> list[socket.socket]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m outpost.sandbox.backends")
+    ap = argparse.ArgumentParser(prog="python -m outpost_sandbox.backends")
     ap.add_argument("--state-dir", type=Path, required=True)
     ap.add_argument("--kubeconfig", type=Path, required=True)
     args = ap.parse_args(argv)

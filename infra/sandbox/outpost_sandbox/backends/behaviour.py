@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from outpost.kube.quantity import cpu_millis
+
 # target -> the component it stands for (what answers on which port is in the pod annotations).
 TARGETS: dict[str, str] = {
     "koord-manager": "koord-manager health :8000 (/readyz; no /healthz) and metrics :8080",
@@ -92,17 +94,6 @@ def set_target(systems_dir: Path, target: str, mode: str, delay_ms: int = 0) -> 
     write_behaviour(systems_dir, data)
 
 
-def parse_cpu_millis(q: str) -> int:
-    """Kubernetes CPU quantity -> millicores (only the suffixes CPU quantities use)."""
-    q = q.strip()
-    if q.endswith("m"):
-        return int(float(q[:-1]))
-    mult = {"k": 1000, "M": 1000**2, "G": 1000**3}
-    if q and q[-1] in mult:
-        return int(float(q[:-1]) * mult[q[-1]] * 1000)
-    return int(float(q) * 1000)
-
-
 def cpu_usage_millis(allocatable_cpu: str, ratio: float) -> int:
     """The CPU usage the sandbox reports in a node's NodeMetric for a `cpu_ratio` behaviour."""
-    return int(parse_cpu_millis(allocatable_cpu) * ratio)
+    return int(cpu_millis(allocatable_cpu) * ratio)

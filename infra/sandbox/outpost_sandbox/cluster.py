@@ -17,7 +17,7 @@ Guarantees:
   cluster itself, the way an expired certificate in front of a real cluster would.
 - Secrets (tokens) are read from files and never logged; argv and logs carry only paths.
 
-Network plan (shared with `outpost.sandbox.backends`): pod IPs come from 10.244.0.0/16 (kwok
+Network plan (shared with `outpost_sandbox.backends`): pod IPs come from 10.244.0.0/16 (kwok
 --cidr); fake node `kwok-node-<i>` has InternalIP 10.245.0.0 + i + 1; services use 10.96.0.0/16.
 """
 
@@ -26,14 +26,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import importlib
 import ipaddress
 import json
 import os
 import secrets
 import shutil
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -43,23 +41,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
-from outpost.errors import OutpostError
-from outpost.sandbox import rbac
-from outpost.sandbox.kwok_stages import STAGES_YAML
-from outpost.sandbox.pki import PKI
-from outpost.sandbox.procs import ProcessTable, tail
+from outpost import rbac
+from outpost.errors import MalformedResponse, OutpostError
+from outpost.kube.objects import Node, parse_items
+from outpost.kube.timestamps import parse_time
+from outpost_sandbox import systems
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.kwok_stages import STAGES_YAML
+from outpost_sandbox.pki import PKI
+from outpost_sandbox.poll import poll_until
+from outpost_sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-WATCHERS = ("kube-controller-manager", "kube-scheduler", "kwok")
-"""The components that act on watches. They are restarted once the API server serves again after
-an etcd or API server restart: while it starts, its RBAC caches are not yet filled and their
-watches are refused with 403, and a controller's informer was once seen never to recover from
-that (its DaemonSet controller then waited forever for its own write). Fresh processes start
-after /readyz is 200 and list everything anew."""
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 
 POD_CIDR = "10.244.0.0/16"
@@ -72,16 +67,18 @@ ADVERTISE_ADDRESS = "10.245.255.254"
 MAX_NODES = 65000
 NODE_LEASE_SECONDS = 40
 
-# Seconds between SIGTERM and SIGKILL. The API server stops listening at once on SIGTERM but then
-# waits for its clients' open watch streams to drain (tens of seconds); it keeps no state of its
-# own, so a short grace loses nothing. etcd gets the full grace to close its database cleanly.
-STOP_GRACE = {"kube-apiserver": 3.0}
+# Seconds between SIGTERM and SIGKILL unless a component's spec says otherwise: etcd gets the full
+# grace to close its database cleanly.
 DEFAULT_STOP_GRACE = 20.0
 
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_PREFIX = "kwok-node-"
 
 Log = Callable[[str], None]
+Argv = tuple[list[str], dict[str, str] | None]
+"""A component's command line and its environment (None: inherit the launcher's)."""
+Health = tuple[bool | None, str]
+"""Healthy (None: the component has no health endpoint worth asking) and what was observed."""
 
 
 MACHINE_CLAIM = Path(os.environ.get("OUTPOST_SANDBOX_CLAIM", "/run/outpost-sandbox.owner"))
@@ -133,8 +130,8 @@ def build_script() -> Path:
     env = os.environ.get("OUTPOST_SANDBOX_BUILD_SCRIPT")
     if env:
         return Path(env)
-    # shared/outpost/sandbox/cluster.py -> repository root
-    return Path(__file__).resolve().parents[3] / "infra" / "sandbox" / "go" / "build.sh"
+    # infra/sandbox/outpost_sandbox/cluster.py -> infra/sandbox/go (the package sits beside its Go build)
+    return Path(__file__).resolve().parents[1] / "go" / "build.sh"
 
 
 def _complete(bin_dir: Path) -> bool:
@@ -443,42 +440,52 @@ class Sandbox:
             yield
 
     # Internal API access -----------------------------------------------------------------------
-    def _client(self, state: State, timeout: float = 10.0) -> httpx.Client:
-        # localhost => SNI "localhost" => the internal certificate, valid whatever fault is
-        # injected into the public one.
-        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-        return httpx.Client(
-            base_url=f"https://localhost:{state.ports.apiserver}",
-            verify=ctx,
-            headers={"Authorization": f"Bearer {self.admin_token()}"},
-            timeout=timeout,
-        )
+    def _api(self, state: State, timeout: float = 10.0) -> Kube:
+        """The admin's access to the API server through the product's client.
+
+        localhost => SNI "localhost" => the internal certificate, valid whatever fault is injected
+        into the public one.
+        """
+        return Kube.for_server(f"https://localhost:{state.ports.apiserver}", self.pki.ca_cert, self.admin_token(),
+                               timeout=timeout)
 
     def _readyz(self, state: State) -> int | None:
         try:
-            with self._client(state, timeout=5) as c:
-                return c.get("/readyz").status_code
-        except httpx.HTTPError:
+            with self._api(state, timeout=5) as api:
+                return api.raw("/readyz", timeout=5).status_code
+        except SandboxApiError:
             return None
 
-    def _component_health(self, state: State, name: str) -> tuple[bool | None, str]:
+    def _component_health(self, state: State, name: str) -> Health:
         try:
-            if name == "etcd":
-                r = httpx.get(f"http://127.0.0.1:{state.ports.etcd_client}/health", timeout=5)
-                ok = r.status_code == 200 and r.json().get("health") == "true"
-                return ok, f"/health {r.status_code}"
-            if name in ("kube-controller-manager", "kube-scheduler"):
-                port = state.ports.scheduler
-                if name == "kube-controller-manager":
-                    port = state.ports.controller_manager
-                ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-                r = httpx.get(f"https://127.0.0.1:{port}/healthz", verify=ctx, timeout=5)
-                return r.status_code == 200, f"/healthz {r.status_code}"
-            if name == "kube-apiserver":
-                code = self._readyz(state)
-                return code == 200, f"/readyz {code if code is not None else 'unreachable'}"
-        except (httpx.HTTPError, ValueError) as exc:
+            return COMPONENT_SPECS[name].health(self, state)
+        except (SandboxApiError, MalformedResponse) as exc:
             return False, f"health endpoint unreachable: {type(exc).__name__}"
+
+    def _etcd_health(self, state: State) -> Health:
+        with Kube.for_server(f"http://127.0.0.1:{state.ports.etcd_client}", timeout=5) as etcd:
+            r = etcd.raw("/health", timeout=5)
+        body = r.json()
+        ok = r.status_code == 200 and isinstance(body, dict) and body.get("health") == "true"
+        return ok, f"/health {r.status_code}"
+
+    def _apiserver_health(self, state: State) -> Health:
+        code = self._readyz(state)
+        return code == 200, f"/readyz {code if code is not None else 'unreachable'}"
+
+    def _controller_manager_health(self, state: State) -> Health:
+        return self._healthz(state.ports.controller_manager)
+
+    def _scheduler_health(self, state: State) -> Health:
+        return self._healthz(state.ports.scheduler)
+
+    def _healthz(self, port: int) -> Health:
+        """/healthz of a component serving with the sandbox's `components` certificate."""
+        with Kube.for_server(f"https://127.0.0.1:{port}", self.pki.ca_cert, timeout=5) as component:
+            r = component.raw("/healthz", timeout=5)
+        return r.status_code == 200, f"/healthz {r.status_code}"
+
+    def _kwok_health(self, _state: State) -> Health:
         return None, "process only (kwok's /healthz proves nothing)"
 
     def _error(self, message: str, component: str) -> SandboxError:
@@ -489,16 +496,13 @@ class Sandbox:
               watch: tuple[str, ...] = ()) -> None:
         """Poll `predicate` until true; fail fast if a watched process dies, name `component` on
         timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def watched_alive_and_true() -> bool:
             for name in watch:
                 if not self.procs.alive(name):
                     raise self._error(f"{name} exited while waiting for {what}", name)
-            if predicate():
-                return
-            if time.monotonic() > deadline:
-                raise self._error(f"timed out after {timeout:.0f} s waiting for {what}", component)
-            time.sleep(0.5)
+            return predicate()
+
+        poll_until(what, timeout, watched_alive_and_true, fail=lambda message: self._error(message, component))
 
     # Configuration files -----------------------------------------------------------------------
     def _kubeconfig_text(self, server: str, user: str, token: str, context: str) -> str:
@@ -560,95 +564,97 @@ class Sandbox:
             f"--tls-private-key-file={self.pki.key('components')}",
         ]
 
-    def _argv(self, name: str, state: State) -> tuple[list[str], dict[str, str] | None]:
-        b = Path(state.bin_dir)
-        p = state.ports
-        pki = self.pki
-        sd = self.state_dir
-        kc = sd / "kubeconfigs"
-        if name == "etcd":
-            peer = f"http://127.0.0.1:{p.etcd_peer}"
-            client = f"http://127.0.0.1:{p.etcd_client}"
-            return [
-                str(b / "etcd"), "--name=sandbox", f"--data-dir={sd / 'etcd'}",
-                f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-                f"--initial-cluster=sandbox={peer}",
-                # A throwaway cluster: durability buys nothing and fsync dominates start time.
-                "--unsafe-no-fsync", "--quota-backend-bytes=8589934592", "--log-level=warn",
-            ], None
-        if name == "kube-apiserver":
-            return [
-                str(b / "kube-apiserver"),
-                f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
-                "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
-                f"--advertise-address={state.advertise_address}",
-                f"--cert-dir={sd / 'apiserver'}",
-                f"--tls-cert-file={pki.cert('apiserver')}", f"--tls-private-key-file={pki.key('apiserver')}",
-                f"--tls-sni-cert-key={pki.cert('apiserver-internal')},{pki.key('apiserver-internal')}:localhost",
-                f"--client-ca-file={pki.ca_cert}",
-                f"--requestheader-client-ca-file={pki.ca_cert}",
-                "--requestheader-allowed-names=front-proxy-client",
-                "--requestheader-username-headers=X-Remote-User",
-                "--requestheader-group-headers=X-Remote-Group",
-                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-                f"--proxy-client-cert-file={pki.cert('front-proxy-client')}",
-                f"--proxy-client-key-file={pki.key('front-proxy-client')}",
-                f"--token-auth-file={pki.token_file}",
-                "--authorization-mode=Node,RBAC",
-                "--enable-admission-plugins=NodeRestriction",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki.sa_pub}",
-                f"--service-account-signing-key-file={pki.sa_key}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--enable-priority-and-fairness=true",
-                "--allow-privileged=true",
-                f"--kubelet-client-certificate={pki.cert('kubelet-client')}",
-                f"--kubelet-client-key={pki.key('kubelet-client')}",
-                # Fake node hostnames do not resolve; the node proxy must dial the InternalIP.
-                "--kubelet-preferred-address-types=InternalIP,Hostname",
-            ], None
-        if name == "kube-controller-manager":
-            return [
-                str(b / "kube-controller-manager"),
-                *self._serving_flags(kc / "kube-controller-manager.kubeconfig", p.controller_manager),
-                # One instance per sandbox: leader election would only make it exit when a fault
-                # stops the API server for longer than the lease.
-                "--leader-elect=false",
-                "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={pki.sa_key}",
-                f"--root-ca-file={pki.ca_cert}",
-                f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
-                "--allocate-node-cidrs=false",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                # No cloud and no kubelets: node IPAM (pod IPs come from kwok) and attach/detach
-                # (needs a kubelet/CSI) have nothing to act on.
-                "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
-                "--kube-api-qps=200", "--kube-api-burst=400",
-            ], None
-        if name == "kube-scheduler":
-            return [
-                str(b / "kube-scheduler"),
-                *self._serving_flags(kc / "kube-scheduler.kubeconfig", p.scheduler),
-                "--leader-elect=false",
-            ], None
-        if name == "kwok":
-            env = dict(os.environ)
-            # kwok also reads ~/.kwok/kwok.yaml if present; a private work dir keeps a user's own
-            # kwok setup out of the sandbox.
-            env["KWOK_WORKDIR"] = str(sd / "kwok")
-            return [
-                str(b / "kwok"),
-                f"--kubeconfig={kc / 'kwok.kubeconfig'}",
-                f"--config={sd / 'kwok' / 'stages.yaml'}",
-                f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
-                f"--cidr={POD_CIDR}",
-                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
-                # At INFO kwok logs every lease renewal (5000 nodes: ~500 JSON lines a second),
-                # which costs more CPU than the simulation itself.
-                "-v=WARN",
-            ], env
-        raise SandboxError(f"unknown sandbox component {name!r} (known: {', '.join(COMPONENTS)})")
+    def _etcd_argv(self, state: State) -> Argv:
+        b, p, sd = Path(state.bin_dir), state.ports, self.state_dir
+        peer = f"http://127.0.0.1:{p.etcd_peer}"
+        client = f"http://127.0.0.1:{p.etcd_client}"
+        return [
+            str(b / "etcd"), "--name=sandbox", f"--data-dir={sd / 'etcd'}",
+            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=sandbox={peer}",
+            # A throwaway cluster: durability buys nothing and fsync dominates start time.
+            "--unsafe-no-fsync", "--quota-backend-bytes=8589934592", "--log-level=warn",
+        ], None
+
+    def _apiserver_argv(self, state: State) -> Argv:
+        b, p, pki, sd = Path(state.bin_dir), state.ports, self.pki, self.state_dir
+        return [
+            str(b / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+            "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
+            f"--advertise-address={state.advertise_address}",
+            f"--cert-dir={sd / 'apiserver'}",
+            f"--tls-cert-file={pki.cert('apiserver')}", f"--tls-private-key-file={pki.key('apiserver')}",
+            f"--tls-sni-cert-key={pki.cert('apiserver-internal')},{pki.key('apiserver-internal')}:localhost",
+            f"--client-ca-file={pki.ca_cert}",
+            f"--requestheader-client-ca-file={pki.ca_cert}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki.cert('front-proxy-client')}",
+            f"--proxy-client-key-file={pki.key('front-proxy-client')}",
+            f"--token-auth-file={pki.token_file}",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--enable-priority-and-fairness=true",
+            "--allow-privileged=true",
+            f"--kubelet-client-certificate={pki.cert('kubelet-client')}",
+            f"--kubelet-client-key={pki.key('kubelet-client')}",
+            # Fake node hostnames do not resolve; the node proxy must dial the InternalIP.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+        ], None
+
+    def _controller_manager_argv(self, state: State) -> Argv:
+        b, p, pki, kc = Path(state.bin_dir), state.ports, self.pki, self.state_dir / "kubeconfigs"
+        return [
+            str(b / "kube-controller-manager"),
+            *self._serving_flags(kc / "kube-controller-manager.kubeconfig", p.controller_manager),
+            # One instance per sandbox: leader election would only make it exit when a fault
+            # stops the API server for longer than the lease.
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki.sa_key}",
+            f"--root-ca-file={pki.ca_cert}",
+            f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
+            "--allocate-node-cidrs=false",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # No cloud and no kubelets: node IPAM (pod IPs come from kwok) and attach/detach
+            # (needs a kubelet/CSI) have nothing to act on.
+            "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
+            "--kube-api-qps=200", "--kube-api-burst=400",
+        ], None
+
+    def _scheduler_argv(self, state: State) -> Argv:
+        b, p, kc = Path(state.bin_dir), state.ports, self.state_dir / "kubeconfigs"
+        return [
+            str(b / "kube-scheduler"),
+            *self._serving_flags(kc / "kube-scheduler.kubeconfig", p.scheduler),
+            "--leader-elect=false",
+        ], None
+
+    def _kwok_argv(self, state: State) -> Argv:
+        b, sd, kc = Path(state.bin_dir), self.state_dir, self.state_dir / "kubeconfigs"
+        env = dict(os.environ)
+        # kwok also reads ~/.kwok/kwok.yaml if present; a private work dir keeps a user's own
+        # kwok setup out of the sandbox.
+        env["KWOK_WORKDIR"] = str(sd / "kwok")
+        return [
+            str(b / "kwok"),
+            f"--kubeconfig={kc / 'kwok.kubeconfig'}",
+            f"--config={sd / 'kwok' / 'stages.yaml'}",
+            f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
+            f"--cidr={POD_CIDR}",
+            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            # At INFO kwok logs every lease renewal (5000 nodes: ~500 JSON lines a second),
+            # which costs more CPU than the simulation itself.
+            "-v=WARN",
+        ], env
 
     # Lifecycle ---------------------------------------------------------------------------------
     def up(self, nodes: int = 100, timeout: float | None = None, install_systems: bool = True) -> UpResult:
@@ -701,12 +707,17 @@ class Sandbox:
         )
 
     def _start(self, name: str, state: State, wait: bool = True) -> None:
-        if name == "kwok" and self.procs.alive("kube-apiserver"):
-            self._release_node_leases(state)
-        argv, env = self._argv(name, state)
+        spec = COMPONENT_SPECS[name]
+        if spec.before_start is not None:
+            spec.before_start(self, state)
+        argv, env = spec.argv(self, state)
         self.procs.start(name, argv, env=env, cwd=self.state_dir)
         if wait:
             self._wait_healthy(name, state)
+
+    def _before_kwok_start(self, state: State) -> None:
+        if self.procs.alive("kube-apiserver"):
+            self._release_node_leases(state)
 
     def _release_node_leases(self, state: State) -> None:
         """Release the node Leases a stopped kwok held, as a leader releases its lease on shutdown.
@@ -714,10 +725,10 @@ class Sandbox:
         Every kwok process has a fresh identity, and would otherwise wait out the old holder's
         40 s before it may renew. Leases someone else took over are left alone.
         """
-        with self._client(state, timeout=30) as c:
+        with self._api(state, timeout=30) as api:
             try:
-                leases = self._kwok_node_leases(c)
-            except httpx.HTTPError:
+                leases = self._kwok_node_leases(api)
+            except SandboxApiError:
                 return
             if leases is None:
                 return  # nothing to hand over; kwok then waits the leases out
@@ -725,53 +736,53 @@ class Sandbox:
 
             def release(name: str) -> None:
                 # Best effort: a lease not released is only waited out by kwok.
-                with contextlib.suppress(httpx.HTTPError):
-                    c.patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
-                            content=b'{"spec":{"holderIdentity":null}}',
-                            headers={"Content-Type": "application/merge-patch+json"})
+                with contextlib.suppress(SandboxApiError):
+                    api.merge_patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+                                    {"spec": {"holderIdentity": None}})
 
             with ThreadPoolExecutor(max_workers=16) as pool:
                 list(pool.map(release, held))
 
     def _wait_healthy(self, name: str, state: State) -> None:
-        if name == "etcd":
-            self._wait("etcd /health", name, 30, lambda: self._component_health(state, name)[0] is True,
-                       watch=(name,))
-        elif name == "kube-apiserver":
-            self._wait("kube-apiserver /readyz 200", name, 120, lambda: self._readyz(state) == 200,
-                       watch=("etcd", name))
-        elif name in ("kube-controller-manager", "kube-scheduler"):
-            self._wait(f"{name} /healthz 200", name, 60,
-                       lambda: self._component_health(state, name)[0] is True, watch=(name,))
+        spec = COMPONENT_SPECS[name]
+        if spec.ready_when is not None:
+            ready = spec.ready_when(self, state)
         else:
-            # kwok has no health endpoint: it is working once it has renewed every node Lease it
-            # holds since it started (none exist yet on a first start).
-            started = dt.datetime.now(dt.UTC)
-            self._wait("kwok renewing every node Lease", name, 90,
-                       lambda: self._node_leases_renewed_since(state, started), watch=(name,))
+            def ready() -> bool:
+                return self._component_health(state, name)[0] is True
+        self._wait(spec.ready_what, name, spec.ready_timeout, ready, watch=(*spec.requires_running, name))
+
+    def _kwok_ready_when(self, state: State) -> Callable[[], bool]:
+        """kwok has no health endpoint: it is working once it has renewed every node Lease it holds
+        since it started (none exist yet on a first start)."""
+        started = dt.datetime.now(dt.UTC)
+        return lambda: self._node_leases_renewed_since(state, started)
 
     @staticmethod
-    def _kwok_node_leases(c: httpx.Client) -> list[dict[str, Any]] | None:
+    def _kwok_node_leases(api: Kube) -> list[dict[str, Any]] | None:
         """The node Leases kwok is to renew, held or released, or None if they could not be listed.
 
         A Lease with another duration is not kwok's: the node-lease-stale fault takes one over with
         a long one. A released Lease is, and counts: a new kwok sometimes fails to take one over on
         its first try (its Lease cache is not filled yet) and retries only later.
         """
-        r = c.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
-        if r.status_code != 200:
+        try:
+            leases = api.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        except SandboxApiError as exc:
+            if exc.status == 0:
+                raise  # no answer at all: the caller decides
             return None
-        return [lease for lease in r.json().get("items") or []
+        return [lease for lease in leases
                 if (lease.get("spec") or {}).get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
 
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
-        with self._client(state, timeout=30) as c:
-            leases = self._kwok_node_leases(c)
+        with self._api(state, timeout=30) as api:
+            leases = self._kwok_node_leases(api)
         if leases is None:
             return False
         for lease in leases:
-            renewed = str(lease["spec"].get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
-            if dt.datetime.fromisoformat(renewed) < since:
+            renewed = parse_time(lease["spec"].get("renewTime"))
+            if renewed is None or renewed < since:
                 return False
         return True
 
@@ -780,60 +791,44 @@ class Sandbox:
         if not self.procs.alive("kube-apiserver"):
             return  # started later, that start restarts them
         self._wait_healthy("kube-apiserver", state)
-        for name in WATCHERS:
-            if self.procs.alive(name):
-                self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE))
-                self._start(name, state)
+        for spec in COMPONENT_SPECS.values():
+            if spec.watcher and self.procs.alive(spec.name):
+                self.procs.stop(spec.name, timeout=spec.stop_grace)
+                self._start(spec.name, state)
 
     def _get_ok(self, state: State, path: str) -> bool:
         try:
-            with self._client(state) as c:
-                return c.get(path).status_code == 200
-        except httpx.HTTPError:
+            with self._api(state) as api:
+                return api.raw(path).status_code == 200
+        except SandboxApiError:
             return False
 
     def _list_nodes(self, state: State) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cont = ""
-        with self._client(state, timeout=30) as c:
-            while True:
-                params = {"labelSelector": "type=kwok", "limit": "1000"}
-                if cont:
-                    params["continue"] = cont
-                r = c.get("/api/v1/nodes", params=params)
-                r.raise_for_status()
-                body = r.json()
-                items.extend(body.get("items", []))
-                cont = body.get("metadata", {}).get("continue", "")
-                if not cont:
-                    return items
+        with self._api(state, timeout=30) as api:
+            return api.list("/api/v1/nodes", label_selector="type=kwok")
 
     def _nodes_ready(self, state: State, nodes: int) -> int:
         wanted = {node_name(i) for i in range(nodes)}
         try:
             items = self._list_nodes(state)
-        except (httpx.HTTPError, ValueError):
+        except SandboxApiError:
             return 0
-        ready = 0
-        for n in items:
-            if n.get("metadata", {}).get("name") not in wanted:
-                continue
-            conds = n.get("status", {}).get("conditions") or []
-            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
-                ready += 1
-        return ready
+        return sum(1 for node in parse_items(Node, items, "nodes-ready") if node.name in wanted and node.ready)
 
     def _ensure_nodes(self, state: State, nodes: int, timeout: float | None) -> None:
         existing = {n["metadata"]["name"] for n in self._list_nodes(state)}
         missing = [i for i in range(nodes) if node_name(i) not in existing]
         if missing:
             self.log(f"creating {len(missing)} fake nodes")
-            with self._client(state, timeout=60) as c:
+            with self._api(state, timeout=60) as api:
                 def create(i: int) -> str | None:
-                    r = c.post("/api/v1/nodes", json=node_manifest(i))
-                    if r.status_code in (201, 409):
-                        return None
-                    return f"node {node_name(i)}: create answered {r.status_code}: {r.text[:200]}"
+                    try:
+                        api.create("/api/v1/nodes", node_manifest(i))
+                    except SandboxApiError as exc:
+                        if exc.status == 409:
+                            return None  # already there: `up` converges
+                        return f"node {node_name(i)}: create answered {exc.status}: {exc}"
+                    return None
                 with ThreadPoolExecutor(max_workers=16) as pool:
                     failures = [f for f in pool.map(create, missing) if f]
             if failures:
@@ -855,18 +850,13 @@ class Sandbox:
 
     def _apply(self, state: State, objects: list[dict[str, Any]]) -> None:
         """Server-side apply: creates or updates, so re-running `up` converges."""
-        with self._client(state) as c:
+        with self._api(state) as api:
             for obj in objects:
-                kind = obj["kind"].lower() + "s"
-                group, version = obj["apiVersion"].split("/")
-                path = f"/apis/{group}/{version}/{kind}/{obj['metadata']['name']}"
-                r = c.patch(path, params={"fieldManager": "outpost-sandbox", "force": "true"},
-                            content=json.dumps(obj),
-                            headers={"Content-Type": "application/apply-patch+yaml"})
-                if r.status_code not in (200, 201):
-                    raise self._error(
-                        f"applying {obj['kind']} {obj['metadata']['name']} answered {r.status_code}",
-                        "kube-apiserver")
+                try:
+                    api.apply(obj)
+                except SandboxApiError as exc:
+                    raise self._error(f"applying {obj['kind']} {obj['metadata']['name']} answered {exc.status}",
+                                      "kube-apiserver") from None
 
     def _claim_machine(self) -> None:
         """Only one sandbox per machine: the backend network (namespace, veth, the pod and node CIDR
@@ -886,26 +876,12 @@ class Sandbox:
             MACHINE_CLAIM.unlink()
 
     def _install_systems(self) -> None:
-        try:
-            systems = importlib.import_module("outpost.sandbox.systems")
-        except ModuleNotFoundError as exc:
-            # Only the module's own absence is tolerated; a missing dependency inside it is a bug.
-            if exc.name != "outpost.sandbox.systems":
-                raise
-            self.log("outpost.sandbox.systems not present: no extension systems installed")
-            return
         systems.install(self.kubeconfig, self.state_dir)
 
     def _uninstall_systems(self) -> None:
         """Stop what `systems.install` started outside the control plane (backend daemon,
         network namespace); the API objects go with etcd."""
         if self.load_state() is None:
-            return
-        try:
-            systems = importlib.import_module("outpost.sandbox.systems")
-        except ModuleNotFoundError as exc:
-            if exc.name != "outpost.sandbox.systems":
-                raise
             return
         systems.uninstall(self.state_dir)
 
@@ -917,7 +893,7 @@ class Sandbox:
             # Control plane first: once the backend routes are gone, a still-running API server
             # would dial pod IPs through the default route, off this machine.
             for name in reversed(COMPONENTS):
-                if self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE)):
+                if self.procs.stop(name, timeout=COMPONENT_SPECS[name].stop_grace):
                     stopped.append(name)
             try:
                 self._uninstall_systems()
@@ -960,7 +936,7 @@ class Sandbox:
         if name not in COMPONENTS:
             raise SandboxError(f"unknown sandbox component {name!r} (known: {', '.join(COMPONENTS)})")
         with self._locked():
-            return self.procs.stop(name, timeout=STOP_GRACE.get(name, DEFAULT_STOP_GRACE), kill=kill)
+            return self.procs.stop(name, timeout=COMPONENT_SPECS[name].stop_grace, kill=kill)
 
     def start_component(self, name: str, wait: bool = True) -> bool:
         """Start one stopped component again with the sandbox's saved configuration.
@@ -974,7 +950,7 @@ class Sandbox:
             if self.procs.alive(name):
                 return False
             self._start(name, state, wait=wait)
-            if wait and name in ("etcd", "kube-apiserver"):
+            if wait and COMPONENT_SPECS[name].restarts_watchers:
                 self._restart_watchers(state)
             return True
 
@@ -998,6 +974,53 @@ class Sandbox:
 
 
 # Module-level hooks for other modules (faults, demo, tests) -------------------------------------
+@dataclass(frozen=True)
+class ComponentSpec:
+    """Everything the launcher knows about one control-plane component; nothing branches on names."""
+
+    name: str
+    argv: Callable[[Sandbox, State], Argv]
+    health: Callable[[Sandbox, State], Health]
+    """What `status` shows; raises SandboxApiError/MalformedResponse when the endpoint does not answer."""
+    ready_what: str
+    """What start-up waits for, as named in a timeout message."""
+    ready_timeout: float
+    ready_when: Callable[[Sandbox, State], Callable[[], bool]] | None = None
+    """A predicate for start-up other than `health` being True (made when the start begins)."""
+    requires_running: tuple[str, ...] = ()
+    """Components whose exit during this one's start-up fails it at once (it always watches itself)."""
+    stop_grace: float = DEFAULT_STOP_GRACE
+    watcher: bool = False
+    """Acts on watches: restarted once the API server serves again after an etcd or API server
+    restart. While it starts, its RBAC caches are not yet filled and watches are refused with 403,
+    and a controller's informer was once seen never to recover from that (its DaemonSet controller
+    then waited forever for its own write). Fresh processes start after /readyz is 200 and list
+    everything anew."""
+    restarts_watchers: bool = False
+    """Its own restart (with wait) is followed by restarting the watchers (see `watcher`)."""
+    before_start: Callable[[Sandbox, State], None] | None = None
+
+
+COMPONENT_SPECS: dict[str, ComponentSpec] = {spec.name: spec for spec in (
+    ComponentSpec("etcd", Sandbox._etcd_argv, Sandbox._etcd_health, "etcd /health", 30,
+                  restarts_watchers=True),
+    # The API server stops listening at once on SIGTERM but then waits for its clients' open watch
+    # streams to drain (tens of seconds); it keeps no state of its own, so a short grace loses nothing.
+    ComponentSpec("kube-apiserver", Sandbox._apiserver_argv, Sandbox._apiserver_health,
+                  "kube-apiserver /readyz 200", 120, requires_running=("etcd",), stop_grace=3.0,
+                  restarts_watchers=True),
+    ComponentSpec("kube-controller-manager", Sandbox._controller_manager_argv, Sandbox._controller_manager_health,
+                  "kube-controller-manager /healthz 200", 60, watcher=True),
+    ComponentSpec("kube-scheduler", Sandbox._scheduler_argv, Sandbox._scheduler_health,
+                  "kube-scheduler /healthz 200", 60, watcher=True),
+    ComponentSpec("kwok", Sandbox._kwok_argv, Sandbox._kwok_health, "kwok renewing every node Lease", 90,
+                  ready_when=Sandbox._kwok_ready_when, watcher=True, before_start=Sandbox._before_kwok_start),
+)}
+"""In start order (etcd first); `down` stops them in reverse."""
+
+COMPONENTS = tuple(COMPONENT_SPECS)
+
+
 def up(nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None,
        install_systems: bool = True) -> UpResult:
     return Sandbox(state_dir).up(nodes=nodes, timeout=timeout, install_systems=install_systems)

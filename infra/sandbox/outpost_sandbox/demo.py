@@ -12,18 +12,19 @@ The sandbox is left running so the user can explore it (`outpost sandbox down` s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from outpost.config import KubeconfigAuth, Settings, environment_file
 from outpost.result import Result, Status
 from outpost.runner import run_check
-from outpost.sandbox import faults
-from outpost.sandbox.cluster import Sandbox
-from outpost.sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
+from outpost_sandbox import faults
+from outpost_sandbox.cluster import Sandbox
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.poll import PollTimeout, poll_until
 
 DEMO_FAULT = "etcd-down"
 """The fault the demo injects: caught by apiserver-health, which every environment runs."""
@@ -90,12 +91,15 @@ def _run_all(settings: Settings, names: Sequence[str]) -> list[Result]:
 
 def _wait_for(run: Callable[[], list[Result]], done: Callable[[list[Result]], bool],
               timeout: float) -> list[Result]:
-    deadline = time.monotonic() + timeout
-    results = run()
-    while not done(results) and time.monotonic() < deadline:
-        time.sleep(2)
-        results = run()
-    return results
+    results: list[list[Result]] = []
+
+    def run_and_see_done() -> bool:
+        results.append(run())
+        return done(results[-1])
+
+    with contextlib.suppress(PollTimeout):
+        poll_until("the checks to settle", timeout, run_and_see_done, interval=2)
+    return results[-1]
 
 
 def _show(results: Sequence[Result], receiver: HeartbeatReceiver, say: Callable[[str], None]) -> None:

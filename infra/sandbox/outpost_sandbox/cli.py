@@ -3,7 +3,7 @@
 Guarantees: every subcommand returns an exit status instead of raising: 0 on success, 1 when the
 sandbox could not be brought to (or is not in) the asked-for state, with one line naming the cause
 and component on stderr, followed by that component's log tail. `register` only adds parsers; the
-fault subcommands (`break`, `heal`) are added by `outpost.sandbox.faults` when that module exists.
+fault subcommands (`break`, `heal`) are added by `outpost_sandbox.faults`.
 
 Convention shared with `outpost.cli`: each leaf parser sets `func(args) -> int` via set_defaults.
 """
@@ -11,12 +11,12 @@ Convention shared with `outpost.cli`: each leaf parser sets `func(args) -> int` 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
 
-from outpost.sandbox.cluster import Sandbox, SandboxError
+from outpost_sandbox import faults
+from outpost_sandbox.cluster import Sandbox, SandboxError
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -54,13 +54,7 @@ def add_commands(parser: argparse.ArgumentParser) -> Any:
     p_status.add_argument("--json", action="store_true", help="print JSON")
     p_status.set_defaults(func=cmd_status)
 
-    try:
-        faults = importlib.import_module("outpost.sandbox.faults")
-    except ModuleNotFoundError as exc:
-        if exc.name != "outpost.sandbox.faults":
-            raise
-    else:
-        faults.register(sub)
+    faults.register(sub)
     return sub
 
 

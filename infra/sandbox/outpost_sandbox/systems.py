@@ -36,9 +36,15 @@ from typing import Any
 import yaml
 
 from outpost.errors import OutpostError
-from outpost.sandbox.backends import netns, pki
-from outpost.sandbox.backends.behaviour import default_behaviour, write_behaviour
-from outpost.sandbox.backends.kube import Kube, SandboxApiError
+from outpost.kube.conditions import ESTABLISHED, Condition, is_true
+from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
+from outpost.kube.paths import CRDS, DAEMON_SETS, NODES, PODS, collection_path, object_path
+from outpost.kube.paths import DEPLOYMENTS as DEPLOYMENT_KIND
+from outpost_sandbox import pki
+from outpost_sandbox.backends import netns
+from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.poll import PollTimeout, poll_until
 
 SYSTEMS_DIR = "systems"
 WEBHOOK_SERVICES = {  # backend target -> (service, namespace)
@@ -49,7 +55,7 @@ DEPLOYMENTS = (("koordinator-system", "koord-manager"), ("kruise-system", "kruis
                ("default", "ls-web"), ("default", "be-batch"))
 DAEMONSETS = (("koordinator-system", "koordlet"), ("kruise-system", "kruise-daemon"))
 DEFAULT_REPLICAS = {"koord-manager": 2, "kruise-controller-manager": 2, "ls-web": 2, "be-batch": 2}
-DAEMON_MARK = "outpost.sandbox.backends"
+DAEMON_MARK = "outpost_sandbox.backends"
 INSTALL_TIMEOUT_S = 240.0
 
 
@@ -85,7 +91,7 @@ def ca_stem(sdir: Path) -> str:
 def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
     """Every manifest document, in file order, with ${...} placeholders filled (strictly)."""
     docs: list[dict[str, Any]] = []
-    folder = resources.files("outpost.sandbox") / "manifests"
+    folder = resources.files("outpost_sandbox") / "manifests"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml"):
             continue
@@ -108,38 +114,27 @@ def apply_all(kube: Kube, docs: list[dict[str, Any]], log: Callable[[str], None]
 
 
 def _crd_established(kube: Kube, name: str) -> bool:
-    crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in crd.get("status", {}).get("conditions") or [])
+    crd = kube.get(object_path(CRDS, name))
+    conditions = [Condition.model_validate(c) for c in (crd.get("status") or {}).get("conditions") or []]
+    return is_true(conditions, ESTABLISHED)
 
 
 def _wait(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except SandboxApiError as exc:
-            last = f" (last error: {exc})"
-        time.sleep(0.5)
-    raise SystemsError(f"timed out after {timeout:.0f} s waiting for {what}{last}")
+    poll_until(what, timeout, predicate, retry_on=(SandboxApiError,), fail=SystemsError)
 
 
 def deployment_ready(kube: Kube, ns: str, name: str) -> bool:
-    d = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")
-    want = d.get("spec", {}).get("replicas", 1)
-    st = d.get("status", {})
-    return bool(st.get("readyReplicas", 0) == want and st.get("updatedReplicas", 0) == want
-                and st.get("observedGeneration", 0) >= d["metadata"]["generation"])
+    """Every wanted replica ready and updated, as of the latest spec."""
+    d = parse(Deployment, kube.get(object_path(DEPLOYMENT_KIND, name, ns)), "deployment-ready")
+    want = d.spec.replicas
+    return d.status.ready_replicas == want and d.status.updated_replicas == want and d.observed_current
 
 
 def daemonset_ready(kube: Kube, ns: str, name: str) -> bool:
-    d = kube.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/{name}")
-    st = d.get("status", {})
-    want = st.get("desiredNumberScheduled", 0)
-    return bool(want > 0 and st.get("numberReady", 0) == want
-                and st.get("observedGeneration", 0) >= d["metadata"]["generation"])
+    """Scheduled somewhere, ready everywhere it is scheduled, as of the latest spec."""
+    d = parse(DaemonSet, kube.get(object_path(DAEMON_SETS, name, ns)), "daemonset-ready")
+    want = d.status.desired_number_scheduled
+    return want > 0 and d.status.number_ready == want and d.observed_current
 
 
 def ensure_pki(sdir: Path) -> None:
@@ -204,14 +199,14 @@ def start_daemon(kubeconfig: Path, state_dir: Path, timeout: float = 20.0) -> in
     finally:
         logf.close()
     _pid_file(sdir).write_text(str(proc.pid))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise SystemsError(f"backend daemon exited with {proc.returncode} at start: {_last_line(sdir)}")
-        if ready.exists():
-            return proc.pid
-        time.sleep(0.1)
-    raise SystemsError(f"backend daemon not listening after {timeout:.0f} s; see {sdir / 'backend.log'}")
+        return ready.exists()
+
+    poll_until("the backend daemon to listen", timeout, listening, interval=0.1, fail=lambda _message: SystemsError(
+        f"backend daemon not listening after {timeout:.0f} s; see {sdir / 'backend.log'}"))
+    return proc.pid
 
 
 def _last_line(sdir: Path) -> str:
@@ -228,12 +223,9 @@ def stop_daemon(state_dir: Path | str, timeout: float = 10.0) -> bool:
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if daemon_pid(state_dir) is None:
-            break
-        time.sleep(0.1)
-    else:
+    try:
+        poll_until("the backend daemon to exit", timeout, lambda: daemon_pid(state_dir) is None, interval=0.1)
+    except PollTimeout:
         os.kill(pid, signal.SIGKILL)
     # reap if it was our child; otherwise init reaps it
     with contextlib.suppress(ChildProcessError):
@@ -316,19 +308,14 @@ def revive_pods(kube: Kube) -> list[str]:
     kubelet re-reports them Ready when the node returns, but kwok only readies Pending pods. So after
     an outage is healed the pods are replaced, which is what the real controllers then do.
     """
-    ready_nodes = {n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"]
-                   if any(c["type"] == "Ready" and c["status"] == "True"
-                          for c in n.get("status", {}).get("conditions") or [])}
+    ready_nodes = {n.name for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods") if n.ready}
     revived = []
     for ns in SYSTEM_NAMESPACES:
-        for pod in kube.get(f"/api/v1/namespaces/{ns}/pods")["items"]:
-            st = pod.get("status", {})
-            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or [])
-            if (st.get("phase") == "Running" and not ready and not pod["metadata"].get("deletionTimestamp")
-                    and pod["spec"].get("nodeName") in ready_nodes and pod["metadata"].get("ownerReferences")):
-                kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}",
-                             params={"gracePeriodSeconds": "0"}, ok_missing=True)
-                revived.append(f"{ns}/{pod['metadata']['name']}")
+        for pod in parse_list(Pod, kube.get(collection_path(PODS, ns)), "revive-pods"):
+            if (pod.status.phase == "Running" and not pod.ready and not pod.terminating
+                    and pod.node_name in ready_nodes and pod.metadata.owner_references):
+                kube.delete(object_path(PODS, pod.name, ns), {"gracePeriodSeconds": "0"})
+                revived.append(f"{ns}/{pod.name}")
     return revived
 
 

@@ -26,7 +26,7 @@ NS_GW = "10.243.255.2"
 POD_CIDR, NODE_CIDR = "10.244.0.0/16", "10.245.0.0/16"
 # Service ClusterIPs too: there is no kube-proxy, and the API server calls admission webhooks on
 # the Service's ClusterIP; the daemon plays kube-proxy for them (ClusterIP:port -> a ready endpoint).
-SERVICE_CIDR = "10.96.0.0/16"  # = outpost.sandbox.cluster.SERVICE_CIDR (a test pins the two together)
+SERVICE_CIDR = "10.96.0.0/16"  # = outpost_sandbox.cluster.SERVICE_CIDR (a test pins the two together)
 OWNED_CIDRS = (POD_CIDR, NODE_CIDR, SERVICE_CIDR)
 CLONE_NEWNET = 0x40000000
 

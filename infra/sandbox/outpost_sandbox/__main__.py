@@ -1,11 +1,11 @@
-"""`python -m outpost.sandbox up|down|status`: the sandbox commands without the main CLI."""
+"""`python -m outpost_sandbox up|down|status`: the sandbox commands without the main CLI."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from outpost.sandbox.cli import add_commands
+from outpost_sandbox.cli import add_commands
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,130 @@
+"""What every fault family shares: the fault record type, the context a fault runs in, the
+names of the objects faults touch, and the small helpers (time stamps, waiting, targets).
+
+Guarantees: a `FaultContext` opens its API access lazily and `close()` releases it; `wait_for`
+fails with `FaultError` naming what was awaited; `required_target` refuses a missing or unknown
+--target with one line listing the choices.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from outpost.errors import OutpostError
+from outpost.kube import timestamps
+from outpost.kube.timestamps import format_time
+from outpost_sandbox import systems
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.poll import poll_until
+
+NO_KOORDLET_LABEL = "outpost.sandbox/no-koordlet"
+NO_KRUISE_DAEMON_LABEL = "outpost.sandbox/no-kruise-daemon"
+APF_NAME = "outpost-sandbox-overload"
+APF_LOAD_USER = "outpost-sandbox:apf-load"
+DEFAULT_PROBE_SUBJECT = "user:outpost-probe"
+FAULT_PREFIX = "outpost-fault"
+MANAGERS = {"koord-manager": "koordinator-system", "kruise-controller-manager": "kruise-system"}
+LEADER_LEASES = {"koordinator-manager": "koordinator-system", "koord-scheduler": "koordinator-system",
+                 "koord-descheduler": "koordinator-system", "kruise-manager": "kruise-system"}
+WEBHOOK_CONFIGS = {
+    "koordinator": ("koordinator-mutating-webhook-configuration",
+                    "koordinator-validating-webhook-configuration"),
+    "kruise": ("kruise-mutating-webhook-configuration", "kruise-validating-webhook-configuration"),
+}
+
+
+# backend target -> the catalogue checks that read it
+TARGET_CHECKS: dict[str, tuple[str, ...]] = {
+    "koord-manager": ("koord-manager-health",),
+    "koord-webhook": ("koord-webhook", "admission-dry-run"),
+    "koordlet": (),
+    "kruise-manager": ("kruise-manager-health",),
+    "kruise-webhook": ("kruise-webhook", "admission-dry-run"),
+    "kruise-daemon": ("kruise-daemon-coverage",),
+    "ls-workload": ("ls-latency",),
+}
+
+
+class FaultError(OutpostError):
+    """A fault could not be injected or healed."""
+
+
+@dataclass
+class FaultContext:
+    state_dir: Path
+    target: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+    _kube: Kube | None = None
+
+    @property
+    def sdir(self) -> Path:
+        return systems.systems_dir(self.state_dir)
+
+    @property
+    def kube(self) -> Kube:
+        if self._kube is None:
+            self._kube = Kube.from_kubeconfig(self.state_dir / "kubeconfig", timeout=15)
+        return self._kube
+
+    def close(self) -> None:
+        if self._kube is not None:
+            self._kube.close()
+
+
+Apply = Callable[[FaultContext], dict[str, Any]]
+Heal = Callable[[FaultContext, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    checks: tuple[str, ...]
+    help: str
+    apply: Apply
+    heal: Heal
+    target_help: str = ""
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(t: dt.datetime, micro: bool = False) -> str:
+    """As the API server writes times (`Time`, or `MicroTime` with `micro`)."""
+    return format_time(t, micro)
+
+
+def age_seconds(timestamp: object) -> float:
+    """Seconds since an RFC 3339 time from an object; a missing one is infinitely old (never fresh)."""
+    age = timestamps.age_seconds(str(timestamp) if timestamp else None, utc_now())
+    return math.inf if age is None else age
+
+
+def wait_for(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
+    poll_until(what, timeout, predicate, retry_on=(SandboxApiError,), fail=FaultError)
+
+
+def required_target(ctx: FaultContext, choices: list[str] | tuple[str, ...] | None, what: str,
+                    default: str | None = None) -> str:
+    target = ctx.target or default
+    if target is None:
+        raise FaultError(f"--target {what} is required (one of: {', '.join(choices or [])})")
+    if choices is not None and target not in choices:
+        raise FaultError(f"--target {target!r}: not a {what} (one of: {', '.join(choices)})")
+    return target
+
+
+def fake_nodes(ctx: FaultContext) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in ctx.kube.get("/api/v1/nodes")["items"])
+
+
+def node_target(ctx: FaultContext) -> str:
+    nodes = fake_nodes(ctx)
+    if not nodes:
+        raise FaultError("no nodes in the sandbox")
+    return required_target(ctx, nodes, "node", default=nodes[0])

@@ -1,0 +1,93 @@
+"""Control-plane and certificate faults: webhook and API server certificates expiring or expired,
+etcd, the API server or kwok stopped.
+
+Guarantees: certificate faults reissue real certificates from the sandbox PKI and republish what
+the API serves; a stopped component's heal returns once it works again (after etcd or the API
+server, once the watching components have been restarted and the systems are ready).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from outpost_sandbox import cluster, pki, systems
+from outpost_sandbox.faults.base import (
+    Apply,
+    FaultContext,
+    FaultError,
+    Heal,
+    utc_now,
+)
+from outpost_sandbox.faults.extension_objects import manifest_docs
+from outpost_sandbox.faults.nodes import restore_systems
+
+
+# ---- certificates ----------------------------------------------------------------------------------
+def _republish_webhook_pki(ctx: FaultContext) -> None:
+    for doc in manifest_docs(ctx):
+        if doc["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"):
+            ctx.kube.apply(doc)
+
+
+def webhook_cert_expiring_apply(ctx: FaultContext) -> dict[str, Any]:
+    days = float(ctx.options.get("days") or 5)
+    pdir = ctx.sdir / "pki"
+    t = pki.now()
+    ca = pki.make_ca("outpost-sandbox-ca-short", t - dt.timedelta(hours=1), t + dt.timedelta(days=days))
+    pki.write_pair(pdir, "ca-short", ca)
+    certs = {}
+    for target, (svc, ns) in systems.WEBHOOK_SERVICES.items():
+        pair = pki.issue_serving(ca, pki.service_names(svc, ns), t - dt.timedelta(hours=1),
+                                 t + dt.timedelta(days=days))
+        pki.write_pair(pdir, f"{svc}-short", pair)
+        certs[target] = f"{svc}-short"
+    # the short pair becomes what install publishes (template_values reads the active CA/cert)
+    for svc, _ns in systems.WEBHOOK_SERVICES.values():
+        normal = pki.read_pair(pdir, svc)
+        assert normal is not None
+        pki.write_pair(pdir, f"{svc}-long", normal)
+        short = pki.read_pair(pdir, f"{svc}-short")
+        assert short is not None
+        pki.write_pair(pdir, svc, short)
+    (pdir / "active-ca").write_text("ca-short")
+    _republish_webhook_pki(ctx)
+    return {"days": days}
+
+
+def webhook_cert_expiring_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+    pdir = ctx.sdir / "pki"
+    for svc, _ns in systems.WEBHOOK_SERVICES.values():
+        long = pki.read_pair(pdir, f"{svc}-long")
+        if long is not None:
+            pki.write_pair(pdir, svc, long)
+    (pdir / "active-ca").unlink(missing_ok=True)
+    _republish_webhook_pki(ctx)
+
+
+def apiserver_cert_fault(days: float) -> tuple[Apply, Heal]:
+    def apply(ctx: FaultContext) -> dict[str, Any]:
+        not_after = utc_now() + dt.timedelta(days=days)
+        not_before = not_after - dt.timedelta(days=90) if days < 0 else None
+        cluster.rotate_apiserver_cert(not_after=not_after, state_dir=ctx.state_dir, not_before=not_before)
+        return {}
+
+    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+        cluster.rotate_apiserver_cert(not_after=None, state_dir=ctx.state_dir)
+
+    return apply, heal
+
+
+def component_down_fault(component: str) -> tuple[Apply, Heal]:
+    def apply(ctx: FaultContext) -> dict[str, Any]:
+        if not cluster.stop_component(component, state_dir=ctx.state_dir):
+            raise FaultError(f"sandbox component {component} was not running")
+        return {}
+
+    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+        # Returns once the component works again (kwok: every node Lease renewed), and after etcd
+        # or the API server, once /readyz is 200 and the watching components are restarted.
+        cluster.start_component(component, state_dir=ctx.state_dir, wait=True)
+        restore_systems(ctx)
+
+    return apply, heal

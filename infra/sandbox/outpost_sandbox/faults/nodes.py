@@ -1,0 +1,129 @@
+"""Node faults: a DaemonSet's pod missing from one node (the real controller takes it off), a node
+Lease kwok stops renewing; and the shared recovery after a node or control-plane outage.
+
+Guarantees: apply returns once the outcome is observable through the API server; heal returns
+once the nodes are Ready and the extension systems' pods are ready again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from outpost.kube.objects import Node, parse
+from outpost.kube.paths import LEASES, NODES, object_path
+from outpost_sandbox import systems
+from outpost_sandbox.faults.base import (
+    Apply,
+    FaultContext,
+    FaultError,
+    Heal,
+    age_seconds,
+    fake_nodes,
+    node_target,
+    rfc3339,
+    utc_now,
+    wait_for,
+)
+from outpost_sandbox.poll import poll_until
+
+
+# ---- DaemonSet coverage --------------------------------------------------------------------------
+def daemonset_pod_missing(label: str, ns: str, ds: str) -> tuple[Apply, Heal]:
+    def pods_on(ctx: FaultContext, node: str) -> list[str]:
+        sel = "koord-app=koordlet" if ds == "koordlet" else "control-plane=daemon"
+        pods = ctx.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel,
+                            fieldSelector=f"spec.nodeName={node}")["items"]
+        return [p["metadata"]["name"] for p in pods]
+
+    def apply(ctx: FaultContext) -> dict[str, Any]:
+        node = node_target(ctx)
+        ctx.kube.merge_patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: "true"}}})
+        wait_for(f"daemonset {ns}/{ds} to leave node {node}", 90, lambda: not pods_on(ctx, node))
+        return {"node": node}
+
+    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+        node = undo["node"]
+        ctx.kube.merge_patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}})
+        wait_for(f"daemonset {ns}/{ds} back on node {node}", 90,
+              lambda: systems.daemonset_ready(ctx.kube, ns, ds) and bool(pods_on(ctx, node)))
+
+    return apply, heal
+
+
+# ---- node liveness (kwok) ------------------------------------------------------------------------
+def node_ready(ctx: FaultContext, node: str) -> bool:
+    return parse(Node, ctx.kube.get(object_path(NODES, node)), "node-ready").ready
+
+
+KWOK_RENEW_WINDOW_S = 12.0  # kwok renews every quarter of the 40 s lease duration, plus jitter
+FAULT_HOLDER = "outpost-sandbox-fault"
+
+
+def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
+    """Stop the renewal of one node's Lease, as when its kubelet dies.
+
+    kwok renews a node Lease only while it holds it, and treats a node whose Lease another holder
+    holds (unexpired) as not its own: it stops renewing it and stops playing its stages. So the
+    fault takes the Lease over for a foreign holder with a long leaseDurationSeconds, renewing it
+    one last time. From then on nobody renews it: it is stale against kwok's 40 s duration after
+    40 s, and after node-monitor-grace-period the real node lifecycle controller turns the node
+    NotReady (Unknown). The renewTime is deliberately not backdated: the lifecycle controller only
+    acts once the live Lease is exactly the one it last saw renewed.
+    """
+    node = node_target(ctx)
+    path = object_path(LEASES, node, "kube-node-lease")
+    spec = ctx.kube.get(path)["spec"]
+    last = rfc3339(utc_now(), micro=True)
+    ctx.kube.merge_patch(path, {"spec": {"holderIdentity": FAULT_HOLDER, "leaseDurationSeconds": 86400,
+                                         "renewTime": last}})
+    undo = {"node": node, "holder": spec.get("holderIdentity"),
+            "duration": spec.get("leaseDurationSeconds", 40)}
+    # Proof, not hope: a whole kwok renew window must pass with our last renewal untouched.
+    time.sleep(KWOK_RENEW_WINDOW_S)
+    now_spec = ctx.kube.get(path)["spec"]
+    if now_spec.get("renewTime") != last or now_spec.get("holderIdentity") != FAULT_HOLDER:
+        _lease_restore(ctx, undo)
+        raise FaultError(f"lease kube-node-lease/{node}: still renewed by {now_spec.get('holderIdentity')}")
+    return undo
+
+
+def _lease_restore(ctx: FaultContext, undo: dict[str, Any]) -> None:
+    # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
+    # when it *acquires* the lease, not when it finds itself already holding it.
+    ctx.kube.merge_patch(object_path(LEASES, undo["node"], "kube-node-lease"), {"spec": {
+        "holderIdentity": None, "leaseDurationSeconds": undo["duration"]}})
+
+
+def node_lease_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+    node = undo["node"]
+    _lease_restore(ctx, undo)
+
+    def renewed() -> bool:
+        spec = ctx.kube.get(object_path(LEASES, node, "kube-node-lease"))["spec"]
+        return bool(spec.get("holderIdentity")) and age_seconds(spec.get("renewTime")) < 40
+
+    wait_for(f"kwok holding and renewing lease kube-node-lease/{node} again", 60, renewed)
+    restore_systems(ctx)
+
+
+def restore_systems(ctx: FaultContext, timeout: float = 180) -> None:
+    """After an outage: replace pods the node lifecycle controller left NotReady, wait for ready.
+
+    Repeated, because the lifecycle controller may still see a node as not ready for a moment
+    after it is back and mark the fresh replacement pods NotReady too.
+    """
+    wait_for("every node Ready", 90, lambda: all(node_ready(ctx, n) for n in fake_nodes(ctx)))
+    last_error: list[systems.SystemsError] = []
+
+    def revived_and_ready() -> bool:
+        systems.revive_pods(ctx.kube)
+        try:
+            systems.wait_ready(ctx.kube, timeout=15)
+        except systems.SystemsError as exc:
+            last_error[:] = [exc]
+            return False
+        return True
+
+    poll_until("systems ready after heal", timeout, revived_and_ready, interval=0,
+               fail=lambda _message: FaultError(f"systems not ready after heal: {last_error[-1]}"))
