@@ -510,7 +510,10 @@ def test_environment_names_are_checked_before_any_path_is_built(name: str, capsy
     real_read_text = Path.read_text
 
     def spy(self: Path, *args: Any, **kwargs: Any) -> str:
-        opened.append(str(self))
+        # The CLI reads installed packages' metadata to find its plugin commands (sandbox, demo);
+        # those reads are not configuration paths built from the name.
+        if not any(part.endswith((".dist-info", ".egg-info")) for part in self.parts):
+            opened.append(str(self))
         return real_read_text(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "read_text", spy)
