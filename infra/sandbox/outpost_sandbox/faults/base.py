@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,15 @@ class Fault:
     apply: Apply
     heal: Heal
     target_help: str = ""
+    checks_by_target: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The checks this fault fails when aimed at one target (a backend, a system, a Deployment); a
+    target not listed here fails all of `checks`."""
+
+    def checks_for(self, target: str | None) -> tuple[str, ...]:
+        """The catalogue checks that must fail while this fault is active on `target`."""
+        if target is not None and target in self.checks_by_target:
+            return self.checks_by_target[target]
+        return self.checks
 
 
 def utc_now() -> dt.datetime:

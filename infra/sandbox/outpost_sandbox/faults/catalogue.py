@@ -6,6 +6,8 @@ is the order of that list.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from outpost_sandbox.backends.behaviour import (
     TARGETS,
     TLS_TARGETS,
@@ -16,6 +18,7 @@ from outpost_sandbox.faults.base import (
     LEADER_LEASES,
     NO_KOORDLET_LABEL,
     NO_KRUISE_DAEMON_LABEL,
+    TARGET_CHECKS,
     Apply,
     Fault,
     Heal,
@@ -45,34 +48,41 @@ from outpost_sandbox.faults.overload import overload_apply, overload_heal
 
 
 def _fault(name: str, checks: tuple[str, ...], help_: str, pair: tuple[Apply, Heal],
-           target_help: str = "") -> Fault:
-    return Fault(name, checks, help_, pair[0], pair[1], target_help)
+           target_help: str = "", by_target: Mapping[str, tuple[str, ...]] | None = None) -> Fault:
+    return Fault(name, checks, help_, pair[0], pair[1], target_help, dict(by_target or {}))
+
+
+def _backend_fault(name: str, checks: tuple[str, ...], help_: str, pair: tuple[Apply, Heal],
+                   target_help: str) -> Fault:
+    """A backend fault fails only those of its checks that read the backend it is aimed at."""
+    by_target = {target: tuple(c for c in checks if c in read_by) for target, read_by in TARGET_CHECKS.items()}
+    return _fault(name, checks, help_, pair, target_help, by_target)
 
 
 _BACKEND_TARGETS = "backend target: " + ", ".join(sorted(TARGETS))
 FAULTS: dict[str, Fault] = {f.name: f for f in [
-    _fault("backend-down", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
+    _backend_fault("backend-down", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
                             "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
            "the backend resets connections", backend_fault("down"), _BACKEND_TARGETS),
-    _fault("backend-500", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
+    _backend_fault("backend-500", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
                            "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
            "the backend answers 500", backend_fault("500"), _BACKEND_TARGETS),
-    _fault("backend-hang", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
+    _backend_fault("backend-hang", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
                             "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
            "the backend accepts and never answers", backend_fault("hang"), _BACKEND_TARGETS),
-    _fault("backend-slow", ("ls-latency", "koord-manager-health", "kruise-manager-health"),
+    _backend_fault("backend-slow", ("ls-latency", "koord-manager-health", "kruise-manager-health"),
            "the backend answers after --delay-ms (default 3000)",
            backend_fault("slow"), _BACKEND_TARGETS),
-    _fault("backend-wrong-body", ("kruise-manager-health", "koord-manager-health", "admission-dry-run"),
+    _backend_fault("backend-wrong-body", ("kruise-manager-health", "koord-manager-health", "admission-dry-run"),
            "the backend answers 200 with a wrong body",
            backend_fault("wrong-body"), _BACKEND_TARGETS),
-    _fault("backend-tls-bad-ca", ("admission-dry-run",),
+    _backend_fault("backend-tls-bad-ca", ("admission-dry-run",),
            "the webhook serves a certificate from a foreign CA", backend_fault("tls-bad-ca", TLS_TARGETS),
            "koord-webhook or kruise-webhook"),
-    _fault("backend-tls-expired", ("admission-dry-run",),
+    _backend_fault("backend-tls-expired", ("admission-dry-run",),
            "the webhook serves an expired certificate", backend_fault("tls-expired", TLS_TARGETS),
            "koord-webhook or kruise-webhook"),
-    _fault("webhook-no-mutate", ("admission-dry-run",), "the webhook allows without mutating",
+    _backend_fault("webhook-no-mutate", ("admission-dry-run",), "the webhook allows without mutating",
            backend_fault("no-mutate", TLS_TARGETS), "koord-webhook or kruise-webhook"),
     _fault("koordlet-missing", ("koordlet-coverage",), "the koordlet DaemonSet leaves one node",
            daemonset_pod_missing(NO_KOORDLET_LABEL, "koordinator-system", "koordlet"), "node (default: first)"),
@@ -92,12 +102,16 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
            podgroup_fault("Pending")),
     _fault("be-evictions", ("be-eviction-rate",), "--count (default 10) evictPodSuccess Events on BE pods",
            (evictions_apply, evictions_heal)),
-    _fault("webhook-config-deleted", ("koord-webhook", "admission-dry-run"),
+    _fault("webhook-config-deleted", ("koord-webhook", "kruise-webhook", "admission-dry-run"),
            "the system's mutating and validating webhook configurations are deleted",
-           (webhook_deleted_apply, webhook_deleted_heal), "koordinator or kruise"),
-    _fault("manager-scaled-to-zero", ("koord-manager-health", "kruise-manager-replicas", "leader-leases"),
+           (webhook_deleted_apply, webhook_deleted_heal), "koordinator or kruise",
+           {"koordinator": ("koord-webhook", "admission-dry-run"), "kruise": ("kruise-webhook", "admission-dry-run")}),
+    _fault("manager-scaled-to-zero", ("koord-manager-health", "kruise-manager-health", "kruise-manager-replicas",
+                                      "leader-leases"),
            "the manager Deployment is scaled to 0", (scaled_to_zero_apply, scaled_to_zero_heal),
-           "koord-manager or kruise-controller-manager"),
+           "koord-manager or kruise-controller-manager",
+           {"koord-manager": ("koord-manager-health", "leader-leases"),
+            "kruise-controller-manager": ("kruise-manager-health", "kruise-manager-replicas", "leader-leases")}),
     _fault("leader-lease-stale", ("leader-leases",), "a leader Lease is no longer renewed",
            (leader_lease_apply, leader_lease_heal), "lease: " + ", ".join(sorted(LEADER_LEASES))),
     _fault("apiserver-overload", ("apiserver-triage",),

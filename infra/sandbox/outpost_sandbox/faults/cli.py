@@ -11,7 +11,6 @@ import sys
 from typing import Any
 
 from outpost.errors import OutpostError
-from outpost_sandbox.faults.base import TARGET_CHECKS
 from outpost_sandbox.faults.catalogue import FAULTS
 from outpost_sandbox.faults.records import break_fault, heal
 
@@ -46,9 +45,7 @@ def _cmd_break(args: argparse.Namespace) -> int:
     except (OutpostError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    checks = set(FAULTS[args.fault].checks)
-    if rec["target"] in TARGET_CHECKS:  # a backend fault fails only the checks of that backend
-        checks &= set(TARGET_CHECKS[rec["target"]])
+    checks = FAULTS[args.fault].checks_for(rec["target"])
     print(f"broken: {args.fault}" + (f" ({rec['target']})" if rec["target"] else "")
           + f" - should fail: {', '.join(sorted(checks)) or 'no catalogue check (metrics only)'}")
     return 0
