@@ -99,12 +99,7 @@ class RedactingFilter(logging.Filter):
     """Rewrites a log record's message through `redact` (stdlib logging's counterpart of `sanitize`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):
-            message = str(record.msg)
-        record.msg = redact(message)
-        record.args = None
+        redaction.scrub_record(record)
         return True
 
 

@@ -110,7 +110,8 @@ _install_lock = threading.Lock()
 _formatter = logging.Formatter()
 
 
-def _scrub(record: logging.LogRecord) -> None:
+def scrub_record(record: logging.LogRecord) -> None:
+    """Replace the record's message, exception and stack text by their redacted forms (in place)."""
     try:
         message = record.getMessage()
     except (TypeError, ValueError):
@@ -135,7 +136,7 @@ def install() -> None:
 
         def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
             record = previous(*args, **kwargs)
-            _scrub(record)
+            scrub_record(record)
             return record
 
         logging.setLogRecordFactory(factory)
