@@ -6,8 +6,8 @@ import time
 
 import httpx
 import pytest
-from conftest import LocalServer
 from hostile import HostileServer, trickle_body
+from local_server import LocalServer
 
 from outpost.bounded import Deadline, bounded_transport
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import LocalServer, free_port
 from hostile import (
     Behaviour,
     HostileServer,
@@ -47,6 +46,7 @@ from hostile import (
     trickle_headers,
     truncated,
 )
+from local_server import LocalServer, free_port
 
 from outpost import cli
 from outpost.config import Settings, parse_settings
