@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from outpost import rbac
@@ -463,9 +464,16 @@ class Sandbox:
             return False, f"health endpoint unreachable: {type(exc).__name__}"
 
     def _etcd_health(self, state: State) -> Health:
-        with Kube.for_server(f"http://127.0.0.1:{state.ports.etcd_client}", timeout=5) as etcd:
-            r = etcd.raw("/health", timeout=5)
-        body = r.json()
+        # etcd is not a Kubernetes API server and its loopback client port speaks plain http with no
+        # credential, so it is asked directly rather than through the cluster client (https only).
+        try:
+            r = httpx.get(f"http://127.0.0.1:{state.ports.etcd_client}/health", timeout=5, trust_env=False)
+        except httpx.HTTPError as exc:
+            raise SandboxApiError(f"GET etcd /health: no answer ({type(exc).__name__})") from None
+        try:
+            body = r.json()
+        except ValueError:
+            body = None
         ok = r.status_code == 200 and isinstance(body, dict) and body.get("health") == "true"
         return ok, f"/health {r.status_code}"
 
