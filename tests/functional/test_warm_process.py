@@ -10,14 +10,18 @@ from __future__ import annotations
 import gc
 import json
 import os
+import socket
+import ssl
 import stat
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -61,12 +65,19 @@ def settings_for(auth: dict[str, object], deadline: float = DEADLINE) -> Setting
     })
 
 
+# What one run creates and must let go of; counted by type among the objects the collector tracks.
+_RUN_OBJECTS = (httpx.Client, ssl.SSLContext, ssl.SSLSocket, socket.socket, subprocess.Popen, threading.Thread)
+
+
 def footprint() -> dict[str, int]:
     gc.collect()
     children = sum(len(Path(task, "children").read_text().split()) for task in Path("/proc/self/task").iterdir())
     rss_pages = int(Path("/proc/self/statm").read_text().split()[1])
+    live = sum(1 for obj in gc.get_objects() if isinstance(obj, _RUN_OBJECTS))
     return {"threads": threading.active_count(), "fds": len(os.listdir("/proc/self/fd")),
-            "children": children, "rss_kib": rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024}
+            "children": children, "live_run_objects": live,
+            "traced_kib": tracemalloc.get_traced_memory()[0] // 1024,
+            "rss_kib": rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024}
 
 
 def test_200_runs_against_hanging_servers_leave_nothing_behind(
@@ -98,20 +109,26 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
 
     for index in range(20):  # warm up: imports, caches, the allocator's arenas
         run(index)
-    before = footprint()
-    slowest = max(run(index) for index in range(RUNS // 2))
-    middle = footprint()
-    slowest = max(slowest, *(run(index) for index in range(RUNS // 2)))
-    after = footprint()
+    tracemalloc.start()
+    try:
+        before = footprint()
+        slowest = max(run(index) for index in range(RUNS // 2))
+        middle = footprint()
+        slowest = max(slowest, *(run(index) for index in range(RUNS // 2)))
+        after = footprint()
+    finally:
+        tracemalloc.stop()
     print(f"\nwarm process over {RUNS} runs: before {json.dumps(before)}, after {RUNS // 2} {json.dumps(middle)}, "
           f"after {RUNS} {json.dumps(after)}; slowest run {slowest:.3f} s (deadline {DEADLINE} s)")
     assert slowest < DEADLINE + 0.5
     assert after["threads"] <= before["threads"], (before, after)
     assert after["fds"] <= before["fds"], (before, after)
     assert after["children"] <= before["children"], (before, after)  # the hostile servers are children too
-    # The first hundred runs still settle the allocator and the ssl module's caches (a few MiB, once); a leak
-    # shows as growth between the hundredth and the two-hundredth run, where nothing else changes.
-    assert after["rss_kib"] - middle["rss_kib"] < 1024, (before, middle, after)
+    assert after["live_run_objects"] <= before["live_run_objects"], (before, after)
+    # A leak grows with the number of runs: what Python still holds after the second hundred runs is compared
+    # with what it held after the first hundred (caches settle in the first). The process's RSS is printed, not
+    # judged: in a pytest process of 260 MiB the allocator's arenas move by a few MiB whatever Outpost does.
+    assert after["traced_kib"] - middle["traced_kib"] < 256, (before, middle, after)
 
 
 def test_the_cli_exits_as_soon_as_it_has_printed(tmp_path: Path, pki: LocalhostTls,
