@@ -113,21 +113,28 @@ def test_the_deployment_absent_is_failed_naming_it() -> None:
                              "(want the manager Deployment)"]
 
 
-def test_pods_come_from_the_deployments_own_selector_and_terminating_ones_are_left_out() -> None:
+def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_ones_are_left_out() -> None:
     state = load("healthy")
     objects: list[dict[str, Any]] = copy.deepcopy(state.objects)
     leaving = next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == state.pods(NS)[0])
     leaving["metadata"]["deletionTimestamp"] = "2026-12-03T13:34:20Z"
-    stranger = copy.deepcopy(leaving)
+    evicted = copy.deepcopy(leaving)
+    evicted["metadata"] = {**evicted["metadata"], "name": "kruise-controller-manager-79857bc4f7-evict"}
+    del evicted["metadata"]["deletionTimestamp"]
+    evicted["status"] = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
+    stranger = copy.deepcopy(evicted)
     stranger["metadata"] = {"name": "not-a-manager", "namespace": NS, "labels": {"app": "other"}}
-    api = serve(State(state.name, state.captured_at, [*objects, stranger], state.health))
+    stranger["status"] = leaving["status"]
+    api = serve(State(state.name, state.captured_at, [*objects, evicted, stranger], state.health))
     result = run(api)
     assert result.status is Status.OK
     assert result.summary.endswith("1/1 pods answer /healthz, /readyz")
-    assert result.details["terminating"] == [state.pods(NS)[0]]
+    assert result.details["left_out"] == [f"{state.pods(NS)[0]} (terminating)",
+                                          "kruise-controller-manager-79857bc4f7-evict (phase Failed)"]
     pods_list = next(r for r in api.requests if r.path == f"/api/v1/namespaces/{NS}/pods")
     assert pods_list.param("labelSelector") == "control-plane=controller-manager"
-    assert not [r for r in api.requests if "not-a-manager" in r.path or state.pods(NS)[0] in r.path]
+    probed = sorted(r.path for r in api.requests if "/proxy/" in r.path)  # concurrent: any order
+    assert probed == [pod_proxy(NS, state.pods(NS)[1], 8000, p) for p in ("/healthz", "/readyz")]
 
 
 def test_a_malformed_deployment_is_an_error() -> None:

@@ -6,7 +6,9 @@ Why through the pod proxy: upstream exposes the managers' health port (8000) on 
 
 Guarantees:
 - the pods are the Deployment's own: those matching its `spec.selector` (read from the Deployment, not
-  assumed), terminating ones left out (a pod on its way out of a rollout says nothing about the manager);
+  assumed); terminating ones are left out (a pod on its way out of a rollout says nothing about the manager),
+  and so are finished ones (phase Succeeded/Failed, e.g. an evicted pod kept until garbage collection: its
+  ReplicaSet has already replaced it); both are listed in `details`;
 - each pod's every configured path is probed (`outpost.cluster.probes`: bounded concurrency, a timeout
   per request, the run's deadline over all) and judged by status code, plus the body when `expect_body`
   is set (controller-runtime answers exactly `ok`, so a 200 with another body is something else on the
@@ -31,6 +33,8 @@ from outpost.errors import MalformedResponse
 from outpost.kube import DEPLOYMENTS, PODS, Deployment, Pod, collection_path, object_path, parse, parse_list, ref
 from outpost.result import Result, Status
 
+_FINISHED = ("Succeeded", "Failed")
+
 
 class ManagerPodsParams(Params):
     """Where the manager runs and how its health endpoints are asked; every check sets its upstream defaults."""
@@ -51,7 +55,8 @@ class ManagerPodsParams(Params):
 class ManagerPodsData:
     deployment: Deployment | None
     pods: list[Pod]
-    terminating: list[str]
+    left_out: list[str]
+    """Pods matching the selector but not probed: `name (terminating)`, `name (phase Failed)`."""
     outcomes: list[ProbeOutcome]
 
 
@@ -68,14 +73,16 @@ def fetch(cluster: Cluster, params: ManagerPodsParams) -> ManagerPodsData:
     pods_path = collection_path(PODS, params.namespace)
     all_pods = parse_list(Pod, {"items": cluster.list(pods_path, label_selector=selector.to_query())},
                           f"LIST {pods_path}")
-    pods = [p for p in all_pods if not p.terminating]
+    left_out = {p.name: "terminating" if p.terminating else f"phase {p.status.phase}"
+                for p in all_pods if p.terminating or p.status.phase in _FINISHED}
+    pods = [p for p in all_pods if p.name not in left_out]
     targets = [
         ProbeTarget(p.ref, f":{params.port}/{path.lstrip('/')}",
                     pod_proxy(params.namespace, p.name, params.port, path, scheme=params.scheme), params.expect_body)
         for p in pods for path in params.paths
     ]
     outcomes = probe_all(cluster, targets, timeout=params.timeout_seconds, concurrency=params.concurrency)
-    return ManagerPodsData(deployment, pods, sorted(p.name for p in all_pods if p.terminating), outcomes)
+    return ManagerPodsData(deployment, pods, [f"{name} ({why})" for name, why in sorted(left_out.items())], outcomes)
 
 
 def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Result:
@@ -87,7 +94,7 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     desired = data.deployment.spec.replicas
     details: dict[str, Any] = {
         "deployment": name, "desired_replicas": desired, "ready_replicas": data.deployment.status.ready_replicas,
-        "paths": list(params.paths), "expect_body": params.expect_body, "terminating": data.terminating,
+        "paths": list(params.paths), "expect_body": params.expect_body, "left_out": data.left_out,
         "pods": {},
     }
     if not data.pods:
