@@ -8,11 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from outpost.checks import apiserver_health
+from outpost.checks import (
+    apiserver_health,
+    koord_manager_health,
+    kruise_manager_health,
+    kruise_manager_replicas,
+    leader_leases,
+)
 from outpost.checks.base import CheckSpec
 
 CHECKS: tuple[CheckSpec[Any, Any], ...] = (
+    koord_manager_health.CHECK,
     apiserver_health.CHECK,
+    kruise_manager_health.CHECK,
+    kruise_manager_replicas.CHECK,
+    leader_leases.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}

@@ -1,0 +1,123 @@
+"""What koord-manager-health and kruise-manager-health share: every pod of a manager Deployment, its
+health endpoints asked through the API server's pod proxy, one verdict.
+
+Why through the pod proxy: upstream exposes the managers' health port (8000) on no Service
+(docs/contracts.md "Upstream facts"), and a Service would hide which replica is sick anyway.
+
+Guarantees:
+- the pods are the Deployment's own: those matching its `spec.selector` (read from the Deployment, not
+  assumed); terminating ones are left out (a pod on its way out of a rollout says nothing about the manager),
+  and so are finished ones (phase Succeeded/Failed, e.g. an evicted pod kept until garbage collection: its
+  ReplicaSet has already replaced it); both are listed in `details`;
+- each pod's every configured path is probed (`outpost.cluster.probes`: bounded concurrency, a timeout
+  per request, the run's deadline over all) and judged by status code, plus the body when `expect_body`
+  is set (controller-runtime answers exactly `ok`, so a 200 with another body is something else on the
+  port: unhealthy);
+- a pod is healthy only if every path is; all pods healthy = ok; some = degraded, each failing
+  endpoint named; none healthy, no pod at all (e.g. scaled to 0) or the Deployment absent = failed;
+- a hang or an answer slower than `timeout_seconds` is an unhealthy pod (the API server answered a
+  control request, so the silence is the pod's); 401/403/429/3xx, the API server silent, a malformed
+  object are `error` (raised by `fetch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from outpost.checks.base import Params
+from outpost.cluster import Cluster, ProbeOutcome, ProbeTarget, pod_proxy, probe_all
+from outpost.errors import MalformedResponse
+from outpost.kube import DEPLOYMENTS, PODS, Deployment, Pod, collection_path, object_path, parse, parse_list, ref
+from outpost.result import Result, Status
+
+_FINISHED = ("Succeeded", "Failed")
+
+
+class ManagerPodsParams(Params):
+    """Where the manager runs and how its health endpoints are asked; every check sets its upstream defaults."""
+
+    namespace: str = Field(description="Namespace of the manager Deployment.")
+    deployment: str = Field(description="The manager Deployment; its spec.selector finds the pods.")
+    port: int = Field(8000, ge=1, le=65535, description="Health port of each pod (controller-runtime: 8000).")
+    scheme: Literal["http", "https"] = Field("http", description="https if the health port serves TLS.")
+    paths: list[str] = Field(min_length=1, description="Health paths asked on every pod, each must answer 2xx.")
+    expect_body: str | None = Field(
+        "ok", description="Body each answer must carry (whitespace stripped); null judges by status code only.")
+    timeout_seconds: float = Field(
+        2.0, gt=0, le=30, description="Per request: a pod slower than this (or hanging) is unhealthy.")
+    concurrency: int = Field(4, ge=1, le=32, description="Requests in flight at once.")
+
+
+@dataclass(frozen=True)
+class ManagerPodsData:
+    deployment: Deployment | None
+    pods: list[Pod]
+    left_out: list[str]
+    """Pods matching the selector but not probed: `name (terminating)`, `name (phase Failed)`."""
+    outcomes: list[ProbeOutcome]
+
+
+def fetch(cluster: Cluster, params: ManagerPodsParams) -> ManagerPodsData:
+    where = f"deployment {params.namespace}/{params.deployment}"
+    raw = cluster.get_object(object_path(DEPLOYMENTS, params.deployment, params.namespace))
+    if raw is None:
+        return ManagerPodsData(None, [], [], [])
+    deployment = parse(Deployment, raw, where)
+    selector = deployment.spec.selector.selector
+    if selector.empty:
+        # apps/v1 requires a selector; an empty one would select every pod of the namespace.
+        raise MalformedResponse(f"{where}: spec.selector is empty, cannot tell its pods")
+    pods_path = collection_path(PODS, params.namespace)
+    all_pods = parse_list(Pod, {"items": cluster.list(pods_path, label_selector=selector.to_query())},
+                          f"LIST {pods_path}")
+    left_out = {p.name: "terminating" if p.terminating else f"phase {p.status.phase}"
+                for p in all_pods if p.terminating or p.status.phase in _FINISHED}
+    pods = [p for p in all_pods if p.name not in left_out]
+    targets = [
+        ProbeTarget(p.ref, f":{params.port}/{path.lstrip('/')}",
+                    pod_proxy(params.namespace, p.name, params.port, path, scheme=params.scheme), params.expect_body)
+        for p in pods for path in params.paths
+    ]
+    outcomes = probe_all(cluster, targets, timeout=params.timeout_seconds, concurrency=params.concurrency)
+    return ManagerPodsData(deployment, pods, [f"{name} ({why})" for name, why in sorted(left_out.items())], outcomes)
+
+
+def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Result:
+    name = ref("Deployment", params.deployment, params.namespace)
+    if data.deployment is None:
+        line = f"{name}: not found (want the manager Deployment)"
+        return Result(check=check, status=Status.FAILED, summary=line, errors=[line],
+                      details={"deployment": name, "found": False})
+    desired = data.deployment.spec.replicas
+    details: dict[str, Any] = {
+        "deployment": name, "desired_replicas": desired, "ready_replicas": data.deployment.status.ready_replicas,
+        "paths": list(params.paths), "expect_body": params.expect_body, "left_out": data.left_out,
+        "pods": {},
+    }
+    if not data.pods:
+        why = " (scaled to 0)" if desired == 0 else ""
+        line = f"{name}: observed 0 pods{why} (want at least 1 answering {', '.join(params.paths)})"
+        return Result(check=check, status=Status.FAILED, summary=line, errors=[line], details=details)
+    by_pod: dict[str, list[ProbeOutcome]] = {p.ref: [] for p in data.pods}
+    for outcome in data.outcomes:
+        by_pod.setdefault(outcome.target.ref, []).append(outcome)
+    healthy = [pod for pod, outcomes in by_pod.items() if outcomes and all(o.healthy for o in outcomes)]
+    failing = [pod for pod in by_pod if pod not in healthy]
+    details["pods"] = {pod.partition("/")[2] or pod: [o.as_detail() for o in outcomes]
+                       for pod, outcomes in by_pod.items()}
+    errors = [o.message for o in data.outcomes if not o.healthy]
+    errors += [f"{pod}: not probed" for pod, outcomes in by_pod.items() if not outcomes]
+    total = len(by_pod)
+    if not failing:
+        return Result(check=check, status=Status.OK,
+                      summary=f"{name}: {total}/{total} pods answer {', '.join(params.paths)}", details=details)
+    names = ", ".join(pod.partition("/")[2] for pod in failing)
+    if healthy:
+        return Result(check=check, status=Status.DEGRADED,
+                      summary=f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}",
+                      errors=errors, details=details)
+    return Result(check=check, status=Status.FAILED,
+                  summary=f"{name}: 0/{total} pods healthy; failing: {names}", errors=errors, details=details)
