@@ -58,7 +58,9 @@ function digest(inputs) {
 }
 
 function refuse(message) {
-  throw new Error(`Outpost refuses to deploy: ${message}`);
+  const error = new Error(`Outpost refuses to deploy: ${message}`);
+  error.stack = error.message; // the reason is the message; a stack trace only buries it
+  throw error;
 }
 
 function verifiedBuild(options) {
