@@ -442,7 +442,7 @@ def architecture_mismatches(staging: Path, architecture: str) -> list[str]:
                 platform_tag = line.split(":", 1)[1].strip().split("-")[-1]
                 if platform_tag != "any" and not any(tag in platform_tag for tag in _WHEEL_ARCH_TAGS[architecture]):
                     wrong.append(f"{relative} (wheel tag {platform_tag})")
-    return wrong
+    return sorted(wrong)
 
 
 def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, platform: str,

@@ -70,7 +70,8 @@ def renamed(environment: str) -> dict[str, Any]:
 
 def test_the_deployable_base_case_is_valid(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, DEPLOYABLE))
-    assert settings.deploy is not None and settings.deploy.platform == "aws"
+    assert settings.deploy is not None
+    assert settings.deploy.platform == "aws"
 
 
 HB = "checks.apiserver-health.heartbeat"
@@ -179,7 +180,8 @@ def test_every_refusal_at_once_through_the_cli(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize("environment", EXAMPLES)
 def test_example_environments_are_deployable_with_derived_timeouts(environment: str) -> None:
     settings = load_settings(environment_file(environment, REPO))
-    assert settings.deploy is not None and settings.deploy.platform == "aws"
+    assert settings.deploy is not None
+    assert settings.deploy.platform == "aws"
     assert settings.enabled_checks(), "an example enables at least one check"
     assert function_timeout_seconds(settings) >= run_worst_case_seconds(settings) + 5
 
@@ -197,7 +199,9 @@ def every_check_enabled() -> dict[str, Any]:
 def test_monitors_cover_every_enabled_check_with_grace_from_the_schedule(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, every_check_enabled()))
     margin = monitor_margin_seconds(settings)
-    assert margin >= 60 and margin % 60 == 0 and margin >= function_timeout_seconds(settings)
+    assert margin >= 60
+    assert margin % 60 == 0
+    assert margin >= function_timeout_seconds(settings)
     data = document(settings)
     monitors = {m["check"]: m for m in data["monitors"]}
     assert list(monitors) == settings.enabled_checks()
@@ -206,7 +210,7 @@ def test_monitors_cover_every_enabled_check_with_grace_from_the_schedule(tmp_pat
         spec = registry.get(name)
         assert monitor["name"] == f"outpost-stage1-{name}"
         assert monitor["heartbeat"] == configured.heartbeat  # the reference, never a URL
-        assert monitor["interval_seconds"] == configured.schedule_minutes * 60
+        assert monitor["interval_seconds"] == (configured.schedule_minutes or 0) * 60
         assert monitor["grace_seconds"] == monitor["interval_seconds"] * configured.tolerated_misses + margin
         assert monitor["severity"] == spec.severity
         expected = ["pagerduty", "slack-platform-eng"] if spec.severity == "critical" else ["slack-platform-eng"]
@@ -223,7 +227,8 @@ def test_monitors_override_severity_and_default_schedule(tmp_path: Path) -> None
     document["checks"]["apiserver-health"] |= {"severity": "warning"}
     data = document_of(tmp_path, document)
     (monitor,) = data["monitors"]
-    assert monitor["severity"] == "warning" and monitor["alert_channels"] == ["slack-platform-eng"]
+    assert monitor["severity"] == "warning"
+    assert monitor["alert_channels"] == ["slack-platform-eng"]
     assert monitor["interval_seconds"] == registry.get("apiserver-health").schedule_minutes * 60
 
 
