@@ -1,6 +1,7 @@
 """`outpost package`: a bad configuration is refused before anything is written; a good one gives a
-bundle whose entry modules import from the bundle alone, and a serverless.yml that the Serverless
-Framework itself packages into one scheduled, non-retried function per enabled check.
+bundle whose entry modules import from the bundle alone, with valid byte code for the runtime beside every
+module, and nothing a previous build left. A platform the environment does not deploy to is refused, and so
+is any file built for another architecture. (The examples, Serverless and cfn-lint: test_deployment.py.)
 
 The bundle holds only the product: no sandbox code (even while the source tree has it), and only the
 dependencies the environment and the platform reach: the Lambda bundle has no Cloud Functions server, the
