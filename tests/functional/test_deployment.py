@@ -192,6 +192,7 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/Lambda", "Errors", 1)
         assert alarm["AlarmActions"] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}],
                                                     {"Ref": "AWS::NoValue"}]}
+    assert stage.resources("AWS::Lambda::Version") == {}  # no version piles up per deploy
     urls = stage.resources("AWS::Lambda::Url")
     assert {value["Properties"]["AuthType"] for value in urls.values()} == {"AWS_IAM"}
 
