@@ -18,14 +18,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from outpost import maintenance, packaging, redaction, registry
+from outpost import maintenance, monitors, packaging, redaction, registry
 from outpost.config import Settings
+from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
 from outpost.logs import install_redaction, sanitize
 from outpost.result import Result
 from outpost.runner import run_check
 from outpost.settings import (
-    FUNCTION_TIMEOUT_SECONDS,
     add_source_arguments,
     run_worst_case_seconds,
     settings_from_args,
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
 
     maintenance.register(commands)
+    monitors.register(commands)
     packaging.register(commands)
     registered = _register_plugins(commands)
     for name in SANDBOX_COMMANDS:
@@ -122,7 +123,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _out(f"configuration for environment {settings.environment!r} is valid: "
          f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
          f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}; "
-         f"worst-case run {run_worst_case_seconds(settings):g} s of the {FUNCTION_TIMEOUT_SECONDS} s function timeout")
+         f"worst-case run {run_worst_case_seconds(settings):g} s, function timeout "
+         f"{function_timeout_seconds(settings)} s (at most {platform_max_timeout(settings)} s)")
+    deploy = settings.deploy
+    _out(f"deployable to {deploy.platform} {deploy.region} (every enabled check has a heartbeat and a monitor)"
+         if deploy else "not deployable (no deploy section): local runs only")
     return 0
 
 

@@ -131,9 +131,35 @@ class HeartbeatSettings(_Model):
     backoff_seconds: float = Field(0.5, ge=0, le=30, description="First backoff; doubles each retry.")
 
 
+class AlertChannels(_Model):
+    """Vigilmon alert channels by tier (their names in Vigilmon): critical monitors page, every monitor notifies."""
+
+    page: list[str] = Field(default_factory=list, description="Channels that page (e.g. PagerDuty): critical checks.")
+    notify: list[str] = Field(default_factory=list, description="Channels that notify (e.g. Slack): every check.")
+
+
 class VigilmonSettings(_Model):
     api_url: str = "https://vigilmon.online/api"
     api_key: SecretReference | None = None
+    channels: AlertChannels = AlertChannels()
+    status_page: str | None = Field(None, description="Status page name; default `Outpost <environment>`.")
+
+
+class DeploySettings(_Model):
+    """Where and how this environment is deployed. An environment without it (`local`) runs locally only.
+
+    The rules that make a deployable environment complete (heartbeats, monitors, secret scope, auth mode,
+    resource names, timeouts) are in `outpost.deploy`; this is only the shape.
+    """
+
+    platform: Literal["aws", "gcf"]
+    region: str = Field(description="AWS region (eu-west-1) or Google Cloud region (europe-west1).")
+    architecture: Literal["arm64", "x86_64"] | None = Field(None, description="Lambda architecture (AWS only; "
+                                                                             "default arm64).")
+    kms_key_arn: str | None = Field(
+        None, description="Customer-managed KMS key of the SecureString parameters / secrets (kms:Decrypt on it).")
+    failure_destination: str | None = Field(
+        None, description="ARN (SQS, SNS, Lambda, EventBridge bus) receiving failed scheduled runs (AWS only).")
 
 
 class CheckSettings(_Model):
@@ -157,10 +183,24 @@ class Settings(_Model):
     cluster: ClusterSettings
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     vigilmon: VigilmonSettings = VigilmonSettings()
+    deploy: DeploySettings | None = Field(None, description="Absent: local runs only (not deployable).")
     checks: dict[Annotated[str, Field(pattern=CHECK_NAME_PATTERN)], CheckSettings] = Field(default_factory=dict)
 
     def enabled_checks(self) -> list[str]:
         return [name for name, check in self.checks.items() if check.enabled]
+
+    def secret_references(self) -> list[tuple[str, str]]:
+        """Every secret reference in the file, as (path, reference): what the deployment must be able to read."""
+        found: list[tuple[str, str]] = []
+        token = getattr(self.cluster.auth, "token", None)
+        if isinstance(token, str):
+            found.append(("cluster.auth.token", token))
+        if self.vigilmon.api_key is not None:
+            found.append(("vigilmon.api_key", self.vigilmon.api_key))
+        for name, check in self.checks.items():
+            if check.heartbeat is not None:
+                found.append((f"checks.{name}.heartbeat", check.heartbeat))
+        return found
 
 
 def format_validation_error(error: ValidationError, prefix: str = "") -> list[str]:

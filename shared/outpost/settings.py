@@ -4,7 +4,8 @@
 configured check exists and that its `params` satisfy that check's own `Params` model. The CLI
 (`outpost validate`), the packaging step and every function's cold start all go through here, so
 a bad field is refused the same way, with the same `path: reason` lines, everywhere. That includes the
-platform rule: the check's deadline plus the heartbeat's worst case must fit in the function timeout.
+platform rule (the check's deadline plus the heartbeat's worst case must fit in the function timeout the
+platform allows) and, for an environment with a `deploy` section, every rule of `outpost.deploy`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from outpost.config import (
     parse_settings,
     read_settings_file,
 )
+from outpost.deploy import deployment_problems, timeout_problems
+from outpost.deploy import run_worst_case_seconds as run_worst_case_seconds  # re-exported (the CLI's import)
 from outpost.errors import ConfigError
-from outpost.heartbeat import worst_case_seconds
 
 CONFIG_ENV = "OUTPOST_CONFIG"
 ENVIRONMENT_ENV = "OUTPOST_ENV"
@@ -47,34 +49,10 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
     problems += check_problems(raw)
     if settings is not None:
         problems += timeout_problems(settings)
+        problems += deployment_problems(settings, file)
     if problems or settings is None:
         raise ConfigError(f"configuration {file} is invalid", sorted(dict.fromkeys(problems)))
     return settings
-
-
-FUNCTION_TIMEOUT_SECONDS = 120
-"""The platform's timeout for one check function (serverless.yml `provider.timeout`; the GCF deployment
-uses the same). A run must end, with its result and its one log line, before the platform kills it."""
-
-PLATFORM_MARGIN_SECONDS = 5.0
-"""Cold start, settings and the log line: what a run needs beyond its deadline and heartbeat budget."""
-
-
-def run_worst_case_seconds(settings: Settings) -> float:
-    """The longest one run can take: the check's deadline plus the heartbeat's delivery budget."""
-    beat = settings.heartbeat
-    return settings.cluster.deadline_seconds + worst_case_seconds(beat.timeout_seconds, beat.retries,
-                                                                  beat.backoff_seconds)
-
-
-def timeout_problems(settings: Settings, function_timeout: float = FUNCTION_TIMEOUT_SECONDS) -> list[str]:
-    """A problem line when deadline + heartbeat worst case + margin does not fit in the function timeout."""
-    worst = run_worst_case_seconds(settings)
-    if worst + PLATFORM_MARGIN_SECONDS <= function_timeout:
-        return []
-    return [f"cluster.deadline_seconds + heartbeat worst case (timeout x (1 + retries) + backoffs) = {worst:g} s; "
-            f"with a {PLATFORM_MARGIN_SECONDS:g} s margin it must fit in the function timeout of "
-            f"{function_timeout:g} s (a run killed by the platform reports nothing)"]
 
 
 def check_problems(raw: Any) -> list[str]:

@@ -1,6 +1,7 @@
 """`outpost package`: a bad configuration is refused before anything is written; a good one gives a
-bundle whose entry modules import from the bundle alone, and a serverless.yml that the Serverless
-Framework itself packages into one scheduled, non-retried function per enabled check.
+bundle whose entry modules import from the bundle alone, with valid byte code for the runtime beside every
+module, and nothing a previous build left. A platform the environment does not deploy to is refused, and so
+is any file built for another architecture. (The examples, Serverless and cfn-lint: test_deployment.py.)
 
 The bundle holds only the product: no sandbox code (even while the source tree has it), and only the
 dependencies the environment and the platform reach: the Lambda bundle has no Cloud Functions server, the
@@ -8,7 +9,7 @@ Cloud Functions source no AWS SDK unless the environment's secrets or auth use A
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,10 +23,17 @@ import yaml
 
 from outpost.cli import main
 from outpost.config import parse_settings
-from outpost.packaging import build, describe, forbidden_entries, required_extras
+from outpost.packaging import (
+    PackagingError,
+    architecture_mismatches,
+    build,
+    describe,
+    forbidden_entries,
+    host_architecture,
+    required_extras,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-SERVERLESS = REPO / ".tools" / "node_modules" / ".bin" / "serverless"
 
 
 def project_copy(tmp_path: Path, environment: Mapping[str, object]) -> Path:
@@ -37,26 +45,16 @@ def project_copy(tmp_path: Path, environment: Mapping[str, object]) -> Path:
     return root
 
 
+# A deployable Lambda environment built with this machine's wheels (`--platform host`), so its bundle imports here.
 GOOD = {
     "environment": "stage1",
+    "deploy": {"platform": "aws", "region": "eu-west-1", "architecture": host_architecture()},
     "cluster": {"name": "c", "auth": {"mode": "token", "server": "https://k8s.example.test",
                                       "token": "ssm:/outpost/stage1/token"}},
-    "checks": {"apiserver-health": {"schedule_minutes": 5, "heartbeat": "ssm:/outpost/stage1/heartbeat/api"}},
+    "vigilmon": {"channels": {"page": ["pagerduty"], "notify": ["slack"]}},
+    "checks": {"apiserver-health": {"schedule_minutes": 5, "heartbeat": "ssm:/outpost/stage1/heartbeat/api",
+                                    "monitor_id": "1"}},
 }
-
-
-def test_functions_json_has_one_scheduled_function_per_enabled_check(tmp_path: Path) -> None:
-    target = build("stage1", tmp_path / "out", functions_only=True, root=project_copy(tmp_path, GOOD))
-    functions = json.loads((target / "functions.json").read_text())
-    assert functions == {
-        "apiserver-health": {
-            "handler": "functions/apiserver_health/main.handler",
-            "description": "Outpost check apiserver-health (stage1, critical)",
-            "maximumRetryAttempts": 0,
-            "url": {"authorizer": "aws_iam"},
-            "events": [{"schedule": {"rate": ["rate(5 minutes)"]}}],
-        }
-    }
 
 
 def test_bad_configuration_is_refused_and_nothing_is_written(tmp_path: Path,
@@ -64,7 +62,7 @@ def test_bad_configuration_is_refused_and_nothing_is_written(tmp_path: Path,
     bad = {**GOOD, "checks": {"apiserver-health": {"schedule_minutes": 0, "params": {"bogus": 1}}}}
     root = project_copy(tmp_path, bad)
     out = tmp_path / "out"
-    assert main(["package", "--env", "stage1", "--root", str(root), "--output", str(out), "--functions-only"]) == 64
+    assert main(["package", "--env", "stage1", "--root", str(root), "--output", str(out)]) == 64
     err = capsys.readouterr().err
     assert "checks.apiserver-health.schedule_minutes: " in err
     assert "checks.apiserver-health.params.bogus: " in err
@@ -73,9 +71,10 @@ def test_bad_configuration_is_refused_and_nothing_is_written(tmp_path: Path,
 
 GKE = {
     "environment": "stage1",
+    "deploy": {"platform": "gcf", "region": "europe-west1"},
     "cluster": {"name": "c", "auth": {"mode": "gke", "server": "https://k8s.example.test", "ca_data": "Q0E="}},
-    "vigilmon": {"api_key": "env:VIGILMON_API_KEY"},
-    "checks": {"apiserver-health": {"heartbeat": "gcpsm:projects/p/secrets/heartbeat-api"}},
+    "vigilmon": {"api_key": "gcpsm:projects/p/secrets/vigilmon", "channels": {"page": ["p"], "notify": ["n"]}},
+    "checks": {"apiserver-health": {"heartbeat": "gcpsm:projects/p/secrets/heartbeat-api", "monitor_id": "1"}},
 }
 
 # What only the Cloud Functions server brings; never in a Lambda bundle.
@@ -87,7 +86,6 @@ def source_project(tmp_path: Path, environment: Mapping[str, object]) -> Path:
     """A project copy with the package source, and a sandbox in it as the source tree may have one."""
     root = project_copy(tmp_path, environment)
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
-    shutil.copy2(REPO / "README.md", root / "README.md")
     shutil.copytree(REPO / "shared", root / "shared", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     sandbox = root / "shared" / "outpost" / "sandbox"
     if not sandbox.exists():  # the sandbox moved to its own distribution: keep proving it would be left out
@@ -104,7 +102,11 @@ def top_level(names: set[str]) -> set[str]:
 
 def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) -> None:
     root = source_project(tmp_path, GOOD)
+    stale = tmp_path / "out" / "stage1" / "outpost-old.zip"  # what a previous build left: gone after this one
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
     target = build("stage1", tmp_path / "out", platform="host", root=root)
+    assert sorted(path.name for path in target.iterdir()) == ["deployment.json", "outpost-stage1.zip"]
     archive = target / "outpost-stage1.zip"
     summary = describe(archive)
     print(f"Lambda bundle (token auth, ssm: secrets): {summary}")
@@ -120,10 +122,18 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     # ssm: references need the AWS SDK; nothing in this environment needs kubernetes, google-auth or cryptography.
     assert {"boto3", "botocore", "pydantic", "httpx", "yaml"} <= tops, summary
     assert not tops & {"kubernetes", "google", "cryptography", "requests"}, f"unreached dependency: {sorted(tops)}"
-    assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", "/RECORD"))], summary
+    assert not [name for name in names if name.endswith("/RECORD") or name.endswith("direct_url.json")], summary
+    # Byte code for the runtime's Python beside every module, valid for its source and never re-checked.
+    for source in [name for name in names if name.startswith("outpost/") and name.endswith(".py")]:
+        folder, _, module = source.rpartition("/")
+        with zipfile.ZipFile(archive) as bundle:
+            cached = bundle.read(f"{folder}/__pycache__/{module.removesuffix('.py')}.cpython-311.pyc")
+            assert cached[:4] == importlib.util.MAGIC_NUMBER, source
+            assert int.from_bytes(cached[4:8], "little") == 0b01, source  # hash-based, unchecked
+            assert cached[8:16] == importlib.util.source_hash(bundle.read(source)), source
     assert not [name for name in names if name.startswith("bin/")], summary
-    # The whole of today's unsplit bundle was 40 MB (5954 files); this environment needs far less.
-    assert archive.stat().st_size < 25_000_000, summary
+    # The unsplit bundle was 40 MB (5954 files); this environment needs far less, byte code included.
+    assert archive.stat().st_size < 30_000_000, summary
     # A cold start as Lambda does it: only the bundle on sys.path, cwd = bundle root, config relative to it.
     probe = ("import sys; sys.path[:0] = ['.']; import importlib; m = importlib.import_module("
              "'functions.apiserver_health.main'); import outpost, pydantic_core, boto3; "
@@ -160,7 +170,7 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     assert {"main.py", "requirements.txt", "functions/apiserver_health/main.py", "infra/environments/stage1.yaml",
             "outpost/runtime/gcf.py"} <= names, summary
     # Only the product is vendored: Cloud Functions installs requirements.txt itself.
-    assert top_level(names) - {"main", "requirements.txt", "functions", "infra"} == {
+    assert top_level(names) - {"main", "requirements.txt", "functions", "infra", "__pycache__"} == {
         "outpost", *{"/".join(name.split("/")[:2]) for name in names if name.startswith("outpost/")}}, summary
     assert not top_level(names) & SANDBOX, summary
     # The generated main.py exports the check's HTTP target under the name the deployment's --entry-point
@@ -175,12 +185,38 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     assert process.stdout.split() == ["http_apiserver_health", str(unpacked / "outpost" / "__init__.py"), "405"]
 
 
-def test_cloud_functions_source_keeps_the_aws_sdk_when_the_environment_reads_ssm(tmp_path: Path) -> None:
-    target = build("stage1", tmp_path / "out", platform="gcf", root=source_project(tmp_path, GOOD))
-    with zipfile.ZipFile(target / "outpost-stage1-gcf.zip") as source:
-        required = requirement_names(source.read("requirements.txt").decode())
-    assert {"boto3", "functions-framework"} <= required
-    assert not required & {"kubernetes", "google-auth"}, required
+def test_a_platform_the_environment_does_not_deploy_to_is_refused(tmp_path: Path) -> None:
+    other = "arm64" if host_architecture() == "x86_64" else "x86_64"
+    root = source_project(tmp_path, GOOD)
+    with pytest.raises(PackagingError, match=f"deploys aws-{host_architecture()}"):
+        build("stage1", tmp_path / "out", platform=f"aws-{other}", root=root)
+    with pytest.raises(PackagingError, match="deploys to Cloud Functions"):
+        build("stage1", tmp_path / "out", platform="aws-arm64", root=source_project(tmp_path / "gcf", GKE))
+    assert not (tmp_path / "out").exists()
+
+
+ELF_X86_64 = b"\x7fELF\x02\x01\x01" + b"\x00" * 11 + (62).to_bytes(2, "little")
+ELF_AARCH64 = b"\x7fELF\x02\x01\x01" + b"\x00" * 11 + (183).to_bytes(2, "little")
+
+
+def test_files_built_for_another_architecture_are_found(tmp_path: Path) -> None:
+    staging = tmp_path / "bundle"
+    (staging / "fast").mkdir(parents=True)
+    (staging / "fast" / "_speedups.cpython-311-x86_64-linux-gnu.so").write_bytes(ELF_X86_64 + b"rest")
+    (staging / "fast" / "_other.cpython-311-aarch64-linux-gnu.so").write_bytes(ELF_AARCH64 + b"rest")
+    (staging / "fast.libs").mkdir()
+    (staging / "fast.libs" / "libz.so.1").write_bytes(ELF_X86_64)
+    (staging / "fast-1.0.dist-info").mkdir()
+    (staging / "fast-1.0.dist-info" / "WHEEL").write_text(
+        "Wheel-Version: 1.0\nTag: cp311-cp311-manylinux_2_17_x86_64\n")
+    (staging / "pure-1.0.dist-info").mkdir()
+    (staging / "pure-1.0.dist-info" / "WHEEL").write_text("Wheel-Version: 1.0\nTag: py3-none-any\n")
+    assert architecture_mismatches(staging, "arm64") == [
+        "fast-1.0.dist-info/WHEEL (wheel tag manylinux_2_17_x86_64)",
+        "fast.libs/libz.so.1 (x86_64)",
+        "fast/_speedups.cpython-311-x86_64-linux-gnu.so (x86_64)",
+    ]
+    assert architecture_mismatches(staging, "x86_64") == ["fast/_other.cpython-311-aarch64-linux-gnu.so (arm64)"]
 
 
 @pytest.mark.parametrize(
@@ -212,26 +248,3 @@ def test_sandbox_and_cloud_functions_server_are_refused_by_name() -> None:
         "werkzeug-3.1.9.dist-info"]
     assert forbidden_entries(names, "gcf") == ["outpost/sandbox", "outpost_sandbox",
                                                "outpost_sandbox-0.1.0.dist-info"]
-
-
-def test_serverless_framework_packages_the_generated_functions(tmp_path: Path) -> None:
-    assert SERVERLESS.exists(), "Serverless Framework v3 is not installed; run `make setup` (it installs .tools)"
-    root = project_copy(tmp_path, GOOD)
-    shutil.copy2(REPO / "serverless.yml", root / "serverless.yml")
-    target = build("stage1", root / "build", functions_only=True, root=root)
-    (target / "outpost-stage1.zip").write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty, valid zip
-    process = subprocess.run([str(SERVERLESS), "package", "--stage", "stage1"], cwd=root, capture_output=True,
-                             text=True, check=False, timeout=300,
-                             env={**os.environ, "SLS_TELEMETRY_DISABLED": "1", "SLS_NOTIFICATIONS_MODE": "off"})
-    assert process.returncode == 0, process.stdout + process.stderr
-    template = json.loads((root / ".serverless" / "cloudformation-template-update-stack.json").read_text())
-    resources = template["Resources"]
-    rules = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
-    assert rules == ["rate(5 minutes)"]
-    retry = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
-    assert retry[0]["MaximumRetryAttempts"] == 0
-    function = next(r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function")
-    assert function["Handler"] == "functions/apiserver_health/main.handler"
-    assert function["Environment"]["Variables"]["OUTPOST_CONFIG"] == "infra/environments/stage1.yaml"
-    urls = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Url"]
-    assert urls[0]["AuthType"] == "AWS_IAM"

@@ -117,13 +117,15 @@ def test_cold_start_reads_outpost_config(tmp_path: Path) -> None:
     assert settings_from_environment({"OUTPOST_CONFIG": str(path)}).environment == "prod"
 
 
-def test_the_platform_timeout_rule_uses_the_deployed_function_timeout() -> None:
-    import pathlib
+def test_the_function_timeout_is_derived_from_the_file_not_fixed(tmp_path: Path) -> None:
+    from outpost.deploy import function_timeout_seconds, run_worst_case_seconds
 
-    import yaml as _yaml
-
-    from outpost.settings import FUNCTION_TIMEOUT_SECONDS
-
-    serverless = pathlib.Path(__file__).resolve().parents[2] / "serverless.yml"
-    text = "\n".join(line for line in serverless.read_text().splitlines() if "${" not in line and "!Sub" not in line)
-    assert _yaml.safe_load(text)["provider"]["timeout"] == FUNCTION_TIMEOUT_SECONDS
+    settings = load_settings(write(tmp_path, minimal(
+        cluster={"name": "c", "deadline_seconds": 100, "auth": {"mode": "token", "server": "https://k",
+                                                                 "token": "ssm:/outpost/prod/token"}},
+        heartbeat={"timeout_seconds": 10, "retries": 3, "backoff_seconds": 1})))
+    assert run_worst_case_seconds(settings) == 148  # 100 + 10 x 4 + (1 + 2 + 4) + 1
+    assert function_timeout_seconds(settings) == 153  # + the 5 s margin
+    serverless = yaml.safe_load("\n".join(line for line in (REPO / "serverless.yml").read_text().splitlines()
+                                          if "${" not in line))
+    assert "timeout" not in serverless["provider"]  # each function's timeout comes from its build

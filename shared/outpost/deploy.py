@@ -1,0 +1,325 @@
+"""What makes an environment deployable, and the numbers and names a deployment derives from it.
+
+An environment with a `deploy` section is deployable; one without (`local`, the sandbox) runs locally only.
+`deployment_problems` is applied by `outpost.settings.load_settings`, so `outpost validate`, `outpost package`
+and every function's cold start refuse the same incomplete file, each bad field named by its path:
+
+- the name: `environment` equals the file's name, `local` is never deployed, and every resource name
+  generated from it (function, IAM role and policy, stack, alarm) fits its provider's limit;
+- every enabled check is watched: it has a heartbeat reference and a Vigilmon `monitor_id`, and its severity
+  tier has an alert channel (critical checks page, every check notifies: `outpost.monitors`);
+- secrets are readable by what is deployed: no `env:` reference (a deployed function has no such variable),
+  only the platform's stores (AWS: `ssm:`/`secretsmanager:`, Cloud Functions: `gcpsm:`), and on AWS only names
+  inside the stage's IAM scope (`/outpost/<env>/...`, `outpost/<env>/...`), in the deployment's region;
+- the auth mode suits the platform: a kubeconfig (its file, its exec plugins) and a CA file are not in a
+  bundle; `eks` needs AWS credentials (Lambda), `gke` Google's (Cloud Functions);
+- the function timeout is derived, not fixed: `cluster.deadline_seconds` + the heartbeat's worst case + a
+  margin, rounded up, and it must fit the platform's maximum (`timeout_problems`, applied to every file).
+
+Why refuse rather than warn: Outpost's alarm is silence, so a deployed check that cannot ping, or whose
+monitor does not exist, is an outage nobody hears.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Final
+
+from outpost import registry
+from outpost.config import EksAuth, GkeAuth, KubeconfigAuth, Settings, TokenAuth
+from outpost.heartbeat import worst_case_seconds
+from outpost.secrets import parse_secret_ref
+
+SERVICE: Final = "outpost"
+"""The Serverless service name (serverless.yml `service:`): the first part of every generated AWS name."""
+
+NOT_DEPLOYABLE: Final = frozenset({"local"})
+"""Environment names reserved for local runs (the sandbox)."""
+
+PLATFORM_MARGIN_SECONDS: Final = 5.0
+"""Cold start, settings and the log line: what a run needs beyond its deadline and heartbeat budget."""
+
+PLATFORM_MAX_TIMEOUT_SECONDS: Final = {"aws": 900, "gcf": 540}
+"""The longest a function may run: Lambda's 15 minutes; Cloud Functions' 9 (1st gen and event-driven)."""
+
+MONITOR_MARGIN_FLOOR_SECONDS: Final = 60
+"""The smallest margin added to a monitor's grace (docs/contracts.md "Heartbeat contract")."""
+
+SECRET_STORES: Final = {"aws": ("ssm", "secretsmanager"), "gcf": ("gcpsm",)}
+AUTH_MODES: Final = {"aws": ("eks", "token"), "gcf": ("gke", "token")}
+
+# Provider limits of the names a deployment generates (characters).
+LAMBDA_FUNCTION_NAME_MAX: Final = 64
+IAM_ROLE_NAME_MAX: Final = 64
+IAM_POLICY_NAME_MAX: Final = 128
+STACK_NAME_MAX: Final = 128
+ALARM_NAME_MAX: Final = 255
+GCF_FUNCTION_NAME_MAX: Final = 63
+
+_AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_GCP_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
+_ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
+                  r"(?P<account>\d{12})?:(?P<resource>.+)$")
+_FAILURE_DESTINATIONS: Final = ("sqs", "sns", "lambda", "events")
+
+
+def run_worst_case_seconds(settings: Settings) -> float:
+    """The longest one run can take: the check's deadline plus the heartbeat's delivery budget."""
+    beat = settings.heartbeat
+    return settings.cluster.deadline_seconds + worst_case_seconds(beat.timeout_seconds, beat.retries,
+                                                                  beat.backoff_seconds)
+
+
+def function_timeout_seconds(settings: Settings) -> int:
+    """The function timeout this environment deploys with: worst-case run + margin, in whole seconds."""
+    return math.ceil(run_worst_case_seconds(settings) + PLATFORM_MARGIN_SECONDS)
+
+
+def platform_max_timeout(settings: Settings) -> int:
+    """The platform's maximum; a file that deploys nowhere is held to Lambda's (the CLI's default target)."""
+    return PLATFORM_MAX_TIMEOUT_SECONDS[settings.deploy.platform if settings.deploy else "aws"]
+
+
+def timeout_problems(settings: Settings) -> list[str]:
+    """A problem line when the derived function timeout exceeds what the platform allows."""
+    worst = run_worst_case_seconds(settings)
+    limit = platform_max_timeout(settings)
+    if worst + PLATFORM_MARGIN_SECONDS <= limit:
+        return []
+    where = settings.deploy.platform if settings.deploy else "aws"
+    return [f"cluster.deadline_seconds: deadline + heartbeat worst case (timeout x (1 + retries) + backoffs) = "
+            f"{worst:g} s; with a {PLATFORM_MARGIN_SECONDS:g} s margin it must fit in the function timeout, at "
+            f"most {limit} s on {where} (a run killed by the platform reports nothing)"]
+
+
+def schedule_minutes(settings: Settings, name: str) -> int:
+    configured = settings.checks.get(name)
+    if configured is not None and configured.schedule_minutes:
+        return configured.schedule_minutes
+    return registry.get(name).schedule_minutes
+
+
+def severity(settings: Settings, name: str) -> str:
+    configured = settings.checks.get(name)
+    if configured is not None and configured.severity:
+        return configured.severity
+    return registry.get(name).severity
+
+
+def monitor_margin_seconds(settings: Settings) -> int:
+    """Grace margin: a healthy run's ping can come as late as the function timeout; whole minutes, >= 60 s."""
+    return max(MONITOR_MARGIN_FLOOR_SECONDS, 60 * math.ceil(function_timeout_seconds(settings) / 60))
+
+
+def function_name(environment: str, check: str) -> str:
+    """The deployed function's name (Serverless: `<service>-<stage>-<function>`), also the monitor's name."""
+    return f"{SERVICE}-{environment}-{check}"
+
+
+def lambda_architecture(settings: Settings) -> str:
+    """The Lambda architecture (`arm64` unless the file says `x86_64`)."""
+    return (settings.deploy.architecture if settings.deploy else None) or "arm64"
+
+
+def aws_partition(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def ssm_scope(environment: str) -> str:
+    """The SSM parameter names the stage may read (its IAM statement's resource)."""
+    return f"/outpost/{environment}/"
+
+
+def secretsmanager_scope(environment: str) -> str:
+    """The Secrets Manager names the stage may read (its IAM statement's resource)."""
+    return f"outpost/{environment}/"
+
+
+def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
+    """(path, what, name, limit) of every name a deployment of `settings` generates."""
+    assert settings.deploy is not None
+    env = settings.environment
+    names: list[tuple[str, str, str, int]] = []
+    if settings.deploy.platform == "aws":
+        region = settings.deploy.region
+        names += [
+            ("environment", "CloudFormation stack name", f"{SERVICE}-{env}", STACK_NAME_MAX),
+            ("environment", "IAM role name", f"{SERVICE}-{env}-{region}-lambdaRole", IAM_ROLE_NAME_MAX),
+            ("environment", "IAM policy name", f"{SERVICE}-{env}-lambda", IAM_POLICY_NAME_MAX),
+        ]
+        for check in settings.enabled_checks():
+            names += [
+                (f"checks.{check}", "Lambda function name", function_name(env, check), LAMBDA_FUNCTION_NAME_MAX),
+                (f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check), ALARM_NAME_MAX),
+            ]
+    else:
+        for check in settings.enabled_checks():
+            names.append((f"checks.{check}", "Cloud Functions function name", function_name(env, check),
+                          GCF_FUNCTION_NAME_MAX))
+    return names
+
+
+def alarm_name(environment: str, check: str) -> str:
+    return f"{function_name(environment, check)}-errors"
+
+
+def deployment_problems(settings: Settings, source: Path | None = None) -> list[str]:
+    """Every reason `settings` cannot be deployed, as `path: reason` lines (empty: deployable or local-only)."""
+    deploy = settings.deploy
+    if deploy is None:
+        return []
+    env = settings.environment
+    problems: list[str] = []
+    if env in NOT_DEPLOYABLE:
+        problems.append(f"deploy: environment {env!r} is for local runs only (the sandbox) and is never deployed; "
+                        "remove the deploy section")
+    if source is not None and source.suffix in (".yaml", ".yml") and source.stem != env:
+        problems.append(f"environment: {env!r} must match its file name {source.name!r} (a stage deploys "
+                        "infra/environments/<stage>.yaml)")
+    problems += _region_problems(settings)
+    problems += _check_problems(settings)
+    problems += _secret_problems(settings)
+    problems += _auth_problems(settings)
+    problems += _arn_problems(settings)
+    for path, what, name, limit in generated_names(settings):
+        if len(name) > limit:
+            fits = limit - (len(name) - len(env))
+            problems.append(f"{path}: the {what} {name!r} would be {len(name)} characters (limit {limit}); "
+                            f"environment names of at most {max(fits, 0)} characters fit")
+    return problems
+
+
+def _region_problems(settings: Settings) -> list[str]:
+    assert settings.deploy is not None
+    pattern = _AWS_REGION if settings.deploy.platform == "aws" else _GCP_REGION
+    example = "eu-west-1" if settings.deploy.platform == "aws" else "europe-west1"
+    if pattern.fullmatch(settings.deploy.region):
+        return []
+    return [f"deploy.region: not a {settings.deploy.platform} region name (e.g. {example})"]
+
+
+def _check_problems(settings: Settings) -> list[str]:
+    enabled = [name for name in settings.enabled_checks() if name in registry.names()]
+    if not settings.enabled_checks():
+        return ["checks: a deployable environment enables at least one check"]
+    problems: list[str] = []
+    tiers: dict[str, list[str]] = {}
+    for name in enabled:
+        check = settings.checks[name]
+        if check.heartbeat is None:
+            problems.append(f"checks.{name}.heartbeat: required for a deployed check (a secret reference to its "
+                            "Vigilmon heartbeat URL): without it the check can never ping, and never alert")
+        if not check.monitor_id:
+            problems.append(f"checks.{name}.monitor_id: required for a deployed check: the id of the Vigilmon monitor "
+                            f"watching its heartbeat (create it from `outpost monitors --env {settings.environment}`)")
+        tiers.setdefault(severity(settings, name), []).append(name)
+    channels = settings.vigilmon.channels
+    if tiers.get("critical") and not channels.page:
+        problems.append(f"vigilmon.channels.page: required: critical checks ({', '.join(tiers['critical'])}) must "
+                        "page (e.g. a PagerDuty channel)")
+    if enabled and not channels.notify:
+        problems.append(f"vigilmon.channels.notify: required: every monitor notifies (e.g. a Slack channel); "
+                        f"enabled: {', '.join(enabled)}")
+    return problems
+
+
+def _secret_problems(settings: Settings) -> list[str]:
+    assert settings.deploy is not None
+    platform, env, region = settings.deploy.platform, settings.environment, settings.deploy.region
+    stores = SECRET_STORES[platform]
+    problems: list[str] = []
+    for path, text in settings.secret_references():
+        try:
+            ref = parse_secret_ref(text)
+        except ValueError:
+            continue  # the shape validation already named it
+        if ref.scheme not in stores:
+            why = ("a deployed function has no such variable" if ref.scheme == "env"
+                   else f"{platform} functions have no credentials for that store")
+            problems.append(f"{path}: {ref.scheme}: references cannot be read on {platform} ({why}); use "
+                            f"{' or '.join(s + ':' for s in stores)}")
+            continue
+        if ref.scheme == "ssm":
+            name, arn_region = _ssm_name(ref.name)
+            scope = ssm_scope(env)
+        elif ref.scheme == "secretsmanager":
+            name, arn_region = _secretsmanager_name(ref.name)
+            scope = secretsmanager_scope(env)
+        else:
+            continue
+        if not name.startswith(scope):
+            problems.append(f"{path}: {ref.scheme}: name is outside the stage's IAM scope: it must start with "
+                            f"{scope} (the function may read nothing else)")
+        if arn_region is not None and arn_region != region:
+            problems.append(f"{path}: {ref.scheme}: ARN is in region {arn_region}, the stage deploys to {region} "
+                            "(the IAM statement covers the stage's region)")
+    return problems
+
+
+def _ssm_name(name: str) -> tuple[str, str | None]:
+    match = _ARN.fullmatch(name)
+    if match and match["resource"].startswith("parameter/"):
+        return "/" + match["resource"].removeprefix("parameter/"), match["region"]
+    return name, None
+
+
+def _secretsmanager_name(name: str) -> tuple[str, str | None]:
+    match = _ARN.fullmatch(name)
+    if match and match["resource"].startswith("secret:"):
+        return match["resource"].removeprefix("secret:"), match["region"]
+    return name, None
+
+
+def _auth_problems(settings: Settings) -> list[str]:
+    assert settings.deploy is not None
+    platform = settings.deploy.platform
+    auth = settings.cluster.auth
+    problems: list[str] = []
+    if auth.mode not in AUTH_MODES[platform]:
+        why = {
+            KubeconfigAuth: "a kubeconfig file and its exec credential plugins are not in the bundle",
+            EksAuth: "eks needs AWS credentials, which Cloud Functions do not have",
+            GkeAuth: "gke needs Google application default credentials, which Lambda does not have",
+        }.get(type(auth), "not supported there")
+        problems.append(f"cluster.auth.mode: {auth.mode} cannot authenticate on {platform} ({why}); use "
+                        f"{' or '.join(AUTH_MODES[platform])}")
+    if isinstance(auth, TokenAuth) and auth.ca_file:
+        problems.append("cluster.auth.ca_file: a file on this machine is not in the bundle; give the CA as ca_data "
+                        "(base64 PEM)")
+    if isinstance(auth, EksAuth) and auth.role_arn is not None:
+        match = _ARN.fullmatch(auth.role_arn)
+        if not match or match["service"] != "iam" or not match["resource"].startswith("role/"):
+            problems.append("cluster.auth.role_arn: not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)")
+    return problems
+
+
+def _arn_problems(settings: Settings) -> list[str]:
+    deploy = settings.deploy
+    assert deploy is not None
+    problems: list[str] = []
+    if deploy.kms_key_arn is not None:
+        match = _ARN.fullmatch(deploy.kms_key_arn)
+        if deploy.platform != "aws":
+            problems.append("deploy.kms_key_arn: AWS only")
+        elif not match or match["service"] != "kms" or not match["resource"].startswith("key/"):
+            problems.append("deploy.kms_key_arn: not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID; an alias "
+                            "cannot be granted kms:Decrypt)")
+        elif match["region"] != deploy.region:
+            problems.append(f"deploy.kms_key_arn: key is in region {match['region']}, the stage deploys to "
+                            f"{deploy.region}")
+    if deploy.failure_destination is not None:
+        match = _ARN.fullmatch(deploy.failure_destination)
+        if deploy.platform != "aws":
+            problems.append("deploy.failure_destination: AWS only")
+        elif not match or match["service"] not in _FAILURE_DESTINATIONS:
+            problems.append(f"deploy.failure_destination: not the ARN of a {', '.join(_FAILURE_DESTINATIONS)} "
+                            "destination")
+    if deploy.platform != "aws" and deploy.architecture is not None:
+        problems.append("deploy.architecture: AWS only")
+    return problems

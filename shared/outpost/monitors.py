@@ -1,0 +1,117 @@
+"""`outpost monitors --env ENV [--format yaml|json]`: the Vigilmon monitors of an environment, as code.
+
+One heartbeat monitor per enabled check (whatever the registry holds), with what a person creating it in
+Vigilmon needs and nothing they must guess:
+
+- `name`: the deployed function's name (`outpost-<env>-<check>`), so an alert names the function to look at;
+- `heartbeat`: the secret *reference* where the monitor's heartbeat URL is to be stored, never the URL;
+- `interval_seconds`: the check's schedule (a healthy run pings once per interval);
+- `grace_seconds`: schedule x `tolerated_misses` + margin, the margin being the function timeout rounded up to
+  whole minutes (at least 60 s), because a healthy run's ping can come that late (docs/contracts.md
+  "Heartbeat contract");
+- `alert_channels` by severity tier, as the Koordinator and OpenKruise tutorials set them up: critical
+  monitors page (`vigilmon.channels.page`, e.g. PagerDuty) and notify, warning monitors only notify
+  (`vigilmon.channels.notify`, e.g. Slack #platform-eng);
+- `group`: the status page group of the check's layer (control plane, node, workload SLO, batch).
+
+Vigilmon's API is documented to Outpost only for heartbeats and maintenance windows, so this is a document
+to apply (README "Monitors"), not a sequence of API calls. It holds no secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Final
+
+import yaml
+
+from outpost import redaction, registry
+from outpost.config import Settings
+from outpost.deploy import function_name, monitor_margin_seconds, schedule_minutes, severity
+from outpost.settings import add_source_arguments, settings_from_args
+
+LAYER_GROUPS: Final = {
+    "control plane": "Control plane",
+    "node": "Node layer",
+    "workload SLO": "Workload SLOs",
+    "batch": "Batch scheduling",
+}
+"""Status page groups by layer, in page order (the Koordinator tutorial's grouping)."""
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("monitors", help="the Vigilmon monitors of an environment's enabled checks, as code")
+    add_source_arguments(parser)
+    parser.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+    parser.set_defaults(func=main)
+
+
+def group_of(layer: str) -> str:
+    """The status page group of a catalogue layer (an unknown layer gets a group of its own name)."""
+    return LAYER_GROUPS.get(layer, layer[:1].upper() + layer[1:])
+
+
+def alert_channels(settings: Settings, tier: str) -> list[str]:
+    """Critical pages and notifies; warning notifies."""
+    channels = settings.vigilmon.channels
+    chosen = [*channels.page, *channels.notify] if tier == "critical" else list(channels.notify)
+    return list(dict.fromkeys(chosen))
+
+
+def monitor(settings: Settings, name: str) -> dict[str, Any]:
+    spec = registry.get(name)
+    configured = settings.checks[name]
+    minutes = schedule_minutes(settings, name)
+    tier = severity(settings, name)
+    margin = monitor_margin_seconds(settings)
+    return {
+        "name": function_name(settings.environment, name),
+        "check": name,
+        "type": "heartbeat",
+        "heartbeat": configured.heartbeat,
+        "monitor_id": configured.monitor_id,
+        "interval_seconds": minutes * 60,
+        "tolerated_misses": configured.tolerated_misses,
+        "grace_seconds": configured.grace_seconds(minutes, margin),
+        "severity": tier,
+        "alert_channels": alert_channels(settings, tier),
+        "group": group_of(spec.layer),
+        "system": spec.system,
+        "description": f"{spec.system}: {spec.fails_when}",
+    }
+
+
+def document(settings: Settings) -> dict[str, Any]:
+    """The monitors, channels and status page of `settings`' enabled checks."""
+    monitors = [monitor(settings, name) for name in settings.enabled_checks()]
+    order = list(LAYER_GROUPS.values())
+    groups = sorted({m["group"] for m in monitors}, key=lambda g: (order.index(g) if g in order else len(order), g))
+    return {
+        "environment": settings.environment,
+        "grace": f"interval x tolerated_misses + {monitor_margin_seconds(settings)} s (the function timeout, "
+                 "rounded up to whole minutes, at least 60 s)",
+        "channels": {"page": list(settings.vigilmon.channels.page),
+                     "notify": list(settings.vigilmon.channels.notify)},
+        "status_page": {
+            "name": settings.vigilmon.status_page or f"Outpost {settings.environment}",
+            "groups": [{"name": group, "monitors": [m["name"] for m in monitors if m["group"] == group]}
+                       for group in groups],
+        },
+        "monitors": monitors,
+    }
+
+
+def render(settings: Settings, output_format: str) -> str:
+    data = document(settings)
+    if output_format == "json":
+        return json.dumps(data, indent=2)
+    header = (f"# Vigilmon monitors of environment {settings.environment!r}, generated by `outpost monitors`.\n"
+              "# Apply as README \"Monitors\" says; store each heartbeat URL at its reference, never here.\n")
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+
+
+def main(args: argparse.Namespace) -> int:
+    # References only, never values; redacted all the same, like every line the CLI prints.
+    print(redaction.redact(render(settings_from_args(args), args.format)))
+    return 0
