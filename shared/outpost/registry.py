@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from outpost.checks import apiserver_health
+from outpost.checks import admission_dry_run, apiserver_health, koord_webhook, kruise_webhook
 from outpost.checks.base import CheckSpec
 
 CHECKS: tuple[CheckSpec[Any, Any], ...] = (
+    koord_webhook.CHECK,
     apiserver_health.CHECK,
+    kruise_webhook.CHECK,
+    admission_dry_run.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}
