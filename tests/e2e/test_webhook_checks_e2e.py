@@ -189,3 +189,37 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
     results = {r["check"]: r for r in json.loads(proc.stdout)}
     assert {name: r["status"] for name, r in results.items()} == {"kruise-webhook": "failed",
                                                                   "admission-dry-run": "failed"}
+
+
+KOORD_MUTATING = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                  "koordinator-mutating-webhook-configuration")
+
+
+def set_failure_policy(sb: SandboxInfo, policy: str) -> None:
+    """Koordinator's pod mutating webhook (the first of its configuration) on `policy`, as admin."""
+    patch = [{"op": "test", "path": "/webhooks/0/name", "value": "mpod-create.koordinator.sh"},
+             {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": policy}]
+    response = httpx.patch(sb.server + KOORD_MUTATING, content=json.dumps(patch),
+                           headers={"Authorization": f"Bearer {sb.admin_token}",
+                                    "Content-Type": "application/json-patch+json"},
+                           verify=trust(sb), timeout=10)
+    assert response.status_code == 200, response.text[:200]
+
+
+@pytest.mark.parametrize("fault", ["backend-down", "backend-hang", "backend-tls-bad-ca"])
+def test_failure_policy_fail_refusal_is_failed_naming_the_webhook(sb: SandboxInfo, config: Path,
+                                                                  receiver: HeartbeatReceiver, fault: str) -> None:
+    set_failure_policy(sb, "Fail")
+    try:
+        faults.break_fault(fault, "koord-webhook", sb.state_dir)
+        try:
+            result = run_check(load_settings(config), "admission-dry-run", log=False)
+        finally:
+            faults.heal(fault, state_dir=sb.state_dir)
+    finally:
+        set_failure_policy(sb, "Ignore")
+    assert result.status is Status.FAILED, result.errors
+    assert result.errors[0].startswith("webhook mpod-create.koordinator.sh (koordinator): refused the dry-run create")
+    assert 'failed calling webhook "mpod-create.koordinator.sh"' in result.errors[0]
+    assert result.details["systems"]["openkruise"]["mutated"] is True
+    assert receiver.pings_for("admission-dry-run") == 0

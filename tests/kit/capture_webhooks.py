@@ -1,6 +1,7 @@
 """Capture what the webhook checks read from a running sandbox, healthy and under each webhook fault (by hand).
 
-Writes `tests/unit/fixtures/webhooks/<state>/`, one directory per state (`healthy`, `<fault>@<target>`):
+Writes `tests/unit/fixtures/webhooks/<state>/`, one directory per state (`healthy`, `<fault>@<target>`, and
+`<fault>@koord-webhook+failurePolicy=Fail` with Koordinator's pod webhook switched to failurePolicy Fail):
 - `objects/<Kind>.<name>.json`: the webhook Services, their EndpointSlices and Endpoints and the four webhook
   configurations, as the admin reads them (managedFields dropped). A fault's directory keeps only the objects
   that differ from `healthy`, and lists the ones it deleted in `deleted.json` (file names);
@@ -11,8 +12,10 @@ Writes `tests/unit/fixtures/webhooks/<state>/`, one directory per state (`health
 Run (one sandbox per machine: take the lock; tear the sandbox down afterwards):
 
     flock /tmp/outpost-sandbox.lock bash -c 'export OUTPOST_SANDBOX_DIR=/tmp/capture-webhooks; \
-        .venv/bin/outpost sandbox up --nodes 3 && .venv/bin/python tests/kit/capture_webhooks.py; \
+        .venv/bin/outpost sandbox up --nodes 3 && .venv/bin/python tests/kit/capture_webhooks.py [STATE...]; \
         .venv/bin/outpost sandbox down --purge'
+
+With STATE labels, only those states are captured again (the others are kept).
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from outpost.checks.admission_dry_run import AdmissionDryRunParams, probe_pod
-from outpost.cluster import Cluster, service_proxy
+from outpost.cluster import Cluster, ClusterWriter, service_proxy
 from outpost.config import ClusterSettings, KubeconfigAuth
 from outpost.errors import ClusterTimeout
 from outpost.kube import paths as kp
@@ -39,9 +43,24 @@ CONFIGURATIONS = [(kp.MUTATING_WEBHOOKS, "koordinator-mutating-webhook-configura
 _TARGETS: tuple[str, ...] = ("koord-webhook", "kruise-webhook")
 _BACKEND_FAULTS = ("backend-down", "backend-500", "backend-hang", "backend-wrong-body", "backend-tls-bad-ca",
                    "backend-tls-expired", "webhook-no-mutate")
-STATES: list[tuple[str, str | None]] = [("healthy", None)]
-STATES += [(fault, target) for target in _TARGETS for fault in _BACKEND_FAULTS]
-STATES += [("webhook-config-deleted", "koordinator"), ("webhook-config-deleted", "kruise")]
+STATES: list[tuple[str, str | None, bool]] = [("healthy", None, False)]
+STATES += [(fault, target, False) for target in _TARGETS for fault in _BACKEND_FAULTS]
+STATES += [("webhook-config-deleted", "koordinator", False), ("webhook-config-deleted", "kruise", False)]
+# failurePolicy Fail on Koordinator's pod webhook: the API server refuses the create and names the webhook
+STATES += [(fault, "koord-webhook", True) for fault in ("backend-down", "backend-hang", "backend-tls-bad-ca")]
+KOORD_MUTATING = kp.object_path(kp.MUTATING_WEBHOOKS, "koordinator-mutating-webhook-configuration")
+
+
+def failure_policy(admin: Cluster, policy: str) -> None:
+    """Set the failurePolicy of Koordinator's pod mutating webhook (the first webhook of its configuration)."""
+    assert isinstance(admin, ClusterWriter)
+    configuration = admin.get_json(KOORD_MUTATING)
+    configuration["webhooks"][0]["failurePolicy"] = policy
+    admin.replace(KOORD_MUTATING, configuration)
+
+
+def label_of(fault: str, target: str | None, fail: bool) -> str:
+    return fault if target is None else f"{fault}@{target}" + ("+failurePolicy=Fail" if fail else "")
 
 
 def trim(obj: dict[str, Any], kind: kp.Kind) -> dict[str, Any]:
@@ -86,35 +105,41 @@ def capture(admin: Cluster, probe: Cluster, out: Path) -> None:
         write(out / f"dry_run.{case.system}.body", response.text)
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    """Capture every state, or only those whose labels are given (the others are kept as they are)."""
     state_dir = Path(os.environ.get("OUTPOST_SANDBOX_DIR", str(Path.home() / ".outpost" / "sandbox")))
 
-    def cluster(kubeconfig: str) -> Cluster:
-        return Cluster.from_settings(ClusterSettings(
-            name="outpost-sandbox", deadline_seconds=60,
-            auth=KubeconfigAuth(mode="kubeconfig", path=str(state_dir / kubeconfig))))
+    def settings(kubeconfig: str) -> ClusterSettings:
+        return ClusterSettings(name="outpost-sandbox", deadline_seconds=60,
+                               auth=KubeconfigAuth(mode="kubeconfig", path=str(state_dir / kubeconfig)))
 
-    shutil.rmtree(OUT, ignore_errors=True)
-    for fault, target in STATES:
-        label = fault if target is None else f"{fault}@{target}"
-        if fault != "healthy":
-            faults.break_fault(fault, target, state_dir)
-        try:
-            with cluster("kubeconfig") as admin, cluster("probe.kubeconfig") as probe:
-                capture(admin, probe, OUT / label)
-        finally:
+    wanted = [state for state in STATES if not argv or label_of(*state) in argv]
+    if not argv:
+        shutil.rmtree(OUT, ignore_errors=True)
+    for fault, target, fail in wanted:
+        label = label_of(fault, target, fail)
+        shutil.rmtree(OUT / label, ignore_errors=True)
+        with ClusterWriter.from_settings(settings("kubeconfig")) as admin, \
+                Cluster.from_settings(settings("probe.kubeconfig")) as probe:
+            if fail:
+                failure_policy(admin, "Fail")
             if fault != "healthy":
-                faults.heal(fault, state_dir=state_dir)
+                faults.break_fault(fault, target, state_dir)
+            try:
+                capture(admin, probe, OUT / label)
+            finally:
+                if fault != "healthy":
+                    faults.heal(fault, state_dir=state_dir)
+                if fail:
+                    failure_policy(admin, "Ignore")
         print("captured", label, flush=True)
-    dedupe(OUT)
+    dedupe(OUT, [label_of(*state) for state in wanted if state[0] != "healthy"])
 
 
-def dedupe(out: Path) -> None:
+def dedupe(out: Path, labels: list[str]) -> None:
     """A fault's objects: only those that differ from healthy, plus `deleted.json` naming the absent ones."""
     healthy = {p.name: p.read_text() for p in (out / "healthy" / "objects").glob("*.json")}
-    for state in out.iterdir():
-        if state.name == "healthy":
-            continue
+    for state in (out / label for label in labels):
         present = set()
         for path in (state / "objects").glob("*.json"):
             present.add(path.name)
@@ -126,4 +151,4 @@ def dedupe(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

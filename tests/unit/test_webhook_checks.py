@@ -45,6 +45,11 @@ EXPECTED: dict[str, tuple[tuple[Status, str], tuple[Status, str]]] = {
     "backend-tls-bad-ca@kruise-webhook": (OK, OK),
     "backend-tls-expired@kruise-webhook": (OK, OK),
     "webhook-no-mutate@kruise-webhook": (OK, OK),
+    # Koordinator's pod webhook on failurePolicy Fail: the health endpoint tells the same as with Ignore
+    "backend-down@koord-webhook+failurePolicy=Fail": (
+        (Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 503 (error trying to reach service"), OK),
+    "backend-hang@koord-webhook+failurePolicy=Fail": ((Status.FAILED, f"{KOORD_HEALTHZ}: no answer within 5 s"), OK),
+    "backend-tls-bad-ca@koord-webhook+failurePolicy=Fail": (OK, OK),
     "webhook-config-deleted@koordinator": (
         (Status.FAILED, "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration: not found "
                         "(want webhooks calling service koordinator-system/koordinator-webhook-service:443)"), OK),

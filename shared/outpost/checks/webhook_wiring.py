@@ -98,8 +98,8 @@ def fetch(cluster: Cluster, params: WebhookServiceParams) -> WebhookWiringData:
     configurations: list[tuple[Kind, str, WebhookConfiguration | None]] = []
     for kind, name in wiring.configurations():
         raw = cluster.get_object(object_path(kind, name))
-        configurations.append((kind, name, None if raw is None else parse(WebhookConfiguration, raw, ref(kind.kind,
-                                                                                                          name))))
+        configuration = None if raw is None else parse(WebhookConfiguration, raw, ref(kind.kind, name))
+        configurations.append((kind, name, configuration))
     return WebhookWiringData(health, service, _read_endpoints(cluster, params), configurations)
 
 
