@@ -9,20 +9,26 @@ from __future__ import annotations
 from typing import Any
 
 from outpost.checks import (
+    admission_dry_run,
     apiserver_health,
     koord_manager_health,
+    koord_webhook,
     kruise_manager_health,
     kruise_manager_replicas,
+    kruise_webhook,
     leader_leases,
 )
 from outpost.checks.base import CheckSpec
 
 CHECKS: tuple[CheckSpec[Any, Any], ...] = (
     koord_manager_health.CHECK,
+    koord_webhook.CHECK,
     apiserver_health.CHECK,
     kruise_manager_health.CHECK,
+    kruise_webhook.CHECK,
     kruise_manager_replicas.CHECK,
     leader_leases.CHECK,
+    admission_dry_run.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}

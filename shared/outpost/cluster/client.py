@@ -1,8 +1,9 @@
 """The one way Outpost talks to a Kubernetes API server.
 
 Guarantees:
-- reads only: this client has GET and nothing else (the write identity of `kwok-pod-reconciler` is
-  a separate client);
+- reads only: this client has GET, plus one write-shaped request that cannot write:
+  `dry_run_create` always sends `dryRun=All`, so the admission chain runs and nothing is persisted
+  (admission-dry-run). The write identity of `kwok-pod-reconciler` is a separate client;
 - https only (a credential never crosses a network in clear) and TLS verification always on;
 - one wall-clock `Deadline` per run bounds every request end to end: DNS, connect, TLS, headers and
   body (`outpost.bounded` caps each socket operation at what is left, so a trickling server cannot
@@ -19,6 +20,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -166,18 +168,40 @@ class Cluster:
         """
         return self._send("GET", path, params, accept=accept, timeout=timeout)
 
+    def dry_run_create(self, path: str, obj: dict[str, Any], *, timeout: float | None = None) -> Response:
+        """POST `obj` to the collection at `path` with `dryRun=All`, always: admitted, never persisted.
+
+        The API server runs authentication, authorization and the whole admission chain (mutating and
+        validating webhooks included) and answers with the object as it would have been stored. There
+        is no way to leave `dryRun` out: this is not a writer. The answer is returned for the caller to
+        judge (201 with the mutated object, or the refusal), except 401/403 for our own identity, which
+        raise `ClusterAuthError` as every request does; a 400/403 whose `Status` says an admission
+        webhook denied the request is returned, because that is the webhook speaking, not RBAC.
+
+        `timeout` may exceed the configured read timeout (never the deadline): the API server answers
+        only after every matching webhook answered or timed out (up to each one's `timeoutSeconds`).
+        """
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        return self._send("POST", path, {"dryRun": "All"}, body=body, content_type=JSON, timeout=timeout,
+                          may_wait_longer=True, admission_denials=True)
+
     def _send(self, method: str, path: str, params: Query | None = None, *, accept: str = JSON,
               timeout: float | None = None, body: bytes | None = None,
-              content_type: str | None = None) -> Response:
+              content_type: str | None = None, may_wait_longer: bool = False,
+              admission_denials: bool = False) -> Response:
         """The one request path of every verb: deadline, timeouts, size cap, error mapping, 401/403.
 
         Every other status is returned for the caller to judge; `ClusterWriter` adds its verbs on
-        top of this method, so reads and writes share one set of guarantees.
+        top of this method, so reads and writes share one set of guarantees. `timeout` shortens the
+        read timeout, or with `may_wait_longer` replaces it; the deadline caps both.
+        `admission_denials` returns a 403 that an admission webhook gave instead of raising.
         """
         where = f"{method} {path} on cluster {self.name}"
         if self.deadline.expired:
             raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out")
-        read = self.deadline.cap(min(timeout, self._read_timeout) if timeout else self._read_timeout)
+        if timeout and not may_wait_longer:
+            timeout = min(timeout, self._read_timeout)
+        read = self.deadline.cap(timeout or self._read_timeout)
         limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
         headers = {"Accept": accept}
         if content_type:
@@ -205,7 +229,7 @@ class Cluster:
             text = data.decode(response.encoding or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know: read it as UTF-8 rather than crash
             text = data.decode("utf-8", errors="replace")
-        if response.status_code in (401, 403):
+        if response.status_code in (401, 403) and not (admission_denials and admission_webhook_named(text)):
             raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_text_reason(text)}")
         return Response(
             path=path,
@@ -313,6 +337,25 @@ def _phase(error: httpx.TimeoutException) -> str:
     if isinstance(error, httpx.WriteTimeout):
         return "while sending the request"
     return "while waiting for the answer"
+
+
+_ADMISSION_WEBHOOK = re.compile(r'admission webhook "(?P<name>[^"]+)"')
+_CALLING_WEBHOOK = re.compile(r'calling webhook "(?P<name>[^"]+)"')
+
+
+def admission_webhook_named(text: str) -> str | None:
+    """The webhook an API server `Status` body blames (`admission webhook "NAME" denied the request`,
+    `failed calling webhook "NAME"`), or None when the body names none."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    message = body.get("message") if isinstance(body, dict) and body.get("kind") == "Status" else None
+    if not isinstance(message, str):
+        return None
+    match = _ADMISSION_WEBHOOK.search(message) or _CALLING_WEBHOOK.search(message)
+    return match["name"] if match else None
+
 
 
 def _text_reason(text: str) -> str:

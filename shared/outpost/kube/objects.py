@@ -153,6 +153,10 @@ class Container(View):
     ports: list[ContainerPort] = Field(default_factory=list)
 
 
+class PodReadinessGate(View):
+    condition_type: str = ""
+
+
 class PodSpec(View):
     node_name: str = ""
     node_selector: dict[str, str] = Field(default_factory=dict)
@@ -162,6 +166,7 @@ class PodSpec(View):
     containers: list[Container] = Field(default_factory=list)
     scheduler_name: str = ""
     priority_class_name: str = ""
+    readiness_gates: list[PodReadinessGate] = Field(default_factory=list)
 
 
 class ContainerStatus(View):
