@@ -24,7 +24,9 @@ Guarantees (the bundle holds only the product):
   any `gcpsm:` reference or `gke` auth (kubeconfig auth needs nothing more: Outpost reads kubeconfigs
   and runs exec plugins itself, see `outpost.cluster.auth`); plus the platform's adapter:
   `cloudfunctions` (functions-framework) on Cloud Functions, nothing on Lambda (its runtime calls the
-  handler; the runtime's own boto3 is not relied on, its version is not ours to pin).
+  handler; the runtime's own boto3 is not relied on, its version is not ours to pin); plus the extras
+  the enabled checks declare (`CheckSpec.extras`): `certificates` (cryptography, a compiled wheel of
+  several MB) only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled.
   So a Lambda environment with SSM secrets carries boto3 and no functions-framework, and a Cloud
   Functions environment with `gcpsm:` secrets and `gke` auth carries no boto3. Secret references are
   found by scanning every string of the settings, so a field that holds a reference is never missed (a
@@ -154,6 +156,8 @@ def required_extras(settings: Settings, platform: str) -> list[str]:
         extras.append("gcp")
     if platform == CLOUD_FUNCTIONS:
         extras.append("cloudfunctions")
+    for name in settings.enabled_checks():  # e.g. `certificates` (cryptography) only for the cert checks
+        extras += [extra for extra in registry.get(name).extras if extra not in extras]
     return extras
 
 

@@ -8,11 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from outpost.checks import apiserver_health
+from outpost.checks import (
+    apiserver_cert_expiry,
+    apiserver_health,
+    apiserver_latency,
+    apiserver_triage,
+    webhook_cert_expiry,
+)
 from outpost.checks.base import CheckSpec
 
 CHECKS: tuple[CheckSpec[Any, Any], ...] = (
     apiserver_health.CHECK,
+    apiserver_triage.CHECK,
+    apiserver_latency.CHECK,
+    apiserver_cert_expiry.CHECK,
+    webhook_cert_expiry.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}

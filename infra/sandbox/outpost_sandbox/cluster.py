@@ -702,9 +702,13 @@ class Sandbox:
             self._wait("the default ServiceAccount", "kube-controller-manager", 60,
                        lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
                        watch=("kube-controller-manager",))
-            self._apply(state, rbac.manifests())
+            # Namespaced grants (e.g. the webhook certificate Secrets) need their system's namespace:
+            # they are applied once the systems are installed.
+            self._apply(state, [obj for obj in rbac.manifests() if not obj["metadata"].get("namespace")])
         if install_systems:
             self._install_systems()
+            with self._locked():
+                self._apply(state, [obj for obj in rbac.manifests() if obj["metadata"].get("namespace")])
         return self._result(state, nodes, time.monotonic() - started, already_up=False)
 
     def _result(self, state: State, nodes: int, seconds: float, already_up: bool) -> UpResult:
