@@ -6,14 +6,17 @@ The ladder, each step timed, each step only when the one before it held:
    (steps 1 and 2: `Cluster.tls_probe`, the cluster seam, inside the run's deadline; no request),
 3. `GET /readyz?verbose` (exempt from Priority and Fairness, so it answers under overload),
 4. a real `LIST` with `limit=1` (`/api/v1/namespaces` by default) as the probe identity, which
-   Priority and Fairness does judge.
+   Priority and Fairness does judge;
+5. only when the LIST failed: `/readyz` again, because "overloaded" means the LIST fails WHILE
+   `/readyz` is 200, and a dependency that just went away (etcd) fails the LIST before `/readyz`
+   notices.
 
 Classes (`details.class`, with every step's timing in `details.steps`):
 - `network`: TCP connect fails (refused, unreachable, DNS, timeout), or a later request cannot
   connect;
 - `tls`: the handshake fails (expired or untrusted certificate, wrong name, timeout);
 - `not-ready`: `/readyz` is not 200 (its failing lines named, e.g. `etcd`), or does not answer
-  in time, or the LIST answers 5xx although `/readyz` is 200;
+  in time, before or right after a failed LIST, or the LIST answers 5xx although `/readyz` is 200;
 - `overloaded`: the LIST answers 429, or times out, while `/readyz` is 200: the TCP check and
   `/readyz` of the tutorials pass while every real request is rejected (docs/contracts.md
   "Kubernetes API server");
@@ -44,6 +47,8 @@ NAME = "apiserver-triage"
 
 TriageClass = Literal["network", "tls", "not-ready", "overloaded", "healthy"]
 Outcome = Literal["ok", "failed", "timeout", "unreachable", "skipped"]
+STEPS = ("tcp", "tls", "readyz", "list", "readyz-after")
+"""`readyz-after` is asked only when the LIST failed (see `fetch`)."""
 
 
 class ApiserverTriageParams(Params):
@@ -110,7 +115,13 @@ def fetch(cluster: Cluster, params: ApiserverTriageParams) -> TriageData:
                             params.list_timeout_seconds)
     if listed.status_code == 200:
         listed = _check_list(listed, body, cluster.name)
-    return TriageData(data.address, data.list_path, [*data.steps, listed], data.readyz_body)
+        return TriageData(data.address, data.list_path, [*data.steps, listed], data.readyz_body)
+    # The LIST failed. "Overloaded" means it failed WHILE /readyz is 200: ask again, because a
+    # dependency that just went away (etcd) fails the LIST before /readyz notices.
+    again, again_body = _request(cluster, "readyz-after", "/readyz", {"verbose": ""}, "text/plain",
+                                 params.readyz_timeout_seconds)
+    return TriageData(data.address, data.list_path, [*data.steps, listed, again],
+                      again_body if again.status_code not in (None, 200) else data.readyz_body)
 
 
 def _request(cluster: Cluster, name: str, path: str, query: dict[str, str | int], accept: str,
@@ -164,6 +175,12 @@ def classify(data: TriageData) -> tuple[TriageClass | None, str]:
         named = "; ".join(line.detail for line in lines) or "no failing check named"
         return "not-ready", f"{where}: /readyz HTTP {code}: {named} (want 200)"
     listed_what = f"LIST {data.list_path}?limit=1"
+    again = data.step("readyz-after")
+    if again.outcome not in ("ok", "skipped") or (again.status_code or 200) != 200:
+        lines = failing(parse_health_body(data.readyz_body))
+        named = "; ".join(line.detail for line in lines) or again.detail or f"HTTP {again.status_code}"
+        return "not-ready", (f"{where}: {listed_what} {_listed(listed)}, then /readyz not ready: {named} "
+                             "(want 200)")
     if listed.outcome == "unreachable":
         return "network", f"{where}: {listed_what}: {listed.detail}"
     if listed.outcome == "timeout":
@@ -179,13 +196,17 @@ def classify(data: TriageData) -> tuple[TriageClass | None, str]:
     return "healthy", f"{where}: TCP, TLS, /readyz and {listed_what} all answered"
 
 
+def _listed(step: Step) -> str:
+    return f"answered HTTP {step.status_code}" if step.status_code is not None else f"did not answer ({step.outcome})"
+
+
 def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> Result:
     triage_class, why = classify(data)
     details: dict[str, Any] = {
         "class": triage_class,
         "address": data.address,
         "list_path": data.list_path,
-        "steps": [data.step(name).as_dict() for name in ("tcp", "tls", "readyz", "list")],
+        "steps": [data.step(name).as_dict() for name in STEPS],
     }
     readyz_lines = parse_health_body(data.readyz_body)
     if readyz_lines:

@@ -67,7 +67,7 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
     try:
         from prometheus_client.parser import text_string_to_metric_families
 
-        families = list(text_string_to_metric_families(text))
+        families = list(text_string_to_metric_families(_family_lines(text, name)))
     except (ValueError, TypeError, IndexError) as error:
         raise MalformedResponse(f"{where}: not Prometheus text format ({type(error).__name__}: "
                                 f"{str(error).splitlines()[0][:120] if str(error) else ''})") from None
@@ -87,6 +87,21 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
             elif sample.name == f"{name}_count":
                 counts[labels] = float(sample.value)
     return {labels: Series(labels, bucket, counts.get(labels)) for labels, bucket in buckets.items()}
+
+
+def _family_lines(text: str, name: str) -> str:
+    """Only the lines of family `name` (its HELP/TYPE comments and samples): a kube-apiserver scrape is
+    several MB of other families, which the parser need not turn into objects. Each sample line starts
+    with its metric name, so nothing of `name` is lost, and the parser still reads what is kept."""
+    keep = []
+    for line in text.splitlines():
+        if line.startswith(name):
+            rest = line[len(name):]
+            if rest[:1] in ("{", " ") or rest.startswith(("_bucket", "_count", "_sum", "_created")):
+                keep.append(line)
+        elif line.startswith("#") and (f" {name} " in line or line.endswith(f" {name}")):
+            keep.append(line)
+    return "\n".join(keep) + "\n"
 
 
 def _went_down(before: Series, after: Series) -> bool:
