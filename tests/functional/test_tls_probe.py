@@ -92,10 +92,12 @@ def test_valid_certificate_is_verified_timed_and_nothing_is_sent(tmp_path: Path)
     with tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200))) as (port, received, client_certs), \
             cluster_for(port, client=client, tmp_path=tmp_path) as cluster:
         probe = cluster.tls_probe()
-    assert probe.handshake_ok and probe.chain_verified
+    assert probe.handshake_ok
+    assert probe.chain_verified
     assert probe.address == f"127.0.0.1:{port}"
-    assert probe.tcp_ms is not None and probe.tls_ms is not None
-    assert probe.tls_version and probe.tls_version.startswith("TLS")
+    assert probe.tcp_ms is not None
+    assert probe.tls_ms is not None
+    assert (probe.tls_version or "").startswith("TLS")
     assert len(probe.chain) == 2  # leaf and the trust anchor
     assert client_certs == [True], "the cluster's client certificate is presented, as requests do"
     assert received == [b""], "no HTTP request, no token: only the handshake"
@@ -108,8 +110,10 @@ def test_expired_certificate_fails_verification_and_is_read_unverified_only_when
             plain = cluster.tls_probe()
             named = cluster.tls_probe(read_unverified_chain=True)
     for probe in (plain, named):
-        assert probe.connected and not probe.handshake_ok
-        assert probe.verify_code == X509_V_ERR_CERT_HAS_EXPIRED and probe.certificate_expired
+        assert probe.connected
+        assert not probe.handshake_ok
+        assert probe.verify_code == X509_V_ERR_CERT_HAS_EXPIRED
+        assert probe.certificate_expired
         assert "certificate has expired" in (probe.tls_error or "")
         assert not probe.chain_verified
     assert plain.chain == ()
@@ -123,7 +127,8 @@ def test_untrusted_ca_is_a_tls_error_not_an_expiry(tmp_path: Path) -> None:
     with tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200), ca=FOREIGN), ca=FOREIGN) as (port, _, _), \
             cluster_for(port) as cluster:
         probe = cluster.tls_probe(read_unverified_chain=True)
-    assert probe.connected and not probe.handshake_ok
+    assert probe.connected
+    assert not probe.handshake_ok
     assert not probe.certificate_expired
     assert (probe.tls_error or "").startswith("certificate verification failed: ")
     assert probe.verify_code not in (None, X509_V_ERR_CERT_HAS_EXPIRED)
@@ -149,8 +154,8 @@ def test_black_holed_handshake_ends_within_the_deadline() -> None:
             assert probe.connected
             assert probe.tls_error == "TLS handshake timed out"
             assert cluster.deadline.remaining() < 0.1 or (probe.tls_ms or 0) >= 1000
+            cluster.deadline._expires = 0.0  # the run's deadline is gone: the probe refuses to start
             with pytest.raises(ClusterTimeout):
-                cluster.deadline._expires = 0.0  # the run's deadline is gone: the probe refuses to start
                 cluster.tls_probe()
     finally:
         listener.close()
