@@ -132,6 +132,7 @@ def test_untrusted_ca_is_a_tls_error_not_an_expiry(tmp_path: Path) -> None:
     assert not probe.certificate_expired
     assert (probe.tls_error or "").startswith("certificate verification failed: ")
     assert probe.verify_code not in (None, X509_V_ERR_CERT_HAS_EXPIRED)
+    assert probe.chain == (), "an untrusted chain is never read: the unverified read only names an expiry"
 
 
 def test_closed_port_is_a_tcp_error() -> None:

@@ -22,6 +22,7 @@ from outpost.checks.apiserver_latency import ApiserverLatencyParams, Scrapes, ev
 from outpost.errors import MalformedResponse
 from outpost.kube.histograms import INF, Series, aggregate, delta, parse_histogram, quantile
 from outpost.result import Status
+from outpost.settings import check_problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apiserver_latency"
 NOW = datetime(2026, 12, 3, 13, 40, tzinfo=UTC)
@@ -246,6 +247,16 @@ def test_interval_must_fit_the_deadline() -> None:
     ApiserverLatencyParams.model_validate({"interval_seconds": 28, "cumulative": True},
                                           context={"deadline_seconds": 30})
     ApiserverLatencyParams.model_validate({"interval_seconds": 20}, context={"deadline_seconds": 30})
+
+
+def test_outpost_validate_refuses_an_interval_beyond_the_configured_deadline() -> None:
+    raw = {"environment": "e", "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}, "deadline_seconds": 20},
+           "checks": {"apiserver-latency": {"params": {"interval_seconds": 18}}}}
+    (problem,) = check_problems(raw)
+    assert problem.startswith("checks.apiserver-latency.params")
+    assert "does not fit in cluster.deadline_seconds 20" in problem
+    raw["cluster"].pop("deadline_seconds")  # type: ignore[attr-defined]
+    assert check_problems(raw) == []  # the default deadline (45 s) fits 18 + 5 s
 
 
 def test_thresholds_are_upper_case_and_positive() -> None:

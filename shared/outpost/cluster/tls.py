@@ -13,8 +13,9 @@ Guarantees:
   closed right after the handshake;
 - verification is never turned off for the observation: `chain_verified` is True only after a
   handshake that verified the chain and the host name with the cluster's own trust;
-- when that verified handshake fails on the certificate (expired, unknown CA, wrong name), and only
-  when the caller asks (`read_unverified_chain=True`), a SECOND handshake is made without
+- when that verified handshake fails because a certificate has EXPIRED (OpenSSL code 10; not for an
+  unknown CA or a wrong name), and only when the caller asks (`read_unverified_chain=True`), a SECOND
+  handshake is made without
   verification, with a fresh context that holds no client certificate, solely to READ the chain the
   server presents so the caller can name the cause ("expired 1.0 days ago"). Nothing is sent over
   that connection beyond the handshake and it is closed at once; its chain is marked
@@ -149,7 +150,7 @@ def probe_tls(server: str, context: ssl.SSLContext, deadline: Deadline, connect_
         message = getattr(cause, "verify_message", None) if code is not None else None
         what = f"certificate verification failed: {message}" if message else f"TLS handshake failed: {_text(cause)}"
         chain: tuple[bytes, ...] = ()
-        if code is not None and read_unverified_chain:
+        if code == X509_V_ERR_CERT_HAS_EXPIRED and read_unverified_chain:
             chain = _read_unverified_chain(backend, host, port, deadline, connect_timeout)
         return TlsProbe(address, tcp_ms=tcp_ms, tls_ms=tls_ms, tls_error=what, verify_code=code,
                         verify_message=message, chain=chain, chain_verified=False)
