@@ -30,7 +30,8 @@ Bundle guarantees:
 - built in a fresh temporary directory from the sources themselves (never a setuptools `build/lib`);
 - only the product and what the platform and the environment reach: the core dependencies, `aws` (boto3)
   for `ssm:`/`secretsmanager:` references or `eks` auth, `gcp` for `gcpsm:` or `gke`, `cloudfunctions` on
-  Cloud Functions only; never the sandbox, never console scripts (`bin/`) or install records naming this
+  Cloud Functions only, and the extras the enabled checks declare (`CheckSpec.extras`: `certificates`,
+  cryptography, only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled); never the sandbox, never console scripts (`bin/`) or install records naming this
   machine (`RECORD`, `direct_url.json`), never caches from the source tree;
 - the architecture is checked: every ELF shared object must be built for the function's architecture and
   every wheel tag must name it (or none), so a bundle that would fail at import is refused here;
@@ -369,6 +370,8 @@ def required_extras(settings: Settings, platform: str) -> list[str]:
         extras.append("gcp")
     if platform == CLOUD_FUNCTIONS:
         extras.append("cloudfunctions")
+    for name in settings.enabled_checks():  # e.g. `certificates` (cryptography) only for the cert checks
+        extras += [extra for extra in registry.get(name).extras if extra not in extras]
     return extras
 
 

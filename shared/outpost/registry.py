@@ -10,13 +10,17 @@ from typing import Any
 
 from outpost.checks import (
     admission_dry_run,
+    apiserver_cert_expiry,
     apiserver_health,
+    apiserver_latency,
+    apiserver_triage,
     koord_manager_health,
     koord_webhook,
     kruise_manager_health,
     kruise_manager_replicas,
     kruise_webhook,
     leader_leases,
+    webhook_cert_expiry,
 )
 from outpost.checks.base import CheckSpec
 
@@ -24,11 +28,15 @@ CHECKS: tuple[CheckSpec[Any, Any], ...] = (
     koord_manager_health.CHECK,
     koord_webhook.CHECK,
     apiserver_health.CHECK,
+    apiserver_triage.CHECK,
+    apiserver_latency.CHECK,
+    apiserver_cert_expiry.CHECK,
     kruise_manager_health.CHECK,
     kruise_webhook.CHECK,
     kruise_manager_replicas.CHECK,
     leader_leases.CHECK,
     admission_dry_run.CHECK,
+    webhook_cert_expiry.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}

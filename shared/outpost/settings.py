@@ -55,6 +55,20 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
     return settings
 
 
+PARAMS_DEADLINE = "deadline_seconds"
+"""Validation context of every check's `Params`: the run's deadline, for parameters that must fit in it
+(e.g. apiserver-latency's scrape interval); absent when a model is validated on its own."""
+
+
+def _params_context(raw: Any) -> dict[str, float]:
+    cluster = raw.get("cluster") if isinstance(raw, dict) else None
+    deadline = cluster.get("deadline_seconds") if isinstance(cluster, dict) else None
+    if isinstance(deadline, int | float) and not isinstance(deadline, bool):
+        return {PARAMS_DEADLINE: float(deadline)}
+    default = ClusterSettings.model_fields["deadline_seconds"].default
+    return {PARAMS_DEADLINE: float(default)} if deadline is None else {}
+
+
 def check_problems(raw: Any) -> list[str]:
     """Unknown check names and bad `params`, as `checks.NAME...: reason` lines."""
     checks = raw.get("checks") if isinstance(raw, dict) else None
@@ -69,7 +83,7 @@ def check_problems(raw: Any) -> list[str]:
             continue
         params = entry.get("params", {}) if isinstance(entry, dict) else {}
         try:
-            spec.params.model_validate(params if params is not None else {})
+            spec.params.model_validate(params if params is not None else {}, context=_params_context(raw))
         except ValidationError as error:
             problems += format_validation_error(error, prefix=f"checks.{name}.params")
     return problems
@@ -90,7 +104,8 @@ def check_params(settings: Settings, name: str) -> Any:
     spec = registry.get(name)
     configured = settings.checks.get(name)
     try:
-        return spec.params.model_validate(configured.params if configured else {})
+        return spec.params.model_validate(configured.params if configured else {},
+                                          context={PARAMS_DEADLINE: settings.cluster.deadline_seconds})
     except ValidationError as error:
         raise ConfigError("invalid check parameters", format_validation_error(error, f"checks.{name}.params")) from None
 

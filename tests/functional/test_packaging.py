@@ -239,6 +239,22 @@ def test_required_extras_follow_auth_mode_secret_references_and_platform(
     assert required_extras(settings, platform) == extras
 
 
+@pytest.mark.parametrize(
+    ("checks", "extras"),
+    [
+        ({"apiserver-health": {}, "apiserver-latency": {}, "apiserver-triage": {}}, []),
+        ({"apiserver-cert-expiry": {}}, ["certificates"]),
+        ({"webhook-cert-expiry": {}, "apiserver-cert-expiry": {}}, ["certificates"]),
+        ({"webhook-cert-expiry": {"enabled": False}}, []),
+    ],
+)
+def test_certificates_extra_only_when_a_certificate_check_is_enabled(checks: dict[str, object],
+                                                                     extras: list[str]) -> None:
+    settings = parse_settings({"environment": "e", "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}},
+                               "checks": checks})
+    assert required_extras(settings, "aws-arm64") == extras
+
+
 def test_sandbox_and_cloud_functions_server_are_refused_by_name() -> None:
     names = ["outpost/runner.py", "outpost/sandbox/cluster.py", "outpost_sandbox/__init__.py",
              "outpost_sandbox-0.1.0.dist-info/METADATA", "flask/app.py", "werkzeug-3.1.9.dist-info/METADATA",

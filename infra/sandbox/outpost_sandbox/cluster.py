@@ -238,6 +238,15 @@ def _port_free(port: int) -> bool:
         return True
 
 
+# Namespaces the probe's own manifests create (outpost.rbac): their grants go in with them, before any system.
+_OWN_NAMESPACES = {None, *(obj["metadata"]["name"] for obj in rbac.manifests() if obj["kind"] == "Namespace")}
+
+
+def _namespace_of(obj: dict[str, Any]) -> str | None:
+    namespace = obj["metadata"].get("namespace")
+    return str(namespace) if namespace else None
+
+
 def node_name(index: int) -> str:
     return f"{NODE_PREFIX}{index}"
 
@@ -702,9 +711,13 @@ class Sandbox:
             self._wait("the default ServiceAccount", "kube-controller-manager", 60,
                        lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
                        watch=("kube-controller-manager",))
-            self._apply(state, rbac.manifests())
+            # Grants in a system's namespace (e.g. the webhook certificate Secrets) need that namespace: they
+            # are applied once the systems are installed. The probe's own namespace comes with its grants.
+            self._apply(state, [obj for obj in rbac.manifests() if _namespace_of(obj) in _OWN_NAMESPACES])
         if install_systems:
             self._install_systems()
+            with self._locked():
+                self._apply(state, [obj for obj in rbac.manifests() if _namespace_of(obj) not in _OWN_NAMESPACES])
         return self._result(state, nodes, time.monotonic() - started, already_up=False)
 
     def _result(self, state: State, nodes: int, seconds: float, already_up: bool) -> UpResult:

@@ -41,3 +41,6 @@ class CheckSpec(Generic[P, D]):
     params: type[P]
     fetch: Callable[[Cluster, P], D]
     evaluate: Callable[[D, P, datetime], Result]
+    extras: tuple[str, ...] = ()
+    """Optional dependency sets (pyproject.toml extras) the check needs beyond the core install, e.g.
+    `certificates`; `outpost package` installs them only into bundles of environments that enable it."""

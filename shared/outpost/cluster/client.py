@@ -32,6 +32,7 @@ import httpx
 from outpost.bounded import bounded_transport
 from outpost.cluster.auth import Credentials, TokenSource, build_credentials
 from outpost.cluster.deadline import Deadline
+from outpost.cluster.tls import TlsProbe, probe_tls
 from outpost.config import ClusterSettings
 from outpost.errors import (
     ClusterAuthError,
@@ -120,6 +121,7 @@ class Cluster:
         self.max_response_bytes = max_response_bytes
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._verify = verify  # kept for `tls_probe`, which must trust (and present) exactly what requests do
         self._client = httpx.Client(
             base_url=self.server,
             verify=verify,
@@ -158,6 +160,13 @@ class Cluster:
         self._client.close()
 
     # -- requests --------------------------------------------------------------------------
+
+    def tls_probe(self, *, read_unverified_chain: bool = False) -> TlsProbe:
+        """TCP connect and verified TLS handshake to this cluster's API server, each timed, no request
+        sent (`outpost.cluster.tls`): same address, trust, client certificate and deadline as requests."""
+        return probe_tls(self.server, self._verify, self.deadline, self._connect_timeout,
+                         read_unverified_chain=read_unverified_chain)
+
 
     def get(self, path: str, params: Query | None = None, *, accept: str = JSON,
             timeout: float | None = None) -> Response:

@@ -1,0 +1,127 @@
+"""apiserver-cert-expiry: how long until the API server's serving certificate chain expires?
+
+Reads the chain the API server presents in a TLS handshake made with the cluster's own trust and
+credential (`Cluster.tls_probe`, the cluster seam; no HTTP request), and judges the certificate
+that expires first (leaf, intermediates and the trust anchor alike: whichever expires first breaks
+every client first) against `threshold_days` (21 by default). Issuer, SANs and every certificate of
+the chain go into `details`.
+
+Verification stays on. An expired certificate fails verification, so the verified handshake cannot
+show it; the check then:
+- is `failed` because verification failed with OpenSSL's "certificate has expired" (code 10), and
+  only then reads the chain from a second, unverified handshake (no credential presented, nothing
+  sent, closed at once: `outpost.cluster.tls`) to NAME the expiry ("expired 1.0 days ago") and its
+  subject. What that chain says never changes the verdict: a chain that looks valid there (a
+  stranger's server, a proxy in between) still leaves the result `failed` with the verification
+  error, and the details say the chain is unverified;
+- any other verification failure (unknown CA, wrong host name, not yet valid) is `error`: the
+  certificate we could read is not one we trust, so its expiry is not an observation of the API
+  server (`apiserver-triage` classifies it as `tls`, failed);
+- no TCP connection or a handshake that fails for another reason is `error` (could not observe).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster, TlsProbe
+from outpost.kube.certificates import (
+    CertificateInfo,
+    NotACertificate,
+    describe_left,
+    earliest_expiry,
+    parse_der_chain,
+)
+from outpost.result import Result, Status
+
+NAME = "apiserver-cert-expiry"
+
+
+class ApiserverCertExpiryParams(Params):
+    threshold_days: float = Field(21.0, gt=0, le=3650,
+                                  description="Fail when a certificate of the chain expires within this many days.")
+
+
+@dataclass(frozen=True)
+class ApiserverCertData:
+    probe: TlsProbe
+
+
+def fetch(cluster: Cluster, params: ApiserverCertExpiryParams) -> ApiserverCertData:
+    return ApiserverCertData(cluster.tls_probe(read_unverified_chain=True))
+
+
+def _chain(probe: TlsProbe) -> tuple[list[CertificateInfo], str | None]:
+    try:
+        return parse_der_chain(probe.chain), None
+    except NotACertificate as error:
+        return [], f"apiserver {probe.address}: presented certificate does not parse ({error})"
+
+
+def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: datetime) -> Result:
+    probe = data.probe
+    where = f"apiserver {probe.address}"
+    chain, unparsable = _chain(probe)
+    details: dict[str, Any] = {
+        "address": probe.address,
+        "threshold_days": params.threshold_days,
+        "chain_verified": probe.chain_verified,
+        "chain": [certificate.details(now) for certificate in chain],
+        "tcp_ms": probe.tcp_ms,
+        "tls_ms": probe.tls_ms,
+        "tls_version": probe.tls_version,
+    }
+    if not probe.connected:
+        return _error(f"{where}: {probe.tcp_error}", details)
+    if probe.tls_error is not None:
+        details["tls_error"] = probe.tls_error
+        if not probe.certificate_expired:
+            # Not a trusted observation of the API server's certificate (module doc).
+            return _error(f"{where}: {probe.tls_error}; expiry not judged", details)
+        # Verification said "expired": failed, whatever the unverified chain shows; it only names it.
+        expired = [c for c in chain if c.expired(now)]
+        named = (f"{c.subject}: {describe_left(c, now)}" for c in expired) if expired else ()
+        errors = [f"{where}: certificate {line} (want valid > {params.threshold_days:g} days; "
+                  "chain read unverified after verification failed)" for line in named]
+        if not errors:
+            errors = [f"{where}: {probe.tls_error} (the unverified chain did not show which certificate)"]
+        return Result(check=NAME, status=Status.FAILED, summary=f"{where}: serving certificate expired",
+                      errors=errors, details=details)
+    if unparsable or not chain:
+        return _error(unparsable or f"{where}: the TLS handshake showed no certificate", details)
+    first = earliest_expiry(chain)
+    leaf = chain[0]
+    details.update({"issuer": leaf.issuer, "subject": leaf.subject, "sans": list(leaf.sans),
+                    "earliest_not_after": first.not_after.isoformat(),
+                    "days_left": round(first.days_left(now), 2)})
+    if first.days_left(now) <= params.threshold_days:
+        line = (f"{where}: certificate {first.subject} {describe_left(first, now)} "
+                f"(want > {params.threshold_days:g} days)")
+        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
+    return Result(check=NAME, status=Status.OK,
+                  summary=f"{where}: serving chain valid {first.days_left(now):.0f} more days "
+                          f"(earliest: {first.subject}, threshold {params.threshold_days:g})",
+                  details=details)
+
+
+def _error(line: str, details: dict[str, Any]) -> Result:
+    return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="kwok / any",
+    layer="control plane",
+    severity="warning",
+    schedule_minutes=60,
+    fails_when="serving certificate expires within 21 days",
+    params=ApiserverCertExpiryParams,
+    fetch=fetch,
+    evaluate=evaluate,
+    extras=("certificates",),
+)

@@ -1,0 +1,215 @@
+"""apiserver-latency: is a quantile (p99 by default) of API request latency, per verb, under its threshold?
+
+Reads the API server's own histogram `apiserver_request_duration_seconds` from `/metrics` (the probe
+identity needs `get` on that non-resource URL and nothing more; `outpost.rbac`). The text is parsed
+by `prometheus_client`'s parser and the quantile computed as PromQL's `histogram_quantile` does
+(`outpost.kube.histograms`: interpolation inside buckets, `+Inf` handling, common boundaries when
+bucket sets differ).
+
+What is measured:
+- by default, the requests served BETWEEN two scrapes `interval_seconds` apart within this run (a
+  recent window, as a monitor wants); `cumulative: true` takes one scrape and everything since the
+  API server started instead;
+- the interval must fit in the run's deadline: a configuration whose interval does not fit in
+  `cluster.deadline_seconds` (minus `DEADLINE_MARGIN_SECONDS` for the two scrapes) is refused by
+  `outpost validate` (validation context `deadline_seconds`), and a run whose remaining deadline no
+  longer fits it is `error` before it waits;
+- `WATCH`, `WATCHLIST` and `CONNECT` and the streaming subresources (`log`, `exec`, `attach`,
+  `portforward`, `proxy`) are excluded: their duration is the stream's lifetime, not latency
+  (docs/contracts.md "Kubernetes API server"); both lists are parameters;
+- series are summed per verb over every resource, scope and group.
+
+Counter resets and bucket-set changes between the two scrapes (the API server restarted or was
+upgraded within the interval) fall back, per series, to the second scrape's counts, which are what it
+served since it restarted (as Prometheus' `increase()` does); the series are named in
+`details.resets`. A series without `+Inf` uses its `_count`; without either it is named in
+`details.incomplete` and left out. A verb with fewer than `min_requests` requests in the window is
+reported, not judged; if no verb can be judged at all, or the metric is absent, the result is
+`error` (nothing observed), never `ok`.
+
+`failed` names each verb over its threshold: `apiserver verb LIST: observed p99 7.2 s (want <= 5 s)`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
+from outpost.kube.histograms import Series, aggregate, delta, parse_histogram, quantile
+from outpost.result import Result, Status
+
+NAME = "apiserver-latency"
+DEADLINE_MARGIN_SECONDS = 5.0
+"""Room in the deadline for the two scrapes themselves."""
+
+DEFAULT_THRESHOLDS = {
+    # The Kubernetes API call latency SLOs (p99): mutating calls 1 s, single-object reads 1 s; LISTs
+    # are 5 s for namespace scope (30 s for cluster scope: raise LIST here for big clusters).
+    "GET": 1.0, "POST": 1.0, "PUT": 1.0, "PATCH": 1.0, "DELETE": 1.0, "LIST": 5.0, "DELETECOLLECTION": 5.0,
+}
+
+
+class ApiserverLatencyParams(Params):
+    quantile: float = Field(0.99, gt=0, lt=1, description="Which quantile to judge (0.99 = p99).")
+    interval_seconds: float = Field(10.0, gt=0, le=600,
+                                    description="Seconds between the two scrapes whose difference is judged.")
+    cumulative: bool = Field(False, description="Judge one scrape's totals since the API server started instead.")
+    thresholds_seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS),
+                                                 description="Per verb (upper case): the largest quantile allowed.")
+    default_threshold_seconds: float | None = Field(
+        1.0, gt=0, description="Threshold of verbs not in thresholds_seconds; null: report them, never fail.")
+    excluded_verbs: list[str] = Field(default_factory=lambda: ["WATCH", "WATCHLIST", "CONNECT"])
+    excluded_subresources: list[str] = Field(
+        default_factory=lambda: ["log", "exec", "attach", "portforward", "proxy"])
+    min_requests: int = Field(1, ge=1, description="Verbs with fewer requests in the window are not judged.")
+    metrics_path: str = Field("/metrics", pattern=r"^/")
+    metric: str = Field("apiserver_request_duration_seconds", pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+    @field_validator("thresholds_seconds")
+    @classmethod
+    def _positive_upper(cls, value: dict[str, float]) -> dict[str, float]:
+        for verb, seconds in value.items():
+            if verb != verb.upper() or not verb:
+                raise ValueError(f"verb {verb!r} must be upper case, as the metric labels it")
+            if not seconds > 0:
+                raise ValueError(f"threshold of {verb} must be > 0")
+        return value
+
+    @model_validator(mode="after")
+    def _fits_deadline(self, info: ValidationInfo) -> ApiserverLatencyParams:
+        deadline = info.context.get("deadline_seconds") if isinstance(info.context, dict) else None
+        fits = not isinstance(deadline, int | float) or self.interval_seconds + DEADLINE_MARGIN_SECONDS <= deadline
+        if not self.cumulative and not fits:
+            raise ValueError(f"interval_seconds {self.interval_seconds:g} + {DEADLINE_MARGIN_SECONDS:g} s for "
+                                 f"the scrapes does not fit in cluster.deadline_seconds {deadline:g}")
+        return self
+
+
+@dataclass(frozen=True)
+class Scrapes:
+    after: str
+    before: str | None = None
+    interval_seconds: float = 0.0
+    """Measured between the two scrapes' answers (0 when cumulative)."""
+    path: str = "/metrics"
+
+
+def _scrape(cluster: Cluster, path: str) -> str:
+    response = cluster.get(path, accept="text/plain;version=0.0.4")
+    if response.status_code != 200:
+        raise ClusterResponseError(f"GET {path} on cluster {cluster.name}: HTTP {response.status_code} (want 200)",
+                                   response.status_code)
+    return response.text
+
+
+def fetch(cluster: Cluster, params: ApiserverLatencyParams) -> Scrapes:
+    if params.cumulative:
+        return Scrapes(after=_scrape(cluster, params.metrics_path), path=params.metrics_path)
+    left = cluster.deadline.remaining()
+    if params.interval_seconds + DEADLINE_MARGIN_SECONDS > left:
+        raise ConfigError(f"{NAME}: interval_seconds {params.interval_seconds:g} + {DEADLINE_MARGIN_SECONDS:g} s "
+                          f"does not fit in what is left of the run's deadline ({left:.1f} s)")
+    before = _scrape(cluster, params.metrics_path)
+    started = time.monotonic()
+    time.sleep(params.interval_seconds)
+    if cluster.deadline.expired:
+        raise ClusterTimeout(f"{NAME}: the check's deadline ran out between the two scrapes")
+    after = _scrape(cluster, params.metrics_path)
+    return Scrapes(after=after, before=before, interval_seconds=round(time.monotonic() - started, 3),
+                   path=params.metrics_path)
+
+
+def _labels(labels: tuple[tuple[str, str], ...]) -> str:
+    keep = ("verb", "group", "resource", "subresource", "scope")
+    return ",".join(f"{k}={v}" for k, v in labels if k in keep and v)
+
+
+def _threshold(params: ApiserverLatencyParams, verb: str) -> float | None:
+    return params.thresholds_seconds.get(verb, params.default_threshold_seconds)
+
+
+def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Result:
+    where = f"apiserver {data.path}"
+    after = parse_histogram(data.after, params.metric, where)
+    if not after:
+        line = f"{where}: histogram {params.metric} not exposed (want it, with _bucket series)"
+        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line])
+    if data.before is None:
+        window, resets = after, []
+    else:
+        changes = delta(parse_histogram(data.before, params.metric, where), after)
+        window, resets = changes.series, changes.resets
+    excluded_verbs = {verb.upper() for verb in params.excluded_verbs}
+    excluded_subresources = set(params.excluded_subresources)
+    by_verb: dict[str, list[Series]] = {}
+    for series in window.values():
+        verb = series.label("verb").upper()
+        if not verb or verb in excluded_verbs or series.label("subresource") in excluded_subresources:
+            continue
+        by_verb.setdefault(verb, []).append(series)
+    label = f"p{params.quantile * 100:g}"
+    verbs: dict[str, Any] = {}
+    errors: list[str] = []
+    incomplete: list[str] = []
+    judged = 0
+    for verb in sorted(by_verb):
+        combined = aggregate(by_verb[verb])
+        incomplete += [_labels(labels) for labels in combined.incomplete]
+        value = quantile(params.quantile, combined.buckets) if combined.buckets else None
+        threshold = _threshold(params, verb)
+        entry: dict[str, Any] = {"requests": combined.observations, "series": combined.series,
+                                 "quantile_seconds": None if value is None or math.isnan(value) else round(value, 6),
+                                 "threshold_seconds": threshold, "coarsened_buckets": combined.coarsened}
+        verbs[verb] = entry
+        if value is None or combined.observations < params.min_requests:
+            entry["judged"] = False
+            continue
+        entry["judged"] = threshold is not None
+        judged += 1
+        if threshold is not None and value > threshold:
+            errors.append(f"apiserver verb {verb}: observed {label} {value:.3g} s over {combined.observations:g} "
+                          f"requests (want <= {threshold:g} s)")
+    details: dict[str, Any] = {
+        "quantile": params.quantile,
+        "window": "cumulative since API server start" if data.before is None else f"{data.interval_seconds:g} s",
+        "verbs": verbs,
+        "resets": [_labels(labels) for labels in resets],
+        "incomplete": incomplete,
+        "excluded_verbs": sorted(excluded_verbs),
+        "excluded_subresources": sorted(excluded_subresources),
+    }
+    if errors:
+        slow = ", ".join(line.split(":")[0].removeprefix("apiserver verb ") for line in errors)
+        return Result(check=NAME, status=Status.FAILED, summary=f"apiserver {label} latency over threshold: {slow}",
+                      errors=errors, details=details)
+    if judged == 0:
+        line = (f"{where}: no verb had >= {params.min_requests} request(s) with a complete histogram in the window; "
+                "latency not observed")
+        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details)
+    worst = max((v for v in verbs.values() if v["judged"] and v["quantile_seconds"] is not None),
+                key=lambda v: v["quantile_seconds"] / (v["threshold_seconds"] or 1), default=None)
+    shown = ", ".join(f"{verb} {v['quantile_seconds']:.3g} s" for verb, v in verbs.items()
+                      if v["judged"] and v["quantile_seconds"] is not None)
+    summary = f"apiserver {label} latency within thresholds ({shown})" if worst else "apiserver latency observed"
+    return Result(check=NAME, status=Status.OK, summary=summary, details=details)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="kwok / any",
+    layer="control plane",
+    severity="warning",
+    schedule_minutes=5,
+    fails_when="p99 request latency (from /metrics histogram, WATCH excluded) over threshold",
+    params=ApiserverLatencyParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

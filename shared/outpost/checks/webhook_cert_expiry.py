@@ -1,0 +1,248 @@
+"""webhook-cert-expiry: do the admission webhooks' CA bundles and serving certificates outlive the threshold?
+
+Two things expire, and either one stops admission (or, with failurePolicy Ignore, silently skips it):
+- the `caBundle` of every webhook of each configured Mutating/ValidatingWebhookConfiguration
+  (Koordinator's and OpenKruise's by default): the CA the API server trusts for that webhook;
+- the serving certificate the webhook presents. The API server does not show it to its clients: its
+  service proxy terminates TLS itself (and does not verify the backend), so no outside-in handshake
+  reaches the webhook's certificate. What the webhook serves is what it loaded from its certificate
+  Secret: OpenKruise and Koordinator generate their pair into a Secret (`kruise-system/
+  kruise-webhook-certs`, `koordinator-system/webhook-certs`) and serve `cert.pem` from it (the
+  controller-runtime writer's key names; `tls.crt` is read when `cert.pem` is absent). So the check
+  reads that Secret, by name only: the probe identity gets `get` on exactly those resourceNames, in
+  their namespaces (`outpost.rbac`), and nothing else on Secrets.
+
+  A Secret GET returns the whole object, private key included: `fetch` keeps the one certificate
+  value it needs and drops the object at once; no other key's value is stored, logged, put in a
+  result or quoted in an error (certificate parsing never quotes its input). Deployments that will
+  not grant even that set `serving_secrets: []` and keep the caBundle half (the `admission-dry-run`
+  check still catches a serving certificate the API server no longer accepts).
+
+Judgement (`threshold_days`, 21 by default): every certificate of a bundle counts (a bundle often
+holds the old and new CA during a rotation) and the earliest `notAfter` is judged. A caBundle that
+is empty (for a service-referenced webhook), not base64 or not a PEM certificate is `failed` and
+named, never skipped; so are a configuration or Secret that does not exist, and a Secret without a
+certificate key. 401/403 (e.g. the Secret's RBAC not granted) are `error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.kube.certificates import (
+    CertificateInfo,
+    NotACertificate,
+    describe_left,
+    earliest_expiry,
+    parse_base64_pem_bundle,
+)
+from outpost.kube.messages import ref
+from outpost.kube.objects import WebhookConfiguration, parse
+from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, object_path
+from outpost.result import Result, Status
+
+NAME = "webhook-cert-expiry"
+SHOWN = 3
+"""Webhook names listed per problem line (a kruise configuration has dozens sharing one caBundle)."""
+
+
+class WebhookConfigurationRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["mutating", "validating"]
+    name: str = Field(min_length=1)
+
+
+class ServingSecretRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    keys: list[str] = Field(default_factory=lambda: ["cert.pem", "tls.crt"], min_length=1,
+                            description="Data keys holding the serving certificate, first present wins.")
+
+
+DEFAULT_CONFIGURATIONS = [
+    WebhookConfigurationRef(kind="mutating", name="koordinator-mutating-webhook-configuration"),
+    WebhookConfigurationRef(kind="validating", name="koordinator-validating-webhook-configuration"),
+    WebhookConfigurationRef(kind="mutating", name="kruise-mutating-webhook-configuration"),
+    WebhookConfigurationRef(kind="validating", name="kruise-validating-webhook-configuration"),
+]
+DEFAULT_SERVING_SECRETS = [
+    ServingSecretRef(namespace="koordinator-system", name="webhook-certs"),
+    ServingSecretRef(namespace="kruise-system", name="kruise-webhook-certs"),
+]
+
+
+class WebhookCertExpiryParams(Params):
+    threshold_days: float = Field(21.0, gt=0, le=3650, description="Fail when a certificate expires within this.")
+    configurations: list[WebhookConfigurationRef] = Field(default_factory=lambda: list(DEFAULT_CONFIGURATIONS))
+    serving_secrets: list[ServingSecretRef] = Field(
+        default_factory=lambda: list(DEFAULT_SERVING_SECRETS),
+        description="Secrets the webhooks serve their certificate from ([] to skip; see the module doc).")
+
+
+@dataclass(frozen=True)
+class ConfigurationSeen:
+    ref: WebhookConfigurationRef
+    configuration: WebhookConfiguration | None
+
+
+@dataclass(frozen=True)
+class SecretSeen:
+    ref: ServingSecretRef
+    found: bool
+    key: str | None = None
+    certificate_b64: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class WebhookCertData:
+    configurations: list[ConfigurationSeen]
+    secrets: list[SecretSeen]
+
+
+def _kind(ref_: WebhookConfigurationRef) -> str:
+    return "MutatingWebhookConfiguration" if ref_.kind == "mutating" else "ValidatingWebhookConfiguration"
+
+
+def fetch(cluster: Cluster, params: WebhookCertExpiryParams) -> WebhookCertData:
+    configurations = []
+    for wanted in params.configurations:
+        kind = MUTATING_WEBHOOKS if wanted.kind == "mutating" else VALIDATING_WEBHOOKS
+        path = object_path(kind, wanted.name)
+        raw = cluster.get_object(path)
+        configurations.append(ConfigurationSeen(wanted, None if raw is None else
+                                                parse(WebhookConfiguration, raw, f"GET {path}")))
+    secrets = [_serving_certificate(cluster, wanted) for wanted in params.serving_secrets]
+    return WebhookCertData(configurations, secrets)
+
+
+def _serving_certificate(cluster: Cluster, wanted: ServingSecretRef) -> SecretSeen:
+    """Only the certificate value survives this function (module doc: the key is never kept)."""
+    raw = cluster.get_object(object_path(SECRETS, wanted.name, wanted.namespace))
+    if raw is None:
+        return SecretSeen(wanted, found=False)
+    data = raw.get("data")
+    values = data if isinstance(data, dict) else {}
+    for key in wanted.keys:
+        value = values.get(key)
+        if isinstance(value, str):
+            return SecretSeen(wanted, found=True, key=key, certificate_b64=value)
+    return SecretSeen(wanted, found=True)
+
+
+def _judge_bundle(certificates: list[CertificateInfo], now: datetime, threshold: float) -> tuple[str, bool]:
+    first = earliest_expiry(certificates)
+    return f"{first.subject} {describe_left(first, now)}", first.days_left(now) <= threshold
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _judge_configuration(seen: ConfigurationSeen, params: WebhookCertExpiryParams,
+                         now: datetime) -> tuple[dict[str, Any], list[str]]:
+    where = ref(_kind(seen.ref), seen.ref.name)
+    if seen.configuration is None:
+        return {"found": False}, [f"{where}: not found (want it present, with a caBundle per webhook)"]
+    by_bundle: dict[str, list[str]] = {}
+    system_trust: list[str] = []
+    for webhook in seen.configuration.webhooks:
+        bundle = webhook.client_config.ca_bundle
+        if not bundle.strip() and webhook.client_config.url and webhook.client_config.service is None:
+            system_trust.append(webhook.name)  # a URL webhook without caBundle is verified with system roots
+            continue
+        by_bundle.setdefault(bundle, []).append(webhook.name)
+    bundles: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for bundle, webhooks in by_bundle.items():
+        entry: dict[str, Any] = {"webhooks": webhooks}
+        try:
+            certificates = parse_base64_pem_bundle(bundle)
+        except NotACertificate as error:
+            entry["problem"] = f"not a certificate: {error}"
+            errors.append(f"{where}: webhook {_names(webhooks)} caBundle is not a certificate ({error}) "
+                          "(want a base64 PEM CA bundle)")
+            bundles.append(entry)
+            continue
+        entry["certificates"] = [c.details(now) for c in certificates]
+        described, expiring = _judge_bundle(certificates, now, params.threshold_days)
+        entry["earliest"] = described
+        if expiring:
+            errors.append(f"{where}: webhook {_names(webhooks)} caBundle certificate {described} "
+                          f"(want > {params.threshold_days:g} days)")
+        bundles.append(entry)
+    details: dict[str, Any] = {"found": True, "webhooks": len(seen.configuration.webhooks), "bundles": bundles}
+    if system_trust:
+        details["system_trust"] = system_trust
+    return details, errors
+
+
+def _judge_secret(seen: SecretSeen, params: WebhookCertExpiryParams, now: datetime) -> tuple[dict[str, Any], list[str]]:
+    where = ref("Secret", seen.ref.name, seen.ref.namespace)
+    if not seen.found:
+        return {"found": False}, [f"{where}: not found (want the webhook's serving certificate there)"]
+    if seen.certificate_b64 is None or seen.key is None:
+        return {"found": True}, [f"{where}: none of the keys {', '.join(seen.ref.keys)} present "
+                                 "(want the serving certificate)"]
+    try:
+        certificates = parse_base64_pem_bundle(seen.certificate_b64)
+    except NotACertificate as error:
+        return ({"found": True, "key": seen.key, "problem": f"not a certificate: {error}"},
+                [f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"])
+    details = {"found": True, "key": seen.key, "certificates": [c.details(now) for c in certificates]}
+    # The serving certificate is the first block; anything after it is its chain, judged alike.
+    described, expiring = _judge_bundle(certificates, now, params.threshold_days)
+    details["earliest"] = described
+    if expiring:
+        return details, [f"{where}: serving certificate {seen.key}: {described} "
+                         f"(want > {params.threshold_days:g} days)"]
+    return details, []
+
+
+def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: datetime) -> Result:
+    errors: list[str] = []
+    configurations: dict[str, Any] = {}
+    for seen in data.configurations:
+        details, problems = _judge_configuration(seen, params, now)
+        configurations[ref(_kind(seen.ref), seen.ref.name)] = details
+        errors += problems
+    secrets: dict[str, Any] = {}
+    for secret in data.secrets:
+        details, problems = _judge_secret(secret, params, now)
+        secrets[f"{secret.ref.namespace}/{secret.ref.name}"] = details
+        errors += problems
+    details_all = {"threshold_days": params.threshold_days, "configurations": configurations,
+                   "serving_secrets": secrets}
+    if errors:
+        summary = f"{len(errors)} webhook certificate problem(s): {errors[0]}"
+        return Result(check=NAME, status=Status.FAILED, summary=summary, errors=errors, details=details_all)
+    if not data.configurations and not data.secrets:
+        line = f"{NAME}: nothing configured to judge (configurations and serving_secrets are empty)"
+        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details_all)
+    return Result(check=NAME, status=Status.OK,
+                  summary=f"{len(data.configurations)} webhook configuration(s) and {len(data.secrets)} serving "
+                          f"certificate(s) valid beyond {params.threshold_days:g} days",
+                  details=details_all)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="koordinator / openkruise",
+    layer="control plane",
+    severity="warning",
+    schedule_minutes=60,
+    fails_when="webhook caBundle or serving cert expires within the threshold",
+    params=WebhookCertExpiryParams,
+    fetch=fetch,
+    evaluate=evaluate,
+    extras=("certificates",),
+)
