@@ -31,8 +31,9 @@ Bundle guarantees:
 - only the product and what the platform and the environment reach: the core dependencies, `aws` (boto3)
   for `ssm:`/`secretsmanager:` references or `eks` auth, `gcp` for `gcpsm:` or `gke`, `cloudfunctions` on
   Cloud Functions only, and the extras the enabled checks declare (`CheckSpec.extras`: `certificates`,
-  cryptography, only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled); never the sandbox, never console scripts (`bin/`) or install records naming this
-  machine (`RECORD`, `direct_url.json`), never caches from the source tree;
+  cryptography, only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled); never the sandbox,
+  never console scripts (`bin/`) or install records naming this machine (`RECORD`, `direct_url.json`),
+  never caches from the source tree;
 - the architecture is checked: every ELF shared object must be built for the function's architecture and
   every wheel tag must name it (or none), so a bundle that would fail at import is refused here;
 - its size, packed and unpacked, is printed; over Lambda's 250 MB unpacked it is refused.
@@ -56,6 +57,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from outpost import registry
 from outpost.config import EksAuth, Settings, environment_file
 from outpost.deploy import (
     SERVICE,
