@@ -6,6 +6,8 @@ Checks import this package and nothing else to reach a cluster.
 from outpost.cluster.client import Cluster, Response
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.paths import node_proxy, pod_proxy, service_proxy
+from outpost.cluster.probes import ProbeOutcome, ProbeTarget, Verdict, probe_all
 from outpost.cluster.writer import ClusterWriter
 
-__all__ = ["Cluster", "ClusterWriter", "Deadline", "Response", "node_proxy", "pod_proxy", "service_proxy"]
+__all__ = ["Cluster", "ClusterWriter", "Deadline", "ProbeOutcome", "ProbeTarget", "Response", "Verdict", "node_proxy",
+           "pod_proxy", "probe_all", "service_proxy"]
