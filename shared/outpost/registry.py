@@ -8,11 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from outpost.checks import apiserver_health
+from outpost.checks import (
+    apiserver_health,
+    koordlet_coverage,
+    kruise_daemon_coverage,
+    kwok_node_consistency,
+    node_utilization,
+    nodemetric_freshness,
+)
 from outpost.checks.base import CheckSpec
 
 CHECKS: tuple[CheckSpec[Any, Any], ...] = (
+    koordlet_coverage.CHECK,
+    nodemetric_freshness.CHECK,
+    node_utilization.CHECK,
     apiserver_health.CHECK,
+    kwok_node_consistency.CHECK,
+    kruise_daemon_coverage.CHECK,
 )
 
 _BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}
