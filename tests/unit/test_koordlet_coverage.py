@@ -156,3 +156,26 @@ def test_fetch_absent_daemonset_and_malformed_node() -> None:
                                   "spec": {"unschedulable": "maybe"}})
     with fake_cluster(broken) as cluster, pytest.raises(MalformedResponse, match=r"field spec\.unschedulable"):
         koordlet_coverage.fetch(cluster, KoordletCoverageParams())
+
+
+def test_five_thousand_nodes_are_read_page_by_page_and_named_within_bounds() -> None:
+    """The scale the node checks are built for: 5,000 nodes, pods read by selector, 500 per page,
+    and an alert that still names ten nodes and counts the rest."""
+    node_template = document("healthy", "nodes")[0]
+    pod_template = document("healthy", "koordlet_pods")[0]
+    api = FakeApiServer().add({"kind": "DaemonSet", "apiVersion": "apps/v1", **document("healthy", "koordlet_ds")})
+    for i in range(5000):
+        name = f"node-{i:04d}"
+        api.add(node_template | {"metadata": {**node_template["metadata"], "name": name}})
+        if i % 500:  # every 500th node has no koordlet
+            api.add(pod_template | {"metadata": {**pod_template["metadata"], "name": f"koordlet-{i:04d}"},
+                                    "spec": {**pod_template["spec"], "nodeName": name}})
+    with fake_cluster(api, page_size=500) as cluster:
+        fetched = koordlet_coverage.fetch(cluster, KoordletCoverageParams())
+    result = koordlet_coverage.evaluate(fetched, KoordletCoverageParams(), captured_at("healthy"))
+    assert result.status is Status.FAILED
+    assert len(result.errors) == 10
+    assert result.errors[0] == f"{DS}: node node-0000 has no pod"
+    assert result.details["coverage_by_class"]["fake"] == {"selected": 5000, "covered": 4990, "uncovered": 10}
+    assert sum(r.path == "/api/v1/nodes" for r in api.requests) == 10
+    assert sum(r.path.endswith("/pods") for r in api.requests) == 10
