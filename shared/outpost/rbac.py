@@ -45,6 +45,7 @@ _READ_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")),
     ("apiextensions.k8s.io", ("customresourcedefinitions",)),
     ("slo.koordinator.sh", ("nodemetrics", "nodeslos")),
+    ("metrics.k8s.io", ("nodes",)),  # node-utilization with source metrics.k8s.io (metrics-server)
     ("scheduling.sigs.k8s.io", ("podgroups", "elasticquotas")),
     ("scheduling.koordinator.sh", ("reservations", "devices")),
     ("config.koordinator.sh", ("clustercolocationprofiles",)),

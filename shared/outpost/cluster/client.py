@@ -306,8 +306,10 @@ class Cluster:
                                    metadata_only=metadata_only))
 
     def iter_list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
-                  metadata_only: bool = False) -> Iterator[dict[str, Any]]:
-        params: dict[str, str | int] = {"limit": self.page_size}
+                  metadata_only: bool = False, page_size: int | None = None) -> Iterator[dict[str, Any]]:
+        """Items page by page; `page_size` overrides the cluster's `limit` for collections whose objects
+        are large (a NodeMetric carries every pod's usage), so one page stays under the response cap."""
+        params: dict[str, str | int] = {"limit": page_size or self.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:

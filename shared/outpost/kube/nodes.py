@@ -6,15 +6,38 @@ Guarantees:
   `type=virtual-kubelet` (virtual-kubelet nodes run no DaemonSets), `real` otherwise;
 - `tolerates` follows Kubernetes toleration semantics exactly (operator Exists/Equal, an empty key
   with Exists tolerates every taint, an empty effect matches every effect), so a DaemonSet that
-  tolerates everything (koordlet) is expected on tainted nodes too, and one that does not is not.
+  tolerates everything (koordlet) is expected on tainted nodes too, and one that does not is not;
+- `NodeFacts` is what the node checks keep of a Node (name, class, cordoned, Ready, allocatable CPU,
+  labels, annotations): a node is reduced to it as soon as it is read, so a check over 5,000 nodes
+  holds 5,000 small records, not 5,000 API objects;
+- `NodeSelection` is the one definition of "which nodes a node check judges", shared by
+  koordlet-coverage, kruise-daemon-coverage, nodemetric-freshness and node-utilization: node classes
+  (default real and KWOK fake, virtual-kubelet excluded: it runs no DaemonSets and reports no
+  NodeMetric), an optional label selector, cordoned nodes out unless asked for. `select_nodes`
+  says why each other node was left out, counted by reason, and counts the selected ones per class;
+  a selection of nothing is for the check to call `error` (it observed no node it could judge);
+- `MetadataSelector` (label or annotation, `outpost.kube.selectors`) picks the nodes of
+  kwok-node-consistency (the KWOK annotation by default), through the same `select_nodes`;
+- `UsageSample` is one node's CPU usage report, from a Koordinator NodeMetric (`status.updateTime`,
+  `status.nodeMetric.nodeUsage.resources.cpu`) or from metrics.k8s.io (`timestamp`, `usage.cpu`);
+  a usage that is absent or not a quantity is None (judged as "no usable sample"), not 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from outpost.kube.objects import Node, Taint, Toleration
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from outpost.errors import MalformedResponse
+from outpost.kube.conditions import READY, find_condition
+from outpost.kube.objects import Node, NodeMetric, Taint, Toleration, View, parse
+from outpost.kube.quantity import cpu_millis
+from outpost.kube.selectors import MetadataSelector, parse_label_selector
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_FAKE_VALUE = "fake"
@@ -67,3 +90,198 @@ def untolerated(tolerations: Iterable[Toleration], taints: Iterable[Taint]) -> l
 def tolerates(tolerations: Iterable[Toleration], taints: Iterable[Taint]) -> bool:
     """Every taint is tolerated by some toleration."""
     return not untolerated(tolerations, taints)
+
+
+# -- what node checks keep of a node, and which nodes they judge --------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """The few facts node checks judge, kept per node instead of the whole Node object."""
+
+    name: str
+    node_class: NodeClass
+    unschedulable: bool = False
+    ready: str = ""  # the Ready condition's status: "True", "False", "Unknown"; "" when not reported
+    ready_reason: str = ""
+    allocatable_cpu_millis: int | None = None  # None when not reported (or not a quantity)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready == "True"
+
+    @property
+    def ready_text(self) -> str:
+        """`Ready=Unknown (NodeStatusUnknown)`, or `no Ready condition`."""
+        if not self.ready:
+            return "no Ready condition"
+        return f"Ready={self.ready}" + (f" ({self.ready_reason})" if self.ready_reason else "")
+
+
+def node_facts(node: Node) -> NodeFacts:
+    condition = find_condition(node.status.conditions, READY)
+    cpu = node.status.allocatable.get("cpu")
+    try:
+        millis = cpu_millis(cpu) if cpu not in (None, "") else None
+    except ValueError:
+        millis = None
+    return NodeFacts(
+        name=node.name,
+        node_class=classify(node),
+        unschedulable=node.spec.unschedulable,
+        ready=condition.status if condition else "",
+        ready_reason=condition.reason if condition else "",
+        allocatable_cpu_millis=millis,
+        labels=dict(node.metadata.labels),
+        annotations=dict(node.metadata.annotations),
+    )
+
+
+def facts_of(raw: Any, where: str = "node") -> NodeFacts:
+    """A Node as decoded JSON (one LIST item) reduced to its facts; a wrong type is MalformedResponse."""
+    node = parse(Node, raw, where)
+    if not node.name:
+        raise MalformedResponse(f"{where}: a node without metadata.name")
+    return node_facts(node)
+
+
+EXCLUDED_CLASS = "class {cls} not selected"
+EXCLUDED_CORDONED = "cordoned (spec.unschedulable)"
+EXCLUDED_LABELS = "labels do not match {selector}"
+EXCLUDED_METADATA = "{selector} does not match"
+
+
+class NodeSelection(BaseModel):
+    """Which nodes a node check judges (a `Params` field of every node check)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    classes: tuple[NodeClass, ...] = Field(
+        (NodeClass.REAL, NodeClass.FAKE), min_length=1,
+        description="Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), "
+                    "virtual (label type=virtual-kubelet). Default real and fake.")
+    label_selector: str = Field(
+        "", description="Only nodes whose labels match (Kubernetes selector syntax, sent to the API server); "
+                        "'' = every node of the selected classes.")
+    include_cordoned: bool = Field(
+        False, description="Also judge cordoned nodes (spec.unschedulable); by default they are left out.")
+
+    @field_validator("label_selector")
+    @classmethod
+    def _readable(cls, value: str) -> str:
+        parse_label_selector(value)  # ValueError quoting the text: refused at configuration time
+        return value
+
+    def label_query(self) -> str | None:
+        """The server-side `labelSelector`, or None for no filter."""
+        return parse_label_selector(self.label_selector).to_query() or None
+
+    def exclusion(self, node: NodeFacts) -> str | None:
+        """Why `node` is not judged, or None when it is."""
+        if node.node_class not in self.classes:
+            return EXCLUDED_CLASS.format(cls=node.node_class.value)
+        selector = parse_label_selector(self.label_selector)
+        if not selector.matches(node.labels):
+            return EXCLUDED_LABELS.format(selector=selector)
+        if node.unschedulable and not self.include_cordoned:
+            return EXCLUDED_CORDONED
+        return None
+
+    def describe(self) -> str:
+        """`real and fake nodes`, `fake nodes with labels zone=a, cordoned included`."""
+        text = " and ".join(c.value for c in self.classes) + " nodes"
+        if self.label_selector:
+            text += f" with labels {self.label_selector}"
+        return text + (", cordoned included" if self.include_cordoned else "")
+
+
+@dataclass(frozen=True)
+class SelectedNodes:
+    """The nodes a check judges, and an account of every node it does not."""
+
+    nodes: tuple[NodeFacts, ...]
+    by_class: Mapping[str, int]  # selected nodes per class (every selectable class present, 0 included)
+    excluded: Mapping[str, int]  # nodes left out, per reason
+    total: int  # nodes read
+
+    @property
+    def names(self) -> list[str]:
+        return [node.name for node in self.nodes]
+
+    def details(self) -> dict[str, Any]:
+        return {"selected": len(self.nodes), "by_class": dict(self.by_class), "excluded": dict(self.excluded),
+                "nodes_read": self.total}
+
+
+def select_nodes(nodes: Iterable[NodeFacts], selection: NodeSelection | MetadataSelector) -> SelectedNodes:
+    """The nodes `selection` judges, sorted by name, with counts per class and per exclusion reason."""
+    chosen: list[NodeFacts] = []
+    excluded: dict[str, int] = {}
+    total = 0
+    for node in nodes:
+        total += 1
+        if isinstance(selection, MetadataSelector):
+            reason = None if selection.matches(node.labels, node.annotations) else EXCLUDED_METADATA.format(
+                selector=selection)
+        else:
+            reason = selection.exclusion(node)
+        if reason is None:
+            chosen.append(node)
+        else:
+            excluded[reason] = excluded.get(reason, 0) + 1
+    classes = selection.classes if isinstance(selection, NodeSelection) else ()
+    by_class = {cls.value: 0 for cls in classes}
+    for node in chosen:
+        by_class[node.node_class.value] = by_class.get(node.node_class.value, 0) + 1
+    chosen.sort(key=lambda node: node.name)
+    return SelectedNodes(tuple(chosen), by_class, dict(sorted(excluded.items())), total)
+
+
+# -- CPU usage reports ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageSample:
+    """One node's usage report: when it was taken and the CPU in use (None: not reported)."""
+
+    node: str
+    taken_at: datetime | None
+    cpu_millis: int | None
+
+    def age_seconds(self, now: datetime) -> float | None:
+        """Seconds since the report (negative under clock skew); None if it carries no time."""
+        return None if self.taken_at is None else (now - self.taken_at).total_seconds()
+
+
+def _millis(value: object) -> int | None:
+    if value in (None, "") or not isinstance(value, str | int | float):
+        return None
+    try:
+        return cpu_millis(value)
+    except ValueError:
+        return None
+
+
+def usage_from_nodemetric(raw: Any, where: str = "nodemetric") -> UsageSample:
+    metric = parse(NodeMetric, raw, where)
+    if not metric.name:
+        raise MalformedResponse(f"{where}: a NodeMetric without metadata.name")
+    return UsageSample(metric.name, metric.status.update_time, _millis(metric.node_usage.get("cpu")))
+
+
+class _ResourceMetrics(View):
+    """metrics.k8s.io/v1beta1 NodeMetrics: `timestamp`, `window`, `usage`."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timestamp: datetime | None = None
+    usage: dict[str, Any] = Field(default_factory=dict)
+
+
+def usage_from_metrics_k8s(raw: Any, where: str = "metrics.k8s.io node") -> UsageSample:
+    metric = parse(_ResourceMetrics, raw, where)
+    name = metric.metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise MalformedResponse(f"{where}: node metrics without metadata.name")
+    return UsageSample(name, metric.timestamp, _millis(metric.usage.get("cpu")))

@@ -1,0 +1,161 @@
+"""kwok-node-consistency: every KWOK fake node is Ready and its node Lease is being renewed.
+
+Which nodes: those carrying the annotation `kwok.x-k8s.io/node=fake` (kwok's own marker; the
+tutorial's label selector selects nothing by default). The selector is a parameter, label or
+annotation; nodes it does not select are never judged. Zero selected nodes is `error` (a selector
+that matches nothing would otherwise report "all fine" forever) unless `allow_no_nodes` says that
+an empty simulated cluster is expected.
+
+Liveness is the node Lease in `kube-node-lease` (kwok renews it every quarter of its 40 s duration),
+not the Ready condition's `lastHeartbeatTime` (with Leases on, kwok refreshes that only every 10-20
+minutes). A Lease is stale when its `renewTime` is older than its own `leaseDurationSeconds`, bounded
+by `max_lease_duration_seconds`:
+
+- Why the bound: the Lease's duration is written by whoever holds it. After the sandbox's
+  node-lease-stale fault, the Lease shows `leaseDurationSeconds: 86400` held by a foreign holder.
+  That is how one makes kwok let go of a Lease: kwok acquires any node Lease whose
+  `renewTime + leaseDurationSeconds` has passed (kwok v0.8.0 `tryAcquireOrRenew`), so a foreign
+  holder with a short duration would be replaced within 40 s; with a day's duration kwok treats
+  the node as someone else's, stops renewing it and stops playing its stages. Judged only against
+  its own duration, such a Lease would look alive for a day while nobody renews it. Kubernetes' node
+  lifecycle controller does not trust the duration either: it judges node Leases by its own grace
+  period (node-monitor-grace-period, 40-50 s). So a Lease is stale past min(own duration, bound),
+  and a Lease whose own duration exceeds the bound is itself a finding (its holder announced that
+  nobody will notice it stop for that long); this is what the first run after that fault sees,
+  12 s after the last renewal, before the Lease is stale by any clock.
+- kwok stopped (kwok-down) is visible only once the Leases age: right after kwok stops, the newest
+  renewal is at most ~10 s old and every node is still Ready. No API object says "kwok is gone"
+  (its /healthz always answers ok), so the first run that can see it is `leaseDurationSeconds`
+  after the last renewal; the node lifecycle controller turns the nodes NotReady a little later.
+
+Each NotReady node and each stale, missing or over-long Lease is named (first ten per kind, and the
+count); `details` count the selected nodes, the Ready ones and the fresh Leases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.cluster.nodes import read_nodes
+from outpost.kube.messages import FIRST_NAMED, first_named, ref
+from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts, select_nodes
+from outpost.kube.objects import Lease, parse
+from outpost.kube.paths import LEASES, collection_path
+from outpost.kube.selectors import MetadataSelector
+from outpost.result import Result, Status
+
+NAME = "kwok-node-consistency"
+
+
+class KwokNodeConsistencyParams(Params):
+    selector: MetadataSelector = Field(
+        default_factory=lambda: MetadataSelector("annotation", KWOK_NODE_ANNOTATION, KWOK_FAKE_VALUE),
+        description="Which nodes are KWOK fake nodes: {source: label|annotation, key, value (null: key present)}.")
+    allow_no_nodes: bool = Field(False, description="Zero selected nodes is ok instead of error.")
+    lease_namespace: str = Field("kube-node-lease", description="Namespace of the node Leases.")
+    max_lease_duration_seconds: float = Field(
+        60.0, gt=0, description="Upper bound on the renewal interval judged: a Lease is stale once older than "
+                                "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
+                                "this is reported (kwok and kubelet default to 40 s).")
+
+
+@dataclass(frozen=True)
+class KwokNodeData:
+    nodes: tuple[NodeFacts, ...]
+    leases: tuple[Lease, ...]
+
+
+def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
+    # An annotation cannot be selected on the server: every node is read (page by page, reduced to
+    # its facts) and the selection is made in `evaluate`, where it is tested.
+    nodes = read_nodes(cluster, params.selector.label_query())
+    path = collection_path(LEASES, params.lease_namespace)
+    leases = tuple(parse(Lease, item, f"LIST {path}") for item in cluster.iter_list(path))
+    return KwokNodeData(tuple(nodes), leases)
+
+
+def _named(errors: list[str], lines: list[str], what: str) -> None:
+    errors.extend(lines[:FIRST_NAMED])
+    if len(lines) > FIRST_NAMED:
+        errors.append(f"{len(lines) - FIRST_NAMED} more {what} ({len(lines)} in all)")
+
+
+def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetime) -> Result:
+    selected = select_nodes(data.nodes, params.selector)
+    details: dict[str, Any] = {"selector": str(params.selector), "selected": len(selected.nodes),
+                               "nodes_read": selected.total}
+    if not selected.nodes:
+        if params.allow_no_nodes:
+            return Result(check=NAME, status=Status.OK, details=details,
+                          summary=f"no node selected by {params.selector} ({selected.total} nodes read; allowed)")
+        return Result.error(NAME, f"nodes: none selected by {params.selector} ({selected.total} nodes read); "
+                                  "set allow_no_nodes if that is expected", **details)
+    leases = {lease.name: lease for lease in data.leases}
+    bound = params.max_lease_duration_seconds
+    not_ready: list[str] = []
+    stale: list[str] = []
+    long_held: list[str] = []
+    for node in selected.nodes:
+        if not node.is_ready:
+            not_ready.append(node.name)
+        lease = leases.get(node.name)
+        lease_ref = ref("Lease", node.name, params.lease_namespace)
+        if lease is None:
+            stale.append(f"{lease_ref}: absent (want a node Lease renewed within its duration)")
+            continue
+        duration = lease.spec.lease_duration_seconds
+        holder = lease.spec.holder_identity or "no holder"
+        age = lease.age_seconds(now)
+        limit = min(duration, bound) if duration > 0 else bound
+        if age is None:
+            stale.append(f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)")
+        elif age > limit:
+            own = "its leaseDurationSeconds" if duration and duration <= bound else "max_lease_duration_seconds"
+            stale.append(f"{lease_ref}: observed renewTime {age:.0f} s ago, holder {holder} "
+                         f"(want within {limit:g} s, {own})")
+        if duration > bound:
+            long_held.append(f"{lease_ref}: observed leaseDurationSeconds {duration}, holder {holder} "
+                             f"(want <= {bound:g} s: a holder that stopped renewing would look alive for {duration} s)")
+        elif duration <= 0:
+            long_held.append(f"{lease_ref}: observed no leaseDurationSeconds, holder {holder} (want 1..{bound:g} s)")
+    ready_facts = {node.name: node for node in selected.nodes}
+    not_ready_lines = [f"node {name}: observed {ready_facts[name].ready_text} (want Ready=True)" for name in not_ready]
+    errors: list[str] = []
+    _named(errors, not_ready_lines, "nodes not Ready")
+    _named(errors, stale, "stale node Leases")
+    _named(errors, long_held, "node Leases with an over-long duration")
+    n = len(selected.nodes)
+    details.update({"ready": n - len(not_ready), "not_ready": not_ready[:FIRST_NAMED],
+                    "not_ready_count": len(not_ready), "stale_lease_count": len(stale),
+                    "long_lease_count": len(long_held), "max_lease_duration_seconds": bound})
+    if errors:
+        parts = []
+        if not_ready:
+            parts.append(f"{len(not_ready)} not Ready ({first_named(not_ready)})")
+        if stale:
+            parts.append(f"{len(stale)} with a stale Lease")
+        if long_held:
+            parts.append(f"{len(long_held)} with a Lease duration over {bound:g} s")
+        return Result(check=NAME, status=Status.FAILED, errors=errors, details=details,
+                      summary=f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}")
+    return Result(check=NAME, status=Status.OK, details=details,
+                  summary=f"all {n} KWOK fake nodes Ready with their Leases renewed in time")
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="kwok",
+    layer="node",
+    severity="warning",
+    schedule_minutes=1,
+    fails_when="a fake node not Ready, or its Lease not renewed within its duration",
+    params=KwokNodeConsistencyParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

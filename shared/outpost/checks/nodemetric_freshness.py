@@ -1,0 +1,115 @@
+"""nodemetric-freshness: each selected node's NodeMetric was updated within the expiry.
+
+koordlet reports each node's usage into its NodeMetric (`slo.koordinator.sh/v1alpha1`, named after
+the node) every 60 s; Koordinator treats a NodeMetric older than 300 s as expired, and the
+load-aware scheduler and the SLO controllers then act on stale or no data. The nodes judged are the
+same `NodeSelection` as koordlet-coverage (real and KWOK fake nodes; virtual-kubelet nodes run no
+koordlet). A NodeMetric older than the expiry, without `status.updateTime`, or missing for a
+selected node is named (first ten, and the count); NodeMetrics of nodes not selected are ignored.
+An updateTime in the future (clock skew) is fresh but reported in `details` once past the allowed
+skew. No node selected, or the NodeMetric API not served, is `error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.cluster.nodes import read_nodemetrics, read_nodes
+from outpost.kube.messages import FIRST_NAMED, first_named
+from outpost.kube.nodes import NodeFacts, NodeSelection, UsageSample, select_nodes
+from outpost.result import Result, Status
+
+NAME = "nodemetric-freshness"
+
+
+class NodeMetricFreshnessParams(Params):
+    expiry_seconds: float = Field(300.0, gt=0, description="A NodeMetric older than this is stale "
+                                                            "(Koordinator's expiry; koordlet reports every 60 s).")
+    max_future_skew_seconds: float = Field(
+        30.0, ge=0, description="An updateTime further in the future than this is reported in details (clock skew).")
+    nodes: NodeSelection = Field(default_factory=NodeSelection)
+    page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics (each carries every "
+                                                           "pod's usage of its node, so pages stay small).")
+
+
+@dataclass(frozen=True)
+class NodeMetricFreshnessData:
+    nodes: tuple[NodeFacts, ...]
+    metrics: tuple[UsageSample, ...]
+
+
+def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
+    nodes = read_nodes(cluster, params.nodes.label_query())
+    return NodeMetricFreshnessData(tuple(nodes), tuple(read_nodemetrics(cluster, params.page_size)))
+
+
+def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, now: datetime) -> Result:
+    selected = select_nodes(data.nodes, params.nodes)
+    details: dict[str, Any] = {"selection": params.nodes.describe(), "expiry_seconds": params.expiry_seconds,
+                               **selected.details()}
+    if not selected.nodes:
+        excluded = ", ".join(f"{count} {reason}" for reason, count in selected.excluded.items()) or "none"
+        return Result.error(NAME, f"no node selected ({params.nodes.describe()}; {selected.total} nodes read, "
+                                  f"excluded: {excluded})", **details)
+    by_node = {metric.node: metric for metric in data.metrics}
+    missing: list[str] = []
+    stale: list[tuple[str, str]] = []
+    skewed: list[str] = []
+    oldest = 0.0
+    for node in selected.names:
+        metric = by_node.get(node)
+        if metric is None:
+            missing.append(node)
+            continue
+        age = metric.age_seconds(now)
+        if age is None:
+            stale.append((node, "observed no status.updateTime"))
+        elif age > params.expiry_seconds:
+            stale.append((node, f"observed updateTime {age:.0f} s ago"))
+        else:
+            oldest = max(oldest, age)
+            if age < -params.max_future_skew_seconds:
+                skewed.append(node)
+    details.update({"fresh": len(selected.nodes) - len(missing) - len(stale), "stale_count": len(stale),
+                    "missing_count": len(missing), "stale": [n for n, _ in stale[:FIRST_NAMED]],
+                    "missing": missing[:FIRST_NAMED], "oldest_fresh_age_seconds": round(oldest, 1),
+                    "future_update_time": skewed[:FIRST_NAMED]})
+    want = f"want within {params.expiry_seconds:g} s"
+    errors = [f"nodemetric {node}: {why} ({want})" for node, why in stale[:FIRST_NAMED]]
+    if len(stale) > FIRST_NAMED:
+        errors.append(f"nodemetrics: {len(stale) - FIRST_NAMED} more stale ({len(stale)} in all)")
+    errors += [f"nodemetric {node}: absent for node {node} (want one per selected node)"
+               for node in missing[:FIRST_NAMED]]
+    if len(missing) > FIRST_NAMED:
+        errors.append(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)")
+    n = len(selected.nodes)
+    if errors:
+        parts = []
+        if stale:
+            parts.append(f"{len(stale)} stale: {first_named([s for s, _ in stale])}")
+        if missing:
+            parts.append(f"{len(missing)} missing: {first_named(missing)}")
+        return Result(check=NAME, status=Status.FAILED, errors=errors, details=details,
+                      summary=f"NodeMetrics of {n} nodes: " + "; ".join(parts))
+    return Result(check=NAME, status=Status.OK, details=details,
+                  summary=f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s "
+                          f"(oldest {oldest:.0f} s)")
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="koordinator",
+    layer="node",
+    severity="warning",
+    schedule_minutes=5,
+    fails_when="NodeMetric status.updateTime older than 300 s for a node",
+    params=NodeMetricFreshnessParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

@@ -1,0 +1,85 @@
+"""DaemonSet coverage, judged by comparing nodes with pods (not by the DaemonSet's own counters).
+
+Why: a DaemonSet's status only counts the nodes it currently targets. When its node affinity,
+node selector or tolerations stop matching a node (a label changed, a taint appeared), the pod
+leaves that node and `desiredNumberScheduled` shrinks with it: "19 of 19 ready" while node n7 runs
+no agent at all. The truth is per node: does each node that should run the agent have a ready pod
+of it?
+
+Guarantees (pure, no I/O):
+- `DaemonPod` keeps of a pod what coverage needs (name, node, Ready, terminating, phase);
+- `coverage` puts every judged node in exactly one of: covered (some pod on it is Ready and not
+  terminating), not ready (pods on it, none Ready), missing (no pod on it); pods on nodes that are
+  not judged are ignored; names come out sorted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from outpost.errors import MalformedResponse
+from outpost.kube.nodes import NodeFacts
+from outpost.kube.objects import Pod, parse
+
+
+@dataclass(frozen=True)
+class DaemonPod:
+    name: str
+    node_name: str
+    ready: bool
+    terminating: bool = False
+    phase: str = ""
+
+    @property
+    def serving(self) -> bool:
+        """Ready and not on its way out: what counts as "the node has the agent"."""
+        return self.ready and not self.terminating
+
+    def describe(self) -> str:
+        state = "terminating" if self.terminating else (self.phase or "no phase")
+        return f"pod {self.name} {state}, not Ready" if not self.ready else f"pod {self.name} terminating"
+
+
+def daemon_pod(pod: Pod) -> DaemonPod:
+    return DaemonPod(pod.name, pod.node_name, pod.ready, pod.terminating, pod.status.phase)
+
+
+def daemon_pod_of(raw: object, where: str = "pod") -> DaemonPod:
+    """A Pod as decoded JSON reduced to what coverage needs; a wrong type is MalformedResponse."""
+    pod = parse(Pod, raw, where)
+    if not pod.name:
+        raise MalformedResponse(f"{where}: a pod without metadata.name")
+    return daemon_pod(pod)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    covered: tuple[str, ...]
+    not_ready: tuple[tuple[str, str], ...]  # (node, why: its pods and their state)
+    missing: tuple[str, ...]
+
+    @property
+    def uncovered(self) -> tuple[str, ...]:
+        """Every judged node without a serving pod, sorted: not ready ones and missing ones."""
+        return tuple(sorted([node for node, _ in self.not_ready] + list(self.missing)))
+
+
+def coverage(nodes: Sequence[NodeFacts], pods: Iterable[DaemonPod]) -> Coverage:
+    judged = {node.name for node in nodes}
+    by_node: dict[str, list[DaemonPod]] = {}
+    for pod in pods:
+        if pod.node_name in judged:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    covered: list[str] = []
+    not_ready: list[tuple[str, str]] = []
+    missing: list[str] = []
+    for name in sorted(judged):
+        on_node = by_node.get(name, [])
+        if any(pod.serving for pod in on_node):
+            covered.append(name)
+        elif on_node:
+            not_ready.append((name, "; ".join(pod.describe() for pod in sorted(on_node, key=lambda p: p.name))))
+        else:
+            missing.append(name)
+    return Coverage(tuple(covered), tuple(not_ready), tuple(missing))

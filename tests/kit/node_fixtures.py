@@ -1,0 +1,56 @@
+"""Captured sandbox output for the node checks (`kit/capture_nodes.py`), by state.
+
+A state is `healthy` or what a fault left (`koordlet-missing`, `node-lease-stale`,
+`kwok-down-first-run`, `kwok-down-after-lease-duration`, ...). Each holds the documents the node
+checks read, exactly as the API server returned them (managedFields dropped), and `meta.json`'s
+`captured_at`: the `now` to evaluate them with.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kit.fake_cluster import FakeApiServer
+from outpost.kube.timestamps import parse_time
+
+NODE_FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "nodes"
+DOCUMENTS = ("nodes", "node_leases", "koordlet_ds", "koordlet_pods", "kruise_daemon_ds", "kruise_daemon_pods",
+             "nodemetrics")
+
+
+def states() -> list[str]:
+    return sorted(p.name for p in NODE_FIXTURES.iterdir() if p.is_dir())
+
+
+def document(state: str, name: str) -> Any:
+    """One captured document (a list of items, an object, or None for an absent object)."""
+    return json.loads((NODE_FIXTURES / state / f"{name}.json").read_text())
+
+
+def captured_at(state: str) -> datetime:
+    moment = parse_time(document(state, "meta")["captured_at"])
+    assert moment is not None
+    return moment
+
+
+def healthz(state: str) -> dict[str, dict[str, Any]]:
+    """kruise-daemon `/healthz:10221` through the node proxy, per node: {status, body}."""
+    answers: dict[str, dict[str, Any]] = document(state, "healthz")
+    return answers
+
+
+def serve(state: str, api: FakeApiServer | None = None) -> FakeApiServer:
+    """A fake API server holding every object of `state`."""
+    api = api or FakeApiServer()
+    for name in DOCUMENTS:
+        doc = document(state, name)
+        if doc is None:
+            continue
+        if isinstance(doc, dict):
+            api.add({"kind": "DaemonSet", "apiVersion": "apps/v1", **doc})
+        else:
+            api.add_all(doc)
+    return api

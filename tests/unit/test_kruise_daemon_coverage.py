@@ -1,0 +1,149 @@
+"""kruise-daemon-coverage over captured sandbox output: healthy, kruise-daemon-missing, the DaemonSet
+absent (feature gate KruiseDaemon=false), virtual-kubelet nodes; per-node /healthz:10221 answers
+captured through the node proxy (healthy 200 `ok`, backend-500, backend-down's 503 from the API
+server), classified by `outpost.cluster.probes`; and fetch over the kit (the node proxy paths, the
+opt-in, 403 when nodes/proxy is not granted, a hanging daemon)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kit import fake_cluster
+from kit.node_fixtures import captured_at, document, healthz, serve
+from outpost.checks import kruise_daemon_coverage
+from outpost.checks.daemon_coverage import DaemonCoverageData
+from outpost.checks.kruise_daemon_coverage import (
+    KruiseDaemonCoverageParams,
+    KruiseDaemonData,
+    healthz_targets,
+)
+from outpost.cluster.probes import ProbeOutcome, classify
+from outpost.errors import ClusterError
+from outpost.kube.daemons import daemon_pod_of
+from outpost.kube.nodes import facts_of
+from outpost.kube.objects import DaemonSet, parse
+from outpost.kube.paths import DAEMON_SETS
+from outpost.result import Result, Status
+
+DS = "daemonset kruise-system/kruise-daemon"
+PROBING = KruiseDaemonCoverageParams(probe_healthz=True)
+
+
+def coverage_data(state: str, nodes: list[dict[str, Any]] | None = None, ds: Any = "captured",
+                  pods: list[dict[str, Any]] | None = None) -> DaemonCoverageData:
+    raw_ds = document(state, "kruise_daemon_ds") if ds == "captured" else ds
+    return DaemonCoverageData(
+        parse(DaemonSet, raw_ds, "t") if raw_ds else None,
+        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
+        tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "kruise_daemon_pods"))))
+
+
+def probed(state: str, answers_from: str | None = None) -> KruiseDaemonData:
+    """The captured state, with the captured node-proxy answers classified as the check would."""
+    cover = coverage_data(state)
+    answers = healthz(answers_from or state)
+    outcomes = []
+    for target in healthz_targets(cover, PROBING):
+        answer = answers[target.ref.removeprefix("node ")]
+        verdict, detail = classify(answer["status"], answer["body"], target.expect_body)
+        outcomes.append(ProbeOutcome(target, verdict, detail, answer["status"], answer["body"]))
+    return KruiseDaemonData(cover, tuple(outcomes))
+
+
+def run(d: KruiseDaemonData, params: KruiseDaemonCoverageParams | None = None, state: str = "healthy") -> Result:
+    return kruise_daemon_coverage.evaluate(d, params or KruiseDaemonCoverageParams(), captured_at(state))
+
+
+def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:
+    plain = run(KruiseDaemonData(coverage_data("healthy")))
+    assert plain.status is Status.OK, plain.errors
+    assert plain.summary == "kruise-daemon ready on all 5 selected nodes (0 real, 5 fake)"
+    with_healthz = run(probed("healthy"), PROBING)
+    assert with_healthz.status is Status.OK, with_healthz.errors
+    assert with_healthz.summary.endswith("; :10221/healthz healthy on all 5")
+    assert with_healthz.details["healthz"] == {"probed": 5, "healthy": 5, "failing": []}
+
+
+def test_kruise_daemon_missing_fault() -> None:
+    result = run(KruiseDaemonData(coverage_data("kruise-daemon-missing")), state="kruise-daemon-missing")
+    assert result.status is Status.FAILED
+    assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
+    targets = healthz_targets(coverage_data("kruise-daemon-missing"), PROBING)
+    assert [t.path for t in targets] == [f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz" for i in range(1, 5)]
+
+
+def test_daemonset_absent_says_feature_gate() -> None:
+    result = run(KruiseDaemonData(coverage_data("healthy", ds=None, pods=[])))
+    assert result.status is Status.FAILED
+    assert result.summary == (f"{DS} absent (is OpenKruise running with feature gate KruiseDaemon=false?): "
+                              "no kruise-daemon on 5 nodes")
+
+
+@pytest.mark.parametrize(
+    ("answers", "detail"),
+    [("backend-500-kruise-daemon", "HTTP 500 '[-]ping failed: reason withheld healthz check failed' (want 200)"),
+     ("backend-down-kruise-daemon", "HTTP 503 (error trying to reach service: read tcp")],
+)
+def test_healthz_failing_on_every_node(answers: str, detail: str) -> None:
+    result = run(probed("healthy", answers_from=answers), PROBING)
+    assert result.status is Status.FAILED
+    assert len(result.errors) == 5
+    assert result.errors[0].startswith(f"{DS}: node kwok-node-0 :10221/healthz: {detail}")
+    assert result.summary.startswith("kruise-daemon :10221/healthz failing on 5 of 5 nodes: node kwok-node-0")
+    assert len(result.details["healthz"]["failing"]) == 5
+
+
+def test_body_match_is_optional() -> None:
+    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_expect_body="ok")
+    assert all(t.expect_body == "ok" for t in healthz_targets(coverage_data("healthy"), params))
+
+
+def test_virtual_kubelet_nodes_are_not_expected_to_run_it() -> None:
+    nodes = copy.deepcopy(document("healthy", "nodes"))
+    virtual = copy.deepcopy(nodes[0])
+    virtual["metadata"] = {"name": "vk-1", "labels": {"type": "virtual-kubelet"}}
+    result = run(KruiseDaemonData(coverage_data("healthy", nodes=[*nodes, virtual])))
+    assert result.status is Status.OK
+    assert result.details["excluded"] == {"class virtual not selected": 1}
+
+
+def test_fetch_probes_only_when_opted_in_and_only_covered_nodes() -> None:
+    api = serve("kruise-daemon-missing")
+    for i in range(1, 5):
+        api.respond(f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz", 200, "ok", content_type="text/plain")
+    with fake_cluster(api) as cluster:
+        plain = kruise_daemon_coverage.fetch(cluster, KruiseDaemonCoverageParams())
+        assert plain.healthz == ()
+        assert not any("/proxy/" in r.path for r in api.requests)
+        fetched = kruise_daemon_coverage.fetch(cluster, PROBING)
+    assert [o.target.ref for o in fetched.healthz] == [f"node kwok-node-{i}" for i in range(1, 5)]
+    result = run(fetched, PROBING, "kruise-daemon-missing")
+    assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
+
+
+def test_fetch_without_nodes_proxy_right_is_error_and_hang_is_failure() -> None:
+    api = serve("healthy")
+    api.respond("/api/v1/nodes/kwok-node-0:10221/proxy/healthz", 403,
+                {"kind": "Status", "code": 403, "message": "nodes \"kwok-node-0\" is forbidden"})
+    with fake_cluster(api) as cluster, pytest.raises(ClusterError, match="403"):
+        kruise_daemon_coverage.fetch(cluster, PROBING)
+    api = serve("healthy")
+    api.respond("/version", 200, {"major": "1", "minor": "37"})
+    for i in range(5):
+        api.hang(f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz")
+    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_timeout_seconds=0.5)
+    with fake_cluster(api) as cluster:
+        fetched = kruise_daemon_coverage.fetch(cluster, params)
+    result = run(fetched, params)
+    assert result.status is Status.FAILED
+    assert "no answer within 0.5 s through the API server proxy" in result.errors[0]
+
+
+def test_fetch_absent_daemonset() -> None:
+    api = serve("healthy")
+    api.remove(DAEMON_SETS, "kruise-daemon", "kruise-system")
+    with fake_cluster(api) as cluster:
+        assert kruise_daemon_coverage.fetch(cluster, KruiseDaemonCoverageParams()).coverage.daemonset is None

@@ -1,0 +1,129 @@
+"""kwok-node-consistency over captured sandbox nodes and node Leases: healthy; node-lease-stale (the
+Lease taken over by a foreign holder for 86400 s, caught on the first run by the duration bound);
+kwok-down right after the stop (nothing is visible yet: every Lease was renewed seconds ago) and once
+the Leases are past their own duration; NotReady nodes, missing Leases, Leases without renewTime,
+clock skew, selection by label or annotation, nodes not selected never judged, zero selected."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from kit import fake_cluster
+from kit.node_fixtures import captured_at, document, serve
+from outpost.checks import kwok_node_consistency
+from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams, KwokNodeData
+from outpost.kube.nodes import facts_of
+from outpost.kube.objects import Lease, parse
+from outpost.result import Result, Status
+
+
+def data(state: str, nodes: list[dict[str, Any]] | None = None,
+         leases: list[dict[str, Any]] | None = None) -> KwokNodeData:
+    return KwokNodeData(
+        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
+        tuple(parse(Lease, item, "t") for item in (leases if leases is not None else document(state, "node_leases"))))
+
+
+def run(d: KwokNodeData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:
+    return kwok_node_consistency.evaluate(d, KwokNodeConsistencyParams(**params),
+                                          captured_at(state) + timedelta(seconds=skew))
+
+
+def test_healthy_sandbox_is_ok() -> None:
+    result = run(data("healthy"))
+    assert result.status is Status.OK, result.errors
+    assert result.summary == "all 5 KWOK fake nodes Ready with their Leases renewed in time"
+    assert result.details["selector"] == "annotation kwok.x-k8s.io/node=fake"
+
+
+def test_node_lease_stale_fault_is_caught_on_the_first_run_by_the_duration_bound() -> None:
+    d = data("node-lease-stale")
+    lease = next(lease for lease in d.leases if lease.name == "kwok-node-0")
+    assert lease.spec.lease_duration_seconds == 86400  # how the fault makes kwok let go (module docstring)
+    assert not lease.expired(captured_at("node-lease-stale"))  # by its own duration it looks alive
+    result = run(d, "node-lease-stale")
+    assert result.status is Status.FAILED
+    assert result.errors == [
+        "lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds 86400, holder outpost-sandbox-fault "
+        "(want <= 60 s: a holder that stopped renewing would look alive for 86400 s)"]
+    # ... and once 60 s have passed without renewal it is stale as well
+    later = run(d, "node-lease-stale", skew=60)
+    assert any(e.startswith("lease kube-node-lease/kwok-node-0: observed renewTime") and
+               "(want within 60 s, max_lease_duration_seconds)" in e for e in later.errors)
+
+
+def test_kwok_down_is_invisible_right_after_the_stop_and_caught_after_the_lease_duration() -> None:
+    first = run(data("kwok-down-first-run"), "kwok-down-first-run")
+    assert first.status is Status.OK  # the truth: Leases renewed ~1 s before, nodes Ready
+    result = run(data("kwok-down-after-lease-duration"), "kwok-down-after-lease-duration")
+    assert result.status is Status.FAILED
+    assert result.details["stale_lease_count"] == 5
+    assert result.errors[0].startswith("lease kube-node-lease/kwok-node-0: observed renewTime 41 s ago, holder vm_")
+    assert result.errors[0].endswith("(want within 40 s, its leaseDurationSeconds)")
+
+
+def test_not_ready_missing_and_timeless() -> None:
+    nodes = copy.deepcopy(document("healthy", "nodes"))
+    nodes[1]["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+    del nodes[2]["status"]["conditions"]
+    leases = copy.deepcopy(document("healthy", "node_leases"))
+    del leases[3]["spec"]["renewTime"]
+    del leases[4]["spec"]["leaseDurationSeconds"]
+    result = run(data("healthy", nodes=nodes, leases=[lease for i, lease in enumerate(leases) if i != 0]))
+    assert result.status is Status.FAILED
+    assert result.errors[:2] == ["node kwok-node-1: observed Ready=Unknown (NodeStatusUnknown) (want Ready=True)",
+                                 "node kwok-node-2: observed no Ready condition (want Ready=True)"]
+    assert "lease kube-node-lease/kwok-node-0: absent (want a node Lease renewed within its duration)" in result.errors
+    assert any(e.startswith("lease kube-node-lease/kwok-node-3: observed no renewTime") for e in result.errors)
+    assert any(e.startswith("lease kube-node-lease/kwok-node-4: observed no leaseDurationSeconds")
+               for e in result.errors)
+    assert result.summary.startswith("KWOK fake nodes (5): 2 not Ready (kwok-node-1, kwok-node-2); ")
+
+
+@pytest.mark.parametrize(("skew", "status"), [(-600, Status.OK), (20, Status.OK), (40, Status.FAILED)])
+def test_clock_skew(skew: float, status: Status) -> None:
+    # healthy Leases were renewed 0.5-10 s before capture; a renewal "in the future" (skew) is fresh
+    assert run(data("healthy"), skew=skew).status is status
+
+
+def test_only_selected_nodes_are_judged() -> None:
+    nodes = copy.deepcopy(document("kwok-down-after-lease-duration", "nodes"))
+    real = copy.deepcopy(nodes[0])
+    real["metadata"] = {"name": "real-1", "labels": {"type": "kwok"}}  # kwokctl's label, not the annotation
+    real["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    d = data("healthy", nodes=[*document("healthy", "nodes"), real])
+    assert run(d).status is Status.OK  # real-1 is NotReady and has no Lease, but is not a fake node
+    by_label = run(d, selector={"source": "label", "key": "type", "value": "kwok"})
+    assert by_label.status is Status.FAILED
+    assert any("node real-1" in e for e in by_label.errors)
+
+
+def test_zero_selected_is_error_unless_allowed() -> None:
+    params: dict[str, Any] = {"selector": {"source": "label", "key": "kwok.x-k8s.io/node", "value": "fake"}}
+    result = run(data("healthy"), **params)  # the tutorial's label selector selects nothing
+    assert result.status is Status.ERROR
+    assert result.summary.startswith("nodes: none selected by label kwok.x-k8s.io/node=fake (5 nodes read)")
+    assert run(data("healthy"), allow_no_nodes=True, **params).status is Status.OK
+
+
+def test_selector_params_refuse_bad_input() -> None:
+    with pytest.raises(ValueError, match="'label' or 'annotation'"):
+        KwokNodeConsistencyParams.model_validate({"selector": {"source": "field", "key": "a"}})
+    with pytest.raises(ValueError, match="invalid label key"):
+        KwokNodeConsistencyParams.model_validate({"selector": {"source": "label", "key": "bad key"}})
+
+
+def test_fetch_over_kit_label_selector_goes_to_the_server() -> None:
+    api = serve("node-lease-stale")
+    with fake_cluster(api, page_size=2) as cluster:
+        fetched = kwok_node_consistency.fetch(cluster, KwokNodeConsistencyParams())
+        assert run(fetched, "node-lease-stale").status is Status.FAILED
+        kwok_node_consistency.fetch(cluster, KwokNodeConsistencyParams.model_validate(
+            {"selector": {"source": "label", "key": "type", "value": "kwok"}}))
+    node_lists = [r for r in api.requests if r.path == "/api/v1/nodes"]
+    assert {r.param("labelSelector") for r in node_lists} == {None, "type=kwok"}
+    assert any(r.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases" for r in api.requests)
