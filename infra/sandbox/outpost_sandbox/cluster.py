@@ -368,6 +368,8 @@ class UpResult:
             f"  API server   {self.server}  (CA {self.ca_path})",
             f"  admin        export KUBECONFIG={self.kubeconfig}",
             f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
+            f"  reconciler   {self.state_dir / 'reconciler.kubeconfig'}  (user outpost-reconciler, "
+            "kwok-pod-reconciler's patch pods/status)",
             f"  kubectl      {self.state_dir / 'bin' / 'kubectl'} --kubeconfig {self.kubeconfig} get nodes",
             f"  logs         {self.state_dir / 'logs'}/<component>.log",
             "  stop with    outpost sandbox down",
@@ -391,6 +393,11 @@ class Sandbox:
     @property
     def probe_kubeconfig(self) -> Path:
         return self.state_dir / "probe.kubeconfig"
+
+    @property
+    def reconciler_kubeconfig(self) -> Path:
+        """The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.rbac)."""
+        return self.state_dir / "reconciler.kubeconfig"
 
     @property
     def ca_path(self) -> Path:
@@ -543,6 +550,8 @@ class Sandbox:
             public, "admin", self.admin_token(), "outpost-sandbox"))
         self._write_secret_file(self.probe_kubeconfig, self._kubeconfig_text(
             public, "outpost-probe", self.probe_token(), "outpost-sandbox-probe"))
+        self._write_secret_file(self.reconciler_kubeconfig, self._kubeconfig_text(
+            public, rbac.RECONCILER_USER, self.pki.token(rbac.RECONCILER_USER), "outpost-sandbox-reconciler"))
         kdir = self.state_dir / "kubeconfigs"
         for comp, user in (("kube-controller-manager", "system:kube-controller-manager"),
                            ("kube-scheduler", "system:kube-scheduler"),
@@ -703,6 +712,7 @@ class Sandbox:
                        lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
                        watch=("kube-controller-manager",))
             self._apply(state, rbac.manifests())
+            self._apply(state, rbac.reconciler_manifests())
         if install_systems:
             self._install_systems()
         return self._result(state, nodes, time.monotonic() - started, already_up=False)

@@ -41,3 +41,8 @@ class CheckSpec(Generic[P, D]):
     params: type[P]
     fetch: Callable[[Cluster, P], D]
     evaluate: Callable[[D, P, datetime], Result]
+    writes: bool = False
+    """A job that changes the cluster: the runner hands `fetch` a `ClusterWriter` (under the check's own
+    `cluster_auth`, if configured) instead of the read-only `Cluster`."""
+    opt_in: bool = False
+    """Runs only where the configuration lists it enabled; run by name otherwise, it does nothing (`error`)."""

@@ -6,6 +6,7 @@ Checks import this package and nothing else to reach a cluster.
 from outpost.cluster.client import Cluster, Response
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.paths import node_proxy, pod_proxy, service_proxy
+from outpost.cluster.plain import get_url
 from outpost.cluster.writer import ClusterWriter
 
-__all__ = ["Cluster", "ClusterWriter", "Deadline", "Response", "node_proxy", "pod_proxy", "service_proxy"]
+__all__ = ["Cluster", "ClusterWriter", "Deadline", "Response", "get_url", "node_proxy", "pod_proxy", "service_proxy"]
