@@ -29,14 +29,13 @@ from pydantic import Field, field_validator, model_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster, Response, get_url
 from outpost.cluster.plain import check_url, safe_url
+from outpost.cluster.probes import api_server_answers
 from outpost.errors import ClusterAuthError, ClusterError, ClusterTimeout, ClusterUnreachable
 from outpost.result import Result, Status
 
 NAME = "ls-latency"
 _PROXY_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
                          r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$")
-CONTROL_PATH = "/version"
-"""Asked after a proxied request timed out or failed to connect: is it the workload, or the API server?"""
 _PREVIEW = 120
 
 
@@ -132,17 +131,6 @@ def _preview(text: str) -> str:
     return flat[:_PREVIEW] + ("…" if len(flat) > _PREVIEW else "")
 
 
-def _api_server_silent(cluster: Cluster) -> str | None:
-    """Why the API server itself does not answer `GET /version`, or None when it does."""
-    try:
-        cluster.get(CONTROL_PATH, timeout=5.0)
-    except ClusterAuthError:
-        return None  # it answered
-    except ClusterError as error:
-        return str(error)
-    return None
-
-
 def _observe(cluster: Cluster, endpoint: LsEndpoint) -> Observation:
     timeout = endpoint.failed_ms / 1000
     try:
@@ -160,7 +148,8 @@ def _observe(cluster: Cluster, endpoint: LsEndpoint) -> Observation:
         failure = (f"no answer within {endpoint.failed_ms} ms" if isinstance(error, ClusterTimeout)
                    else f"connection failed ({error})")
         if endpoint.proxy_path is not None:
-            silent = _api_server_silent(cluster)
+            # Is it the workload, or the API server? (`GET /version`, the shared control request.)
+            silent = api_server_answers(cluster)
             if silent is not None:
                 return Observation(endpoint, unobserved=f"{failure}, and the API server itself does not answer: "
                                                         f"{silent}")
