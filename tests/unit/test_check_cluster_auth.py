@@ -96,3 +96,18 @@ def test_shipped_local_environment_runs_the_job_as_the_reconciler() -> None:
     assert isinstance(job, KubeconfigAuth)
     assert job.path == "~/.outpost/sandbox/reconciler.kubeconfig"
     assert settings.cluster.auth.path == "~/.outpost/sandbox/probe.kubeconfig"  # type: ignore[union-attr]
+
+
+def test_jobs_run_like_checks() -> None:
+    from outpost import registry
+
+    root = Path(__file__).resolve().parents[2]
+    assert [job.name for job in registry.JOBS] == [JOB]
+    assert JOB in registry.names()
+    assert registry.get(JOB).writes
+    assert registry.get(JOB).opt_in
+    assert JOB not in [check.name for check in registry.CHECKS]  # not a row of the check catalogue
+    assert (root / "functions" / "kwok_pod_reconciler" / "main.py").is_file()
+    local = load_settings(root / "infra" / "environments" / "local.yaml")
+    assert JOB in local.enabled_checks()
+    assert local.checks[JOB].heartbeat == "env:OUTPOST_HEARTBEAT_KWOK_POD_RECONCILER"
