@@ -108,7 +108,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [
         {"name": c.name, "system": c.system, "layer": c.layer, "severity": c.severity,
          "schedule": f"every {c.schedule_minutes} min", "fails_when": c.fails_when}
-        for c in registry.CHECKS
+        for c in registry.CHECKS + registry.JOBS
     ]
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -172,6 +172,11 @@ class CheckSettings(_Model):
     heartbeat: SecretReference | None = Field(None, description="Secret reference to the heartbeat URL.")
     monitor_id: str | None = Field(None, description="Vigilmon monitor id, for maintenance windows.")
     params: dict[str, Any] = Field(default_factory=dict)
+    cluster_auth: ClusterAuth | None = Field(
+        None,
+        description="Replaces `cluster.auth` for this check only (same four modes, same validation): a job "
+        "that writes (kwok-pod-reconciler) runs under a write identity of its own, never the probe's.",
+    )
 
     def grace_seconds(self, schedule_minutes: int, margin_seconds: int = 60) -> int:
         """The monitor's grace: schedule x tolerated misses + margin (docs/contracts.md "Heartbeat contract")."""

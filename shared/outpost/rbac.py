@@ -20,6 +20,10 @@ Guarantees:
   here) and nowhere else, through a Role and RoleBinding in that namespace, for admission-dry-run.
   RBAC cannot tell a dry run from a real create, so the namespace is dedicated and empty, and Outpost's
   cluster seam can only send that create with `dryRun=All` (`Cluster.dry_run_create`).
+- The `kwok-pod-reconciler` job writes, so it never runs as the probe: `outpost-reconciler` is an
+  identity of its own whose role (`reconciler_manifests`) is exactly what the job does: get/list
+  nodes (which are fake), list pods (which are Pending), patch pods/status. Nothing else: no pod
+  create/delete/update, no spec, no other resource.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ PROBE_ROLE = "outpost-probe"
 NODE_PROXY_ROLE = "outpost-probe-node-proxy"
 PROBE_NAMESPACE = "outpost-probe"
 DRY_RUN_ROLE = "outpost-probe-dry-run"
+RECONCILER_USER = "outpost-reconciler"
+RECONCILER_ROLE = "outpost-reconciler"
 
 _READ = ["get", "list", "watch"]
 
@@ -169,6 +175,37 @@ def webhook_cert_manifests() -> list[dict[str, Any]]:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": PROBE_USER}],
         })
     return objects
+
+
+def reconciler_manifests() -> list[dict[str, Any]]:
+    """The `kwok-pod-reconciler` job's ClusterRole and its binding to `outpost-reconciler`."""
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": RECONCILER_ROLE,
+            "labels": {"app.kubernetes.io/part-of": "outpost"},
+            "annotations": {
+                "outpost.dev/description": (
+                    "kwok-pod-reconciler only: reads nodes and pods, patches pods/status (Pending pods on "
+                    "KWOK fake nodes to Running). Bind to the job's own identity, never to the probe."
+                ),
+            },
+        },
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": RECONCILER_ROLE, "labels": {"app.kubernetes.io/part-of": "outpost"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RECONCILER_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RECONCILER_USER}],
+    }
+    return [role, binding]
 
 
 def yaml_text() -> str:

@@ -14,6 +14,8 @@ from outpost.checks import (
     apiserver_health,
     apiserver_latency,
     apiserver_triage,
+    be_eviction_rate,
+    gang_scheduling,
     koord_manager_health,
     koord_webhook,
     koordlet_coverage,
@@ -22,7 +24,9 @@ from outpost.checks import (
     kruise_manager_replicas,
     kruise_webhook,
     kwok_node_consistency,
+    kwok_pod_reconciler,
     leader_leases,
+    ls_latency,
     node_utilization,
     nodemetric_freshness,
     webhook_cert_expiry,
@@ -34,6 +38,9 @@ CHECKS: tuple[CheckSpec[Any, Any], ...] = (
     koord_webhook.CHECK,
     koordlet_coverage.CHECK,
     nodemetric_freshness.CHECK,
+    ls_latency.CHECK,
+    be_eviction_rate.CHECK,
+    gang_scheduling.CHECK,
     node_utilization.CHECK,
     apiserver_health.CHECK,
     apiserver_triage.CHECK,
@@ -49,11 +56,17 @@ CHECKS: tuple[CheckSpec[Any, Any], ...] = (
     webhook_cert_expiry.CHECK,
 )
 
-_BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS}
+JOBS: tuple[CheckSpec[Any, Any], ...] = (
+    kwok_pod_reconciler.CHECK,
+)
+"""Jobs are not checks of the catalogue (they change the cluster) but run exactly like one: configured,
+scheduled, deployed and reported the same way, under `outpost run NAME`."""
+
+_BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS + JOBS}
 
 
 def names() -> list[str]:
-    return [check.name for check in CHECKS]
+    return [check.name for check in CHECKS + JOBS]
 
 
 def get(name: str) -> CheckSpec[Any, Any]:

@@ -15,7 +15,10 @@ Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
 - a heartbeat is sent only for ok/degraded, only when a heartbeat is configured, the check is enabled
   and reporting is on; a ping that cannot be delivered turns the run into `error`;
 - no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only, and
-  every result passes `outpost.redaction` when it is built.
+  every result passes `outpost.redaction` when it is built;
+- a check configured with `cluster_auth` runs under that identity instead of `cluster.auth`; a job that
+  writes (`CheckSpec.writes`) gets a `ClusterWriter`, every other check a read-only `Cluster`; an opt-in
+  job (`CheckSpec.opt_in`) that the configuration does not enable does nothing and says so (`error`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from outpost import redaction, registry
-from outpost.cluster import Cluster, Deadline
+from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
 from outpost.heartbeat import HeartbeatClient, worst_case_seconds
@@ -40,6 +43,19 @@ ClusterFactory = Callable[[Settings, Deadline], Cluster]
 
 def _default_cluster(settings: Settings, deadline: Deadline) -> Cluster:
     return Cluster.from_settings(settings.cluster, deadline)
+
+
+def _default_writer(settings: Settings, deadline: Deadline) -> Cluster:
+    return ClusterWriter.from_settings(settings.cluster, deadline)
+
+
+def settings_for_check(settings: Settings, name: str) -> Settings:
+    """`settings` with `cluster.auth` replaced by the check's own `cluster_auth`, when it has one."""
+    configured = settings.checks.get(name)
+    if configured is None or configured.cluster_auth is None:
+        return settings
+    cluster = settings.cluster.model_copy(update={"auth": configured.cluster_auth})
+    return settings.model_copy(update={"cluster": cluster})
 
 
 def run_check(
@@ -79,6 +95,14 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
         return Result.error(name, str(error.args[0]))
     except OutpostError as error:
         return Result.error(name, str(error))
+    configured = settings.checks.get(name)
+    if spec.opt_in and (configured is None or not configured.enabled):
+        state = "not configured" if configured is None else "disabled"
+        return Result.error(name, f"{name}: opt-in job {state} in environment {settings.environment} "
+                                  f"(enable checks.{name}); nothing was done")
+    if spec.writes and cluster_factory is _default_cluster:
+        cluster_factory = _default_writer
+    settings = settings_for_check(settings, name)
     deadline = Deadline(settings.cluster.deadline_seconds)
     try:
         with cluster_factory(settings, deadline) as cluster:

@@ -124,7 +124,8 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """--config, --env, $OUTPOST_CONFIG, $OUTPOST_ENV, an ad-hoc --kubeconfig, or the local sandbox.
 
-    `--kubeconfig`/`--context` (where a command has them) replace the configured cluster auth.
+    `--kubeconfig`/`--context` (where a command has them) replace the configured cluster auth, and every
+    check's own `cluster_auth`.
     """
     kubeconfig = getattr(args, "kubeconfig", None)
     context = getattr(args, "context", None)
@@ -145,5 +146,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         current = settings.cluster.auth
         path = kubeconfig or (current.path if isinstance(current, KubeconfigAuth) else None)
         auth = KubeconfigAuth(mode="kubeconfig", path=path, context=context)
-        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth})})
+        # The command line names the identity for this run: it replaces every configured one, a check's
+        # own `cluster_auth` included (a job then runs as that identity, or is refused by its RBAC).
+        checks = {name: check.model_copy(update={"cluster_auth": None}) for name, check in settings.checks.items()}
+        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth}),
+                                               "checks": checks})
     return settings

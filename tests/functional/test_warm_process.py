@@ -69,9 +69,16 @@ def settings_for(auth: dict[str, object], deadline: float = DEADLINE) -> Setting
 _RUN_OBJECTS = (httpx.Client, ssl.SSLContext, ssl.SSLSocket, socket.socket, subprocess.Popen, threading.Thread)
 
 
+def children_of(task: Path) -> int:
+    try:
+        return len(Path(task, "children").read_text().split())
+    except FileNotFoundError:  # a thread (e.g. an earlier test's) ended between listing and reading
+        return 0
+
+
 def footprint() -> dict[str, int]:
     gc.collect()
-    children = sum(len(Path(task, "children").read_text().split()) for task in Path("/proc/self/task").iterdir())
+    children = sum(children_of(task) for task in Path("/proc/self/task").iterdir())
     rss_pages = int(Path("/proc/self/statm").read_text().split()[1])
     live = sum(1 for obj in gc.get_objects() if isinstance(obj, _RUN_OBJECTS))
     return {"threads": threading.active_count(), "fds": len(os.listdir("/proc/self/fd")),

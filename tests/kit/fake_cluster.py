@@ -8,8 +8,9 @@ What it serves, as the API server does:
 - GET of an object it holds; 404 with a `Status` body (reason NotFound) when absent;
 - LIST of a collection, namespaced (`/api/v1/namespaces/NS/pods`) or across all namespaces
   (`/api/v1/pods`), sorted by namespace/name, with `labelSelector` (equality and set-based, through
-  `outpost.kube.selectors`), `fieldSelector` on `metadata.name`, `metadata.namespace`, `spec.nodeName`
-  (`=`, `==`, `!=`; any other field is a 400 as on the real server), `limit`/`continue` pagination with
+  `outpost.kube.selectors`), `fieldSelector` on `metadata.name`, `metadata.namespace`, `spec.nodeName`,
+  `status.phase` (pods) and `reason` (events) (`=`, `==`, `!=`; any other field is a 400 as on the real
+  server), `limit`/`continue` pagination with
   opaque continue tokens (a stale or foreign token is a 410 Gone), and the metadata-only
   `PartialObjectMetadataList` form;
 - anything registered with `respond` (health and proxy paths: text bodies, any status code), and
@@ -42,6 +43,11 @@ _FIELDS = {
     "metadata.namespace": lambda o: o.get("metadata", {}).get("namespace", ""),
     "spec.nodeName": lambda o: (o.get("spec") or {}).get("nodeName", ""),
 }
+_KIND_FIELDS = {
+    "Pod": {"status.phase": lambda o: (o.get("status") or {}).get("phase", "")},
+    "Event": {"reason": lambda o: o.get("reason", "")},
+}
+"""Field selectors the real API server supports for one kind only (a subset of what it offers)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +186,7 @@ class FakeApiServer:
         for requirement in filter(None, params.get("fieldSelector", "").split(",")):
             negate = "!=" in requirement
             key, _, value = requirement.partition("!=" if negate else "==" if "==" in requirement else "=")
-            getter = _FIELDS.get(key.strip())
+            getter = _FIELDS.get(key.strip()) or _KIND_FIELDS.get(route.kind.kind, {}).get(key.strip())
             if getter is None:
                 return _status(400, "BadRequest", f'"{key.strip()}" is not a known field selector: '
                                                   f"only \"metadata.name\", \"metadata.namespace\"")

@@ -81,7 +81,7 @@ def test_metadata_only_list(api: FakeApiServer) -> None:
 @pytest.mark.parametrize(
     ("params", "status"),
     [
-        ({"fieldSelector": "status.phase=Running"}, 400),
+        ({"fieldSelector": "spec.containers=web"}, 400),
         ({"labelSelector": "a in (b"}, 400),
         ({"limit": "2", "continue": "not-a-token"}, 410),
     ],

@@ -377,6 +377,8 @@ class UpResult:
             f"  API server   {self.server}  (CA {self.ca_path})",
             f"  admin        export KUBECONFIG={self.kubeconfig}",
             f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
+            f"  reconciler   {self.state_dir / 'reconciler.kubeconfig'}  (user outpost-reconciler, "
+            "kwok-pod-reconciler's patch pods/status)",
             f"  kubectl      {self.state_dir / 'bin' / 'kubectl'} --kubeconfig {self.kubeconfig} get nodes",
             f"  logs         {self.state_dir / 'logs'}/<component>.log",
             "  stop with    outpost sandbox down",
@@ -400,6 +402,11 @@ class Sandbox:
     @property
     def probe_kubeconfig(self) -> Path:
         return self.state_dir / "probe.kubeconfig"
+
+    @property
+    def reconciler_kubeconfig(self) -> Path:
+        """The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.rbac)."""
+        return self.state_dir / "reconciler.kubeconfig"
 
     @property
     def ca_path(self) -> Path:
@@ -552,6 +559,8 @@ class Sandbox:
             public, "admin", self.admin_token(), "outpost-sandbox"))
         self._write_secret_file(self.probe_kubeconfig, self._kubeconfig_text(
             public, "outpost-probe", self.probe_token(), "outpost-sandbox-probe"))
+        self._write_secret_file(self.reconciler_kubeconfig, self._kubeconfig_text(
+            public, rbac.RECONCILER_USER, self.pki.token(rbac.RECONCILER_USER), "outpost-sandbox-reconciler"))
         kdir = self.state_dir / "kubeconfigs"
         for comp, user in (("kube-controller-manager", "system:kube-controller-manager"),
                            ("kube-scheduler", "system:kube-scheduler"),
@@ -714,6 +723,7 @@ class Sandbox:
             # Grants in a system's namespace (e.g. the webhook certificate Secrets) need that namespace: they
             # are applied once the systems are installed. The probe's own namespace comes with its grants.
             self._apply(state, [obj for obj in rbac.manifests() if _namespace_of(obj) in _OWN_NAMESPACES])
+            self._apply(state, rbac.reconciler_manifests())
         if install_systems:
             self._install_systems()
             with self._locked():

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from outpost.config import KubeconfigAuth, Settings, environment_file
@@ -52,13 +53,15 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
     auth = KubeconfigAuth(mode="kubeconfig", path=str(up.probe_kubeconfig))
     settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth})})
+    settings = _identities_in(settings, up.state_dir)
     names = settings.enabled_checks()
 
     with HeartbeatReceiver() as receiver:
         for name in names:
             os.environ[heartbeat_variable(name)] = receiver.url_for(name)
 
-        say(f"\nstep 2/4  running {len(names)} check(s) once, as the read-only probe identity")
+        say(f"\nstep 2/4  running {len(names)} check(s) once, as the read-only probe identity "
+            "(a job that writes as its own)")
         baseline = _run_all(settings, names)
         _show(baseline, receiver, say)
 
@@ -83,6 +86,19 @@ def main(args: argparse.Namespace) -> int:
     say("\nthe sandbox is still running; `outpost sandbox down` stops it")
     healthy_at_start = all(r.status.healthy for r in baseline)
     return 0 if caught and healthy_at_start and healed[0].status is Status.OK else 1
+
+
+def _identities_in(settings: Settings, state_dir: Path) -> Settings:
+    """A check's own kubeconfig (`cluster_auth`, e.g. the reconciler's) taken from this sandbox's directory,
+    wherever the environment file expects the default sandbox to be."""
+    checks = {}
+    for name, check in settings.checks.items():
+        auth = check.cluster_auth
+        if isinstance(auth, KubeconfigAuth) and auth.path:
+            own = auth.model_copy(update={"path": str(state_dir / Path(auth.path).name)})
+            check = check.model_copy(update={"cluster_auth": own})
+        checks[name] = check
+    return settings.model_copy(update={"checks": checks})
 
 
 def _run_all(settings: Settings, names: Sequence[str]) -> list[Result]:

@@ -262,6 +262,8 @@ class Identity:
 IDENTITIES: tuple[Identity, ...] = (
     Identity("admin", "outpost-admin", ("system:masters",)),
     Identity("outpost-probe", "outpost-probe", ()),
+    # The kwok-pod-reconciler job's write identity: no group either, only `outpost.rbac.reconciler_manifests`.
+    Identity("outpost-reconciler", "outpost-reconciler", ()),
     Identity("system:kube-controller-manager", "kube-controller-manager", ()),
     Identity("system:kube-scheduler", "kube-scheduler", ()),
     # kwok plays every kubelet at once (nodes, leases, pod status across namespaces): it needs
@@ -335,14 +337,26 @@ class PKI:
             public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                                    serialization.PublicFormat.SubjectPublicKeyInfo)
             write_file(self.sa_pub, public, 0o644)
-        if not self.token_file.exists():
-            lines = []
-            for ident in IDENTITIES:
-                token = secrets.token_urlsafe(32)
-                groups = ",".join(ident.groups)
-                lines.append(f'{token},{ident.user},{ident.uid},"{groups}"' if groups else
-                             f"{token},{ident.user},{ident.uid}")
+        # Identities missing from the token file (all of them at first; one added since, in a sandbox
+        # made by an older version) get a token; existing tokens are kept, so handed-out kubeconfigs stay valid.
+        known = self._token_users()
+        lines = self._token_lines()
+        missing = [ident for ident in IDENTITIES if ident.user not in known]
+        for ident in missing:
+            token = secrets.token_urlsafe(32)
+            groups = ",".join(ident.groups)
+            lines.append(f'{token},{ident.user},{ident.uid},"{groups}"' if groups else
+                         f"{token},{ident.user},{ident.uid}")
+        if missing:
             write_file(self.token_file, ("\n".join(lines) + "\n").encode(), 0o600)
+
+    def _token_lines(self) -> list[str]:
+        if not self.token_file.exists():
+            return []
+        return [line for line in self.token_file.read_text().splitlines() if line.strip()]
+
+    def _token_users(self) -> set[str]:
+        return {parts[1] for parts in (line.split(",", 3) for line in self._token_lines()) if len(parts) >= 3}
 
     def token(self, user: str) -> str:
         """The static token of `user` (read from the token file; never logged)."""

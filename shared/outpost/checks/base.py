@@ -44,3 +44,8 @@ class CheckSpec(Generic[P, D]):
     extras: tuple[str, ...] = ()
     """Optional dependency sets (pyproject.toml extras) the check needs beyond the core install, e.g.
     `certificates`; `outpost package` installs them only into bundles of environments that enable it."""
+    writes: bool = False
+    """A job that changes the cluster: the runner hands `fetch` a `ClusterWriter` (under the check's own
+    `cluster_auth`, if configured) instead of the read-only `Cluster`."""
+    opt_in: bool = False
+    """Runs only where the configuration lists it enabled; run by name otherwise, it does nothing (`error`)."""

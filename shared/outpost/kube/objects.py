@@ -560,6 +560,34 @@ class Event(KubeObject):
         return max(1, self.series.count if self.series and self.series.count else self.count)
 
 
+_EVENTS_V1_TO_CORE = {
+    "regarding": "involvedObject",
+    "note": "message",
+    "deprecatedCount": "count",
+    "deprecatedFirstTimestamp": "firstTimestamp",
+    "deprecatedLastTimestamp": "lastTimestamp",
+    "deprecatedSource": "source",
+    "reportingController": "reportingComponent",
+}
+"""events.k8s.io/v1 field names and their core/v1 equivalents (the same stored object, two shapes)."""
+
+
+def core_event_shape(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """An Event as core/v1 spells it, whichever API served it.
+
+    Why: `/apis/events.k8s.io/v1/events` returns the same stored Events as `/api/v1/events` under other
+    names (`regarding`, `note`, `deprecatedLastTimestamp`, ...); renaming them here lets one `Event` view
+    (and its `last_seen`) judge both. A core/v1 object passes through unchanged; a field present under
+    both names keeps its core/v1 value.
+    """
+    shaped = dict(raw)
+    for new_name, core_name in _EVENTS_V1_TO_CORE.items():
+        if new_name in shaped:
+            value = shaped.pop(new_name)
+            shaped.setdefault(core_name, value)
+    return shaped
+
+
 # -- Koordinator / scheduler-plugins CRDs -------------------------------------------------------------
 
 

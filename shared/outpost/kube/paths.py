@@ -55,6 +55,8 @@ PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
 SERVICES = Kind("Service", "", "v1", "services", namespaced=True)
 ENDPOINTS = Kind("Endpoints", "", "v1", "endpoints", namespaced=True)
 EVENTS = Kind("Event", "", "v1", "events", namespaced=True)
+EVENTS_K8S_IO = Kind("Event", "events.k8s.io", "v1", "events", namespaced=True)
+"""The same Events as `EVENTS`, in events.k8s.io/v1's shape (not in `KINDS`, which is keyed by kind)."""
 NAMESPACES = Kind("Namespace", "", "v1", "namespaces", namespaced=False)
 CONFIG_MAPS = Kind("ConfigMap", "", "v1", "configmaps", namespaced=True)
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)

@@ -1,0 +1,209 @@
+"""be-eviction-rate: is Koordinator evicting best-effort (BE) pods faster than allowed?
+
+koordlet reports each eviction as a Warning Event on the pod, reason `evictPodSuccess`, message
+`evict Pod:NS/NAME, reason: <why>, ...` (docs/contracts.md "Upstream facts": Koordinator). This check
+reads those Events server-side filtered (`fieldSelector=reason=...`, paginated) and counts the ones whose
+last occurrence falls inside `window_seconds`; more than `max_evictions` fails, any is `degraded` (named).
+
+Guarantees and why:
+- the window must be shorter than the API server's event TTL (`event_ttl_seconds`, upstream default 1 h):
+  Events older than the TTL are deleted, so a longer window would silently undercount. The parameters
+  refuse such a window;
+- Events are read as core/v1 (`/api/v1/events`) or events.k8s.io/v1 (`api` parameter); both shapes are
+  mapped onto one view, and "last occurrence" is the first of series.lastObservedTime, lastTimestamp,
+  eventTime, firstTimestamp, creationTimestamp that is set (each writer fills a different subset);
+- only Events about Pods count, and only BE pods (`koordinator.sh/qosClass=BE`): a pod that still exists
+  is judged by its label; an evicted pod is usually gone by the time we look, and its QoS can no longer
+  be read, so it counts unless `count_unresolved_pods` is false (`details.unresolved_pods` says how many);
+- an Event with `count` N counts N evictions (an aggregated Event is N evictions, not one); an Event dated
+  in the future (clock skew) is inside the window;
+- `details.by_reason` groups evictions by koordlet's reason (memory, CPU, other), from the message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Self
+
+from pydantic import Field, model_validator
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster
+from outpost.kube import (
+    EVENTS,
+    EVENTS_K8S_IO,
+    PODS,
+    Event,
+    KubeObject,
+    collection_path,
+    core_event_shape,
+    object_path,
+    parse,
+    parse_items,
+)
+from outpost.result import Result, Status
+
+NAME = "be-eviction-rate"
+_MESSAGE = re.compile(r"evict Pod:\s*(?P<pod>[^,\s]+)\s*,\s*reason:\s*(?P<reason>[^,]+)")
+LISTED = 10
+
+
+class BeEvictionRateParams(Params):
+    window_seconds: int = Field(1800, ge=60, description="Count evictions whose last occurrence is this recent.")
+    event_ttl_seconds: int = Field(3600, ge=60, description="The API server's --event-ttl (upstream default 1 h).")
+    max_evictions: int = Field(5, ge=0, description="Evictions allowed in the window; more fail the check.")
+    reason: str = Field("evictPodSuccess", min_length=1, description="Event reason koordlet gives an eviction.")
+    qos_label: str = Field("koordinator.sh/qosClass", min_length=1)
+    qos_value: str = Field("BE", min_length=1)
+    namespace: str | None = Field(None, description="Only Events in this namespace; default: every namespace.")
+    api: Literal["core/v1", "events.k8s.io/v1"] = Field("core/v1", description="Which Events API to read.")
+    count_unresolved_pods: bool = Field(
+        True, description="Count evictions of pods that no longer exist (their QoS cannot be read any more).")
+    max_pod_lookups: int = Field(
+        200, ge=0, le=2000,
+        description="Pods looked up by name to read their QoS; beyond that they count as unresolved.")
+    reason_groups: dict[str, list[str]] = Field(
+        default_factory=lambda: {"memory": ["memory"], "cpu": ["cpu"]},
+        description="Group name -> substrings (case-insensitive) of koordlet's reason; no match is 'other'.")
+
+    @model_validator(mode="after")
+    def _window_within_ttl(self) -> Self:
+        if self.window_seconds >= self.event_ttl_seconds:
+            raise ValueError(f"window_seconds ({self.window_seconds}) must be shorter than event_ttl_seconds "
+                             f"({self.event_ttl_seconds}): Events older than the TTL are deleted, so a longer "
+                             "window would undercount")
+        return self
+
+
+@dataclass(frozen=True)
+class PodQos:
+    """What we know of an evicted pod: its QoS label value, or None when the pod no longer exists."""
+
+    namespace: str
+    name: str
+    qos: str | None
+
+
+@dataclass(frozen=True)
+class BeEvictionData:
+    path: str
+    events: list[Event]
+    pods: dict[tuple[str, str], PodQos]
+    """(namespace, name) -> what the pod's labels say, for every pod an Event names that we looked up."""
+    lookups_skipped: int = 0
+
+
+def _events_path(params: BeEvictionRateParams) -> str:
+    kind = EVENTS if params.api == "core/v1" else EVENTS_K8S_IO
+    return collection_path(kind, params.namespace)
+
+
+def fetch(cluster: Cluster, params: BeEvictionRateParams) -> BeEvictionData:
+    path = _events_path(params)
+    raw = cluster.list(path, field_selector=f"reason={params.reason}")
+    events = parse_items(Event, (core_event_shape(item) if isinstance(item, dict) else item for item in raw),
+                         f"LIST {path}")
+    # Which pods do the Events name? Their labels say whether they are BE, if they still exist.
+    wanted = sorted({(e.involved_object.namespace or e.namespace, e.involved_object.name)
+                     for e in events if e.involved_object.kind == "Pod" and e.involved_object.name})
+    pods: dict[tuple[str, str], PodQos] = {}
+    for namespace, name in wanted[:params.max_pod_lookups]:
+        pod_path = object_path(PODS, name, namespace)
+        found = cluster.get_object(pod_path)
+        if found is None:
+            pods[(namespace, name)] = PodQos(namespace, name, None)
+            continue
+        pod = parse(KubeObject, found, f"GET {pod_path}")
+        pods[(namespace, name)] = PodQos(namespace, name, pod.metadata.labels.get(params.qos_label, ""))
+    return BeEvictionData(path=path, events=events, pods=pods,
+                          lookups_skipped=max(0, len(wanted) - params.max_pod_lookups))
+
+
+def koordlet_reason(message: str) -> str:
+    """`evictPodByBECPUSatisfaction` from `evict Pod:ns/name, reason: evictPodByBECPUSatisfaction, ...`."""
+    match = _MESSAGE.search(message)
+    return match["reason"].strip() if match else ""
+
+
+def reason_group(reason: str, groups: dict[str, list[str]]) -> str:
+    lowered = reason.lower()
+    for group, needles in groups.items():
+        if any(needle.lower() in lowered for needle in needles):
+            return group
+    return "other"
+
+
+def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) -> Result:
+    by_reason: dict[str, int] = {}
+    counted: list[tuple[str, int, str]] = []  # (line, occurrences, group)
+    unresolved = 0
+    not_be = 0
+    outside = 0
+    for event in sorted(data.events, key=lambda e: (e.namespace, e.name)):
+        subject = event.involved_object
+        if subject.kind != "Pod" or event.reason != params.reason:
+            continue
+        seen = event.last_seen
+        if seen is not None and (now - seen).total_seconds() > params.window_seconds:
+            outside += 1
+            continue
+        namespace = subject.namespace or event.namespace
+        pod = data.pods.get((namespace, subject.name))
+        qos = pod.qos if pod is not None else None
+        if qos is None:
+            if not params.count_unresolved_pods:
+                continue
+            unresolved += 1
+        elif qos != params.qos_value:
+            not_be += 1
+            continue
+        reason = koordlet_reason(event.message) or "(reason not in message)"
+        group = reason_group(reason, params.reason_groups)
+        occurrences = event.occurrences
+        by_reason[group] = by_reason.get(group, 0) + occurrences
+        when = seen.isoformat() if seen is not None else "undated"
+        times = f" x{occurrences}" if occurrences > 1 else ""
+        counted.append((f"pod {namespace}/{subject.name}: evicted{times} ({reason}) at {when}", occurrences, group))
+    total = sum(n for _, n, _ in counted)
+    details: dict[str, Any] = {
+        "path": data.path,
+        "window_seconds": params.window_seconds,
+        "evictions": total,
+        "max_evictions": params.max_evictions,
+        "by_reason": dict(sorted(by_reason.items())),
+        "events_in_window": len(counted),
+        "events_outside_window": outside,
+        "unresolved_pods": unresolved,
+        "not_best_effort": not_be,
+        "pod_lookups_skipped": data.lookups_skipped,
+    }
+    lines = [line for line, _, _ in counted]
+    listed = lines[:LISTED] + ([f"... and {len(lines) - LISTED} more eviction Events"] if len(lines) > LISTED else [])
+    grouped = ", ".join(f"{group} {count}" for group, count in sorted(by_reason.items()))
+    window = f"{params.window_seconds // 60} min" if params.window_seconds % 60 == 0 else f"{params.window_seconds} s"
+    if total > params.max_evictions:
+        head = (f"{params.qos_value} pods: observed {total} {params.reason} in the last {window} "
+                f"(want at most {params.max_evictions}): {grouped}")
+        return Result(check=NAME, status=Status.FAILED, summary=head, errors=[head, *listed], details=details)
+    if total:
+        return Result(check=NAME, status=Status.DEGRADED,
+                      summary=f"{total} {params.qos_value} eviction(s) in the last {window} "
+                              f"(at most {params.max_evictions} allowed): {grouped}",
+                      errors=listed, details=details)
+    return Result(check=NAME, status=Status.OK,
+                  summary=f"no {params.qos_value} evictions in the last {window}", details=details)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="koordinator",
+    layer="workload SLO",
+    severity="warning",
+    schedule_minutes=5,
+    fails_when="more evictPodSuccess events in the window than allowed",
+    params=BeEvictionRateParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

@@ -1,0 +1,230 @@
+"""ls-latency: do the latency-sensitive (LS) workloads answer, as expected and in time?
+
+Each configured endpoint is one GET, timed: through the API server's service or pod proxy
+(`proxy_path`, with the probe identity), or to a plain `url` (an ingress, a load balancer: sent with
+no credential at all, see `outpost.cluster.plain`). Per endpoint: the expected status code, and two
+response-time thresholds: slower than `degraded_ms` is `degraded`, slower than `failed_ms` (or no
+answer within it) is `failed`, as is any other status than the expected one (docs/checks.md: "slower
+than its threshold, or not 2xx"). Every endpoint's code and time go into `details`.
+
+What is "could not observe" (`error`) rather than the workload's fault, following the health-endpoint
+rule of docs/contracts.md: 401/403 (our identity), 429 (rate limited), a redirect (never followed)
+unless it is the expected status, and, for proxied endpoints, a timeout or connection failure while
+the API server itself does not answer `GET /version` (a dead API server is not a slow workload).
+A proxied 502/503 ("error trying to reach service": no endpoints, connection refused) is the workload
+not answering: `failed`. The request timeout of an endpoint is its `failed_ms`, since a later answer
+fails anyway; endpoints are probed one after the other within the run's deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from outpost.checks.base import CheckSpec, Params
+from outpost.cluster import Cluster, Response, get_url
+from outpost.cluster.plain import check_url, safe_url
+from outpost.cluster.probes import api_server_answers
+from outpost.errors import ClusterAuthError, ClusterError, ClusterTimeout, ClusterUnreachable
+from outpost.result import Result, Status
+
+NAME = "ls-latency"
+_PROXY_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
+                         r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$")
+_PREVIEW = 120
+
+
+class LsEndpoint(Params):
+    """One LS endpoint: a `proxy_path` through the API server, or a plain `url` (exactly one)."""
+
+    name: str = Field(min_length=1, max_length=100, description="How messages name this endpoint.")
+    proxy_path: str | None = Field(
+        None, description="/api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH (or pods/...).")
+    url: str | None = Field(None, description="http(s)://... reached directly, without any cluster credential.")
+    expected_status: int = Field(200, ge=100, le=599)
+    degraded_ms: int = Field(500, ge=1, le=60_000, description="Slower than this is degraded.")
+    failed_ms: int = Field(2000, ge=1, le=60_000, description="Slower than this, or no answer by then, fails.")
+    expect_body: str | None = Field(None, description="A substring the body must contain (optional).")
+
+    @field_validator("proxy_path")
+    @classmethod
+    def _proxy(cls, value: str | None) -> str | None:
+        if value is not None and not _PROXY_PATH.match(value):
+            raise ValueError("must be a service or pod proxy path: "
+                             "/api/v1/namespaces/NS/services|pods/NAME[:PORT]/proxy[/PATH]")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return check_url(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _one_target_and_ordered_thresholds(self) -> Self:
+        if (self.proxy_path is None) == (self.url is None):
+            raise ValueError("give exactly one of proxy_path and url")
+        if self.degraded_ms > self.failed_ms:
+            raise ValueError(f"degraded_ms ({self.degraded_ms}) must not exceed failed_ms ({self.failed_ms})")
+        return self
+
+    @property
+    def where(self) -> str:
+        """`service default/ls-web:80 /` or `https://shop.example/health`: what was asked, for messages."""
+        if self.url is not None:
+            return safe_url(self.url)
+        match = _PROXY_PATH.match(self.proxy_path or "")
+        assert match is not None  # validated above
+        kind = "service" if match["kind"] == "services" else "pod"
+        return f"{kind} {match['ns']}/{match['target']} {match['rest'] or '/'}"
+
+    @property
+    def ref(self) -> str:
+        return f"ls endpoint {self.name} ({self.where})"
+
+
+class LsLatencyParams(Params):
+    endpoints: list[LsEndpoint] = Field(min_length=1, description="The LS endpoints to time.")
+
+    @field_validator("endpoints")
+    @classmethod
+    def _unique_names(cls, value: list[LsEndpoint]) -> list[LsEndpoint]:
+        names = [e.name for e in value]
+        if len(set(names)) != len(names):
+            raise ValueError("endpoint names must be unique (messages name endpoints by them)")
+        return value
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One endpoint's answer (status, time, a preview of the body), or why there was none."""
+
+    endpoint: LsEndpoint
+    status_code: int | None = None
+    elapsed_ms: int | None = None
+    body: str = ""
+    no_answer: str | None = None
+    """Set when the endpoint did not answer: 'no answer within 2000 ms', 'connection failed (...)'."""
+    unobserved: str | None = None
+    """Set when we could not tell (our identity refused, the API server itself silent, deadline spent)."""
+
+
+@dataclass(frozen=True)
+class LsLatencyData:
+    observations: list[Observation]
+
+
+def _preview(text: str) -> str:
+    """A Kubernetes Status message (the API server speaking) or the body, on one short line."""
+    flat = " ".join(text.split())
+    if flat.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("kind") == "Status" and isinstance(parsed.get("message"), str):
+            flat = " ".join(parsed["message"].split())
+    return flat[:_PREVIEW] + ("…" if len(flat) > _PREVIEW else "")
+
+
+def _observe(cluster: Cluster, endpoint: LsEndpoint) -> Observation:
+    timeout = endpoint.failed_ms / 1000
+    try:
+        response: Response
+        if endpoint.url is not None:
+            response = get_url(endpoint.url, deadline=cluster.deadline, timeout=timeout,
+                               max_response_bytes=cluster.max_response_bytes)
+        else:
+            response = cluster.get(endpoint.proxy_path or "", accept="*/*", timeout=timeout)
+    except ClusterAuthError as error:
+        return Observation(endpoint, unobserved=str(error))
+    except (ClusterTimeout, ClusterUnreachable) as error:
+        if cluster.deadline.expired:
+            return Observation(endpoint, unobserved=str(error))
+        failure = (f"no answer within {endpoint.failed_ms} ms" if isinstance(error, ClusterTimeout)
+                   else f"connection failed ({error})")
+        if endpoint.proxy_path is not None:
+            # Is it the workload, or the API server? (`GET /version`, the shared control request.)
+            silent = api_server_answers(cluster)
+            if silent is not None:
+                return Observation(endpoint, unobserved=f"{failure}, and the API server itself does not answer: "
+                                                        f"{silent}")
+        return Observation(endpoint, no_answer=failure)
+    except ClusterError as error:  # too large, or anything else we could not read
+        return Observation(endpoint, unobserved=str(error))
+    return Observation(endpoint, response.status_code, response.elapsed_ms, response.text[:4096])
+
+
+def fetch(cluster: Cluster, params: LsLatencyParams) -> LsLatencyData:
+    return LsLatencyData([_observe(cluster, endpoint) for endpoint in params.endpoints])
+
+
+def _judge(obs: Observation) -> tuple[Status, str | None]:
+    """(verdict, one-line message) for one endpoint; the message is None when it is fine."""
+    e = obs.endpoint
+    want = f"want HTTP {e.expected_status} within {e.degraded_ms} ms"
+    if obs.unobserved is not None:
+        return Status.ERROR, f"{e.ref}: not observed: {obs.unobserved}"
+    if obs.no_answer is not None or obs.status_code is None:
+        return Status.FAILED, f"{e.ref}: observed {obs.no_answer or 'no answer'} ({want})"
+    code, ms = obs.status_code, obs.elapsed_ms or 0
+    if code != e.expected_status:
+        if code == 429:
+            return Status.ERROR, f"{e.ref}: HTTP 429 rate limited, latency not observed"
+        if 300 <= code < 400:
+            return Status.ERROR, f"{e.ref}: HTTP {code} redirect (not followed), latency not observed"
+        said = _preview(obs.body)
+        return Status.FAILED, f"{e.ref}: observed HTTP {code} {said!r} in {ms} ms ({want})"
+    if e.expect_body is not None and e.expect_body not in obs.body:
+        return Status.FAILED, (f"{e.ref}: observed HTTP {code} without {e.expect_body!r} in the body "
+                               f"({_preview(obs.body)!r})")
+    if ms > e.failed_ms:
+        return Status.FAILED, f"{e.ref}: observed HTTP {code} in {ms} ms (want within {e.failed_ms} ms)"
+    if ms > e.degraded_ms:
+        return Status.DEGRADED, f"{e.ref}: observed HTTP {code} in {ms} ms ({want})"
+    return Status.OK, None
+
+
+def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Result:
+    verdicts = [(obs, *_judge(obs)) for obs in data.observations]
+    details: dict[str, Any] = {"endpoints": [
+        {"name": obs.endpoint.name, "target": obs.endpoint.where, "status": verdict.value,
+         "status_code": obs.status_code, "elapsed_ms": obs.elapsed_ms,
+         "expected_status": obs.endpoint.expected_status, "degraded_ms": obs.endpoint.degraded_ms,
+         "failed_ms": obs.endpoint.failed_ms}
+        for obs, verdict, _ in verdicts]}
+    total = len(verdicts)
+    by = {status: [message for _, verdict, message in verdicts if verdict is status and message]
+          for status in Status}
+    failed, unobserved, slow = by[Status.FAILED], by[Status.ERROR], by[Status.DEGRADED]
+    if failed:
+        return Result(check=NAME, status=Status.FAILED,
+                      summary=f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}",
+                      errors=failed + unobserved + slow, details=details)
+    if unobserved:
+        return Result(check=NAME, status=Status.ERROR,
+                      summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0]}",
+                      errors=unobserved + slow, details=details)
+    if slow:
+        return Result(check=NAME, status=Status.DEGRADED,
+                      summary=f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}", errors=slow, details=details)
+    slowest = max((obs.elapsed_ms or 0) for obs in data.observations)
+    return Result(check=NAME, status=Status.OK,
+                  summary=f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)", details=details)
+
+
+CHECK = CheckSpec(
+    name=NAME,
+    system="koordinator",
+    layer="workload SLO",
+    severity="warning",
+    schedule_minutes=1,
+    fails_when="an LS workload endpoint slower than its threshold, or not 2xx",
+    params=LsLatencyParams,
+    fetch=fetch,
+    evaluate=evaluate,
+)

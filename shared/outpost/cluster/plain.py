@@ -1,0 +1,91 @@
+"""A GET to a plain URL, outside the Kubernetes API: no cluster credential ever goes with it.
+
+Why: a check may watch an endpoint a workload publishes itself (an ingress, a load balancer) rather than
+one reached through the API server's proxy. Sending the cluster's bearer token there would hand a
+cluster credential to whoever answers that URL, so this client is separate from `Cluster` and has no
+credential at all.
+
+Guarantees:
+- no `Authorization` header, no cookies, no environment proxies (`trust_env=False`); a URL carrying
+  userinfo (`https://user:pass@host`) is refused before anything is sent;
+- `http://` and `https://` only; https is verified against the system trust store (never turned off);
+- bounded like every Outpost request: the run's `Deadline` caps DNS, connect, TLS, each read and write
+  (`outpost.bounded`), the per-request timeout sits inside it, the body is read in chunks and refused past
+  `max_response_bytes`; redirects are never followed (the status is the observation);
+- failures are `ClusterTimeout` / `ClusterUnreachable` / `ResponseTooLarge` naming the URL without its query
+  string (which may carry a token), never a header.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from urllib.parse import urlsplit
+
+import httpx
+
+from outpost.bounded import Deadline, bounded_transport
+from outpost.cluster.client import DEFAULT_MAX_RESPONSE_BYTES, USER_AGENT, Response
+from outpost.errors import ClusterTimeout, ClusterUnreachable, ResponseTooLarge
+
+
+def safe_url(url: str) -> str:
+    """`url` without userinfo, query or fragment: what messages may show."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def check_url(url: str) -> str:
+    """`url` if it is an absolute http(s) URL without credentials in it; ValueError otherwise."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a malformed port raises here
+    except ValueError as error:
+        raise ValueError(f"not a valid URL ({error})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http:// or https:// URL")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials (user:password@): Outpost sends none to a plain URL")
+    return url
+
+
+def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: float = 5.0,
+            max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, accept: str = "*/*") -> Response:
+    """GET `url` with no credential; any HTTP status is returned for the caller to judge."""
+    check_url(url)
+    where = f"GET {safe_url(url)}"
+    if deadline.expired:
+        raise ClusterTimeout(f"{where}: the check's deadline of {deadline.seconds:g} s ran out")
+    verify = ssl.create_default_context()
+    limits = httpx.Timeout(deadline.cap(timeout), connect=deadline.cap(min(connect_timeout, timeout)))
+    started = time.monotonic()
+    with httpx.Client(verify=verify, transport=bounded_transport(deadline, verify), follow_redirects=False,
+                      trust_env=False, headers={"User-Agent": USER_AGENT}) as client:
+        try:
+            with client.stream("GET", url, headers={"Accept": accept}, timeout=limits) as response:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > max_response_bytes:
+                        raise ResponseTooLarge(f"{where}: response exceeds the cap of {max_response_bytes} bytes")
+                    chunks.append(chunk)
+        except httpx.TimeoutException:
+            if deadline.expired:
+                raise ClusterTimeout(f"{where}: the check's deadline of {deadline.seconds:g} s ran out") from None
+            raise ClusterTimeout(f"{where}: no answer within {timeout:g} s") from None
+        except httpx.HTTPError as error:
+            first = (str(error).strip().splitlines() or ["no detail"])[0][:160]
+            raise ClusterUnreachable(f"{where}: {type(error).__name__}: {first}") from None
+    data = b"".join(chunks)
+    try:
+        text = data.decode(response.encoding or "utf-8", errors="replace")
+    except LookupError:
+        text = data.decode("utf-8", errors="replace")
+    return Response(path=safe_url(url), status_code=response.status_code, text=text,
+                    headers=dict(response.headers), elapsed_ms=int((time.monotonic() - started) * 1000))
+
+
+__all__ = ["check_url", "get_url", "safe_url"]

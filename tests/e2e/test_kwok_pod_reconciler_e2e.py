@@ -1,0 +1,165 @@
+"""kwok-pod-reconciler end to end, under the sandbox's own write identity `outpost-reconciler`
+(reconciler.kubeconfig, RBAC from `outpost.rbac.reconciler_manifests`), run as `outpost run` runs it.
+
+- kwok healthy: nothing to do (ok, 0 moved) and exactly one ping;
+- the identity may do what the job does and nothing else;
+- kwok stopped (`kwok-down`): pods bound to fake nodes stay Pending. With two of those, one bound to a node
+  kwok does not manage (no kwok annotation) and one unbound, a dry run moves nothing; the run moves exactly
+  the two fake-node pods to Running, names them, pings once; a second run finds nothing; run as the
+  read-only probe instead, the job is refused (error, no ping) and changes nothing.
+The pods and the extra node are removed and kwok healed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from workload_checks import local_config, run_cli
+
+from outpost_sandbox import faults
+from outpost_sandbox.faults.base import NO_KOORDLET_LABEL, NO_KRUISE_DAEMON_LABEL
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
+
+if TYPE_CHECKING:
+    from conftest import SandboxInfo
+
+pytestmark = pytest.mark.sandbox
+JOB = "kwok-pod-reconciler"
+NS = "default"
+OTHER_NODE = "outpost-e2e-not-kwok"
+FAKE_PODS = ("outpost-e2e-fake-a", "outpost-e2e-fake-b")
+ON_OTHER_NODE = "outpost-e2e-other-node"
+UNBOUND = "outpost-e2e-unbound"
+EVERY_POD = (*FAKE_PODS, ON_OTHER_NODE, UNBOUND)
+
+
+@pytest.fixture
+def receiver() -> Iterator[HeartbeatReceiver]:
+    with HeartbeatReceiver() as running:
+        yield running
+
+
+def config(tmp_path: Path, sandbox: SandboxInfo, **params: Any) -> Path:
+    # kwok is stopped in these tests, so no race with it: pods need not wait min_pending_seconds.
+    return local_config(tmp_path, sandbox, [JOB], {JOB: {"min_pending_seconds": 0, **params}})
+
+
+def kubectl_as_reconciler(sandbox: SandboxInfo, *args: str) -> str:
+    proc = subprocess.run([str(sandbox.bin_dir / "kubectl"), "--kubeconfig",
+                           str(sandbox.state_dir / "reconciler.kubeconfig"), *args],
+                          capture_output=True, text=True, timeout=30, check=False)
+    return proc.stdout.strip()
+
+
+def pod(name: str, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "library/busybox:1.36"}],
+                            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}]}
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["nodeSelector"] = {"outpost.sandbox/no-such-node": "true"}  # the scheduler can never bind it
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def phases(sandbox: SandboxInfo) -> dict[str, str]:
+    out = sandbox.kubectl("get", "pods", "-n", NS, "-o", "json").stdout
+    return {p["metadata"]["name"]: p["status"].get("phase", "") for p in json.loads(out)["items"]
+            if p["metadata"]["name"] in EVERY_POD}
+
+
+def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo,
+                                           receiver: HeartbeatReceiver) -> None:
+    code, result = run_cli(local_config(tmp_path, sandbox, [JOB]), JOB, receiver)
+    assert (code, result["status"]) == (0, "ok"), result
+    assert result["summary"] == "moved 0 Pending pod(s) on fake nodes to Running"
+    assert result["details"]["fake_nodes"] == sandbox.nodes
+    assert result["details"]["moved"] == []
+    assert result["reported"] is True
+    assert receiver.pings_for(JOB) == 1
+
+
+def test_the_write_identity_can_do_only_what_the_job_does(sandbox: SandboxInfo) -> None:
+    allowed = [("list", "nodes"), ("get", "nodes"), ("list", "pods"), ("patch", "pods/status")]
+    refused = [("get", "pods"), ("patch", "pods"), ("update", "pods/status"), ("delete", "pods"),
+               ("create", "pods"), ("patch", "nodes"), ("patch", "nodes/status"), ("list", "secrets"),
+               ("list", "events")]
+
+    def can_i(verb: str, what: str) -> str:
+        resource, _, subresource = what.partition("/")
+        extra = [f"--subresource={subresource}"] if subresource else []
+        return kubectl_as_reconciler(sandbox, "auth", "can-i", verb, resource, *extra, "-A")
+
+    assert {(verb, what): can_i(verb, what) for verb, what in allowed} == dict.fromkeys(allowed, "yes")
+    assert {(verb, what): can_i(verb, what) for verb, what in refused} == dict.fromkeys(refused, "no")
+
+
+@pytest.fixture
+def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
+    faults.break_fault("kwok-down", state_dir=sandbox.state_dir)
+    try:
+        # A node kwok does not manage (no kwok annotation), which the sandbox's DaemonSets leave alone
+        # (their pods on it would never be ready, and healing kwok waits for them).
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": OTHER_NODE, "labels": {
+            NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}}}
+        manifests = [node, pod(FAKE_PODS[0], "kwok-node-0"), pod(FAKE_PODS[1], "kwok-node-1"),
+                     pod(ON_OTHER_NODE, OTHER_NODE), pod(UNBOUND, None)]
+        for manifest in manifests:
+            proc = subprocess.run([str(sandbox.bin_dir / "kubectl"), "--kubeconfig", str(sandbox.kubeconfig),
+                                   "create", "-f", "-"], input=json.dumps(manifest), capture_output=True,
+                                  text=True, timeout=30, check=False)
+            assert proc.returncode == 0, proc.stderr
+        assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")
+        yield
+    finally:
+        sandbox.kubectl("delete", "pod", "-n", NS, "--ignore-not-found", "--grace-period=0", "--force",
+                        *EVERY_POD, check=False)
+        sandbox.kubectl("delete", "node", "--ignore-not-found", OTHER_NODE, check=False)
+        faults.heal("kwok-down", state_dir=sandbox.state_dir)
+
+
+@pytest.mark.usefixtures("kwok_down_with_pods")
+def test_kwok_down_moves_exactly_the_fake_node_pods(tmp_path: Path, sandbox: SandboxInfo,
+                                                    receiver: HeartbeatReceiver) -> None:
+    code, dry = run_cli(config(tmp_path, sandbox, dry_run=True), JOB, receiver)
+    assert (code, dry["status"]) == (0, "ok"), dry
+    assert dry["summary"] == f"would move 2 Pending pod(s) on fake nodes to Running: {NS}/{FAKE_PODS[0]}, " \
+                             f"{NS}/{FAKE_PODS[1]}"
+    assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")  # the dry run moved nothing
+
+    code, refused = run_cli(_as_probe(tmp_path, sandbox), JOB, receiver)
+    assert (code, refused["status"]) == (2, "error"), refused
+    assert "HTTP 403" in refused["summary"]
+    assert refused["reported"] is False
+    assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")
+
+    code, result = run_cli(config(tmp_path, sandbox), JOB, receiver)
+    assert (code, result["status"]) == (0, "ok"), result
+    assert result["details"]["moved"] == [f"{NS}/{name}" for name in FAKE_PODS]
+    assert result["summary"] == f"moved 2 Pending pod(s) on fake nodes to Running: {NS}/{FAKE_PODS[0]}, " \
+                                f"{NS}/{FAKE_PODS[1]}"
+    left_alone = result["details"]["left_alone"]
+    assert left_alone["not_on_fake_nodes"] == 1, left_alone
+    assert left_alone["unbound"] >= 1, left_alone
+    assert phases(sandbox) == {FAKE_PODS[0]: "Running", FAKE_PODS[1]: "Running", ON_OTHER_NODE: "Pending",
+                               UNBOUND: "Pending"}
+
+    code, again = run_cli(config(tmp_path, sandbox), JOB, receiver)
+    assert (code, again["status"], again["details"]["moved"]) == (0, "ok", []), again
+    # Pinged by the dry run and the two completed runs; never by the refused one.
+    assert receiver.pings_for(JOB) == 3
+
+
+def _as_probe(tmp_path: Path, sandbox: SandboxInfo) -> Path:
+    """The job's configuration, but run as the read-only probe: its writes must be refused."""
+    path = config(tmp_path, sandbox)
+    doc = yaml.safe_load(path.read_text())
+    doc["checks"][JOB]["cluster_auth"]["path"] = str(sandbox.probe_kubeconfig)
+    probe = tmp_path / "as-probe.yaml"
+    probe.write_text(yaml.safe_dump(doc))
+    return probe
