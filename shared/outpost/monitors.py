@@ -36,8 +36,10 @@ LAYER_GROUPS: Final = {
     "node": "Node layer",
     "workload SLO": "Workload SLOs",
     "batch": "Batch scheduling",
+    "job": "Jobs",
 }
-"""Status page groups by layer, in page order (the Koordinator tutorial's grouping)."""
+"""Status page groups by layer, in page order (the Koordinator tutorial's grouping; jobs such as
+kwok-pod-reconciler, which change the cluster rather than watch it, last)."""
 
 
 def register(commands: Any) -> None:

@@ -187,11 +187,14 @@ def test_example_environments_are_deployable_with_derived_timeouts(environment: 
 
 
 def every_check_enabled() -> dict[str, Any]:
-    """A deployable environment enabling every check of the registry, schedules and misses varied."""
+    """A deployable environment enabling every check of the registry, schedules and misses varied; a check
+    with required parameters (e.g. ls-latency's endpoints) gets those of the local environment."""
+    local = yaml.safe_load(environment_file("local", REPO).read_text())["checks"]
     document = copy.deepcopy(DEPLOYABLE)
     document["checks"] = {
         name: {"heartbeat": f"ssm:/outpost/stage1/heartbeat/{name}", "monitor_id": str(index),
-               "schedule_minutes": 1 + index % 7, "tolerated_misses": 1 + index % 3}
+               "schedule_minutes": 1 + index % 7, "tolerated_misses": 1 + index % 3,
+               **({"params": local[name]["params"]} if "params" in (local.get(name) or {}) else {})}
         for index, name in enumerate(registry.names())}
     return document
 
