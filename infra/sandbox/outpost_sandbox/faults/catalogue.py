@@ -26,6 +26,7 @@ from outpost_sandbox.faults.base import (
 from outpost_sandbox.faults.control_plane import (
     apiserver_cert_fault,
     component_down_fault,
+    kwok_down_fault,
     webhook_cert_expiring_apply,
     webhook_cert_expiring_heal,
 )
@@ -127,6 +128,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     _fault("etcd-down", ("apiserver-health", "apiserver-triage"), "etcd is stopped", component_down_fault("etcd")),
     _fault("apiserver-down", ("apiserver-health", "apiserver-triage"), "kube-apiserver is stopped",
            component_down_fault("kube-apiserver")),
-    _fault("kwok-down", ("kwok-node-consistency",), "kwok is stopped: no node Lease is renewed",
-           component_down_fault("kwok")),
+    _fault("kwok-down", ("kwok-node-consistency",),
+           "kwok is stopped: no node Lease is renewed (break returns once every Lease has outlived its duration)",
+           kwok_down_fault()),
 ]}

@@ -9,6 +9,7 @@ server, once the watching components have been restarted and the systems are rea
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from outpost_sandbox import cluster, pki, systems
@@ -17,7 +18,9 @@ from outpost_sandbox.faults.base import (
     FaultContext,
     FaultError,
     Heal,
+    age_seconds,
     utc_now,
+    wait_for,
 )
 from outpost_sandbox.faults.extension_objects import manifest_docs
 from outpost_sandbox.faults.nodes import restore_systems
@@ -78,10 +81,27 @@ def apiserver_cert_fault(days: float) -> tuple[Apply, Heal]:
     return apply, heal
 
 
-def component_down_fault(component: str) -> tuple[Apply, Heal]:
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+
+def _every_node_lease_expired(ctx: FaultContext) -> bool:
+    specs = [lease.get("spec") or {} for lease in ctx.kube.list(NODE_LEASES)]
+    return bool(specs) and all(
+        age_seconds(spec.get("renewTime")) > float(spec.get("leaseDurationSeconds") or 0) for spec in specs)
+
+
+def component_down_fault(component: str, visible_when: Callable[[FaultContext], bool] | None = None,
+                         visible_what: str = "", visible_within: float = 0) -> tuple[Apply, Heal]:
+    """Stop a sandbox component. With `visible_when`, `break` returns only once the outage can be observed
+    at all: a kwok stopped a second ago left every node Lease freshly renewed, and neither Kubernetes' own
+    node lifecycle controller nor any monitor can tell it from a healthy kwok until the Leases outlive
+    their duration (40 s here). Waiting for that is part of staging the fault, so the first run after
+    `break` meets the outage as a user would meet a dead kwok."""
     def apply(ctx: FaultContext) -> dict[str, Any]:
         if not cluster.stop_component(component, state_dir=ctx.state_dir):
             raise FaultError(f"sandbox component {component} was not running")
+        if visible_when is not None:
+            wait_for(visible_what, visible_within, lambda: visible_when(ctx))
         return {}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -91,3 +111,9 @@ def component_down_fault(component: str) -> tuple[Apply, Heal]:
         restore_systems(ctx)
 
     return apply, heal
+
+
+def kwok_down_fault() -> tuple[Apply, Heal]:
+    return component_down_fault("kwok", _every_node_lease_expired,
+                                "every node Lease to outlive its leaseDurationSeconds after kwok stopped",
+                                cluster.NODE_LEASE_SECONDS * 3)
