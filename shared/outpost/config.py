@@ -154,6 +154,8 @@ class DeploySettings(_Model):
 
     platform: Literal["aws", "gcf"]
     region: str = Field(description="AWS region (eu-west-1) or Google Cloud region (europe-west1).")
+    project: str | None = Field(None, description="Google Cloud project id the functions deploy into (Cloud "
+                                                  "Functions only; required there).")
     architecture: Literal["arm64", "x86_64"] | None = Field(None, description="Lambda architecture (AWS only; "
                                                                              "default arm64).")
     kms_key_arn: str | None = Field(

@@ -57,9 +57,13 @@ IAM_POLICY_NAME_MAX: Final = 128
 STACK_NAME_MAX: Final = 128
 ALARM_NAME_MAX: Final = 255
 GCF_FUNCTION_NAME_MAX: Final = 63
+SERVICE_ACCOUNT_ID_MAX: Final = 30
+CLOUD_SCHEDULER_JOB_NAME_MAX: Final = 500
+BUCKET_NAME_MAX: Final = 63
 
 _AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _GCP_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
+_GCP_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
                   r"(?P<account>\d{12})?:(?P<resource>.+)$")
 _FAILURE_DESTINATIONS: Final = ("sqs", "sns", "lambda", "events")
@@ -159,10 +163,44 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
                 (f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check), ALARM_NAME_MAX),
             ]
     else:
+        for role, account in service_accounts(env).items():
+            names.append(("environment", f"{role} service account id", account, SERVICE_ACCOUNT_ID_MAX))
+        if settings.deploy.project is not None:
+            names.append(("environment", "source bucket name", source_bucket(settings.deploy.project, env),
+                          BUCKET_NAME_MAX))
         for check in settings.enabled_checks():
-            names.append((f"checks.{check}", "Cloud Functions function name", function_name(env, check),
-                          GCF_FUNCTION_NAME_MAX))
+            names += [
+                (f"checks.{check}", "Cloud Functions function name", function_name(env, check),
+                 GCF_FUNCTION_NAME_MAX),
+                (f"checks.{check}", "Cloud Scheduler job name", function_name(env, check),
+                 CLOUD_SCHEDULER_JOB_NAME_MAX),
+            ]
     return names
+
+
+def service_accounts(environment: str) -> dict[str, str]:
+    """The Google service account ids of a Cloud Functions environment (infra/gcp creates them): `runtime`, the
+    functions' identity (its secrets, the cluster), and `invoker`, the only identity allowed to call them (Cloud
+    Scheduler's OIDC token)."""
+    return {"runtime": f"{SERVICE}-{environment}-run", "invoker": f"{SERVICE}-{environment}-invoke"}
+
+
+def source_bucket(project: str, environment: str) -> str:
+    """The Cloud Storage bucket infra/gcp keeps the function source in (main.tf builds the same name)."""
+    return f"{project}-{SERVICE}-{environment}-source"
+
+
+def cron_schedule(minutes: int) -> str | None:
+    """The Cloud Scheduler (unix-cron) expression running every `minutes`, or None when cron cannot say it
+    evenly (a period that divides neither the hour nor the day would run at uneven intervals)."""
+    if minutes == 1:
+        return "* * * * *"
+    if minutes < 60 and 60 % minutes == 0:
+        return f"*/{minutes} * * * *"
+    if minutes % 60 == 0 and 1440 % minutes == 0:
+        hours = minutes // 60
+        return "0 0 * * *" if hours == 24 else ("0 * * * *" if hours == 1 else f"0 */{hours} * * *")
+    return None
 
 
 def alarm_name(environment: str, check: str) -> str:
@@ -187,6 +225,7 @@ def deployment_problems(settings: Settings, source: Path | None = None) -> list[
     problems += _secret_problems(settings)
     problems += _auth_problems(settings)
     problems += _arn_problems(settings)
+    problems += _cloud_functions_problems(settings)
     for path, what, name, limit in generated_names(settings):
         if len(name) > limit:
             fits = limit - (len(name) - len(env))
@@ -322,4 +361,23 @@ def _arn_problems(settings: Settings) -> list[str]:
                             "destination")
     if deploy.platform != "aws" and deploy.architecture is not None:
         problems.append("deploy.architecture: AWS only")
+    return problems
+
+
+def _cloud_functions_problems(settings: Settings) -> list[str]:
+    """Cloud Functions (infra/gcp): the project to deploy into, and schedules Cloud Scheduler's cron can keep."""
+    deploy = settings.deploy
+    assert deploy is not None
+    if deploy.platform != "gcf":
+        return ["deploy.project: Cloud Functions only"] if deploy.project is not None else []
+    problems: list[str] = []
+    if deploy.project is None:
+        problems.append("deploy.project: required on gcf: the Google Cloud project id the functions deploy into")
+    elif not _GCP_PROJECT.fullmatch(deploy.project):
+        problems.append("deploy.project: not a Google Cloud project id (6 to 30 characters: lower-case letters, "
+                        "digits, hyphens; starts with a letter)")
+    for name in settings.enabled_checks():
+        if name in registry.names() and cron_schedule(schedule_minutes(settings, name)) is None:
+            problems.append(f"checks.{name}.schedule_minutes: {schedule_minutes(settings, name)} cannot be a Cloud "
+                            "Scheduler cron period (it must divide 60, or be whole hours dividing 24)")
     return problems

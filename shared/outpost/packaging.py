@@ -17,9 +17,12 @@ Output, under `build/<env>/`:
 - AWS: `outpost-<env>.zip`, the Lambda bundle: the product, its dependencies as wheels for the function's
   architecture, every enabled check's entry module, and the environment file at
   `infra/environments/<env>.yaml` (what `$OUTPOST_CONFIG` names at cold start);
-- Cloud Functions: `outpost-<env>-gcf.zip`: the product as source, the entry modules, the environment file,
-  a root `main.py` exporting one HTTP target per enabled check and `requirements.txt`, which Cloud
-  Functions installs itself.
+- Cloud Functions (`--platform gcp`, or its older name `gcf`): `outpost-<env>-gcf.zip`, the product as
+  source, the entry modules, the environment file, a root `main.py` whose `http` target serves the check
+  named by `$OUTPOST_CHECK` (and one named target per enabled check), and `requirements.txt`, which Cloud
+  Functions installs itself; and `terraform.tfvars.json`, the variables of `infra/gcp` (one function and one
+  Cloud Scheduler job per enabled check, the derived timeout, the cron schedules, the Secret Manager secrets
+  the file references, the service account ids), so Terraform deploys exactly what was validated and built.
 
 Bundle guarantees:
 - reproducible: the same inputs give the same bytes: entries sorted, fixed timestamps and modes, byte code
@@ -63,11 +66,13 @@ from outpost.deploy import (
     SERVICE,
     alarm_name,
     aws_partition,
+    cron_schedule,
     function_name,
     function_timeout_seconds,
     lambda_architecture,
     schedule_minutes,
     secretsmanager_scope,
+    service_accounts,
     severity,
     ssm_scope,
 )
@@ -79,8 +84,19 @@ RUNTIME_PYTHON: Final = (3, 11)
 LAMBDA_RUNTIME: Final = "python3.11"
 LAMBDA_WHEEL_PLATFORMS: Final = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 CLOUD_FUNCTIONS: Final = "gcf"
+GCP: Final = "gcp"
+"""`--platform gcp`: the Google Cloud build (Cloud Functions source + Terraform variables); `gcf` is its older name."""
 HOST: Final = "host"
-PLATFORMS: Final = ("aws-arm64", "aws-x86_64", CLOUD_FUNCTIONS, HOST)
+PLATFORMS: Final = ("aws-arm64", "aws-x86_64", GCP, CLOUD_FUNCTIONS, HOST)
+CLOUD_FUNCTIONS_RUNTIME: Final = "python311"
+CLOUD_FUNCTIONS_ENTRY_POINT: Final = "http"
+CHECK_ENV: Final = "OUTPOST_CHECK"
+"""Names the check a Cloud Functions instance serves through the root main.py's `http` target."""
+TERRAFORM_VARIABLES: Final = "terraform.tfvars.json"
+TERRAFORM_DIRECTORY: Final = "infra/gcp"
+SCHEDULER_DEADLINE_MARGIN_SECONDS: Final = 30
+"""Cloud Scheduler waits this long beyond the function timeout before it counts an attempt as timed out."""
+SCHEDULER_DEADLINE_RANGE: Final = (15, 1800)
 LAMBDA_UNPACKED_MAX_BYTES: Final = 262_144_000
 DEPLOYMENT_FILE: Final = "deployment.json"
 ALARM_TOPIC_PARAMETER: Final = "AlarmTopicArn"
@@ -147,7 +163,7 @@ def resolve_platform(settings: Settings, requested: str | None) -> tuple[str, st
     """(platform, Lambda architecture or None for Cloud Functions); a request the file contradicts is refused."""
     assert settings.deploy is not None
     if settings.deploy.platform == "gcf":
-        if requested not in (None, CLOUD_FUNCTIONS):
+        if requested not in (None, CLOUD_FUNCTIONS, GCP):
             raise PackagingError(f"--platform {requested}: environment {settings.environment} deploys to "
                                  "Cloud Functions (deploy.platform: gcf)")
         return CLOUD_FUNCTIONS, None
@@ -159,9 +175,10 @@ def resolve_platform(settings: Settings, requested: str | None) -> tuple[str, st
                                  f"deploys {architecture} (deploy.architecture)")
         return HOST, architecture
     if requested not in (None, f"aws-{architecture}"):
+        why = ("it deploys to AWS Lambda (deploy.platform: aws)" if requested in (GCP, CLOUD_FUNCTIONS) else
+               "its wheels would not import there")
         raise PackagingError(f"--platform {requested}: environment {settings.environment} deploys "
-                             f"aws-{architecture} (deploy.platform, deploy.architecture): its wheels would not "
-                             "import there")
+                             f"aws-{architecture} (deploy.platform, deploy.architecture): {why}")
     return f"aws-{architecture}", architecture
 
 
@@ -205,8 +222,59 @@ def build(environment: str, output: Path, root: Path, platform: str | None = Non
     deployment: dict[str, Any] = {"environment": environment, "build": record, "serverless": None}
     if settings.deploy is not None and settings.deploy.platform == "aws":
         deployment["serverless"] = serverless_sections(settings, _relative(final, root))
+    else:
+        variables = terraform_variables(settings, _terraform_path(final, root), record["artifact_sha256"])
+        (target / TERRAFORM_VARIABLES).write_text(json.dumps(variables, indent=2) + "\n")
+        deployment["terraform"] = {"directory": TERRAFORM_DIRECTORY, "variables": TERRAFORM_VARIABLES}
     (target / DEPLOYMENT_FILE).write_text(json.dumps(deployment, indent=2, sort_keys=False) + "\n")
     return target
+
+
+def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -> dict[str, Any]:
+    """The variables of infra/gcp for this environment: everything Terraform needs that the file decides."""
+    deploy = settings.deploy
+    assert deploy is not None and deploy.project is not None
+    env = settings.environment
+    timeout = function_timeout_seconds(settings)
+    low, high = SCHEDULER_DEADLINE_RANGE
+    checks: dict[str, Any] = {}
+    for name in settings.enabled_checks():
+        schedule = cron_schedule(schedule_minutes(settings, name))
+        assert schedule is not None  # outpost.deploy refused the file otherwise
+        checks[name] = {
+            "function_name": function_name(env, name),
+            "description": f"Outpost check {name} ({env}, {severity(settings, name)})",
+            "schedule": schedule,
+        }
+    secrets = sorted({parse_secret_ref(ref).name.partition("/versions/")[0]
+                      for _path, ref in settings.secret_references() if ref.startswith("gcpsm:")})
+    accounts = service_accounts(env)
+    return {
+        "environment": env,
+        "project": deploy.project,
+        "region": deploy.region,
+        "source_archive": archive,
+        "source_sha256": archive_sha256,
+        "runtime": CLOUD_FUNCTIONS_RUNTIME,
+        "entry_point": CLOUD_FUNCTIONS_ENTRY_POINT,
+        "config_path": f"infra/environments/{env}.yaml",
+        "timeout_seconds": timeout,
+        "attempt_deadline_seconds": min(max(timeout + SCHEDULER_DEADLINE_MARGIN_SECONDS, low), high),
+        "checks": checks,
+        "secrets": secrets,
+        "runtime_account_id": accounts["runtime"],
+        "invoker_account_id": accounts["invoker"],
+        "gke_cluster_viewer": settings.cluster.auth.mode == "gke",
+    }
+
+
+def _terraform_path(archive: Path, root: Path) -> str:
+    """The archive's path as Terraform sees it from infra/gcp (`terraform -chdir=infra/gcp`), else absolute."""
+    try:
+        relative = archive.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(archive.resolve())
+    return "../../" + relative
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -561,16 +629,40 @@ def _ships(relative: Path) -> bool:
     return not (len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] in _SKIPPED_METADATA)
 
 
+_CLOUD_FUNCTIONS_MAIN = '''"""Cloud Functions entry points of environment {environment!r}. Generated by `outpost package
+--platform gcp`; do not edit.
+
+`http` (infra/gcp's entry point) serves the check named by ${check_env}; `<check_with_underscores>` serves
+that check (`--entry-point apiserver_health`). Each imports only its own entry module, on first use: that
+import is the cold start, which loads and validates $OUTPOST_CONFIG for that check alone.
+"""
+
+import importlib
+import os
+
+ENTRY_MODULES = {modules}
+
+
+def __getattr__(name):
+    if name == "http":
+        check = os.environ.get("{check_env}", "")
+        if check not in ENTRY_MODULES:
+            raise RuntimeError(f"${check_env}={{check!r}}: not an enabled check of this environment "
+                               f"(expected one of {{', '.join(sorted(ENTRY_MODULES))}})")
+    else:
+        check = name.replace("_", "-")
+        if check not in ENTRY_MODULES:
+            raise AttributeError(name)
+    target = importlib.import_module(ENTRY_MODULES[check]).http
+    globals()[name] = target
+    return target
+'''
+
+
 def _cloud_functions_main(settings: Settings) -> str:
-    lines = [
-        f'"""Cloud Functions entry points of environment {settings.environment!r}: deploy each check with',
-        "`--entry-point <name below>`. Generated by `outpost package --platform gcf`; do not edit.\"\"\"",
-        "",
-    ]
-    for name in settings.enabled_checks():
-        package = entry_module(name).removesuffix(".py").replace("/", ".")
-        lines.append(f"from {package} import http as {name.replace('-', '_')}")
-    return "\n".join(lines) + "\n"
+    modules = {name: entry_module(name).removesuffix(".py").replace("/", ".") for name in settings.enabled_checks()}
+    return _CLOUD_FUNCTIONS_MAIN.format(environment=settings.environment, check_env=CHECK_ENV,
+                                        modules=json.dumps(modules, indent=4, sort_keys=True))
 
 
 def describe(archive: Path) -> str:
@@ -603,4 +695,12 @@ def main(args: argparse.Namespace) -> int:
         timeouts = {f["timeout"] for f in serverless["functions"].values()}
         print(f"{len(serverless['functions'])} function(s), timeout {', '.join(map(str, sorted(timeouts)))} s; "
               f"deploy with: serverless deploy --stage {args.env}")
+    terraform = deployment.get("terraform")
+    if terraform:
+        variables = json.loads((target / terraform["variables"]).read_text())
+        var_file = _relative(target / terraform["variables"], root)
+        print(f"{len(variables['checks'])} function(s) and Cloud Scheduler job(s), timeout "
+              f"{variables['timeout_seconds']} s; deploy with: terraform -chdir={terraform['directory']} workspace "
+              f"select -or-create {args.env} && terraform -chdir={terraform['directory']} apply "
+              f"-var-file={'../../' + var_file if not var_file.startswith('/') else var_file}")
     return 0

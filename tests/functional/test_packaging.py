@@ -71,7 +71,7 @@ def test_bad_configuration_is_refused_and_nothing_is_written(tmp_path: Path,
 
 GKE = {
     "environment": "stage1",
-    "deploy": {"platform": "gcf", "region": "europe-west1"},
+    "deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-test"},
     "cluster": {"name": "c", "auth": {"mode": "gke", "server": "https://k8s.example.test", "ca_data": "Q0E="}},
     "vigilmon": {"api_key": "gcpsm:projects/p/secrets/vigilmon", "channels": {"page": ["p"], "notify": ["n"]}},
     "checks": {"apiserver-health": {"heartbeat": "gcpsm:projects/p/secrets/heartbeat-api", "monitor_id": "1"}},

@@ -18,6 +18,7 @@ import yaml
 from outpost import cli, registry
 from outpost.config import environment_file
 from outpost.deploy import (
+    cron_schedule,
     function_timeout_seconds,
     monitor_margin_seconds,
     run_worst_case_seconds,
@@ -27,7 +28,7 @@ from outpost.monitors import LAYER_GROUPS, document, render
 from outpost.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = ("dev", "staging", "prod")
+EXAMPLES = ("dev", "staging", "prod", "gcp-dev")
 
 DEPLOYABLE: dict[str, Any] = {
     "environment": "stage1",
@@ -124,7 +125,28 @@ REFUSED = [
     ("architecture on Cloud Functions",
      changed("deploy", {"platform": "gcf", "region": "europe-west1", "architecture": "x86_64"}),
      "deploy.architecture: AWS only"),
+    ("no project on Cloud Functions", changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
+     "deploy.project: required on gcf"),
+    ("project id shape", changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "My_Project"}),
+     "deploy.project: not a Google Cloud project id"),
+    ("project on AWS", changed("deploy.project", "outpost-example"), "deploy.project: Cloud Functions only"),
+    ("a period cron cannot keep", changed("deploy", {"platform": "gcf", "region": "europe-west1",
+                                                     "project": "outpost-example"})
+     | {"checks": {"apiserver-health": {"schedule_minutes": 7, "heartbeat": "gcpsm:projects/p/secrets/h",
+                                        "monitor_id": "1"}}},
+     "checks.apiserver-health.schedule_minutes: 7 cannot be a Cloud Scheduler cron period"),
+    ("service account id too long", renamed("e" + "x" * 16) | {
+        "deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"}},
+     "environment: the invoker service account id 'outpost-exxxxxxxxxxxxxxxx-invoke' would be 32 characters "
+     "(limit 30); environment names of at most 15 characters fit"),
 ]
+
+
+@pytest.mark.parametrize(("minutes", "cron"), [
+    (1, "* * * * *"), (5, "*/5 * * * *"), (30, "*/30 * * * *"), (60, "0 * * * *"), (120, "0 */2 * * *"),
+    (1440, "0 0 * * *"), (7, None), (90, None), (300, None)])
+def test_cloud_scheduler_cron_runs_every_period_evenly_or_refuses(minutes: int, cron: str | None) -> None:
+    assert cron_schedule(minutes) == cron
 
 
 @pytest.mark.parametrize(("case", "document", "expected"), REFUSED, ids=[case for case, _, _ in REFUSED])
@@ -181,7 +203,7 @@ def test_every_refusal_at_once_through_the_cli(tmp_path: Path, capsys: pytest.Ca
 def test_example_environments_are_deployable_with_derived_timeouts(environment: str) -> None:
     settings = load_settings(environment_file(environment, REPO))
     assert settings.deploy is not None
-    assert settings.deploy.platform == "aws"
+    assert settings.deploy.platform == ("gcf" if environment.startswith("gcp-") else "aws")
     assert settings.enabled_checks(), "an example enables at least one check"
     assert function_timeout_seconds(settings) >= run_worst_case_seconds(settings) + 5
 

@@ -1,0 +1,93 @@
+# Every value comes from the environment file through `outpost package` (never edit the generated file: change
+# infra/environments/ENV.yaml and package again, so what is deployed is what was validated).
+
+variable "environment" {
+  description = "Outpost environment name (infra/environments/<environment>.yaml)."
+  type        = string
+}
+
+variable "project" {
+  description = "Google Cloud project id the functions deploy into (deploy.project)."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, their source bucket and the scheduler jobs (deploy.region)."
+  type        = string
+}
+
+variable "source_archive" {
+  description = "Path of the Cloud Functions source zip (main.py at its root), relative to infra/gcp."
+  type        = string
+}
+
+variable "source_sha256" {
+  description = "SHA-256 of the source zip: the object name, so a new build is a new object and a redeploy."
+  type        = string
+}
+
+variable "runtime" {
+  description = "Cloud Functions runtime (the Python the bundle's byte code was compiled for)."
+  type        = string
+}
+
+variable "entry_point" {
+  description = "The functions-framework target of the generated main.py; it serves the check named by OUTPOST_CHECK."
+  type        = string
+}
+
+variable "config_path" {
+  description = "OUTPOST_CONFIG: the environment file inside the source."
+  type        = string
+}
+
+variable "timeout_seconds" {
+  description = "Function timeout, derived from the environment file (deadline + heartbeat worst case + margin)."
+  type        = number
+}
+
+variable "attempt_deadline_seconds" {
+  description = "How long Cloud Scheduler waits for a run: the function timeout plus a margin."
+  type        = number
+}
+
+variable "checks" {
+  description = "One entry per enabled check: its function (and job) name, description and unix-cron schedule."
+  type = map(object({
+    function_name = string
+    description   = string
+    schedule      = string
+  }))
+}
+
+variable "secrets" {
+  description = "Secret Manager secrets (projects/P/secrets/S) the environment references: the runtime account may read these and no other."
+  type        = list(string)
+}
+
+variable "runtime_account_id" {
+  description = "Service account id of the functions' identity (secrets, cluster)."
+  type        = string
+}
+
+variable "invoker_account_id" {
+  description = "Service account id of the only identity allowed to call the functions (Cloud Scheduler's OIDC token)."
+  type        = string
+}
+
+variable "gke_cluster_viewer" {
+  description = "cluster.auth.mode is gke: the runtime account needs container.clusters.get to authenticate (its rights in the cluster come from Kubernetes RBAC)."
+  type        = bool
+}
+
+variable "memory" {
+  description = "Memory of each function instance."
+  type        = string
+  default     = "256M"
+}
+
+variable "time_zone" {
+  description = "Time zone of the cron schedules."
+  type        = string
+  default     = "Etc/UTC"
+}

@@ -1,0 +1,301 @@
+"""infra/gcp (Terraform) against the example Google Cloud environment, without the provider.
+
+`terraform validate` needs the google provider plugin, which cannot be downloaded here; so the Terraform CLI
+checks formatting (`terraform fmt -check`, no plugin needed) and the files are parsed (python-hcl2) and checked
+against what the provider documents and what `outpost package --env gcp-dev --platform gcp` writes:
+
+- every resource type is one the current google provider documents, with the arguments and nested blocks it
+  documents as required (table PROVIDER_SCHEMA, from the provider's registry docs), and every reference
+  (`google_x.y.attr`, `var.z`, `local.w`) names something declared (an attribute: one the provider exports);
+- every variable without a default is in the generated variables file and nothing else is;
+- one function and one Cloud Scheduler job per enabled check (for_each over the generated `checks`, whose keys
+  are exactly the enabled checks), the function with one instance at most, the derived timeout, the runtime
+  account, `OUTPOST_CONFIG`; the job with `retry_count = 0` and an OIDC token of the invoker account whose
+  audience is the function URI it posts to; `roles/run.invoker` for that account only; `secretAccessor` for the
+  runtime account on exactly the secrets the environment references; nothing for allUsers or
+  allAuthenticatedUsers;
+- the source archive has main.py at its root, whose `http` target (the functions' entry point) serves the check
+  `OUTPOST_CHECK` names, under the functions-framework.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+
+from outpost import cli
+from outpost.config import environment_file
+from outpost.deploy import cron_schedule, function_name, function_timeout_seconds, schedule_minutes, service_accounts
+from outpost.packaging import file_sha256
+from outpost.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+TERRAFORM_DIR = REPO / "infra" / "gcp"
+EXAMPLE = "gcp-dev"
+TERRAFORM = shutil.which("terraform") or "/usr/local/bin/terraform"
+
+# hashicorp/google 7.x registry docs (resources/<type> without the google_ prefix): arguments marked Required,
+# nested blocks as `block.sub` paths (required where we rely on them), and the attributes the configuration reads.
+PROVIDER_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
+    "google_service_account": {"required": ("account_id",), "attributes": ("email", "name", "member")},
+    "google_secret_manager_secret_iam_member": {"required": ("secret_id", "role", "member"), "attributes": ()},
+    "google_project_iam_member": {"required": ("project", "role", "member"), "attributes": ()},
+    "google_storage_bucket": {"required": ("name", "location"), "attributes": ("name", "url")},
+    "google_storage_bucket_object": {"required": ("name", "bucket"), "attributes": ("name", "md5hash")},
+    "google_cloudfunctions2_function": {
+        "required": ("name", "location", "build_config.runtime", "build_config.entry_point",
+                     "build_config.source.storage_source.bucket", "build_config.source.storage_source.object"),
+        "attributes": ("name", "location", "url", "service_config")},
+    "google_cloud_run_service_iam_member": {"required": ("service", "role", "member"), "attributes": ()},
+    "google_cloud_scheduler_job": {
+        "required": ("name", "http_target.uri", "http_target.oidc_token.service_account_email"),
+        "attributes": ()},
+}
+# Attribute paths read from a nested block (`service_config[0].uri`): computed outputs the provider documents.
+NESTED_ATTRIBUTES = {("google_cloudfunctions2_function", "service_config"): ("uri", "service")}
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+REFERENCE = re.compile(r"(?<![\w.\"])(google_[a-z0-9_]+)\.([a-z0-9_]+)((?:\[[^\]]*\])?(?:\.[a-z0-9_]+(?:\[\d+\])?)*)")
+
+
+def unquoted(value: Any) -> Any:
+    """python-hcl2 keeps literal strings and block labels quoted ("\"x\""): strip that, recursively."""
+    if isinstance(value, str):
+        return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    if isinstance(value, list):
+        return [unquoted(item) for item in value]
+    if isinstance(value, dict):
+        return {unquoted(key): unquoted(item) for key, item in value.items()
+                if key not in ("__is_block__", "__comments__", "__inline_comments__")}
+    return value
+
+
+@pytest.fixture(scope="module")
+def terraform() -> dict[str, Any]:
+    """All blocks of infra/gcp: {"resource": {type: {name: body}}, "variable": {...}, "locals": {...}, ...}."""
+    merged: dict[str, Any] = {"resource": {}, "variable": {}, "locals": {}, "output": {}, "data": {}}
+    for path in sorted(TERRAFORM_DIR.glob("*.tf")):
+        with path.open() as stream:
+            document = unquoted(hcl2.load(stream))
+        for kind in ("resource", "data"):
+            for block in document.get(kind, []):
+                for rtype, named in block.items():
+                    merged[kind].setdefault(rtype, {}).update(named)
+        for kind in ("variable", "output"):
+            for block in document.get(kind, []):
+                merged[kind].update(block)
+        for block in document.get("locals", []):
+            merged["locals"].update(block)
+        merged.setdefault("text", "")
+        merged["text"] += path.read_text()
+    return merged
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """`outpost package --env gcp-dev --platform gcp` in a copy of the project; (build dir, variables)."""
+    root = tmp_path_factory.mktemp("gcp") / "project"
+    shutil.copytree(REPO / "shared" / "outpost", root / "shared" / "outpost",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(REPO / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "infra" / "environments", root / "infra" / "environments")
+    shutil.copytree(TERRAFORM_DIR, root / "infra" / "gcp")
+    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    assert cli.main(["package", "--env", EXAMPLE, "--platform", "gcp", "--root", str(root)]) == 0
+    target = root / "build" / EXAMPLE
+    return target, json.loads((target / "terraform.tfvars.json").read_text())
+
+
+def test_terraform_fmt_check_passes() -> None:
+    # The CLI comes with the machine image (/usr/local/bin/terraform); without it this fails, never skips.
+    assert Path(TERRAFORM).is_file(), (
+        "terraform CLI not found (expected on PATH or /usr/local/bin/terraform, part of the machine image): "
+        "infra/gcp cannot be format-checked")
+    process = subprocess.run([TERRAFORM, "fmt", "-check", "-recursive", "-diff", str(TERRAFORM_DIR)],
+                             capture_output=True, text=True, check=False, timeout=60,
+                             env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "CHECKPOINT_DISABLE": "1"})
+    assert process.returncode == 0, f"terraform fmt -check -recursive infra/gcp:\n{process.stdout}{process.stderr}"
+
+
+def nested(body: dict[str, Any], path: str) -> list[Any]:
+    """Values at a dotted path through nested blocks (each a list of bodies in python-hcl2's output)."""
+    head, _, rest = path.partition(".")
+    value = body.get(head)
+    if value is None:
+        return []
+    if not rest:
+        return [value]
+    blocks = value if isinstance(value, list) else [value]
+    return [found for block in blocks if isinstance(block, dict) for found in nested(block, rest)]
+
+
+def strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from strings(key)
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+def test_resource_types_and_required_arguments_are_as_the_provider_documents(terraform: dict[str, Any]) -> None:
+    resources = terraform["resource"]
+    assert set(resources) <= set(PROVIDER_SCHEMA), f"undocumented resource types: {set(resources) - set(PROVIDER_SCHEMA)}"
+    assert not terraform["data"], "no data sources expected"
+    for rtype, named in resources.items():
+        for name, body in named.items():
+            for argument in PROVIDER_SCHEMA[rtype]["required"]:
+                assert nested(body, argument), f"{rtype}.{name}: required argument {argument} missing"
+
+
+def test_every_reference_resolves_to_something_declared(terraform: dict[str, Any]) -> None:
+    declared = {(rtype, name) for rtype, named in terraform["resource"].items() for name in named}
+    expressions = list(strings({kind: terraform[kind] for kind in ("resource", "locals", "output", "variable")}))
+    seen = set()
+    for text in expressions:
+        for variable in re.findall(r"\bvar\.([a-z0-9_]+)", text):
+            assert variable in terraform["variable"], f"var.{variable} is not declared ({text})"
+            seen.add(f"var.{variable}")
+        for local in re.findall(r"\blocal\.([a-z0-9_]+)", text):
+            assert local in terraform["locals"], f"local.{local} is not declared ({text})"
+        for rtype, name, tail in REFERENCE.findall(text):
+            assert (rtype, name) in declared, f"{rtype}.{name} is not declared ({text})"
+            attribute = re.sub(r"^\[[^\]]*\]", "", tail).lstrip(".")
+            if not attribute:
+                continue  # a whole resource (depends_on, for_each over its instances)
+            first, *more = attribute.split(".")
+            first_name = first.split("[")[0]
+            assert first_name in PROVIDER_SCHEMA[rtype]["attributes"], f"{rtype} exports no {first_name} ({text})"
+            if more:
+                assert more[0] in NESTED_ATTRIBUTES[(rtype, first_name)], f"{rtype}.{first_name} has no {more[0]}"
+    unused = set(f"var.{name}" for name in terraform["variable"]) - seen
+    assert not unused, f"variables declared but never used: {sorted(unused)}"
+
+
+def test_the_variables_file_sets_every_variable_the_configuration_needs(
+        terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]) -> None:
+    target, variables = packaged
+    needed = {name for name, body in terraform["variable"].items() if "default" not in body}
+    assert needed <= set(variables), f"missing from terraform.tfvars.json: {sorted(needed - set(variables))}"
+    assert set(variables) <= set(terraform["variable"]), f"undeclared: {set(variables) - set(terraform['variable'])}"
+    # The archive path is relative to infra/gcp (terraform -chdir=infra/gcp) and is the build's archive.
+    archive = (target.parents[1] / "infra" / "gcp" / variables["source_archive"]).resolve()
+    assert archive == (target / f"outpost-{EXAMPLE}-gcf.zip").resolve()
+    assert variables["source_sha256"] == file_sha256(archive)
+    deployment = json.loads((target / "deployment.json").read_text())
+    assert deployment["terraform"] == {"directory": "infra/gcp", "variables": "terraform.tfvars.json"}
+
+
+def test_one_function_and_one_schedule_per_enabled_check(terraform: dict[str, Any],
+                                                         packaged: tuple[Path, dict[str, Any]]) -> None:
+    _, variables = packaged
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    enabled = settings.enabled_checks()
+    assert len(enabled) >= 19, "the example enables the whole catalogue"
+    assert list(variables["checks"]) == enabled
+    for name in enabled:
+        entry = variables["checks"][name]
+        assert entry["function_name"] == function_name(EXAMPLE, name)
+        assert entry["schedule"] == cron_schedule(schedule_minutes(settings, name))
+    assert variables["timeout_seconds"] == function_timeout_seconds(settings)
+    assert variables["runtime"] == "python311"
+    assert variables["entry_point"] == "http"
+    assert variables["config_path"] == f"infra/environments/{EXAMPLE}.yaml"
+    accounts = service_accounts(EXAMPLE)
+    assert (variables["runtime_account_id"], variables["invoker_account_id"]) == (accounts["runtime"],
+                                                                                  accounts["invoker"])
+    # Exactly one function and one job resource, each instantiated once per entry of var.checks.
+    (functions,) = terraform["resource"]["google_cloudfunctions2_function"].values()
+    (jobs,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    assert functions["for_each"] == jobs["for_each"] == "${var.checks}"
+    assert functions["name"] == jobs["name"] == "${each.value.function_name}"
+    assert jobs["schedule"] == "${each.value.schedule}"
+
+
+def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(
+        terraform: dict[str, Any]) -> None:
+    (function,) = terraform["resource"]["google_cloudfunctions2_function"].values()
+    (build,) = function["build_config"]
+    assert (build["runtime"], build["entry_point"]) == ("${var.runtime}", "${var.entry_point}")
+    (service,) = function["service_config"]
+    assert service["max_instance_count"] == 1
+    assert service["timeout_seconds"] == "${var.timeout_seconds}"
+    assert service["service_account_email"] == "${google_service_account.runtime.email}"
+    assert service["environment_variables"] == {"OUTPOST_CONFIG": "${var.config_path}", "OUTPOST_CHECK": "${each.key}"}
+
+
+def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_function_uri(
+        terraform: dict[str, Any]) -> None:
+    (job,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    (retry,) = job["retry_config"]
+    assert retry["retry_count"] == 0
+    (target,) = job["http_target"]
+    (token,) = target["oidc_token"]
+    uri = "${google_cloudfunctions2_function.check[each.key].service_config[0].uri}"
+    assert target["uri"] == token["audience"] == uri
+    assert target["http_method"] == "POST"
+    assert token["service_account_email"] == "${google_service_account.invoker.email}"
+    assert "oauth_token" not in target
+
+
+def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_environments_secrets(
+        terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]) -> None:
+    _, variables = packaged
+    for public in PUBLIC_MEMBERS:
+        assert public not in terraform["text"], f"{public} appears in infra/gcp"
+    locals_ = terraform["locals"]
+    resources = terraform["resource"]
+    iam = {(rtype, name): body for rtype, named in resources.items() if "_iam_" in rtype
+           for name, body in named.items()}
+    assert not [key for key in iam if not key[0].endswith("_iam_member")], "only additive *_iam_member grants"
+    invokers = [(key, body) for key, body in iam.items() if body["role"] == "roles/run.invoker"]
+    assert [key for key, _ in invokers] == [("google_cloud_run_service_iam_member", "invoker")]
+    (_, invoker), = invokers
+    assert invoker["member"] == "${local.invoker_member}"
+    assert locals_["invoker_member"] == "serviceAccount:${google_service_account.invoker.email}"
+    assert invoker["for_each"] == "${google_cloudfunctions2_function.check}"
+    assert invoker["service"] == "${each.value.name}"
+    accessor = iam[("google_secret_manager_secret_iam_member", "runtime")]
+    assert accessor["role"] == "roles/secretmanager.secretAccessor"
+    assert accessor["for_each"] == "${toset(var.secrets)}"
+    assert accessor["member"] == "${local.runtime_member}"
+    assert locals_["runtime_member"] == "serviceAccount:${google_service_account.runtime.email}"
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    referenced = {ref.removeprefix("gcpsm:").split("/versions/")[0] for _, ref in settings.secret_references()}
+    assert variables["secrets"] == sorted(referenced)
+    assert len(referenced) == len(settings.enabled_checks()) + 1  # every heartbeat + the Vigilmon API key
+    for (rtype, name), body in iam.items():
+        assert body["member"] in ("${local.runtime_member}", "${local.invoker_member}"), (rtype, name)
+
+
+def test_the_source_has_main_py_whose_http_target_serves_the_check_outpost_check_names(
+        packaged: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    target, variables = packaged
+    with zipfile.ZipFile(target / f"outpost-{EXAMPLE}-gcf.zip") as source:
+        assert {"main.py", "requirements.txt", f"infra/environments/{EXAMPLE}.yaml"} <= set(source.namelist())
+        source.extractall(tmp_path)
+    probe = ("import sys; sys.path.insert(0, '.'); import functions_framework; "
+             "app = functions_framework.create_app(target='http', source='main.py'); "
+             "print(app.test_client().put('/').status_code)")
+    environment = {"OUTPOST_CONFIG": variables["config_path"], "PATH": os.environ["PATH"]}
+    for check in ("apiserver-health", "webhook-cert-expiry"):
+        served = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                                env={**environment, "OUTPOST_CHECK": check}, check=False, timeout=120)
+        assert (served.returncode, served.stdout.strip()) == (0, "405"), served.stderr
+    refused = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                             env={**environment, "OUTPOST_CHECK": "no-such-check"}, check=False, timeout=120)
+    assert refused.returncode != 0
+    assert "$OUTPOST_CHECK='no-such-check': not an enabled check" in refused.stderr
