@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-packages python tools sandbox-binaries demo test lint unit functional e2e bench clean
+.PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint unit functional e2e bench clean
 
 setup: system-packages python sandbox-binaries tools
 
@@ -40,6 +40,14 @@ python: $(STAMP)
 
 tools: system-packages .tools/node_modules/.bin/serverless
 
+# The Terraform CLI formats and checks infra/gcp in the functional tests (no provider is downloaded). It is part of
+# the machine image (/usr/local/bin/terraform) and has no package in the registries this project reaches, so it is
+# checked, not installed: without it the tests that need it would fail, and this says why before they run.
+terraform-cli:
+	@command -v terraform >/dev/null || test -x /usr/local/bin/terraform || { \
+	  echo "the terraform CLI is missing (expected on PATH or at /usr/local/bin/terraform, from the machine image):" \
+	       "tests/functional/test_gcp_deployment.py needs it for terraform fmt -check on infra/gcp"; exit 1; }
+
 # Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok into a cache outside
 # the repo (~/.cache/outpost); a no-op when the pinned versions are already built.
 sandbox-binaries: system-packages
@@ -61,13 +69,13 @@ lint: python
 unit: python
 	$(BIN)/pytest tests/unit
 
-functional: python
+functional: python terraform-cli
 	$(BIN)/pytest tests/functional
 
 e2e: setup
 	$(BIN)/pytest tests/e2e
 
-test: setup lint
+test: setup terraform-cli lint
 	$(BIN)/pytest tests/unit tests/functional tests/e2e
 
 bench: setup

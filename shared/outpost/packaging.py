@@ -223,7 +223,7 @@ def build(environment: str, output: Path, root: Path, platform: str | None = Non
     if settings.deploy is not None and settings.deploy.platform == "aws":
         deployment["serverless"] = serverless_sections(settings, _relative(final, root))
     else:
-        variables = terraform_variables(settings, _terraform_path(final, root), record["artifact_sha256"])
+        variables = terraform_variables(settings, _terraform_path(final, root), file_sha256(final))
         (target / TERRAFORM_VARIABLES).write_text(json.dumps(variables, indent=2) + "\n")
         deployment["terraform"] = {"directory": TERRAFORM_DIRECTORY, "variables": TERRAFORM_VARIABLES}
     (target / DEPLOYMENT_FILE).write_text(json.dumps(deployment, indent=2, sort_keys=False) + "\n")
@@ -233,7 +233,8 @@ def build(environment: str, output: Path, root: Path, platform: str | None = Non
 def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -> dict[str, Any]:
     """The variables of infra/gcp for this environment: everything Terraform needs that the file decides."""
     deploy = settings.deploy
-    assert deploy is not None and deploy.project is not None
+    assert deploy is not None
+    assert deploy.project is not None
     env = settings.environment
     timeout = function_timeout_seconds(settings)
     low, high = SCHEDULER_DEADLINE_RANGE
