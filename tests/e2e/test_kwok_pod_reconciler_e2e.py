@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,6 +122,11 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
                         *EVERY_POD, check=False)
         sandbox.kubectl("delete", "node", "--ignore-not-found", OTHER_NODE, check=False)
         faults.heal("kwok-down", state_dir=sandbox.state_dir)
+        # The sandbox's NodeMetric of the extra node is owned by it: gone with it, before the next test looks.
+        gone_by = time.monotonic() + 60
+        while sandbox.kubectl("get", "nodemetric", OTHER_NODE, check=False).returncode == 0:
+            assert time.monotonic() < gone_by, f"NodeMetric {OTHER_NODE} outlived its node"
+            time.sleep(1)
 
 
 @pytest.mark.usefixtures("kwok_down_with_pods")

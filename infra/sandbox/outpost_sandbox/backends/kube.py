@@ -146,6 +146,9 @@ class AsyncKube:
     async def create(self, path: str, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         return await self._run(lambda: self.kube.create(path, obj, dry_run=dry_run))
 
+    async def delete(self, path: str) -> dict[str, Any] | None:
+        return await self._run(lambda: self.kube.delete(path))
+
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.kube.close()

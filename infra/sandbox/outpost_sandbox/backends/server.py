@@ -49,6 +49,7 @@ PORTS_ANNOTATION = "outpost.sandbox/ports"
 LEASE_DURATION_S = 15
 LEASE_RENEW_S = 5.0
 NODEMETRIC_REFRESH_S = 60.0
+NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 POD_REFRESH_S = 2.0
 APF_WORKERS = 3
 APF_LOAD_USER = "outpost-sandbox:apf-load"
@@ -498,14 +499,21 @@ class Daemon:
         stale = set(self.behaviour.get("stale_nodemetrics") or [])
         ratio = float(self.behaviour.get("cpu_ratio", 0.62))
         now = dt.datetime.now(dt.UTC)
+        # As koord-manager does, a node's NodeMetric goes with the node: owned by it (the garbage collector
+        # removes it once the node is deleted, even if this loop wrote it a moment after) and pruned here.
+        names = {node["metadata"]["name"] for node in nodes}
+        for metric in (await self.kube.get(NODEMETRICS)).get("items") or []:
+            if metric["metadata"]["name"] not in names:
+                await self.kube.delete(f"{NODEMETRICS}/{metric['metadata']['name']}")
         for node in nodes:
             name = node["metadata"]["name"]
             if name in stale:
                 continue
             alloc = node.get("status", {}).get("allocatable", {})
             cpu_m = cpu_usage_millis(str(alloc.get("cpu", "1")), ratio)
+            owner = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}
             obj: dict[str, Any] = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
-                                   "metadata": {"name": name}}
+                                   "metadata": {"name": name, "ownerReferences": [owner]}}
             await self.kube.apply({**obj, "spec": {"metricCollectPolicy": {
                 "aggregateDurationSeconds": 300, "reportIntervalSeconds": 60}}})
             await self.kube.apply({**obj, "status": {
