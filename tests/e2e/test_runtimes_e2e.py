@@ -6,26 +6,20 @@ etcd stopped → failed, the scheduled Lambda run raises, the HTTP runs answer 5
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import functions_framework
 import httpx
 import pytest
 import yaml
-from werkzeug.serving import make_server
+from runtime_entry import lambda_module, scheduled, served_http_target
 
-from outpost.runtime.common import CheckUnhealthy
 from outpost_sandbox import faults
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-from samples.aws_events import FUNCTION_URL_EVENT, SCHEDULED_EVENT
+from samples.aws_events import FUNCTION_URL_EVENT
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
@@ -33,7 +27,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.sandbox
 CHECK = "apiserver-health"
 ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
-_fresh = itertools.count()
 COMPARED = ("check", "status", "environment")
 
 
@@ -58,39 +51,16 @@ def configured(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
     monkeypatch.setenv("RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
 
 
-def lambda_module() -> ModuleType:
-    """Import the entry module as Lambda would on a cold start."""
-    spec = importlib.util.spec_from_file_location(f"runtime_e2e_entry_{next(_fresh)}", ENTRY)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture
 def gcf_url(configured: None) -> Iterator[str]:
-    app = functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        thread.join(5)
+    with served_http_target(ENTRY) as url:
+        yield url
 
-
-def scheduled(module: ModuleType) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = module.handler(SCHEDULED_EVENT, None)
-    except CheckUnhealthy as unhealthy:
-        return {**unhealthy.result, "raised": True}
-    return {**result, "raised": False}
 
 
 def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: HeartbeatReceiver) -> None:
-    module = lambda_module()
+    module = lambda_module(ENTRY)
     from_schedule = scheduled(module)
     url_response = module.handler(FUNCTION_URL_EVENT, None)
     gcf_response = httpx.post(gcf_url, json={}, timeout=60)
@@ -110,7 +80,7 @@ def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: H
 
 def test_adapters_agree_when_etcd_is_down(configured: None, gcf_url: str, sandbox: SandboxInfo,
                                           receiver: HeartbeatReceiver) -> None:
-    module = lambda_module()
+    module = lambda_module(ENTRY)
     faults.break_fault("etcd-down", state_dir=sandbox.state_dir)
     try:
         deadline = time.monotonic() + 60

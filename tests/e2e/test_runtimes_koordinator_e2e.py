@@ -9,24 +9,17 @@ manager pods, and nobody pings.
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import functions_framework
 import httpx
 import pytest
 import yaml
-from werkzeug.serving import make_server
+from runtime_entry import lambda_module, scheduled, served_http_target
 
-from outpost.runtime.common import CheckUnhealthy
 from outpost_sandbox import faults
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-from samples.aws_events import SCHEDULED_EVENT
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
@@ -34,7 +27,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.sandbox
 CHECK = "koord-manager-health"
 ENTRY = Path(__file__).resolve().parents[2] / "functions" / "koord_manager_health" / "main.py"
-_fresh = itertools.count()
 
 
 @pytest.fixture
@@ -58,40 +50,17 @@ def configured(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
     monkeypatch.setenv("KOORD_RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
 
 
-def lambda_module() -> ModuleType:
-    """Import the entry module as Lambda would on a cold start."""
-    spec = importlib.util.spec_from_file_location(f"koord_runtime_e2e_entry_{next(_fresh)}", ENTRY)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture
 def gcf_url(configured: None) -> Iterator[str]:
-    app = functions_framework.create_app(target="http", source=str(ENTRY))  # type: ignore[no-untyped-call]
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        thread.join(5)
+    with served_http_target(ENTRY) as url:
+        yield url
 
-
-def scheduled(module: ModuleType) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = module.handler(SCHEDULED_EVENT, None)
-    except CheckUnhealthy as unhealthy:
-        return {**unhealthy.result, "raised": True}
-    return {**result, "raised": False}
 
 
 def test_koord_manager_health_through_lambda_and_functions_framework(
         configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    module = lambda_module()
+    module = lambda_module(ENTRY)
     healthy_schedule = scheduled(module)
     healthy_http = httpx.post(gcf_url, json={}, timeout=60)
     assert healthy_schedule["raised"] is False
