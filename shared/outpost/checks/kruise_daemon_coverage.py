@@ -33,8 +33,12 @@ from outpost.checks.daemon_coverage import (
     fetch_coverage,
     judge_coverage,
 )
+from outpost.checks.daemon_coverage import (
+    declared_access as coverage_access,
+)
 from outpost.cluster import Cluster, node_proxy
 from outpost.cluster.probes import ProbeOutcome, ProbeTarget, probe_all
+from outpost.kube import access
 from outpost.kube.daemons import coverage
 from outpost.kube.messages import FIRST_NAMED, ref
 from outpost.kube.nodes import select_nodes
@@ -112,6 +116,14 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
                   details=details)
 
 
+def declared_access(params: KruiseDaemonCoverageParams) -> list[access.Access]:
+    """Coverage's reads; with `probe_healthz`, also the node proxy (reaches the kubelet API: powerful)."""
+    needed = coverage_access(params)
+    if params.probe_healthz:
+        needed.append(access.node_proxy())
+    return needed
+
+
 CHECK = CheckSpec(
     name=NAME,
     system="openkruise",
@@ -122,4 +134,5 @@ CHECK = CheckSpec(
     params=KruiseDaemonCoverageParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )
