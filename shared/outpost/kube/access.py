@@ -23,6 +23,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -149,3 +150,23 @@ def of_path(path: str, verb: Literal["get", "list"] = "get", *, when: str = "") 
     if len(parts) >= 3:
         resource = f"{resource}/{parts[2]}"
     return ResourceAccess(group, resource, "get", namespace, (name,), when)
+
+
+def covered(request: Access, declared: Sequence[Access]) -> bool:
+    """Whether `request` (one request's attributes, e.g. from `of_path`) is among `declared`: same verb and
+    resource, in the declared namespace (or a cluster-wide declaration), of a declared name (or any)."""
+    if isinstance(request, NonResourceAccess):
+        return request.public or any(isinstance(d, NonResourceAccess) and d.path == request.path for d in declared)
+    for item in declared:
+        if not isinstance(item, ResourceAccess):
+            continue
+        if (item.group, item.resource, item.verb) != (request.group, request.resource, request.verb):
+            continue
+        if item.namespace is not None and item.namespace != request.namespace:
+            continue
+        if item.names and not set(request.names) <= set(item.names):
+            continue
+        if item.names and not request.names:
+            continue
+        return True
+    return False
