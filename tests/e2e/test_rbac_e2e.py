@@ -81,14 +81,17 @@ def _wait_until(client: httpx.Client, namespace: str | None, grant: rbac.Grant |
                 allowed: bool) -> None:
     deadline = time.monotonic() + RBAC_PROPAGATION_SECONDS
     while _allowed(client, namespace, grant) != allowed:
-        assert time.monotonic() < deadline, f"RBAC change not in effect after {RBAC_PROPAGATION_SECONDS:g} s"
+        assert time.monotonic() < deadline, (
+            f"{grant.rule()} in {namespace or 'the ClusterRole'}: the probe still {'is not' if allowed else 'is'} "
+            f"allowed after {RBAC_PROPAGATION_SECONDS:g} s (granted elsewhere, or the change not in effect)")
         time.sleep(0.2)
 
 
-def _apply(sandbox: SandboxInfo, objects: list[dict[str, Any]], name: str) -> None:
+def _replace(sandbox: SandboxInfo, role: dict[str, Any], name: str) -> None:
+    """Replace the role as a whole (its rules are one atomic list)."""
     manifest = sandbox.state_dir / f"e2e-rbac-{name}.json"
-    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    sandbox.kubectl("apply", "-f", str(manifest))
+    manifest.write_text(json.dumps(role))
+    sandbox.kubectl("replace", "-f", str(manifest))
 
 
 def _role_of(manifests: list[dict[str, Any]], namespace: str | None) -> dict[str, Any]:
@@ -133,7 +136,7 @@ def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: San
             role = _role_of(manifests, namespace)
             without = {**role, "rules": [r for r in role["rules"] if r != grant.rule()]}
             assert len(without["rules"]) == len(role["rules"]) - 1
-            _apply(sandbox, [without], "without")
+            _replace(sandbox, without, "without")
             try:
                 _wait_until(admin, namespace, grant, allowed=False)
                 results = [run_check(local, name, report=False, log=False) for name in grant.checks]
@@ -141,7 +144,7 @@ def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: San
                     unbroken.append(f"{namespace or 'cluster'}: {grant.rule()} -> "
                                     + "; ".join(f"{r.check} {r.status.value}" for r in results))
             finally:
-                _apply(sandbox, [role], "restore")
+                _replace(sandbox, role, "restore")
                 _wait_until(admin, namespace, grant, allowed=True)
     assert not unbroken, "rules no check needs:\n" + "\n".join(unbroken)
 
@@ -187,8 +190,9 @@ def _can_i(sandbox: SandboxInfo, verb: str, what: str, namespace: str | None) ->
         args = ["auth", "can-i", verb, resource, f"--subresource={sub}",
                 *(["-n", namespace] if namespace else ["--all-namespaces"])]
     answer = sandbox.kubectl(*args, probe=True, check=False)
-    assert answer.stdout.strip() in ("yes", "no"), answer.stderr
-    return answer.stdout.strip() == "yes"
+    word = (answer.stdout.split() or [""])[0]
+    assert word in ("yes", "no"), f"kubectl auth can-i: {answer.stdout} {answer.stderr}"
+    return word == "yes"
 
 
 @pytest.mark.parametrize(("verb", "what", "namespace"), FORBIDDEN)

@@ -11,8 +11,8 @@ default `NodeSelection` leaves them out). When OpenKruise runs with the feature 
 Per-node `/healthz` (opt-in, `probe_healthz`): through the API server's node proxy
 (`/api/v1/nodes/NODE:10221/proxy/healthz`), only for nodes whose kruise-daemon pod is ready, at most
 `healthz_concurrency` at once. Opt-in because it needs `get nodes/proxy`, which also reaches every
-kubelet's API: the probe identity gets it only from the separate ClusterRole
-`outpost-probe-node-proxy` (`outpost.rbac`), bound deliberately. Answers are classified by
+kubelet's API: `outpost rbac` generates the separate ClusterRole `outpost-probe-node-proxy`, with a
+warning, only for an environment that turns `probe_healthz` on. Answers are classified by
 `outpost.cluster.probes`: a non-2xx answer, a reset or a hang (while the API server itself answers)
 is the node's daemon failing; 401/403 (the role not bound), 429 or a dead API server is `error`.
 """

@@ -6,7 +6,7 @@ only when the run completed:
 
 - opt-in (`CheckSpec.opt_in`): it does nothing unless the configuration enables it;
 - it writes under an identity of its own (the check's `cluster_auth`; the sandbox's `outpost-reconciler`),
-  whose RBAC is exactly what it does: get/list nodes, list pods, patch pods/status (`outpost.rbac`);
+  whose RBAC is exactly what it declares: list nodes, list pods, patch pods/status (`outpost.rbac`);
 - it moves only pods that are `Pending`, not being deleted, bound (`spec.nodeName` set) to a node the
   fake-node selector selects (annotation `kwok.x-k8s.io/node=fake` by default), and Pending for at least
   `min_pending_seconds` (a healthy kwok moves a pod within seconds; the job must not race it). Never a pod
