@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,8 +53,12 @@ def local(sandbox: SandboxInfo) -> Settings:
 
 
 def _admin(sandbox: SandboxInfo) -> httpx.Client:
-    return httpx.Client(base_url=sandbox.server, verify=str(sandbox.ca_path), timeout=10,
-                        headers={"Authorization": f"Bearer {sandbox.admin_token}"})
+    return _client(sandbox, sandbox.admin_token)
+
+
+def _client(sandbox: SandboxInfo, token: str) -> httpx.Client:
+    return httpx.Client(base_url=sandbox.server, verify=ssl.create_default_context(cafile=str(sandbox.ca_path)),
+                        timeout=10, headers={"Authorization": f"Bearer {token}"})
 
 
 def _allowed(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant) -> bool:
@@ -216,6 +221,5 @@ def test_declared_access_is_allowed(sandbox: SandboxInfo, verb: str, what: str, 
     "/metrics/slis",
 ])
 def test_direct_gets_of_what_no_check_reads_answer_403(sandbox: SandboxInfo, path: str) -> None:
-    with httpx.Client(base_url=sandbox.server, verify=str(sandbox.ca_path), timeout=10,
-                      headers={"Authorization": f"Bearer {sandbox.probe_token}"}) as probe:
+    with _client(sandbox, sandbox.probe_token) as probe:
         assert probe.get(path).status_code == 403
