@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from outpost import maintenance, monitors, packaging, redaction, registry
+from outpost import maintenance, monitors, packaging, rbac, redaction, registry
 from outpost.config import Settings
 from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance.register(commands)
     monitors.register(commands)
     packaging.register(commands)
+    rbac.register(commands)
     registered = _register_plugins(commands)
     for name in SANDBOX_COMMANDS:
         if name not in registered:

@@ -1,228 +1,435 @@
-"""RBAC of the probe identity (`outpost-probe`): the production read-only role the checks need.
+"""RBAC of Outpost's identities, generated from what the ENABLED checks declare they send (`outpost rbac`).
 
-It belongs to the product because it is what an operator binds in a real cluster; the sandbox
-applies these same manifests to its probe user, so what the tests prove is what production grants.
+Every check declares, as a function of its parameters, each request its `fetch` may send
+(`CheckSpec.access`, vocabulary `outpost.kube.access`). This module turns the declarations of the checks an
+environment enables into the Roles, ClusterRoles and bindings of the probe identity, so what is granted is
+exactly what is read, in that environment, and nothing else. The sandbox applies the manifests generated
+for the `local` environment to its probe user, so what the e2e tests prove (sufficient, minimal, nothing
+else readable) is what production grants.
 
 Guarantees:
-- `outpost-probe` is read-only: get/list/watch on what the checks read, `get` on the
-  services/pods proxy subresources (component health endpoints) and on the health/metrics
-  non-resource URLs (`/metrics` is all `apiserver-latency` needs). No Secret is readable through the
-  ClusterRole; the one exception is namespaced and by name: `webhook-cert-expiry` reads the
-  serving certificate a webhook serves from its certificate Secret (the API server does not show
-  that certificate otherwise), so a Role in each webhook namespace grants `get` on exactly those
-  Secret names (`WEBHOOK_CERT_SECRETS`), never list/watch, never another Secret. That Secret also
-  holds the webhook's private key: the check keeps only the certificate value (see
-  `outpost.checks.webhook_cert_expiry`); drop these Roles and set `serving_secrets: []` to avoid it.
-- `nodes/proxy` lives in a separate, opt-in ClusterRole (`outpost-probe-node-proxy`) that is
-  created but NOT bound: it reaches the kubelet API, so whoever needs per-node health endpoints
-  binds it deliberately.
-- The one right beyond reading: `create pods` in the probe's own namespace (`outpost-probe`, created
-  here) and nowhere else, through a Role and RoleBinding in that namespace, for admission-dry-run.
+- read-only: `get`/`list` of exactly the resources read, by object name where the check knows it (a
+  Deployment, a Lease, a webhook configuration, a Service proxied), in the namespace it is read in (a Role
+  there) or cluster-wide only where the check reads every namespace or a cluster-scoped kind (the
+  ClusterRole); a namespaced grant that a cluster-wide one already covers is left out;
+- `services/proxy` by Service name as the API server authorizes it (`https:NAME:PORT`); `pods/proxy` by
+  namespace only (pods have generated names);
+- `nodes/proxy` only when an enabled check needs it (kruise-daemon-coverage with `probe_healthz`), in a
+  ClusterRole of its own with a warning: it reaches the kubelet API of every node;
+- non-resource URLs only where bootstrap RBAC does not already grant them to every identity
+  (`/livez`, `/readyz`, `/version` are `system:public-info-viewer`'s): `/metrics` for apiserver-latency;
+- the one right beyond reading: admission-dry-run's `create pods` in its own namespace (created here) only;
   RBAC cannot tell a dry run from a real create, so the namespace is dedicated and empty, and Outpost's
-  cluster seam can only send that create with `dryRun=All` (`Cluster.dry_run_create`).
-- The `kwok-pod-reconciler` job writes, so it never runs as the probe: `outpost-reconciler` is an
-  identity of its own whose role (`reconciler_manifests`) is exactly what the job does: get/list
-  nodes (which are fake), list pods (which are Pending), patch pods/status. Nothing else: no pod
-  create/delete/update, no spec, no other resource.
+  cluster seam can only send that create with `dryRun=All` (`Cluster.dry_run_create`);
+- Secrets only by name in their namespace (webhook-cert-expiry's serving certificates; the check keeps
+  the certificate, never the key); never list, never another Secret;
+- jobs that write (`kwok-pod-reconciler`) never run as the probe: their declared access goes to
+  `outpost-reconciler`, an identity of its own (`reconciler_manifests`).
+
+Who is bound depends on the environment's cluster auth: the `outpost-probe` user (kubeconfig: the
+sandbox), a ServiceAccount (token), the Kubernetes group of an EKS access entry (eks), the runtime GCP
+service account's email (gke). `instructions` says how to map the cloud identity.
 """
 
 from __future__ import annotations
 
+import argparse
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
+
+from outpost import registry
+from outpost.config import ClusterAuth, EksAuth, GkeAuth, Settings, TokenAuth, environment_file
+from outpost.deploy import SERVICE, service_accounts
+from outpost.kube.access import Access, NonResourceAccess
+from outpost.settings import DEFAULT_ENVIRONMENT, add_source_arguments, check_params, load_settings, settings_from_args
 
 PROBE_USER = "outpost-probe"
 PROBE_ROLE = "outpost-probe"
+PROBE_GROUP = "outpost-probe"
+"""The Kubernetes group an EKS access entry maps the probe's IAM role to (it may not start with `system:`)."""
 NODE_PROXY_ROLE = "outpost-probe-node-proxy"
 PROBE_NAMESPACE = "outpost-probe"
-DRY_RUN_ROLE = "outpost-probe-dry-run"
 RECONCILER_USER = "outpost-reconciler"
 RECONCILER_ROLE = "outpost-reconciler"
+RECONCILER_GROUP = "outpost-reconciler"
 
-_READ = ["get", "list", "watch"]
-
-# (apiGroup, resources) the checks read. Kept explicit instead of "*" so a new resource type is a
-# reviewed change, and so `secrets` can never slip in through a wildcard.
-_READ_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", ("nodes", "pods", "services", "endpoints", "events", "namespaces", "configmaps")),
-    ("apps", ("deployments", "daemonsets", "statefulsets", "replicasets")),
-    ("coordination.k8s.io", ("leases",)),
-    ("discovery.k8s.io", ("endpointslices",)),
-    ("events.k8s.io", ("events",)),
-    ("admissionregistration.k8s.io", ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")),
-    ("apiextensions.k8s.io", ("customresourcedefinitions",)),
-    ("slo.koordinator.sh", ("nodemetrics", "nodeslos")),
-    ("metrics.k8s.io", ("nodes",)),  # node-utilization with source metrics.k8s.io (metrics-server)
-    ("scheduling.sigs.k8s.io", ("podgroups", "elasticquotas")),
-    ("scheduling.koordinator.sh", ("reservations", "devices")),
-    ("config.koordinator.sh", ("clustercolocationprofiles",)),
-    ("apps.kruise.io", (
-        "clonesets", "advancedcronjobs", "broadcastjobs", "daemonsets", "statefulsets",
-        "sidecarsets", "nodeimages", "imagepulljobs", "uniteddeployments", "workloadspreads",
-        "containerrecreaterequests", "resourcedistributions", "ephemeraljobs", "persistentpodstates",
-        "podprobemarkers", "nodepodprobes",
-    )),
-    ("policy.kruise.io", ("podunavailablebudgets",)),
-)
-
-WEBHOOK_CERT_ROLE = "outpost-probe-webhook-certs"
-WEBHOOK_CERT_SECRETS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # (namespace, Secret names): where Koordinator and OpenKruise keep the pair their webhook serves.
-    ("koordinator-system", ("webhook-certs",)),
-    ("kruise-system", ("kruise-webhook-certs",)),
-)
-
-_NON_RESOURCE_URLS = ["/livez", "/livez*", "/readyz", "/readyz*", "/metrics", "/version"]
+_RBAC = "rbac.authorization.k8s.io"
+_LABELS = {"app.kubernetes.io/part-of": "outpost"}
+NODE_PROXY_WARNING = ("nodes/proxy reaches the kubelet API of every node (on real kubelets including exec and "
+                      "run paths): granted only because an enabled check needs it (kruise-daemon-coverage with "
+                      "probe_healthz); turn that off and regenerate to drop it.")
 
 
-def manifests() -> list[dict[str, Any]]:
-    """The ClusterRoles and the one ClusterRoleBinding, as API objects."""
-    rules: list[dict[str, Any]] = [
-        {"apiGroups": [group], "resources": list(resources), "verbs": list(_READ)}
-        for group, resources in _READ_RULES
-    ]
-    rules.append({"apiGroups": [""], "resources": ["services/proxy", "pods/proxy"], "verbs": ["get"]})
-    rules.append({"nonResourceURLs": list(_NON_RESOURCE_URLS), "verbs": ["get"]})
-    probe_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {
-            "name": PROBE_ROLE,
-            "labels": {"app.kubernetes.io/part-of": "outpost"},
-            "annotations": {
-                "outpost.dev/description": (
-                    "Read-only access for Outpost health checks. No secrets, no nodes/proxy "
-                    "(see outpost-probe-node-proxy)."
-                ),
-            },
-        },
-        "rules": rules,
-    }
-    node_proxy_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {
-            "name": NODE_PROXY_ROLE,
-            "labels": {"app.kubernetes.io/part-of": "outpost"},
-            "annotations": {
-                "outpost.dev/description": (
-                    "OPT-IN and POWERFUL: nodes/proxy reaches the kubelet API of every node "
-                    "(including exec/run paths on real kubelets). Bind only for checks that need "
-                    "per-node health endpoints; not bound by default."
-                ),
-            },
-        },
-        "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": PROBE_ROLE, "labels": {"app.kubernetes.io/part-of": "outpost"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PROBE_ROLE},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": PROBE_USER}],
-    }
-    return [probe_role, node_proxy_role, binding, *dry_run_manifests(), *webhook_cert_manifests()]
+@dataclass
+class Grant:
+    """One generated rule, with the checks whose declarations it serves (they are what removing it breaks)."""
+
+    namespace: str | None
+    group: str
+    resource: str
+    verbs: list[str]
+    names: tuple[str, ...]
+    checks: list[str] = field(default_factory=list)
+    when: list[str] = field(default_factory=list)
+    """Empty when some check sends it on every run; otherwise the situations in which it is sent."""
+
+    def rule(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {"apiGroups": [self.group], "resources": [self.resource]}
+        if self.names:
+            rule["resourceNames"] = list(self.names)
+        rule["verbs"] = list(self.verbs)
+        return rule
 
 
-def dry_run_manifests(namespace: str = PROBE_NAMESPACE) -> list[dict[str, Any]]:
-    """The probe's own namespace, and `create pods` in it alone (admission-dry-run's dry-run pods)."""
-    labels = {"app.kubernetes.io/part-of": "outpost"}
-    namespace_object = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": namespace,
-            "labels": dict(labels),
+@dataclass
+class UrlGrant:
+    path: str
+    checks: list[str] = field(default_factory=list)
+    when: list[str] = field(default_factory=list)
+
+    def rule(self) -> dict[str, Any]:
+        return {"nonResourceURLs": [self.path], "verbs": ["get"]}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The grants of one identity: resource rules by namespace (None: cluster-wide) and non-resource URLs."""
+
+    grants: tuple[Grant, ...]
+    urls: tuple[UrlGrant, ...]
+    public: tuple[str, ...]
+    """Declared paths every identity may already GET (bootstrap `system:public-info-viewer`): not granted."""
+
+    def cluster_grants(self) -> list[Grant]:
+        return [g for g in self.grants if g.namespace is None and g.resource != "nodes/proxy"]
+
+    def node_proxy(self) -> list[Grant]:
+        return [g for g in self.grants if g.resource == "nodes/proxy"]
+
+    def namespaces(self) -> list[str]:
+        return sorted({g.namespace for g in self.grants if g.namespace is not None})
+
+    def in_namespace(self, namespace: str) -> list[Grant]:
+        return [g for g in self.grants if g.namespace == namespace]
+
+    def rules(self) -> list[tuple[str | None, Grant | UrlGrant]]:
+        """Every rule with where it lives (None: a ClusterRole), as the minimality tests remove them."""
+        return [(g.namespace, g) for g in self.grants] + [(None, u) for u in self.urls]
+
+
+def declared(settings: Settings, *, jobs: bool = False) -> list[tuple[str, Access]]:
+    """(check, access) of every enabled check (or, with `jobs`, every enabled job), for its configured params."""
+    wanted = {spec.name for spec in (registry.JOBS if jobs else registry.CHECKS)}
+    found: list[tuple[str, Access]] = []
+    for name in settings.enabled_checks():
+        if name in wanted:
+            spec = registry.get(name)
+            found += [(name, item) for item in spec.access(check_params(settings, name))]
+    return found
+
+
+_Key = tuple[str | None, str, str, str]
+"""(namespace or None, API group, resource, verb)."""
+
+
+def plan(declarations: Iterable[tuple[str, Access]]) -> Plan:
+    """Merge declarations into the fewest rules that grant each exactly (see the module guarantees)."""
+    # (namespace, group, resource, verb) -> names (None: any name), checks, situations
+    names: dict[_Key, set[str] | None] = {}
+    checks: dict[_Key, list[str]] = defaultdict(list)
+    whens: dict[_Key, list[str]] = defaultdict(list)
+    always: set[_Key] = set()
+    urls: dict[str, UrlGrant] = {}
+    url_always: set[str] = set()
+    public: set[str] = set()
+    for check, item in declarations:
+        if isinstance(item, NonResourceAccess):
+            if item.public:
+                public.add(item.path)
+                continue
+            url_grant = urls.setdefault(item.path, UrlGrant(item.path))
+            _note(url_grant.checks, url_grant.when, check, item.when)
+            if not item.when:
+                url_always.add(item.path)
+            continue
+        key: _Key = (item.namespace, item.group, item.resource, str(item.verb))
+        if key in names:
+            current = names[key]
+            names[key] = None if current is None or not item.names else current | set(item.names)
+        else:
+            names[key] = set(item.names) if item.names else None
+        _note(checks[key], whens[key], check, item.when)
+        if not item.when:
+            always.add(key)
+    # A namespaced grant that the cluster-wide one of the same verb covers is redundant: fold it in.
+    for key in [k for k in names if k[0] is not None]:
+        wide: _Key = (None, key[1], key[2], key[3])
+        if wide not in names:
+            continue
+        wide_names, own_names = names[wide], names[key]
+        if wide_names is None or (own_names is not None and own_names <= wide_names):
+            checks[wide] += [c for c in checks.pop(key) if c not in checks[wide]]
+            whens[wide] += [w for w in whens.pop(key) if w not in whens[wide]]
+            if key in always:
+                always.add(wide)
+            del names[key]
+    # Verbs on the same (namespace, resource, names) share one rule.
+    merged: dict[tuple[str | None, str, str, tuple[str, ...]], tuple[Grant, list[_Key]]]
+    merged = {}
+    for key, object_names in sorted(names.items(), key=lambda kv: (kv[0][0] or "", kv[0][1:])):
+        namespace, group, resource, verb = key
+        sorted_names = tuple(sorted(object_names)) if object_names else ()
+        grant, keys = merged.setdefault((namespace, group, resource, sorted_names),
+                                        (Grant(namespace, group, resource, [], sorted_names), []))
+        grant.verbs.append(verb)
+        keys.append(key)
+        grant.checks += [c for c in checks[key] if c not in grant.checks]
+    grants: list[Grant] = []
+    for grant, keys in merged.values():
+        grant.verbs = sorted(set(grant.verbs), key=_VERB_ORDER.index)
+        if not any(key in always for key in keys):
+            grant.when = list(dict.fromkeys(w for key in keys for w in whens[key]))
+        grants.append(grant)
+    for path, url in urls.items():
+        if path in url_always:
+            url.when = []
+    grants.sort(key=lambda g: (g.namespace or "", g.group, g.resource, g.names))
+    return Plan(tuple(grants), tuple(sorted(urls.values(), key=lambda u: u.path)), tuple(sorted(public)))
+
+
+_VERB_ORDER = ["get", "list", "watch", "create", "patch", "update", "delete"]
+
+
+def _note(checks: list[str], whens: list[str], check: str, when: str) -> None:
+    if check not in checks:
+        checks.append(check)
+    if when and when not in whens:
+        whens.append(when)
+
+
+# Subjects ---------------------------------------------------------------------------------------------------
+def subject(auth: ClusterAuth, *, user: str = PROBE_USER, group: str = PROBE_GROUP,
+            gcp_service_account: str | None = None) -> dict[str, Any]:
+    """Who the bindings name, by how the environment authenticates (module docstring)."""
+    if isinstance(auth, EksAuth):
+        return {"apiGroup": _RBAC, "kind": "Group", "name": group}
+    if isinstance(auth, GkeAuth):
+        return {"apiGroup": _RBAC, "kind": "User", "name": gcp_service_account or _gcp_placeholder(user)}
+    if isinstance(auth, TokenAuth):
+        return {"kind": "ServiceAccount", "name": user, "namespace": PROBE_NAMESPACE}
+    return {"apiGroup": _RBAC, "kind": "User", "name": user}
+
+
+def _gcp_placeholder(user: str) -> str:
+    return f"{user}@PROJECT_ID.iam.gserviceaccount.com"
+
+
+def gcp_runtime_account(settings: Settings) -> str:
+    """The e-mail of the runtime service account infra/gcp creates for this environment (the identity GKE sees
+    when the functions call the cluster); PROJECT_ID stands in when the environment names no project."""
+    account_id = service_accounts(settings.environment)["runtime"]
+    project = settings.deploy.project if settings.deploy is not None else None
+    return f"{account_id}@{project}.iam.gserviceaccount.com" if project else _gcp_placeholder(account_id)
+
+
+# Manifests --------------------------------------------------------------------------------------------------
+def _role(kind: str, name: str, namespace: str | None, grants: Sequence[Grant | UrlGrant],
+          description: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(_LABELS)
+    metadata["annotations"] = {"outpost.dev/description": description}
+    return {"apiVersion": f"{_RBAC}/v1", "kind": kind, "metadata": metadata, "rules": [g.rule() for g in grants]}
+
+
+def _binding(kind: str, name: str, namespace: str | None, who: dict[str, Any]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(_LABELS)
+    role_kind = "Role" if kind == "RoleBinding" else "ClusterRole"
+    return {"apiVersion": f"{_RBAC}/v1", "kind": kind, "metadata": metadata,
+            "roleRef": {"apiGroup": _RBAC, "kind": role_kind, "name": name}, "subjects": [dict(who)]}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One manifest, with the comment lines above it and the why of each rule (same order as `rules`)."""
+
+    obj: dict[str, Any]
+    comment: tuple[str, ...] = ()
+    rule_notes: tuple[str, ...] = ()
+
+
+def _notes(grants: Sequence[Grant | UrlGrant]) -> tuple[str, ...]:
+    return tuple(", ".join(g.checks) + (f" (only when {'; or '.join(g.when)})" if g.when else "") for g in grants)
+
+
+def probe_documents(settings: Settings, gcp_service_account: str | None = None) -> list[Document]:
+    """The probe identity's manifests for `settings`' enabled checks."""
+    generated = plan(declared(settings))
+    who = subject(settings.cluster.auth, gcp_service_account=gcp_service_account or gcp_runtime_account(settings))
+    docs: list[Document] = []
+    creating = sorted({g.namespace for g in generated.grants if "create" in g.verbs and g.namespace})
+    own = sorted(set(creating) | ({PROBE_NAMESPACE} if who["kind"] == "ServiceAccount" else set()))
+    for namespace in own:
+        docs.append(Document({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": namespace, "labels": dict(_LABELS),
             "annotations": {"outpost.dev/description": (
-                "Outpost's admission dry-run pods are created here with dryRun=All (never stored). "
-                "Keep it empty: the probe may create pods in this namespace only.")},
-        },
-    }
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": DRY_RUN_ROLE, "namespace": namespace, "labels": dict(labels)},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": DRY_RUN_ROLE, "namespace": namespace, "labels": dict(labels)},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": DRY_RUN_ROLE},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": PROBE_USER}],
-    }
-    return [namespace_object, role, binding]
+                "Outpost's own namespace: admission dry-run pods are created here with dryRun=All (never "
+                "stored). Keep it empty: the probe may create pods in this namespace only.")}}},
+            ("Outpost's own namespace (the probe's dry-run pods; its ServiceAccount where auth is a token).",)))
+    if who["kind"] == "ServiceAccount":
+        docs.append(Document({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+            "name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)}},
+            ("The probe's ServiceAccount: its token is cluster.auth.token (kubectl create token).",)))
+    cluster_rules: list[Grant | UrlGrant] = [*generated.cluster_grants(), *generated.urls]
+    if cluster_rules:
+        public = ", ".join(generated.public)
+        docs.append(Document(
+            _role("ClusterRole", PROBE_ROLE, None, cluster_rules,
+                  "Outpost probe: what the enabled checks read cluster-wide, generated by `outpost rbac`."),
+            (f"Generated by `outpost rbac --env {settings.environment}` from the enabled checks' declarations.",
+             *((f"Not granted here (every identity may GET them: system:public-info-viewer): {public}",)
+               if public else ())),
+            _notes(cluster_rules)))
+        docs.append(Document(_binding("ClusterRoleBinding", PROBE_ROLE, None, who)))
+    node_proxy = generated.node_proxy()
+    if node_proxy:
+        docs.append(Document(
+            _role("ClusterRole", NODE_PROXY_ROLE, None, node_proxy, "WARNING: " + NODE_PROXY_WARNING),
+            ("WARNING: " + NODE_PROXY_WARNING,), _notes(node_proxy)))
+        docs.append(Document(_binding("ClusterRoleBinding", NODE_PROXY_ROLE, None, who)))
+    for namespace in generated.namespaces():
+        grants = generated.in_namespace(namespace)
+        docs.append(Document(
+            _role("Role", PROBE_ROLE, namespace, grants,
+                  f"Outpost probe: what the enabled checks read (or dry-run create) in {namespace}."),
+            (f"Namespace {namespace}.",), _notes(grants)))
+        docs.append(Document(_binding("RoleBinding", PROBE_ROLE, namespace, who)))
+    return docs
 
 
-def webhook_cert_manifests() -> list[dict[str, Any]]:
-    """A Role and RoleBinding per webhook namespace: `get` on the named certificate Secrets only."""
-    labels = {"app.kubernetes.io/part-of": "outpost"}
-    objects: list[dict[str, Any]] = []
-    for namespace, names in WEBHOOK_CERT_SECRETS:
-        objects.append({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": WEBHOOK_CERT_ROLE, "namespace": namespace, "labels": labels,
-                         "annotations": {"outpost.dev/description": (
-                             "webhook-cert-expiry: get on the webhook's serving-certificate Secret by name only "
-                             "(the check keeps the certificate, never the key).")}},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": list(names), "verbs": ["get"]}],
-        })
-        objects.append({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": WEBHOOK_CERT_ROLE, "namespace": namespace, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": WEBHOOK_CERT_ROLE},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": PROBE_USER}],
-        })
-    return objects
+def reconciler_documents(settings: Settings) -> list[Document]:
+    """The write identity of the enabled jobs (`kwok-pod-reconciler`): exactly what they declare."""
+    generated = plan(declared(settings, jobs=True))
+    if not generated.grants and not generated.urls:
+        return []
+    auth = settings.checks[next(n for n, _ in declared(settings, jobs=True))].cluster_auth or settings.cluster.auth
+    # Never the probe's account: the write identity is a separate one (its own cluster_auth), so its GKE user is a
+    # placeholder the operator replaces with that account's e-mail.
+    who = subject(auth, user=RECONCILER_USER, group=RECONCILER_GROUP)
+    docs: list[Document] = []
+    if who["kind"] == "ServiceAccount":
+        docs.append(Document({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+            "name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)}}))
+    wide: list[Grant | UrlGrant] = [*generated.cluster_grants(), *generated.urls]
+    description = ("kwok-pod-reconciler only: what the job declares (list nodes and Pending pods, patch "
+                   "pods/status). Bind to the job's own identity, never to the probe.")
+    if wide:
+        docs.append(Document(_role("ClusterRole", RECONCILER_ROLE, None, wide, description),
+                             ("The write job's own identity (never the probe's).",), _notes(wide)))
+        docs.append(Document(_binding("ClusterRoleBinding", RECONCILER_ROLE, None, who)))
+    for namespace in generated.namespaces():
+        grants = generated.in_namespace(namespace)
+        docs.append(Document(_role("Role", RECONCILER_ROLE, namespace, grants, description), (), _notes(grants)))
+        docs.append(Document(_binding("RoleBinding", RECONCILER_ROLE, namespace, who)))
+    return docs
 
 
-def reconciler_manifests() -> list[dict[str, Any]]:
-    """The `kwok-pod-reconciler` job's ClusterRole and its binding to `outpost-reconciler`."""
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {
-            "name": RECONCILER_ROLE,
-            "labels": {"app.kubernetes.io/part-of": "outpost"},
-            "annotations": {
-                "outpost.dev/description": (
-                    "kwok-pod-reconciler only: reads nodes and pods, patches pods/status (Pending pods on "
-                    "KWOK fake nodes to Running). Bind to the job's own identity, never to the probe."
-                ),
-            },
-        },
-        "rules": [
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-            {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": RECONCILER_ROLE, "labels": {"app.kubernetes.io/part-of": "outpost"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RECONCILER_ROLE},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RECONCILER_USER}],
-    }
-    return [role, binding]
+def local_settings() -> Settings:
+    return load_settings(environment_file(DEFAULT_ENVIRONMENT))
 
 
-def yaml_text() -> str:
-    """The manifests as one multi-document YAML, with the node-proxy warning as a comment."""
-    import yaml
+def manifests(settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The probe's manifests as API objects (default: the `local` environment, which the sandbox applies)."""
+    return [doc.obj for doc in probe_documents(settings or local_settings())]
 
-    role, node_proxy, binding, *namespaced = manifests()
-    return (
-        "# Generated by outpost.rbac: read-only probe role and its binding.\n"
-        + yaml.safe_dump(role, sort_keys=False)
-        + "---\n"
-        + "# nodes/proxy reaches the kubelet API and is powerful: this role is opt-in and NOT bound.\n"
-        + yaml.safe_dump(node_proxy, sort_keys=False)
-        + "---\n"
-        + yaml.safe_dump(binding, sort_keys=False)
-        + "---\n"
-        + "# admission-dry-run: the probe's own namespace, and create pods (sent only as dryRun=All) there alone;\n"
-        + "# webhook-cert-expiry: get on the webhook certificate Secrets, by name, in their namespaces.\n"
-        + "---\n".join(yaml.safe_dump(obj, sort_keys=False) for obj in namespaced)
-    )
+
+def reconciler_manifests(settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The write job's manifests (default: the `local` environment)."""
+    return [doc.obj for doc in reconciler_documents(settings or local_settings())]
+
+
+def render(documents: Sequence[Document]) -> str:
+    """Multi-document YAML, each rule preceded by a comment naming the checks it serves."""
+    parts = []
+    for doc in documents:
+        lines = [f"# {line}" for line in doc.comment]
+        obj = dict(doc.obj)
+        rules = obj.pop("rules", None)
+        lines.append(yaml.safe_dump(obj, sort_keys=False).rstrip("\n"))
+        if rules is not None:
+            lines.append("rules:")
+            for rule, note in zip(rules, doc.rule_notes or ("",) * len(rules), strict=True):
+                if note:
+                    lines.append(f"# {note}")
+                lines.append(yaml.safe_dump([rule], sort_keys=False).rstrip("\n"))
+        parts.append("\n".join(lines) + "\n")
+    return "---\n".join(parts)
+
+
+def yaml_text(settings: Settings | None = None, gcp_service_account: str | None = None) -> str:
+    chosen = settings or local_settings()
+    return render(probe_documents(chosen, gcp_service_account) + reconciler_documents(chosen))
+
+
+def instructions(settings: Settings, gcp_service_account: str | None = None) -> str:
+    """How the cloud identity becomes the bound subject (EKS access entry, GKE binding, token), as text."""
+    auth = settings.cluster.auth
+    env = settings.environment
+    if isinstance(auth, EksAuth):
+        region = settings.deploy.region if settings.deploy else auth.region
+        principal = auth.role_arn or f"arn:aws:iam::ACCOUNT_ID:role/{SERVICE}-{env}-{region}-lambdaRole"
+        return "\n".join([
+            f"# EKS ({auth.cluster_name}): map the Lambda functions' IAM role to the Kubernetes group "
+            f"{PROBE_GROUP!r}, which the bindings above name (an access entry with no access policy: the",
+            "# generated RBAC is all it may do).",
+            f"aws eks create-access-entry --region {auth.region} --cluster-name {auth.cluster_name} \\",
+            f"  --principal-arn {principal} \\",
+            f"  --type STANDARD --kubernetes-groups {PROBE_GROUP}",
+            *([] if auth.role_arn else [
+                "# ACCOUNT_ID: the function role is the one `serverless deploy` creates "
+                f"({SERVICE}-{env}-{region}-lambdaRole)."]),
+            "# Jobs that write (kwok-pod-reconciler) use their own cluster_auth role, mapped to group "
+            f"{RECONCILER_GROUP!r} the same way.",
+        ]) + "\n"
+    if isinstance(auth, GkeAuth):
+        email = gcp_service_account or gcp_runtime_account(settings)
+        project = (settings.deploy.project if settings.deploy is not None else None) or "PROJECT_ID"
+        return "\n".join([
+            f"# GKE: the functions' runtime service account authenticates as the user {email};",
+            "# the bindings above name it (pass --gcp-service-account EMAIL to generate them for yours). It",
+            "# needs roles/container.clusterViewer (to reach the cluster endpoint) and nothing more in IAM:",
+            f"gcloud projects add-iam-policy-binding {project} \\",
+            f"  --member serviceAccount:{email} --role roles/container.clusterViewer",
+        ]) + "\n"
+    if isinstance(auth, TokenAuth):
+        return "\n".join([
+            f"# Token auth: cluster.auth.token is a token of ServiceAccount {PROBE_NAMESPACE}/{PROBE_USER}, e.g.",
+            f"kubectl create token {PROBE_USER} --namespace {PROBE_NAMESPACE} --duration 8760h",
+            "# (or a kubernetes.io/service-account-token Secret), stored at the token's secret reference.",
+        ]) + "\n"
+    return (f"# Kubeconfig auth: the bindings name the user {PROBE_USER!r} (the sandbox's probe identity); "
+            "bind your kubeconfig's user instead where it differs.\n")
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("rbac", help="the probe identity's RBAC, generated from the enabled checks")
+    add_source_arguments(parser)
+    parser.add_argument("--gcp-service-account", metavar="EMAIL",
+                        help="GKE: the runtime service account the bindings name")
+    parser.set_defaults(func=cmd_rbac)
+
+
+def cmd_rbac(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    print(yaml_text(settings, args.gcp_service_account), end="")
+    print("---\n" + "\n".join(f"# {line}" if line and not line.startswith("#") else line
+                               for line in instructions(settings, args.gcp_service_account).splitlines()))
+    return 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from node_e2e import fault, run_as_probe
 
+from outpost import rbac
 from outpost.rbac import NODE_PROXY_ROLE, PROBE_USER
 from outpost.result import Status
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
@@ -24,7 +25,6 @@ pytestmark = pytest.mark.sandbox
 CHECK = "kruise-daemon-coverage"
 DS = "daemonset kruise-system/kruise-daemon"
 HEALTHZ: dict[str, Any] = {"probe_healthz": True, "healthz_timeout_seconds": 3}
-BINDING = "outpost-e2e-node-proxy"
 
 
 @pytest.fixture
@@ -35,12 +35,23 @@ def receiver() -> Iterator[HeartbeatReceiver]:
 
 @pytest.fixture
 def node_proxy_granted(sandbox: SandboxInfo) -> Iterator[None]:
-    """Bind the opt-in node-proxy ClusterRole to the probe, as an operator who wants /healthz would."""
-    sandbox.kubectl("create", "clusterrolebinding", BINDING, f"--clusterrole={NODE_PROXY_ROLE}", f"--user={PROBE_USER}")
+    """Apply what `outpost rbac` generates once the environment turns probe_healthz on: the node-proxy
+    ClusterRole and its binding to the probe (the local environment, with /healthz off, has neither)."""
+    settings = rbac.local_settings()
+    checks = dict(settings.checks)
+    checks[CHECK] = checks[CHECK].model_copy(update={"params": {**checks[CHECK].params, **HEALTHZ}})
+    documents = rbac.probe_documents(settings.model_copy(update={"checks": checks}))
+    node_proxy = [d for d in documents if d.obj["metadata"]["name"] == NODE_PROXY_ROLE]
+    assert [d.obj["kind"] for d in node_proxy] == ["ClusterRole", "ClusterRoleBinding"]
+    assert node_proxy[1].obj["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                              "name": PROBE_USER}]
+    manifest = sandbox.state_dir / "e2e-node-proxy.yaml"
+    manifest.write_text(rbac.render(node_proxy))
+    sandbox.kubectl("apply", "-f", str(manifest))
     try:
         yield
     finally:
-        sandbox.kubectl("delete", "clusterrolebinding", BINDING, "--ignore-not-found")
+        sandbox.kubectl("delete", "-f", str(manifest), "--ignore-not-found")
 
 
 def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:

@@ -231,7 +231,7 @@ def test_reconciler_rbac_is_exactly_what_the_job_does() -> None:
 
     role, binding = rbac.reconciler_manifests()
     assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},  # it lists nodes, never GETs one
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
     ]

@@ -238,8 +238,10 @@ def _port_free(port: int) -> bool:
         return True
 
 
-# Namespaces the probe's own manifests create (outpost.rbac): their grants go in with them, before any system.
-_OWN_NAMESPACES = {None, *(obj["metadata"]["name"] for obj in rbac.manifests() if obj["kind"] == "Namespace")}
+def _own_namespaces(manifests: list[dict[str, Any]]) -> set[str | None]:
+    """Namespaces the probe's own manifests create (outpost.rbac): their grants go in with them, before any
+    system; grants in a system's namespace wait for that namespace."""
+    return {None, *(obj["metadata"]["name"] for obj in manifests if obj["kind"] == "Namespace")}
 
 
 def _namespace_of(obj: dict[str, Any]) -> str | None:
@@ -722,12 +724,15 @@ class Sandbox:
                        watch=("kube-controller-manager",))
             # Grants in a system's namespace (e.g. the webhook certificate Secrets) need that namespace: they
             # are applied once the systems are installed. The probe's own namespace comes with its grants.
-            self._apply(state, [obj for obj in rbac.manifests() if _namespace_of(obj) in _OWN_NAMESPACES])
+            # The probe's RBAC is what `outpost rbac --env local` generates from the enabled checks.
+            probe_rbac = rbac.manifests()
+            own = _own_namespaces(probe_rbac)
+            self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) in own])
             self._apply(state, rbac.reconciler_manifests())
         if install_systems:
             self._install_systems()
             with self._locked():
-                self._apply(state, [obj for obj in rbac.manifests() if _namespace_of(obj) not in _OWN_NAMESPACES])
+                self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) not in own])
         return self._result(state, nodes, time.monotonic() - started, already_up=False)
 
     def _result(self, state: State, nodes: int, seconds: float, already_up: bool) -> UpResult:

@@ -258,7 +258,7 @@ class Identity:
 
 
 # The probe gets no group beyond system:authenticated (added by the API server): everything it may
-# do comes from the `outpost-probe` ClusterRole, which is what the e2e RBAC tests prove.
+# do comes from what `outpost rbac --env local` generates (outpost.rbac), which the e2e RBAC tests prove.
 IDENTITIES: tuple[Identity, ...] = (
     Identity("admin", "outpost-admin", ("system:masters",)),
     Identity("outpost-probe", "outpost-probe", ()),

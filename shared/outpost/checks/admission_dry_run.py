@@ -39,7 +39,17 @@ from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.client import admission_webhook_named
 from outpost.errors import MalformedResponse
-from outpost.kube import MUTATING_WEBHOOKS, PODS, Pod, WebhookConfiguration, collection_path, object_path, parse, ref
+from outpost.kube import (
+    MUTATING_WEBHOOKS,
+    PODS,
+    Pod,
+    WebhookConfiguration,
+    access,
+    collection_path,
+    object_path,
+    parse,
+    ref,
+)
 from outpost.kube.objects import Webhook
 from outpost.result import Result, Status
 
@@ -133,6 +143,14 @@ def fetch(cluster: Cluster, params: AdmissionDryRunParams) -> list[DryRunAnswer]
         answers.append(DryRunAnswer(case, path, response.status_code, response.text, response.elapsed_ms,
                                     configuration))
     return answers
+
+
+def declared_access(params: AdmissionDryRunParams) -> list[access.Access]:
+    """Each expected MutatingWebhookConfiguration by name, and `create pods` (always dryRun=All) in the
+    probe's own namespace only."""
+    needed: list[access.Access] = [access.get(MUTATING_WEBHOOKS, case.configuration) for case in params.systems]
+    needed.append(access.create(PODS, params.namespace))
+    return needed
 
 
 def missing_mutation(case: MutationCase, pod: Pod) -> list[str]:
@@ -251,4 +269,5 @@ CHECK = CheckSpec(
     params=AdmissionDryRunParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

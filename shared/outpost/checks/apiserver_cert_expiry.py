@@ -30,6 +30,7 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster, TlsProbe
+from outpost.kube import access
 from outpost.kube.certificates import (
     CertificateInfo,
     NotACertificate,
@@ -54,6 +55,11 @@ class ApiserverCertData:
 
 def fetch(cluster: Cluster, params: ApiserverCertExpiryParams) -> ApiserverCertData:
     return ApiserverCertData(cluster.tls_probe(read_unverified_chain=True))
+
+
+def declared_access(params: ApiserverCertExpiryParams) -> list[access.Access]:
+    """Nothing: a TLS handshake, no request is sent."""
+    return []
 
 
 def _chain(probe: TlsProbe) -> tuple[list[CertificateInfo], str | None]:
@@ -123,5 +129,6 @@ CHECK = CheckSpec(
     params=ApiserverCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
     extras=("certificates",),
 )

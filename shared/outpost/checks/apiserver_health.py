@@ -20,6 +20,7 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
+from outpost.kube import access
 from outpost.result import Result, Status
 
 NAME = "apiserver-health"
@@ -55,6 +56,10 @@ def fetch(cluster: Cluster, params: ApiserverHealthParams) -> ApiserverHealthDat
         return Endpoint(path, response.status_code, response.text)
 
     return ApiserverHealthData(livez=probe("/livez"), readyz=probe("/readyz"))
+
+
+def declared_access(params: ApiserverHealthParams) -> list[access.Access]:
+    return [access.non_resource("/livez"), access.non_resource("/readyz")]
 
 
 def parse_lines(body: str) -> list[dict[str, Any]]:
@@ -123,4 +128,5 @@ CHECK = CheckSpec(
     params=ApiserverHealthParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

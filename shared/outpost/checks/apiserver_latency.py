@@ -43,6 +43,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
+from outpost.kube import access
 from outpost.kube.histograms import Series, aggregate, delta, parse_histogram, quantile
 from outpost.result import Result, Status
 
@@ -125,6 +126,10 @@ def fetch(cluster: Cluster, params: ApiserverLatencyParams) -> Scrapes:
     after = _scrape(cluster, params.metrics_path)
     return Scrapes(after=after, before=before, interval_seconds=round(time.monotonic() - started, 3),
                    path=params.metrics_path)
+
+
+def declared_access(params: ApiserverLatencyParams) -> list[access.Access]:
+    return [access.non_resource(params.metrics_path)]
 
 
 def _labels(labels: tuple[tuple[str, str], ...]) -> str:
@@ -212,4 +217,5 @@ CHECK = CheckSpec(
     params=ApiserverLatencyParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

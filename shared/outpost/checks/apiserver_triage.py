@@ -40,6 +40,7 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster, TlsProbe
 from outpost.errors import ClusterTimeout, ClusterUnreachable, MalformedResponse
+from outpost.kube import access
 from outpost.kube.health import failing, parse_health_body
 from outpost.result import Result, Status
 
@@ -122,6 +123,11 @@ def fetch(cluster: Cluster, params: ApiserverTriageParams) -> TriageData:
                                  params.readyz_timeout_seconds)
     return TriageData(data.address, data.list_path, [*data.steps, listed, again],
                       again_body if again.status_code not in (None, 200) else data.readyz_body)
+
+
+def declared_access(params: ApiserverTriageParams) -> list[access.Access]:
+    """/readyz (public) and the LIST of `list_path` (TCP and TLS ask nothing of RBAC)."""
+    return [access.non_resource("/readyz"), access.of_path(params.list_path, "list")]
 
 
 def _request(cluster: Cluster, name: str, path: str, query: dict[str, str | int], accept: str,
@@ -237,4 +243,5 @@ CHECK = CheckSpec(
     params=ApiserverTriageParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

@@ -7,7 +7,7 @@ and every fetch be tested against a real API server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, TypeVar
@@ -15,6 +15,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from outpost.cluster import Cluster
+from outpost.kube.access import Access
 from outpost.result import Result
 
 Severity = Literal["critical", "warning"]
@@ -41,6 +42,9 @@ class CheckSpec(Generic[P, D]):
     params: type[P]
     fetch: Callable[[Cluster, P], D]
     evaluate: Callable[[D, P, datetime], Result]
+    access: Callable[[P], Sequence[Access]]
+    """Every request `fetch` may send for these params, in RBAC's terms (`outpost.kube.access`): what
+    `outpost rbac` grants the probe identity (or, for a job that writes, its own identity), and nothing more."""
     extras: tuple[str, ...] = ()
     """Optional dependency sets (pyproject.toml extras) the check needs beyond the core install, e.g.
     `certificates`; `outpost package` installs them only into bundles of environments that enable it."""

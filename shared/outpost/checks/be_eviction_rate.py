@@ -37,6 +37,7 @@ from outpost.kube import (
     PODS,
     Event,
     KubeObject,
+    access,
     collection_path,
     core_event_shape,
     object_path,
@@ -119,6 +120,16 @@ def fetch(cluster: Cluster, params: BeEvictionRateParams) -> BeEvictionData:
         pods[(namespace, name)] = PodQos(namespace, name, pod.metadata.labels.get(params.qos_label, ""))
     return BeEvictionData(path=path, events=events, pods=pods,
                           lookups_skipped=max(0, len(wanted) - params.max_pod_lookups))
+
+
+def declared_access(params: BeEvictionRateParams) -> list[access.Access]:
+    """The Events (LIST, by reason) and every pod they name (GET; any name, so in every namespace read)."""
+    kind = EVENTS if params.api == "core/v1" else EVENTS_K8S_IO
+    needed: list[access.Access] = [access.list_(kind, params.namespace)]
+    if params.max_pod_lookups > 0:
+        # An Event names pods of its own namespace: with `namespace` set, that namespace only.
+        needed.append(access.get(PODS, None, params.namespace, when="an eviction Event names a pod"))
+    return needed
 
 
 def koordlet_reason(message: str) -> str:
@@ -206,4 +217,5 @@ CHECK = CheckSpec(
     params=BeEvictionRateParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

@@ -26,11 +26,12 @@ from pydantic import Field
 from outpost.checks.base import Params
 from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_daemon_pods, read_nodes
+from outpost.kube import access
 from outpost.kube.daemons import DaemonPod, coverage
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import NodeFacts, NodeSelection, select_nodes
 from outpost.kube.objects import DaemonSet, parse
-from outpost.kube.paths import DAEMON_SETS, object_path
+from outpost.kube.paths import DAEMON_SETS, NODES, PODS, object_path
 from outpost.result import Result, Status
 
 
@@ -58,6 +59,13 @@ def fetch_coverage(cluster: Cluster, params: DaemonCoverageParams) -> DaemonCove
     nodes = read_nodes(cluster, params.nodes.label_query())
     pods = read_daemon_pods(cluster, params.namespace, params.pod_selector)
     return DaemonCoverageData(daemonset, tuple(nodes), tuple(pods))
+
+
+def declared_access(params: DaemonCoverageParams) -> list[access.Access]:
+    """The DaemonSet by name, every node (LIST), the agent's pods in its namespace (LIST)."""
+    return [access.get(DAEMON_SETS, params.daemonset, params.namespace),
+            access.list_(NODES),
+            access.list_(PODS, params.namespace)]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pydantic import Field, field_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.errors import ClusterError, ClusterResponseError
-from outpost.kube import POD_GROUPS, PodGroup, age_seconds, collection_path, parse_items, parse_label_selector
+from outpost.kube import POD_GROUPS, PodGroup, access, age_seconds, collection_path, parse_items, parse_label_selector
 from outpost.result import Result, Status
 
 NAME = "gang-scheduling"
@@ -69,6 +69,10 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
                                f"(HTTP 404 for {path}): is the PodGroup CRD installed? gangs not observed") from None
         raise
     return GangSchedulingData(path=path, pod_groups=parse_items(PodGroup, items, f"LIST {path}"))
+
+
+def declared_access(params: GangSchedulingParams) -> list[access.Access]:
+    return [access.list_(POD_GROUPS, params.namespace)]
 
 
 def _waiting_since(group: PodGroup) -> datetime | None:
@@ -146,4 +150,5 @@ CHECK = CheckSpec(
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

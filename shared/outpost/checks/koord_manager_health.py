@@ -53,4 +53,5 @@ CHECK = CheckSpec(
     params=KoordManagerHealthParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=manager_pods.declared_access,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from outpost.checks.base import CheckSpec
-from outpost.checks.daemon_coverage import DaemonCoverageParams, evaluator, fetch_coverage
+from outpost.checks.daemon_coverage import DaemonCoverageParams, declared_access, evaluator, fetch_coverage
 
 NAME = "koordlet-coverage"
 
@@ -41,4 +41,5 @@ CHECK = CheckSpec(
     params=KoordletCoverageParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

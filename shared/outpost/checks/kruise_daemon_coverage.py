@@ -11,8 +11,8 @@ default `NodeSelection` leaves them out). When OpenKruise runs with the feature 
 Per-node `/healthz` (opt-in, `probe_healthz`): through the API server's node proxy
 (`/api/v1/nodes/NODE:10221/proxy/healthz`), only for nodes whose kruise-daemon pod is ready, at most
 `healthz_concurrency` at once. Opt-in because it needs `get nodes/proxy`, which also reaches every
-kubelet's API: the probe identity gets it only from the separate ClusterRole
-`outpost-probe-node-proxy` (`outpost.rbac`), bound deliberately. Answers are classified by
+kubelet's API: `outpost rbac` generates the separate ClusterRole `outpost-probe-node-proxy`, with a
+warning, only for an environment that turns `probe_healthz` on. Answers are classified by
 `outpost.cluster.probes`: a non-2xx answer, a reset or a hang (while the API server itself answers)
 is the node's daemon failing; 401/403 (the role not bound), 429 or a dead API server is `error`.
 """
@@ -33,8 +33,12 @@ from outpost.checks.daemon_coverage import (
     fetch_coverage,
     judge_coverage,
 )
+from outpost.checks.daemon_coverage import (
+    declared_access as coverage_access,
+)
 from outpost.cluster import Cluster, node_proxy
 from outpost.cluster.probes import ProbeOutcome, ProbeTarget, probe_all
+from outpost.kube import access
 from outpost.kube.daemons import coverage
 from outpost.kube.messages import FIRST_NAMED, ref
 from outpost.kube.nodes import select_nodes
@@ -112,6 +116,14 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
                   details=details)
 
 
+def declared_access(params: KruiseDaemonCoverageParams) -> list[access.Access]:
+    """Coverage's reads; with `probe_healthz`, also the node proxy (reaches the kubelet API: powerful)."""
+    needed = coverage_access(params)
+    if params.probe_healthz:
+        needed.append(access.node_proxy())
+    return needed
+
+
 CHECK = CheckSpec(
     name=NAME,
     system="openkruise",
@@ -122,4 +134,5 @@ CHECK = CheckSpec(
     params=KruiseDaemonCoverageParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

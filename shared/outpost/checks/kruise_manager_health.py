@@ -54,4 +54,5 @@ CHECK = CheckSpec(
     params=KruiseManagerHealthParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=manager_pods.declared_access,
 )

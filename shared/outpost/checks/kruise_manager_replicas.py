@@ -19,7 +19,7 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
-from outpost.kube import DEPLOYMENTS, Deployment, object_path, observed, parse, ref
+from outpost.kube import DEPLOYMENTS, Deployment, access, object_path, observed, parse, ref
 from outpost.result import Result, Status
 
 NAME = "kruise-manager-replicas"
@@ -41,6 +41,10 @@ def fetch(cluster: Cluster, params: KruiseManagerReplicasParams) -> KruiseManage
     if raw is None:
         return KruiseManagerReplicasData(None)
     return KruiseManagerReplicasData(parse(Deployment, raw, f"deployment {params.namespace}/{params.deployment}"))
+
+
+def declared_access(params: KruiseManagerReplicasParams) -> list[access.Access]:
+    return [access.get(DEPLOYMENTS, params.deployment, params.namespace)]
 
 
 def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParams, now: datetime) -> Result:
@@ -76,4 +80,5 @@ CHECK = CheckSpec(
     params=KruiseManagerReplicasParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

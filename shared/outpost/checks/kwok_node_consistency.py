@@ -43,10 +43,11 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_nodes
+from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts, select_nodes
 from outpost.kube.objects import Lease, parse
-from outpost.kube.paths import LEASES, collection_path
+from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
 from outpost.result import Result, Status
 
@@ -78,6 +79,10 @@ def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
     path = collection_path(LEASES, params.lease_namespace)
     leases = tuple(parse(Lease, item, f"LIST {path}") for item in cluster.iter_list(path))
     return KwokNodeData(tuple(nodes), leases)
+
+
+def declared_access(params: KwokNodeConsistencyParams) -> list[access.Access]:
+    return [access.list_(NODES), access.list_(LEASES, params.lease_namespace)]
 
 
 def _named(errors: list[str], lines: list[str], what: str) -> None:
@@ -158,4 +163,5 @@ CHECK = CheckSpec(
     params=KwokNodeConsistencyParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

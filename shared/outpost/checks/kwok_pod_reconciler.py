@@ -6,7 +6,7 @@ only when the run completed:
 
 - opt-in (`CheckSpec.opt_in`): it does nothing unless the configuration enables it;
 - it writes under an identity of its own (the check's `cluster_auth`; the sandbox's `outpost-reconciler`),
-  whose RBAC is exactly what it does: get/list nodes, list pods, patch pods/status (`outpost.rbac`);
+  whose RBAC is exactly what it declares: list nodes, list pods, patch pods/status (`outpost.rbac`);
 - it moves only pods that are `Pending`, not being deleted, bound (`spec.nodeName` set) to a node the
   fake-node selector selects (annotation `kwok.x-k8s.io/node=fake` by default), and Pending for at least
   `min_pending_seconds` (a healthy kwok moves a pod within seconds; the job must not race it). Never a pod
@@ -41,6 +41,7 @@ from outpost.kube import (
     MetadataSelector,
     ObjectMeta,
     Pod,
+    access,
     age_seconds,
     collection_path,
     find_condition,
@@ -161,6 +162,16 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
     return data
 
 
+def declared_access(params: KwokPodReconcilerParams) -> list[access.Access]:
+    """Under its own write identity: LIST nodes and Pending pods, PATCH pods/status (nothing else)."""
+    scopes: list[str | None] = list(params.namespaces) or [None]
+    needed: list[access.Access] = [access.list_(NODES)]
+    needed += [access.list_(PODS, namespace) for namespace in scopes]
+    needed += [access.patch(PODS, "status", namespace, when="a Pending pod on a fake node is due")
+               for namespace in scopes]
+    return needed
+
+
 def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime) -> Result:
     verb = "would move" if data.dry_run else "moved"
     details: dict[str, Any] = {
@@ -203,6 +214,7 @@ CHECK = CheckSpec(
     params=KwokPodReconcilerParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
     writes=True,
     opt_in=True,
 )

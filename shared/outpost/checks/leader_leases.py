@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
-from outpost.kube import LEASES, PODS, Lease, Pod, collection_path, object_path, parse, parse_list, ref
+from outpost.kube import LEASES, PODS, Lease, Pod, access, collection_path, object_path, parse, parse_list, ref
 from outpost.kube.selectors import parse_label_selector
 from outpost.result import Result, Status
 
@@ -94,6 +94,13 @@ def fetch(cluster: Cluster, params: LeaderLeasesParams) -> LeaderLeasesData:
                               f"LIST {path}")
             candidates[key] = sorted(p.name for p in pods if p.status.phase == "Running" and not p.terminating)
     return LeaderLeasesData(leases, candidates)
+
+
+def declared_access(params: LeaderLeasesParams) -> list[access.Access]:
+    """Each Lease by name; the pods of each namespace with a holder selector (LIST)."""
+    needed: list[access.Access] = [access.get(LEASES, w.name, w.namespace) for w in params.leases]
+    needed += [access.list_(PODS, w.namespace) for w in params.leases if w.holder_selector]
+    return needed
 
 
 def _holder_pod(holder: str) -> str:
@@ -173,4 +180,5 @@ CHECK = CheckSpec(
     params=LeaderLeasesParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

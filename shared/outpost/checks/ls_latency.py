@@ -29,8 +29,9 @@ from pydantic import Field, field_validator, model_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster, Response, get_url
 from outpost.cluster.plain import check_url, safe_url
-from outpost.cluster.probes import api_server_answers
+from outpost.cluster.probes import CONTROL_PATH, api_server_answers
 from outpost.errors import ClusterAuthError, ClusterError, ClusterTimeout, ClusterUnreachable
+from outpost.kube import access
 from outpost.result import Result, Status
 
 NAME = "ls-latency"
@@ -163,6 +164,15 @@ def fetch(cluster: Cluster, params: LsLatencyParams) -> LsLatencyData:
     return LsLatencyData([_observe(cluster, endpoint) for endpoint in params.endpoints])
 
 
+def declared_access(params: LsLatencyParams) -> list[access.Access]:
+    """Each proxy path as the API server authorizes it (`services/proxy` by Service, `pods/proxy` by pod);
+    plain URLs ask nothing of the cluster. `/version` (public) tells a silent workload from a silent API server."""
+    needed: list[access.Access] = [access.of_path(e.proxy_path) for e in params.endpoints if e.proxy_path]
+    if needed:
+        needed.append(access.non_resource(CONTROL_PATH, when="an endpoint does not answer"))
+    return needed
+
+
 def _judge(obs: Observation) -> tuple[Status, str | None]:
     """(verdict, one-line message) for one endpoint; the message is None when it is fine."""
     e = obs.endpoint
@@ -227,4 +237,5 @@ CHECK = CheckSpec(
     params=LsLatencyParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

@@ -30,7 +30,18 @@ from pydantic import Field
 from outpost.checks.base import Params
 from outpost.cluster import Cluster, ProbeOutcome, ProbeTarget, pod_proxy, probe_all
 from outpost.errors import MalformedResponse
-from outpost.kube import DEPLOYMENTS, PODS, Deployment, Pod, collection_path, object_path, parse, parse_list, ref
+from outpost.kube import (
+    DEPLOYMENTS,
+    PODS,
+    Deployment,
+    Pod,
+    access,
+    collection_path,
+    object_path,
+    parse,
+    parse_list,
+    ref,
+)
 from outpost.result import Result, Status
 
 _FINISHED = ("Succeeded", "Failed")
@@ -83,6 +94,13 @@ def fetch(cluster: Cluster, params: ManagerPodsParams) -> ManagerPodsData:
     ]
     outcomes = probe_all(cluster, targets, timeout=params.timeout_seconds, concurrency=params.concurrency)
     return ManagerPodsData(deployment, pods, [f"{name} ({why})" for name, why in sorted(left_out.items())], outcomes)
+
+
+def declared_access(params: ManagerPodsParams) -> list[access.Access]:
+    """The Deployment by name, its pods (LIST by its selector) and their health port through the pod proxy."""
+    return [access.get(DEPLOYMENTS, params.deployment, params.namespace),
+            access.list_(PODS, params.namespace),
+            access.pod_proxy(params.namespace)]
 
 
 def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Result:

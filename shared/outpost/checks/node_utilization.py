@@ -26,8 +26,10 @@ from pydantic import Field, model_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_metrics_k8s, read_nodemetrics, read_nodes
+from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED
 from outpost.kube.nodes import NodeFacts, NodeSelection, UsageSample, select_nodes
+from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES
 from outpost.result import Result, Status
 
 NAME = "node-utilization"
@@ -63,6 +65,10 @@ def fetch(cluster: Cluster, params: NodeUtilizationParams) -> NodeUtilizationDat
     samples = read_nodemetrics(cluster, params.page_size) if params.source == "nodemetric" \
         else read_metrics_k8s(cluster)
     return NodeUtilizationData(tuple(nodes), tuple(samples))
+
+
+def declared_access(params: NodeUtilizationParams) -> list[access.Access]:
+    return [access.list_(NODES), access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S)]
 
 
 def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: datetime) -> Result:
@@ -126,4 +132,5 @@ CHECK = CheckSpec(
     params=NodeUtilizationParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

@@ -21,8 +21,10 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_nodemetrics, read_nodes
+from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named
 from outpost.kube.nodes import NodeFacts, NodeSelection, UsageSample, select_nodes
+from outpost.kube.paths import NODE_METRICS, NODES
 from outpost.result import Result, Status
 
 NAME = "nodemetric-freshness"
@@ -47,6 +49,10 @@ class NodeMetricFreshnessData:
 def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
     nodes = read_nodes(cluster, params.nodes.label_query())
     return NodeMetricFreshnessData(tuple(nodes), tuple(read_nodemetrics(cluster, params.page_size)))
+
+
+def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:
+    return [access.list_(NODES), access.list_(NODE_METRICS)]
 
 
 def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, now: datetime) -> Result:
@@ -112,4 +118,5 @@ CHECK = CheckSpec(
     params=NodeMetricFreshnessParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
 )

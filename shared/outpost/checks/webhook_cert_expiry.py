@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
+from outpost.kube import access
 from outpost.kube.certificates import (
     CertificateInfo,
     NotACertificate,
@@ -122,6 +123,15 @@ def fetch(cluster: Cluster, params: WebhookCertExpiryParams) -> WebhookCertData:
                                                 parse(WebhookConfiguration, raw, f"GET {path}")))
     secrets = [_serving_certificate(cluster, wanted) for wanted in params.serving_secrets]
     return WebhookCertData(configurations, secrets)
+
+
+def declared_access(params: WebhookCertExpiryParams) -> list[access.Access]:
+    """Each configuration by name, and each serving-certificate Secret by name in its namespace, nothing else."""
+    needed: list[access.Access] = [
+        access.get(MUTATING_WEBHOOKS if w.kind == "mutating" else VALIDATING_WEBHOOKS, w.name)
+        for w in params.configurations]
+    needed += [access.get(SECRETS, s.name, s.namespace) for s in params.serving_secrets]
+    return needed
 
 
 def _serving_certificate(cluster: Cluster, wanted: ServingSecretRef) -> SecretSeen:
@@ -244,5 +254,6 @@ CHECK = CheckSpec(
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
+    access=declared_access,
     extras=("certificates",),
 )

@@ -43,6 +43,7 @@ from outpost.kube import (
     Kind,
     Service,
     WebhookConfiguration,
+    access,
     collection_path,
     object_path,
     parse,
@@ -120,6 +121,19 @@ def _read_endpoints(cluster: Cluster, params: WebhookServiceParams) -> ReadyEndp
     return ready_endpoints(params.service, slices, endpoints)
 
 
+def declared_access(params: WebhookServiceParams) -> list[access.Access]:
+    """The health path through the service proxy, the Service, its EndpointSlices, the configurations."""
+    wiring = params.wiring()
+    return [
+        access.service_proxy(params.namespace, params.service, params.port, params.scheme),
+        access.get(SERVICES, params.service, params.namespace),
+        *(access.get(kind, name) for kind, name in wiring.configurations()),
+        access.list_(ENDPOINT_SLICES, params.namespace),
+        access.get(ENDPOINTS, params.service, params.namespace,
+                   when="the Service has no EndpointSlice (discovery.k8s.io not served, or the Service deleted)"),
+    ]
+
+
 def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookServiceParams,
              now: datetime) -> Result:
     wiring = params.wiring()
@@ -150,4 +164,5 @@ def make_check(name: str, system: str, fails_when: str,
         params=params,
         fetch=fetch,
         evaluate=partial(evaluate, name, system),
+        access=declared_access,
     )

@@ -133,7 +133,8 @@ def object_path(kind: Kind, name: str, namespace: str | None = None, subresource
     return path
 
 
-def _target(name: str, port: int | str | None, scheme: Scheme | None) -> str:
+def proxy_target(name: str, port: int | str | None = None, scheme: Scheme | None = None) -> str:
+    """The proxy path segment `[https:]NAME[:PORT]`: also the object name RBAC sees for the request."""
     if not name or "/" in name:
         raise ValueError(f"invalid object name for a proxy path: {name!r}")
     prefix = f"{scheme}:" if scheme == "https" else ""
@@ -147,13 +148,13 @@ def _tail(path: str) -> str:
 
 def service_proxy(namespace: str, name: str, port: int | str | None = None, path: str = "",
                   scheme: Scheme | None = None) -> str:
-    return f"/api/v1/namespaces/{namespace}/services/{_target(name, port, scheme)}/proxy/{_tail(path)}"
+    return f"/api/v1/namespaces/{namespace}/services/{proxy_target(name, port, scheme)}/proxy/{_tail(path)}"
 
 
 def pod_proxy(namespace: str, name: str, port: int | str | None = None, path: str = "",
               scheme: Scheme | None = None) -> str:
-    return f"/api/v1/namespaces/{namespace}/pods/{_target(name, port, scheme)}/proxy/{_tail(path)}"
+    return f"/api/v1/namespaces/{namespace}/pods/{proxy_target(name, port, scheme)}/proxy/{_tail(path)}"
 
 
 def node_proxy(name: str, port: int | str | None = None, path: str = "", scheme: Scheme | None = None) -> str:
-    return f"/api/v1/nodes/{_target(name, port, scheme)}/proxy/{_tail(path)}"
+    return f"/api/v1/nodes/{proxy_target(name, port, scheme)}/proxy/{_tail(path)}"

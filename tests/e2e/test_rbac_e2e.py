@@ -1,0 +1,225 @@
+"""The probe's generated RBAC (`outpost rbac --env local`) on the real sandbox: sufficient, minimal, nothing else.
+
+- the sandbox's probe identity holds exactly the generated Roles and ClusterRole (compared rule for rule);
+- sufficient: `outpost run --all` on the local environment, as the probe, is ok for every enabled check;
+- minimal: for each generated rule a healthy cluster exercises, the role without that rule turns at least one
+  of the checks that declared it to `error` (only those checks run; the rule is restored after each); a rule
+  only sent in some situations (a fallback, an answer naming objects) is listed by the generator as such and
+  asserted here to be exactly the known ones;
+- nothing else: Secrets other than the named certificates, other namespaces, other objects, other verbs, the
+  node proxy and non-resource URLs not declared answer 403 to the probe.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+import yaml
+
+from outpost import rbac
+from outpost.config import Settings, parse_settings
+from outpost.result import Status
+from outpost.runner import run_check
+
+if TYPE_CHECKING:
+    from conftest import SandboxInfo
+
+pytestmark = pytest.mark.sandbox
+LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
+SANDBOX_HOME = "~/.outpost/sandbox/"
+RBAC_PROPAGATION_SECONDS = 20.0
+
+
+def _pointed_at(value: Any, state_dir: Path) -> Any:
+    if isinstance(value, dict):
+        return {key: _pointed_at(item, state_dir) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_pointed_at(item, state_dir) for item in value]
+    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
+        return str(state_dir / value.removeprefix(SANDBOX_HOME))
+    return value
+
+
+@pytest.fixture(scope="module")
+def local(sandbox: SandboxInfo) -> Settings:
+    """The local environment as shipped, its sandbox paths pointed at this session's sandbox."""
+    return parse_settings(_pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir), "local.yaml")
+
+
+def _admin(sandbox: SandboxInfo) -> httpx.Client:
+    return _client(sandbox, sandbox.admin_token)
+
+
+def _client(sandbox: SandboxInfo, token: str) -> httpx.Client:
+    return httpx.Client(base_url=sandbox.server, verify=ssl.create_default_context(cafile=str(sandbox.ca_path)),
+                        timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+
+def _allowed(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant) -> bool:
+    """SubjectAccessReview: may the probe do what `grant` grants (its first verb and name)?"""
+    spec: dict[str, Any] = {"user": rbac.PROBE_USER, "groups": ["system:authenticated"]}
+    if isinstance(grant, rbac.UrlGrant):
+        spec["nonResourceAttributes"] = {"path": grant.path, "verb": "get"}
+    else:
+        resource, _, subresource = grant.resource.partition("/")
+        attributes: dict[str, Any] = {"group": grant.group, "resource": resource, "verb": grant.verbs[0]}
+        if subresource:
+            attributes["subresource"] = subresource
+        if namespace:
+            attributes["namespace"] = namespace
+        if grant.names:
+            attributes["name"] = grant.names[0]
+        spec["resourceAttributes"] = attributes
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+    answer = client.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review)
+    answer.raise_for_status()
+    return bool(answer.json()["status"].get("allowed"))
+
+
+def _wait_until(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant,
+                allowed: bool) -> None:
+    deadline = time.monotonic() + RBAC_PROPAGATION_SECONDS
+    while _allowed(client, namespace, grant) != allowed:
+        assert time.monotonic() < deadline, (
+            f"{grant.rule()} in {namespace or 'the ClusterRole'}: the probe still {'is not' if allowed else 'is'} "
+            f"allowed after {RBAC_PROPAGATION_SECONDS:g} s (granted elsewhere, or the change not in effect)")
+        time.sleep(0.2)
+
+
+def _replace(sandbox: SandboxInfo, role: dict[str, Any], name: str) -> None:
+    """Replace the role as a whole (its rules are one atomic list)."""
+    manifest = sandbox.state_dir / f"e2e-rbac-{name}.json"
+    manifest.write_text(json.dumps(role))
+    sandbox.kubectl("replace", "-f", str(manifest))
+
+
+def _role_of(manifests: list[dict[str, Any]], namespace: str | None) -> dict[str, Any]:
+    kind = "Role" if namespace else "ClusterRole"
+    return next(m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == rbac.PROBE_ROLE
+                and m["metadata"].get("namespace") == namespace)
+
+
+def test_the_sandbox_probe_holds_exactly_the_generated_roles(sandbox: SandboxInfo, local: Settings) -> None:
+    generated = rbac.manifests(local)
+    roles = [m for m in generated if m["kind"] in ("Role", "ClusterRole")]
+    assert roles, "the local environment generates no role"
+    for role in roles:
+        namespace = role["metadata"].get("namespace")
+        args = ["get", role["kind"].lower(), role["metadata"]["name"], "-o", "json"]
+        live = json.loads(sandbox.kubectl(*args, *(["-n", namespace] if namespace else [])).stdout)
+        assert live["rules"] == role["rules"], f"{role['kind']} {namespace}/{role['metadata']['name']}"
+
+
+def test_generated_rbac_is_sufficient_every_enabled_check_is_ok(local: Settings) -> None:
+    results = {name: run_check(local, name, report=False, log=False) for name in local.enabled_checks()}
+    not_ok = {name: (r.status.value, r.summary) for name, r in results.items() if r.status is not Status.OK}
+    assert not not_ok, json.dumps(not_ok, indent=1)
+
+
+def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: SandboxInfo, local: Settings) -> None:
+    generated = rbac.plan(rbac.declared(local))
+    manifests = rbac.manifests(local)
+    exercised = [(ns, grant) for ns, grant in generated.rules() if not grant.when]
+    situational = sorted((ns or "", grant.rule().get("resources", [""])[0], tuple(grant.checks))
+                         for ns, grant in generated.rules() if grant.when)
+    # Sent only in some situations, so a healthy cluster cannot show them needed: exactly these.
+    assert situational == [
+        ("", "pods", ("be-eviction-rate",)),  # GET of the pods eviction Events name
+        ("koordinator-system", "endpoints", ("koord-webhook",)),  # no EndpointSlice for the Service
+        ("kruise-system", "endpoints", ("kruise-webhook",)),
+    ]
+    assert len(exercised) >= 20
+    unbroken: list[str] = []
+    with _admin(sandbox) as admin:
+        for namespace, grant in exercised:
+            role = _role_of(manifests, namespace)
+            without = {**role, "rules": [r for r in role["rules"] if r != grant.rule()]}
+            assert len(without["rules"]) == len(role["rules"]) - 1
+            _replace(sandbox, without, "without")
+            try:
+                _wait_until(admin, namespace, grant, allowed=False)
+                results = [run_check(local, name, report=False, log=False) for name in grant.checks]
+                if not any(r.status is Status.ERROR for r in results):
+                    unbroken.append(f"{namespace or 'cluster'}: {grant.rule()} -> "
+                                    + "; ".join(f"{r.check} {r.status.value}" for r in results))
+            finally:
+                _replace(sandbox, role, "restore")
+                _wait_until(admin, namespace, grant, allowed=True)
+    assert not unbroken, "rules no check needs:\n" + "\n".join(unbroken)
+
+
+# (verb, resource[/name], namespace or None) the probe must NOT be allowed.
+FORBIDDEN = [
+    ("list", "secrets", "koordinator-system"),
+    ("get", "secrets/koord-scheduler-token", "koordinator-system"),
+    ("get", "secrets/webhook-certs", "kruise-system"),
+    ("list", "secrets", None),
+    ("get", "secrets/kruise-webhook-certs", "default"),
+    ("watch", "secrets", "kruise-system"),
+    ("get", "configmaps", "kube-system"),
+    ("list", "pods", None),
+    ("list", "pods", "kube-system"),
+    ("get", "deployments.apps/koord-scheduler", "koordinator-system"),
+    ("list", "deployments.apps", "kruise-system"),
+    ("watch", "nodes", None),
+    ("get", "nodes/proxy", None),
+    ("get", "pods/proxy", "kube-system"),
+    ("get", "services/proxy", "koordinator-system"),
+    ("create", "pods", "default"),
+    ("create", "pods", "koordinator-system"),
+    ("delete", "pods", "outpost-probe"),
+    ("patch", "pods/status", "default"),
+    ("get", "leases.coordination.k8s.io/kube-scheduler", "kube-system"),
+    ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
+    ("get", "serviceaccounts", "default"),
+    ("create", "serviceaccounts/token", "default"),
+]
+ALLOWED = [
+    ("get", "secrets/webhook-certs", "koordinator-system"),
+    ("list", "nodes", None),
+    ("create", "pods", "outpost-probe"),
+    ("get", "deployments.apps/koord-manager", "koordinator-system"),
+]
+
+
+def _can_i(sandbox: SandboxInfo, verb: str, what: str, namespace: str | None) -> bool:
+    args = ["auth", "can-i", verb, what, *(["-n", namespace] if namespace else ["--all-namespaces"])]
+    if what.endswith("/proxy") or what.endswith("/status") or what.endswith("/token"):
+        resource, _, sub = what.rpartition("/")
+        args = ["auth", "can-i", verb, resource, f"--subresource={sub}",
+                *(["-n", namespace] if namespace else ["--all-namespaces"])]
+    answer = sandbox.kubectl(*args, probe=True, check=False)
+    word = (answer.stdout.split() or [""])[0]
+    assert word in ("yes", "no"), f"kubectl auth can-i: {answer.stdout} {answer.stderr}"
+    return word == "yes"
+
+
+@pytest.mark.parametrize(("verb", "what", "namespace"), FORBIDDEN)
+def test_undeclared_access_is_refused(sandbox: SandboxInfo, verb: str, what: str, namespace: str | None) -> None:
+    assert not _can_i(sandbox, verb, what, namespace)
+
+
+@pytest.mark.parametrize(("verb", "what", "namespace"), ALLOWED)
+def test_declared_access_is_allowed(sandbox: SandboxInfo, verb: str, what: str, namespace: str | None) -> None:
+    assert _can_i(sandbox, verb, what, namespace)
+
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/namespaces/koordinator-system/secrets",
+    "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs-other",
+    "/api/v1/secrets",
+    "/api/v1/configmaps",
+    "/apis/apps/v1/namespaces/kube-system/deployments",
+    "/debug/pprof/",
+    "/logs/",
+    "/metrics/slis",
+])
+def test_direct_gets_of_what_no_check_reads_answer_403(sandbox: SandboxInfo, path: str) -> None:
+    with _client(sandbox, sandbox.probe_token) as probe:
+        assert probe.get(path).status_code == 403
