@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ from outpost.cluster.client import Query, Response
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.writer import ClusterWriter
 from outpost.config import KubeconfigAuth
-from outpost.errors import ClusterError, ClusterResponseError
+from outpost.errors import ClusterAuthError, ClusterError, ClusterResponseError
 from outpost.kube.paths import kind_of, object_path
 
 FIELD_MANAGER = "outpost-sandbox"
@@ -45,6 +46,9 @@ def _call(action: Callable[[], T]) -> T:
     """Run one client call, turning the core's `ClusterError` into `SandboxApiError`."""
     try:
         return action()
+    except ClusterAuthError as error:  # 401/403 (the core raises them; no status attribute): keep the status
+        refused = re.search(r"HTTP (401|403)\b", str(error))
+        raise SandboxApiError(str(error), int(refused.group(1)) if refused else 0) from None
     except ClusterError as error:
         raise SandboxApiError(str(error), error.status_code if isinstance(error, ClusterResponseError) else 0) from None
 

@@ -14,6 +14,7 @@ from outpost_sandbox.backends.behaviour import (
     read_behaviour,
     write_behaviour,
 )
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.faults.base import (
     APF_LOAD_USER,
     APF_NAME,
@@ -61,11 +62,26 @@ def overload_apply(ctx: FaultContext) -> dict[str, Any]:
     write_behaviour(ctx.sdir, data)
     with ctx.kube.impersonating(_impersonation(subject)) as as_subject:
         def rejected() -> bool:
-            codes = [as_subject.raw("/api/v1/namespaces/default/pods", limit="1").status_code for _ in range(3)]
+            codes = [_list_status(as_subject) for _ in range(3)]
             return all(c == 429 for c in codes)
 
         wait_for(f"429 for {spec}'s LIST", 30, rejected)
     return {"subject": spec}
+
+
+_PROBED_LIST = "/api/v1/namespaces/default/pods"
+
+
+def _list_status(as_subject: Kube) -> int:
+    """The status of one LIST as the subject. Priority and Fairness judges a request before authorization,
+    so a subject that may not list pods there (the probe's least-privilege RBAC) still shows the fault: 429
+    while it is active, 403 (admitted, then refused by RBAC) once it is healed."""
+    try:
+        return as_subject.raw(_PROBED_LIST, limit="1").status_code
+    except SandboxApiError as error:
+        if error.status in (401, 403):
+            return error.status
+        raise
 
 
 def _impersonation(subject: dict[str, Any]) -> dict[str, str]:
@@ -85,4 +101,4 @@ def overload_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     ctx.kube.delete(object_path(PRIORITY_LEVELS, APF_NAME))
     with ctx.kube.impersonating(_impersonation(_subject(undo["subject"]))) as as_subject:
         wait_for("LIST no longer rejected with 429", 30,
-              lambda: as_subject.raw("/api/v1/namespaces/default/pods", limit="1").status_code != 429)
+              lambda: _list_status(as_subject) != 429)
