@@ -39,7 +39,10 @@ def get_traffic(sandbox: SandboxInfo) -> Iterator[None]:
 
     def keep_getting() -> None:
         while not stop.is_set():
-            sandbox.kubectl("get", "node", "kwok-node-0", probe=True, check=False, timeout=10)
+            # A GET the probe's generated RBAC allows (koord-manager-health reads it): a refused request is
+            # not timed by the request-duration histogram.
+            sandbox.kubectl("get", "deployment", "koord-manager", "-n", "koordinator-system", probe=True,
+                            check=False, timeout=10)
             stop.wait(0.2)
 
     worker = threading.Thread(target=keep_getting, daemon=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from generated_rbac import probe_granted_for
 from managers_e2e import broken, heartbeat_env, run_once, write_config
 
 from outpost.result import Status
@@ -59,7 +60,8 @@ def test_the_deployment_absent_is_failed_naming_it(tmp_path: Path, sandbox: Sand
     """A cluster set up another way (here: a name that does not exist) is named, not taken as healthy."""
     monkeypatch.setenv(heartbeat_env(CHECK), receiver.url_for(CHECK))
     config = write_config(tmp_path, sandbox, CHECK, {"deployment": "kruise-manager"})
-    result = run_once(config, CHECK)
+    with probe_granted_for(sandbox, config):  # an environment configured so: `get` on that name, 404 here
+        result = run_once(config, CHECK)
     assert result.status is Status.FAILED
     assert result.errors[0].startswith("deployment kruise-system/kruise-manager: not found")
     assert receiver.pings_for(CHECK) == 0

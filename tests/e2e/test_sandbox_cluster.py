@@ -148,7 +148,11 @@ def test_probe_identity_is_read_only_and_sees_health(sandbox: SandboxInfo, probe
     assert created.status_code == 403
     can = sandbox.kubectl("auth", "can-i", "list", "secrets", "-A", probe=True, check=False)
     assert can.stdout.strip() == "no"
+    # The service proxy only by Service name, in its namespace (the generated RBAC): not across namespaces.
     can = sandbox.kubectl("auth", "can-i", "get", "services/proxy", "-A", probe=True, check=False)
+    assert can.stdout.strip() == "no"
+    can = sandbox.kubectl("auth", "can-i", "get", "services/https:kruise-webhook-service:443", "--subresource=proxy",
+                          "-n", "kruise-system", probe=True, check=False)
     assert can.stdout.strip() == "yes"
 
 

@@ -305,14 +305,17 @@ def test_leader_lease_stale(sb: Any) -> None:
 
 # ---- API server -----------------------------------------------------------------------------------
 def test_apiserver_overload_429_for_the_probe_while_readyz_200(sb: Any) -> None:
-    assert status_of(sb, "/api/v1/pods?limit=1") == 200
+    # A LIST the probe's generated RBAC allows (the node checks'), and one it does not: Priority and
+    # Fairness rejects both before authorization while the fault is on.
+    allowed, refused = "/api/v1/nodes?limit=1", "/api/v1/namespaces/default/pods?limit=1"
+    assert (status_of(sb, allowed), status_of(sb, refused)) == (200, 403)
     brk(sb, "apiserver-overload", "user:outpost-probe")
-    codes = [status_of(sb, "/api/v1/namespaces/default/pods?limit=1") for _ in range(5)]
-    assert codes == [429] * 5
+    codes = [status_of(sb, path) for _ in range(3) for path in (allowed, refused)]
+    assert codes == [429] * 6
     assert status_of(sb, "/readyz") == 200  # health endpoints are exempt from APF
     assert status_of(sb, "/api/v1/pods?limit=1", admin=True) == 200  # system:masters is exempt
     heal(sb, "apiserver-overload")
-    assert status_of(sb, "/api/v1/pods?limit=1") == 200
+    assert (status_of(sb, allowed), status_of(sb, refused)) == (200, 403)
 
 
 def _ca_bundle_days(sb: Any) -> float:
