@@ -109,7 +109,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [
         {"name": c.name, "system": c.system, "layer": c.layer, "severity": c.severity,
          "schedule": f"every {c.schedule_minutes} min", "fails_when": c.fails_when}
-        for c in registry.CHECKS + registry.JOBS
+        for c in registry.checks() + registry.jobs()
     ]
     if args.json:
         print(json.dumps(rows, indent=2))
