@@ -207,8 +207,9 @@ def alarm_name(environment: str, check: str) -> str:
     return f"{function_name(environment, check)}-errors"
 
 
-def deployment_problems(settings: Settings, source: Path | None = None) -> list[str]:
-    """Every reason `settings` cannot be deployed, as `path: reason` lines (empty: deployable or local-only)."""
+def deployment_problems(settings: Settings, source: Path | None = None, only: str | None = None) -> list[str]:
+    """Every reason `settings` cannot be deployed, as `path: reason` lines (empty: deployable or local-only);
+    `only`: the per-check rules of that check alone (a function's cold start, `settings.load_settings`)."""
     deploy = settings.deploy
     if deploy is None:
         return []
@@ -221,11 +222,11 @@ def deployment_problems(settings: Settings, source: Path | None = None) -> list[
         problems.append(f"environment: {env!r} must match its file name {source.name!r} (a stage deploys "
                         "infra/environments/<stage>.yaml)")
     problems += _region_problems(settings)
-    problems += _check_problems(settings)
+    problems += _check_problems(settings, only)
     problems += _secret_problems(settings)
     problems += _auth_problems(settings)
     problems += _arn_problems(settings)
-    problems += _cloud_functions_problems(settings)
+    problems += _cloud_functions_problems(settings, only)
     for path, what, name, limit in generated_names(settings):
         if len(name) > limit:
             fits = limit - (len(name) - len(env))
@@ -243,8 +244,8 @@ def _region_problems(settings: Settings) -> list[str]:
     return [f"deploy.region: not a {settings.deploy.platform} region name (e.g. {example})"]
 
 
-def _check_problems(settings: Settings) -> list[str]:
-    enabled = [name for name in settings.enabled_checks() if name in registry.names()]
+def _check_problems(settings: Settings, only: str | None = None) -> list[str]:
+    enabled = [name for name in settings.enabled_checks() if name in registry.names() and only in (None, name)]
     if not settings.enabled_checks():
         return ["checks: a deployable environment enables at least one check"]
     problems: list[str] = []
@@ -364,7 +365,7 @@ def _arn_problems(settings: Settings) -> list[str]:
     return problems
 
 
-def _cloud_functions_problems(settings: Settings) -> list[str]:
+def _cloud_functions_problems(settings: Settings, only: str | None = None) -> list[str]:
     """Cloud Functions (infra/gcp): the project to deploy into, and schedules Cloud Scheduler's cron can keep."""
     deploy = settings.deploy
     assert deploy is not None
@@ -377,6 +378,8 @@ def _cloud_functions_problems(settings: Settings) -> list[str]:
         problems.append("deploy.project: not a Google Cloud project id (6 to 30 characters: lower-case letters, "
                         "digits, hyphens; starts with a letter)")
     for name in settings.enabled_checks():
+        if only not in (None, name):
+            continue
         if name in registry.names() and cron_schedule(schedule_minutes(settings, name)) is None:
             problems.append(f"checks.{name}.schedule_minutes: {schedule_minutes(settings, name)} cannot be a Cloud "
                             "Scheduler cron period (it must divide 60, or be whole hours dividing 24)")

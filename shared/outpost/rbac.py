@@ -123,7 +123,7 @@ class Plan:
 
 def declared(settings: Settings, *, jobs: bool = False) -> list[tuple[str, Access]]:
     """(check, access) of every enabled check (or, with `jobs`, every enabled job), for its configured params."""
-    wanted = {spec.name for spec in (registry.JOBS if jobs else registry.CHECKS)}
+    wanted = {spec.name for spec in (registry.jobs() if jobs else registry.checks())}
     found: list[tuple[str, Access]] = []
     for name in settings.enabled_checks():
         if name in wanted:

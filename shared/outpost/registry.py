@@ -1,77 +1,77 @@
-"""The catalogue: one explicit, ordered tuple of every check Outpost ships.
+"""The catalogue: one explicit, ordered table of every check Outpost ships, imported only when asked for.
 
-Explicit on purpose (no decorators, no package scanning): adding a check is one import and one line
-here, visible in review, and `outpost list` is exactly this tuple.
+Explicit on purpose (no decorators, no package scanning): adding a check is one line here, visible in
+review, and `outpost list` is exactly this table in this order.
+
+Lazy on purpose: each check is a row `name -> module`, and the module is imported the first time the
+check is asked for (`get`). A function runs one check, so its cold start imports that check's module and
+the core, not the other nineteen (`names()` imports nothing). Commands that need every check
+(`outpost list`, `validate`, `rbac`) call `checks()` / `jobs()`, which import them all.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, Final
 
-from outpost.checks import (
-    admission_dry_run,
-    apiserver_cert_expiry,
-    apiserver_health,
-    apiserver_latency,
-    apiserver_triage,
-    be_eviction_rate,
-    gang_scheduling,
-    koord_manager_health,
-    koord_webhook,
-    koordlet_coverage,
-    kruise_daemon_coverage,
-    kruise_manager_health,
-    kruise_manager_replicas,
-    kruise_webhook,
-    kwok_node_consistency,
-    kwok_pod_reconciler,
-    leader_leases,
-    ls_latency,
-    node_utilization,
-    nodemetric_freshness,
-    webhook_cert_expiry,
-)
 from outpost.checks.base import CheckSpec
 
-CHECKS: tuple[CheckSpec[Any, Any], ...] = (
-    koord_manager_health.CHECK,
-    koord_webhook.CHECK,
-    koordlet_coverage.CHECK,
-    nodemetric_freshness.CHECK,
-    ls_latency.CHECK,
-    be_eviction_rate.CHECK,
-    gang_scheduling.CHECK,
-    node_utilization.CHECK,
-    apiserver_health.CHECK,
-    apiserver_triage.CHECK,
-    apiserver_latency.CHECK,
-    apiserver_cert_expiry.CHECK,
-    kwok_node_consistency.CHECK,
-    kruise_manager_health.CHECK,
-    kruise_webhook.CHECK,
-    kruise_daemon_coverage.CHECK,
-    kruise_manager_replicas.CHECK,
-    leader_leases.CHECK,
-    admission_dry_run.CHECK,
-    webhook_cert_expiry.CHECK,
+_CHECK_MODULES: Final[tuple[tuple[str, str], ...]] = (
+    ("koord-manager-health", "koord_manager_health"),
+    ("koord-webhook", "koord_webhook"),
+    ("koordlet-coverage", "koordlet_coverage"),
+    ("nodemetric-freshness", "nodemetric_freshness"),
+    ("ls-latency", "ls_latency"),
+    ("be-eviction-rate", "be_eviction_rate"),
+    ("gang-scheduling", "gang_scheduling"),
+    ("node-utilization", "node_utilization"),
+    ("apiserver-health", "apiserver_health"),
+    ("apiserver-triage", "apiserver_triage"),
+    ("apiserver-latency", "apiserver_latency"),
+    ("apiserver-cert-expiry", "apiserver_cert_expiry"),
+    ("kwok-node-consistency", "kwok_node_consistency"),
+    ("kruise-manager-health", "kruise_manager_health"),
+    ("kruise-webhook", "kruise_webhook"),
+    ("kruise-daemon-coverage", "kruise_daemon_coverage"),
+    ("kruise-manager-replicas", "kruise_manager_replicas"),
+    ("leader-leases", "leader_leases"),
+    ("admission-dry-run", "admission_dry_run"),
+    ("webhook-cert-expiry", "webhook_cert_expiry"),
 )
+"""The checks of the catalogue, in SPEC.md's order: (check name, module under `outpost.checks`)."""
 
-JOBS: tuple[CheckSpec[Any, Any], ...] = (
-    kwok_pod_reconciler.CHECK,
+_JOB_MODULES: Final[tuple[tuple[str, str], ...]] = (
+    ("kwok-pod-reconciler", "kwok_pod_reconciler"),
 )
 """Jobs are not checks of the catalogue (they change the cluster) but run exactly like one: configured,
 scheduled, deployed and reported the same way, under `outpost run NAME`."""
 
-_BY_NAME: dict[str, CheckSpec[Any, Any]] = {check.name: check for check in CHECKS + JOBS}
+_MODULES: Final[dict[str, str]] = dict(_CHECK_MODULES + _JOB_MODULES)
 
 
 def names() -> list[str]:
-    return [check.name for check in CHECKS + JOBS]
+    """Every check's and job's name, in catalogue order (imports no check)."""
+    return list(_MODULES)
 
 
 def get(name: str) -> CheckSpec[Any, Any]:
-    """The check called `name`; KeyError with the known names otherwise."""
+    """The check called `name` (its module imported now if it was not yet); KeyError with the known names
+    otherwise."""
     try:
-        return _BY_NAME[name]
+        module = _MODULES[name]
     except KeyError:
         raise KeyError(f"unknown check {name!r} (known: {', '.join(names())})") from None
+    spec: CheckSpec[Any, Any] = importlib.import_module(f"outpost.checks.{module}").CHECK
+    if spec.name != name:  # a row pointing at the wrong module must not run another check under this name
+        raise RuntimeError(f"registry row {name!r} names module {module!r}, whose check is {spec.name!r}")
+    return spec
+
+
+def checks() -> tuple[CheckSpec[Any, Any], ...]:
+    """Every check of the catalogue, in order (imports them all)."""
+    return tuple(get(name) for name, _ in _CHECK_MODULES)
+
+
+def jobs() -> tuple[CheckSpec[Any, Any], ...]:
+    """Every job (imports them all)."""
+    return tuple(get(name) for name, _ in _JOB_MODULES)

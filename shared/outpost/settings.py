@@ -35,8 +35,13 @@ CONFIG_ENV = "OUTPOST_CONFIG"
 ENVIRONMENT_ENV = "OUTPOST_ENV"
 
 
-def load_settings(path: str | os.PathLike[str]) -> Settings:
-    """Read and fully validate one environment file; ConfigError lists every bad field."""
+def load_settings(path: str | os.PathLike[str], only: str | None = None) -> Settings:
+    """Read and fully validate one environment file; ConfigError lists every bad field.
+
+    `only` (a function's cold start) judges the check-specific rules (params, deploy rules) of that one
+    check: the function runs nothing else, and every other check's were judged by `outpost validate`, by
+    packaging and by its own function's cold start. The rest of the file is validated whole either way.
+    """
     file = Path(path).expanduser()
     raw = read_settings_file(file)
     problems: list[str] = []
@@ -46,10 +51,10 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
     except ConfigError as error:
         problems += error.problems
     # Parameters are checked even when the shape failed elsewhere, so one run names every problem.
-    problems += check_problems(raw)
+    problems += check_problems(raw, only)
     if settings is not None:
         problems += timeout_problems(settings)
-        problems += deployment_problems(settings, file)
+        problems += deployment_problems(settings, file, only)
     if problems or settings is None:
         raise ConfigError(f"configuration {file} is invalid", sorted(dict.fromkeys(problems)))
     return settings
@@ -69,13 +74,18 @@ def _params_context(raw: Any) -> dict[str, float]:
     return {PARAMS_DEADLINE: float(default)} if deadline is None else {}
 
 
-def check_problems(raw: Any) -> list[str]:
-    """Unknown check names and bad `params`, as `checks.NAME...: reason` lines."""
+def check_problems(raw: Any, only: str | None = None) -> list[str]:
+    """Unknown check names and bad `params` (of check `only`, when given), as `checks.NAME...: reason` lines."""
     checks = raw.get("checks") if isinstance(raw, dict) else None
     if not isinstance(checks, dict):
         return []
     problems = []
     for name, entry in checks.items():
+        if str(name) not in registry.names():
+            problems.append(f"checks.{name}: unknown check {str(name)!r} (known: {', '.join(registry.names())})")
+            continue
+        if only is not None and str(name) != only:
+            continue  # importing another check's module just to judge its params is that check's cold start
         try:
             spec = registry.get(str(name))
         except KeyError as error:
@@ -89,13 +99,14 @@ def check_problems(raw: Any) -> list[str]:
     return problems
 
 
-def settings_from_environment(environ: dict[str, str] | None = None) -> Settings:
-    """Cold-start loading: $OUTPOST_CONFIG (a path) or $OUTPOST_ENV (infra/environments/<env>.yaml)."""
+def settings_from_environment(environ: dict[str, str] | None = None, only: str | None = None) -> Settings:
+    """Cold-start loading: $OUTPOST_CONFIG (a path) or $OUTPOST_ENV (infra/environments/<env>.yaml); `only`:
+    the function's own check (`load_settings`)."""
     env = os.environ if environ is None else environ
     if env.get(CONFIG_ENV):
-        return load_settings(env[CONFIG_ENV])
+        return load_settings(env[CONFIG_ENV], only)
     if env.get(ENVIRONMENT_ENV):
-        return load_settings(environment_file(env[ENVIRONMENT_ENV]))
+        return load_settings(environment_file(env[ENVIRONMENT_ENV]), only)
     raise ConfigError(f"no configuration: set {CONFIG_ENV} to a file or {ENVIRONMENT_ENV} to an environment name")
 
 

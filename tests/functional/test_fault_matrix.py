@@ -604,7 +604,7 @@ def test_an_exception_in_a_check_is_an_error_result(env: Env, monkeypatch: pytes
         raise ZeroDivisionError(f"oops {API_TOKEN}\nsecond line")
 
     spec = apiserver_health.CHECK
-    monkeypatch.setattr("outpost.registry._BY_NAME", {spec.name: type(spec)(**{**spec.__dict__, "evaluate": broken})})
+    monkeypatch.setattr(apiserver_health, "CHECK", type(spec)(**{**spec.__dict__, "evaluate": broken}))
     result = run_check(healthy_token_settings(env), "apiserver-health", log=False)
     assert result.status is Status.ERROR
     assert result.summary == "apiserver-health: internal error ZeroDivisionError: oops ***"

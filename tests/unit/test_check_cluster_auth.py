@@ -102,11 +102,11 @@ def test_jobs_run_like_checks() -> None:
     from outpost import registry
 
     root = Path(__file__).resolve().parents[2]
-    assert [job.name for job in registry.JOBS] == [JOB]
+    assert [job.name for job in registry.jobs()] == [JOB]
     assert JOB in registry.names()
     assert registry.get(JOB).writes
     assert registry.get(JOB).opt_in
-    assert JOB not in [check.name for check in registry.CHECKS]  # not a row of the check catalogue
+    assert JOB not in [check.name for check in registry.checks()]  # not a row of the check catalogue
     assert (root / "functions" / "kwok_pod_reconciler" / "main.py").is_file()
     local = load_settings(root / "infra" / "environments" / "local.yaml")
     assert JOB in local.enabled_checks()

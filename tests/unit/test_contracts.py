@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from outpost.registry import CHECKS
+from outpost.registry import checks
 from outpost_sandbox.faults import FAULTS, TARGET_CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "docs" / "checks.md"
 LOCAL = ROOT / "infra" / "environments" / "local.yaml"
+CHECKS = checks()
 REGISTERED = [check.name for check in CHECKS]
 _ROW = re.compile(r"^\| `(?P<name>[a-z0-9-]+)` \| (?P<system>[^|]+) \| (?P<layer>[^|]+) "
                   r"\| (?P<severity>critical|warning) \| (?P<fails>.+) \|$")

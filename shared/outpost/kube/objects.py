@@ -32,9 +32,13 @@ from outpost.kube.timestamps import age_seconds
 
 
 class View(BaseModel):
-    """Base of every view: camelCase aliases, snake_case names, frozen, unknown fields ignored."""
+    """Base of every view: camelCase aliases, snake_case names, frozen, unknown fields ignored.
 
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True, alias_generator=to_camel)
+    `defer_build`: a view's validator is built when it is first used, not at import, so a function's cold
+    start pays only for the kinds its one check reads (building all of them took most of the import)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True, alias_generator=to_camel,
+                              defer_build=True)
 
 
 # -- metadata -------------------------------------------------------------------------------------

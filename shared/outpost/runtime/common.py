@@ -38,18 +38,19 @@ class CheckUnhealthy(OutpostError):
 
 
 @functools.lru_cache(maxsize=8)
-def _load(config: str | None, environment: str | None) -> Settings:
+def _load(config: str | None, environment: str | None, check_name: str) -> Settings:
     environ = {key: value for key, value in ((CONFIG_ENV, config), (ENVIRONMENT_ENV, environment)) if value}
-    return settings_from_environment(environ)
+    # Only this function's check is imported and judged: its cold start is one check, not the catalogue.
+    return settings_from_environment(environ, only=check_name)
 
 
 def cold_start_settings(check_name: str) -> Settings:
     """The process's settings, validated for `check_name`; raises ConfigError loudly otherwise."""
-    settings = _load(os.environ.get(CONFIG_ENV), os.environ.get(ENVIRONMENT_ENV))
     if check_name not in registry.names():
         raise ConfigError(
             f"entry point for unknown check {check_name!r}", [f"checks.{check_name}: not in the catalogue"]
         )
+    settings = _load(os.environ.get(CONFIG_ENV), os.environ.get(ENVIRONMENT_ENV), check_name)
     configured = settings.checks.get(check_name)
     if configured is None or not configured.enabled:
         state = "not configured" if configured is None else "disabled"
