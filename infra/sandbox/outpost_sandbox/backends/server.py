@@ -328,14 +328,13 @@ class Daemon:
                 return
             started = loop.time()
             try:
-                pods = await self.kube.get("/api/v1/pods")
+                items = await self.kube.list("/api/v1/pods")
                 services = await self.kube.get("/api/v1/services")
                 slices = await self.kube.get("/apis/discovery.k8s.io/v1/endpointslices")
             except SandboxApiError as exc:
                 log.error("pod index refresh failed: %s", exc)
                 return
             self._last_refresh = loop.time()
-            items = pods.get("items") or []
             self.index.rebuild(items)
             self.index.rebuild_services(services.get("items") or [], slices.get("items") or [])
             by_sel: dict[str, list[str]] = {}
@@ -514,7 +513,7 @@ class Daemon:
 
     async def _nodemetrics_once(self) -> float:
         """Write every node's NodeMetric once; returns the report interval to wait before the next round."""
-        nodes = (await self.kube.get("/api/v1/nodes")).get("items") or []
+        nodes = await self.kube.list("/api/v1/nodes")
         interval = int(max(NODEMETRIC_REFRESH_S, len(nodes) / NODEMETRIC_WRITES_PER_S))
         stale = set(self.behaviour.get("stale_nodemetrics") or [])
         ratio = float(self.behaviour.get("cpu_ratio", 0.62))
@@ -522,7 +521,7 @@ class Daemon:
         # removes it once the node is deleted, even if this loop wrote it a moment after) and pruned here.
         names = {node["metadata"]["name"] for node in nodes}
         written: dict[str, tuple[Any, Any]] = {}  # name -> (collect policy, owner uids) as last written
-        for metric in (await self.kube.get(NODEMETRICS)).get("items") or []:
+        for metric in await self.kube.list(NODEMETRICS):
             if metric["metadata"]["name"] not in names:
                 await self.kube.delete(f"{NODEMETRICS}/{metric['metadata']['name']}")
             else:
