@@ -67,6 +67,119 @@ SERVICE_CIDR = "10.96.0.0/16"
 ADVERTISE_ADDRESS = "10.245.255.254"
 MAX_NODES = 65000
 NODE_LEASE_SECONDS = 40
+"""The kubelet's default nodeLeaseDurationSeconds, which kwok uses up to `SCALE_PROFILES[0].max_nodes`."""
+
+
+@dataclass(frozen=True)
+class ScaleProfile:
+    """How the control plane and kwok are tuned for a sandbox of up to `max_nodes` fake nodes.
+
+    Why: every fake node costs the one machine what a real node costs a real control plane, above all
+    its Lease renewal (a kubelet renews every leaseDuration/4 = 10 s: 5,000 nodes are 500 writes a
+    second, each fanned out to every Lease watcher). A real 5,000-node control plane has many cores
+    for that; this one has 2, so past a few hundred nodes the renewals queue behind each other, Leases
+    lag past --node-monitor-grace-period and the node lifecycle controller marks healthy nodes
+    NotReady (and their pods NotReady with them). Large clusters are tuned exactly here: a longer
+    node lease (kubelet `nodeLeaseDurationSeconds`) with a grace period and startup grace to match
+    (kube-controller-manager `--node-monitor-grace-period`, `--node-startup-grace-period`), more
+    workers where work queues up behind API latency, more client QPS for the controllers that
+    create and bind one pod per node. Each tier keeps the renewal rate (4 x nodes / lease) at or
+    under ~50 writes a second. `None` leaves the component's own default.
+
+    The first tier is the sandbox as it always was (kubelet and controller-manager defaults): the
+    e2e tests and every fault run there, so failure detection keeps its real timing (a Lease is
+    stale after 40 s, the node NotReady 50 s after its last renewal).
+    """
+
+    max_nodes: int
+    node_lease_seconds: int
+    """kwok --node-lease-duration-seconds (kubelet nodeLeaseDurationSeconds); kwok renews every quarter."""
+    node_monitor_grace_seconds: int | None = None
+    """kube-controller-manager --node-monitor-grace-period (default 50 s against the default 40 s
+    lease: 1.25 leases). Kept at 1.25 leases: as many missed renewals tolerated as upstream tolerates."""
+    node_startup_grace_seconds: int | None = None
+    """--node-startup-grace-period (default 60 s): how long a node created without a Ready condition
+    may wait for kwok's first Lease and node-initialize; at 5,000 nodes kwok works through minutes of
+    node creations, so it is at least the grace period."""
+    node_monitor_period_seconds: int | None = None
+    """--node-monitor-period (default 5 s): each pass walks every node; with minutes of grace, a
+    pass every 10 s detects as well and costs half."""
+    kwok_parallelism: int | None = None
+    """kwok's nodeLeaseParallelism, nodePlayStageParallelism and podPlayStageParallelism (default 4
+    each): its workers wait on the API server, and its client has no rate limit, so more workers
+    hide latency instead of adding load. Needed at bring-up: 5,000 Leases, 5,000 node-initialize
+    and 10,000 pod-ready patches."""
+    scheduler_qps: tuple[int, int] | None = None
+    """kube-scheduler --kube-api-qps/--kube-api-burst (default 50/100): one DaemonSet pod per node
+    per DaemonSet is 10,000 bindings at 5,000 nodes, over 3 minutes at 50 a second."""
+    install_timeout_seconds: float = 240.0
+    """How long `up` waits for the extension systems to be ready (10,000 DaemonSet pods to create,
+    bind and make Ready at 5,000 nodes)."""
+
+    def controller_manager_flags(self) -> list[str]:
+        flags = []
+        if self.node_monitor_grace_seconds is not None:
+            flags.append(f"--node-monitor-grace-period={self.node_monitor_grace_seconds}s")
+        if self.node_startup_grace_seconds is not None:
+            flags.append(f"--node-startup-grace-period={self.node_startup_grace_seconds}s")
+        if self.node_monitor_period_seconds is not None:
+            flags.append(f"--node-monitor-period={self.node_monitor_period_seconds}s")
+        return flags
+
+    def scheduler_flags(self) -> list[str]:
+        if self.scheduler_qps is None:
+            return []
+        qps, burst = self.scheduler_qps
+        return [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
+
+    def kwok_configuration(self) -> str | None:
+        """A KwokConfiguration document, or None to run kwok with its defaults.
+
+        kwok applies no defaults to a configuration it loads from a file (v0.8.0 `config.Load`
+        unmarshals and converts only), so every option is spelled out, the untuned ones with
+        upstream's default values (`pkg/apis/config/v1alpha1/zz_generated.defaults.go`); the
+        command-line flags still override cidr, the node selector and the lease duration.
+        """
+        if self.kwok_parallelism is None:
+            return None
+        options = {
+            "cidr": POD_CIDR,
+            "manageAllNodes": False,
+            "enableDebuggingHandlers": True,
+            "enableContentionProfiling": False,
+            "enableProfilingHandler": True,
+            "nodeLeaseParallelism": self.kwok_parallelism,
+            "nodePlayStageParallelism": self.kwok_parallelism,
+            "podPlayStageParallelism": self.kwok_parallelism,
+            "podsOnNodeSyncParallelism": 1,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
+        }
+        return yaml.safe_dump({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
+                               "options": options}, sort_keys=False)
+
+
+SCALE_PROFILES = (
+    # As upstream ships every default: what the e2e tests and faults run against (50 renewals/s at 500 nodes).
+    ScaleProfile(max_nodes=500, node_lease_seconds=NODE_LEASE_SECONDS),
+    # 160 s lease, renewed every 40 s: 50 renewals/s at 2,000 nodes.
+    ScaleProfile(max_nodes=2000, node_lease_seconds=160, node_monitor_grace_seconds=200,
+                 node_startup_grace_seconds=200, kwok_parallelism=16, scheduler_qps=(100, 200),
+                 install_timeout_seconds=480.0),
+    # 400 s lease, renewed every 100 s: 50 renewals/s at 5,000 nodes (measured on 2 cores; beyond
+    # 5,000 the rate grows again and the machine, not this table, is the limit).
+    ScaleProfile(max_nodes=MAX_NODES, node_lease_seconds=400, node_monitor_grace_seconds=500,
+                 node_startup_grace_seconds=500, node_monitor_period_seconds=10, kwok_parallelism=16,
+                 scheduler_qps=(100, 200), install_timeout_seconds=900.0),
+)
+KWOK_LEASE_DURATIONS = frozenset(profile.node_lease_seconds for profile in SCALE_PROFILES)
+"""A node Lease with one of these durations is kwok's (a sandbox may have been grown from one tier to the next);
+the node-lease-stale fault takes one over with a far longer one."""
+
+
+def scale_profile(nodes: int) -> ScaleProfile:
+    """The tuning for a sandbox that has (had) `nodes` fake nodes."""
+    return next(profile for profile in SCALE_PROFILES if nodes <= profile.max_nodes)
 
 # Seconds between SIGTERM and SIGKILL unless a component's spec says otherwise: etcd gets the full
 # grace to close its database cleanly.
@@ -519,7 +632,7 @@ class Sandbox:
         return SandboxError(message, component, log_tail=tail(path, 40), log_path=path)
 
     def _wait(self, what: str, component: str, timeout: float, predicate: Callable[[], bool],
-              watch: tuple[str, ...] = ()) -> None:
+              watch: tuple[str, ...] = (), interval: float = 0.5) -> None:
         """Poll `predicate` until true; fail fast if a watched process dies, name `component` on
         timeout."""
         def watched_alive_and_true() -> bool:
@@ -528,7 +641,8 @@ class Sandbox:
                     raise self._error(f"{name} exited while waiting for {what}", name)
             return predicate()
 
-        poll_until(what, timeout, watched_alive_and_true, fail=lambda message: self._error(message, component))
+        poll_until(what, timeout, watched_alive_and_true, interval=interval,
+                   fail=lambda message: self._error(message, component))
 
     # Configuration files -----------------------------------------------------------------------
     def _kubeconfig_text(self, server: str, user: str, token: str, context: str) -> str:
@@ -573,6 +687,11 @@ class Sandbox:
         kwok_dir = self.state_dir / "kwok"
         kwok_dir.mkdir(parents=True, exist_ok=True)
         (kwok_dir / "stages.yaml").write_text(STAGES_YAML)
+        kwok_configuration = scale_profile(state.nodes).kwok_configuration()
+        if kwok_configuration is None:
+            (kwok_dir / "kwok.yaml").unlink(missing_ok=True)
+        else:
+            (kwok_dir / "kwok.yaml").write_text(kwok_configuration)
         link = self.state_dir / "bin"
         if link.is_symlink() or link.exists():
             if link.is_symlink() and os.readlink(link) == state.bin_dir:
@@ -656,6 +775,7 @@ class Sandbox:
             # (needs a kubelet/CSI) have nothing to act on.
             "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
             "--kube-api-qps=200", "--kube-api-burst=400",
+            *scale_profile(state.nodes).controller_manager_flags(),
         ], None
 
     def _scheduler_argv(self, state: State) -> Argv:
@@ -664,6 +784,7 @@ class Sandbox:
             str(b / "kube-scheduler"),
             *self._serving_flags(kc / "kube-scheduler.kubeconfig", p.scheduler),
             "--leader-elect=false",
+            *scale_profile(state.nodes).scheduler_flags(),
         ], None
 
     def _kwok_argv(self, state: State) -> Argv:
@@ -672,13 +793,17 @@ class Sandbox:
         # kwok also reads ~/.kwok/kwok.yaml if present; a private work dir keeps a user's own
         # kwok setup out of the sandbox.
         env["KWOK_WORKDIR"] = str(sd / "kwok")
+        profile = scale_profile(state.nodes)
+        configs = [sd / "kwok" / "stages.yaml"]
+        if profile.kwok_configuration() is not None:
+            configs.append(sd / "kwok" / "kwok.yaml")
         return [
             str(b / "kwok"),
             f"--kubeconfig={kc / 'kwok.kubeconfig'}",
-            f"--config={sd / 'kwok' / 'stages.yaml'}",
+            *(f"--config={path}" for path in configs),
             f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
             f"--cidr={POD_CIDR}",
-            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            f"--node-lease-duration-seconds={profile.node_lease_seconds}",
             # At INFO kwok logs every lease renewal (5000 nodes: ~500 JSON lines a second),
             # which costs more CPU than the simulation itself.
             "-v=WARN",
@@ -702,9 +827,15 @@ class Sandbox:
             self._claim_machine()
             bin_dir = ensure_binaries(self.log)
             any_alive = any(self.procs.alive(c) for c in COMPONENTS)
+            retune: list[str] = []
             if state is None:
                 state = State(ports=Ports.allocate(), bin_dir=str(bin_dir), nodes=nodes)
             else:
+                if scale_profile(max(state.nodes, nodes)) != scale_profile(state.nodes):
+                    # Grown into the next tier in place: the components tuned by node count are restarted
+                    # with its flags before the new nodes come (kwok releases its Leases on the way, so
+                    # the new kwok takes every one over at once, with the new duration).
+                    retune = [name for name in TUNED_COMPONENTS if self.procs.alive(name)]
                 if not any_alive:
                     # Nothing of ours runs: pick the binaries just built and move off any port
                     # someone else took meanwhile.
@@ -715,6 +846,11 @@ class Sandbox:
             self.pki.ensure(state.advertise_address)
             self._save_state(state)
             self._write_configs(state)
+            if retune:
+                self.log(f"retuning {', '.join(retune)} for {state.nodes} nodes "
+                         f"(node lease {scale_profile(state.nodes).node_lease_seconds} s)")
+            for name in reversed(retune):
+                self.procs.stop(name, timeout=COMPONENT_SPECS[name].stop_grace)
             for name in COMPONENTS:
                 if not self.procs.alive(name):
                     self._start(name, state)
@@ -730,7 +866,7 @@ class Sandbox:
             self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) in own])
             self._apply(state, rbac.reconciler_manifests())
         if install_systems:
-            self._install_systems()
+            self._install_systems(scale_profile(state.nodes).install_timeout_seconds)
             with self._locked():
                 self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) not in own])
         return self._result(state, nodes, time.monotonic() - started, already_up=False)
@@ -798,8 +934,8 @@ class Sandbox:
     def _kwok_node_leases(api: Kube) -> list[dict[str, Any]] | None:
         """The node Leases kwok is to renew, held or released, or None if they could not be listed.
 
-        A Lease with another duration is not kwok's: the node-lease-stale fault takes one over with
-        a long one. A released Lease is, and counts: a new kwok sometimes fails to take one over on
+        A Lease with a duration no scale profile gives kwok is not kwok's: the node-lease-stale fault
+        takes one over with a long one. A released Lease is, and counts: a new kwok sometimes fails to take one over on
         its first try (its Lease cache is not filled yet) and retries only later.
         """
         try:
@@ -809,7 +945,7 @@ class Sandbox:
                 raise  # no answer at all: the caller decides
             return None
         return [lease for lease in leases
-                if (lease.get("spec") or {}).get("leaseDurationSeconds") == NODE_LEASE_SECONDS]
+                if (lease.get("spec") or {}).get("leaseDurationSeconds") in KWOK_LEASE_DURATIONS]
 
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._api(state, timeout=30) as api:
@@ -882,7 +1018,10 @@ class Sandbox:
                 self.log(f"{ready}/{nodes} fake nodes Ready")
             return ready >= nodes
 
-        self._wait(f"{nodes} fake nodes Ready", "kwok", limit, all_ready, watch=("kube-apiserver", "kwok"))
+        # Each try lists every node (about 4 KB each): at 5,000 nodes a list every half second would
+        # take a core of its own from the components it waits for.
+        self._wait(f"{nodes} fake nodes Ready", "kwok", limit, all_ready, watch=("kube-apiserver", "kwok"),
+                   interval=max(0.5, nodes / 1000))
 
     def _apply(self, state: State, objects: list[dict[str, Any]]) -> None:
         """Server-side apply: creates or updates, so re-running `up` converges."""
@@ -911,8 +1050,8 @@ class Sandbox:
         if MACHINE_CLAIM.exists() and Path(MACHINE_CLAIM.read_text().strip()) == self.state_dir:
             MACHINE_CLAIM.unlink()
 
-    def _install_systems(self) -> None:
-        systems.install(self.kubeconfig, self.state_dir)
+    def _install_systems(self, timeout: float = systems.INSTALL_TIMEOUT_S) -> None:
+        systems.install(self.kubeconfig, self.state_dir, timeout=timeout)
 
     def _uninstall_systems(self) -> None:
         """Stop what `systems.install` started outside the control plane (backend daemon,
@@ -1055,6 +1194,8 @@ COMPONENT_SPECS: dict[str, ComponentSpec] = {spec.name: spec for spec in (
 """In start order (etcd first); `down` stops them in reverse."""
 
 COMPONENTS = tuple(COMPONENT_SPECS)
+TUNED_COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
+"""The components whose flags depend on the node count (`ScaleProfile`), in start order."""
 
 
 def up(nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None,

@@ -144,6 +144,11 @@ class AsyncKube:
     async def get(self, path: str) -> Any:
         return await self._run(lambda: self.kube.get(path))
 
+    async def list(self, path: str) -> list[dict[str, Any]]:
+        """Every item of a collection, page by page: at 5,000 nodes the 10,000 DaemonSet pods are more
+        than one response may carry (the client's cap)."""
+        return await self._run(lambda: self.kube.list(path))
+
     async def apply(self, obj: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         return await self._run(lambda: self.kube.apply(obj, subresource))
 
