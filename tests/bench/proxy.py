@@ -256,19 +256,22 @@ class CountingProxy:
 
         def serve() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._loop = loop
             self._server = loop.run_until_complete(asyncio.start_server(
                 self._handle, self._listen_host, 0, ssl=self._server_context, limit=1 << 20))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
-            loop.run_forever()
-            self._server.close()
-            pending = asyncio.all_tasks(loop)
-            for task in pending:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(self._server.wait_closed())
-            loop.close()
+            try:
+                loop.run_forever()
+                self._server.close()
+                pending = asyncio.all_tasks(loop)
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(self._server.wait_closed())
+            finally:
+                loop.close()
 
         self._thread = threading.Thread(target=serve, name="bench-proxy", daemon=True)
         self._thread.start()
@@ -290,23 +293,28 @@ class CountingProxy:
     async def _handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         with self._lock:
             self._connections += 1
+        writers = [client_writer]
+        tasks: list[asyncio.Task[None]] = []
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection(
                 self.upstream_host, self.upstream_port, ssl=self._client_context,
                 server_hostname=self.upstream_host, limit=1 << 20)
+            writers.append(upstream_writer)
+            tasks = [asyncio.create_task(self._client_to_server(client_reader, upstream_writer)),
+                     asyncio.create_task(self._server_to_client(upstream_reader, client_writer))]
+            # Either side closing ends the connection: HTTP clients do not half-close, and the API server closes
+            # only when it is done with the connection.
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         except OSError:
-            client_writer.close()
-            return
-        to_server = asyncio.create_task(self._client_to_server(client_reader, upstream_writer))
-        to_client = asyncio.create_task(self._server_to_client(upstream_reader, client_writer))
-        # Either side closing ends the connection: HTTP clients do not half-close, and the API server closes
-        # only when it is done with the connection.
-        _done, pending = await asyncio.wait({to_server, to_client}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        for writer in (client_writer, upstream_writer):
-            with contextlib.suppress(Exception):
+            pass
+        finally:
+            for task in tasks:
+                task.cancel()
+            for writer in writers:
                 writer.close()
+            for writer in writers:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait_for(writer.wait_closed(), 2)
 
     async def _client_to_server(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         framer = RequestFramer()
