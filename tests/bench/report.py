@@ -19,6 +19,7 @@ class Figures:
     apiserver_cpu_seconds: float
     ok: bool
     note: str = ""
+    request_lines: tuple[str, ...] = ()
 
 
 def times(theirs: float, ours: float) -> float:
@@ -100,3 +101,13 @@ def raw_rows(figures: Sequence[Figures]) -> list[list[str]]:
     return [[f.contender, seconds_text(f.wall_seconds), size_text(f.bytes_received), str(f.requests),
              f"{f.peak_rss_kib / 1024:.0f} MB", seconds_text(f.apiserver_cpu_seconds),
              ("ok" if f.ok else "NOT OK") + (f" ({f.note})" if f.note else "")] for f in figures]
+
+
+def request_summary(lines: Sequence[str], limit: int = 8, width: int = 110) -> str:
+    """The distinct requests in order of first use, with how often each was sent, e.g. 'GET /api/v1/nodes x2'."""
+    counted: dict[str, int] = {}
+    for line in lines:
+        counted[line] = counted.get(line, 0) + 1
+    shown = [line[:width] + (f" x{count}" if count > 1 else "") for line, count in list(counted.items())[:limit]]
+    more = len(counted) - limit
+    return "; ".join(shown) + (f"; and {more} other distinct request(s)" if more > 0 else "")

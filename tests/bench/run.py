@@ -174,7 +174,7 @@ class Bench:
         counts: Counts = box[0]
         ok, note = judge(process)
         return Figures(contender, process.wall_seconds, counts.bytes_to_client, counts.requests,
-                       process.peak_rss_kib, max(0.0, api_cpu), ok, note)
+                       process.peak_rss_kib, max(0.0, api_cpu), ok, note, counts.request_lines)
 
     # The three contenders -------------------------------------------------------------------------------------
     def outpost(self, check: str, config: Path) -> Figures:
@@ -227,6 +227,7 @@ def median_figures(samples: Sequence[Figures]) -> Figures:
         statistics.median(s.apiserver_cpu_seconds for s in samples),
         all(s.ok for s in samples),
         next((s.note for s in samples if s.note), ""),
+        first.request_lines,
     )
 
 
@@ -409,6 +410,8 @@ def print_side_by_side(scenario: str, figures: list[Figures], nodes: int, covera
             f"{report.seconds_text(pipeline.apiserver_cpu_seconds)} "
             f"({report.target_text(ours.apiserver_cpu_seconds < pipeline.apiserver_cpu_seconds)})")
     say(report.table(report.RAW_HEADERS, report.raw_rows(figures)))
+    for each in figures:
+        say(f"  {each.contender} sent: {report.request_summary(each.request_lines)}")
 
 
 def make_pending_pods(admin: Any, count: int, nodes: int) -> None:
@@ -480,7 +483,7 @@ def reconciler_scenario(bench: Bench, admin: Any, state_dir: Path, nodes: int, p
         note = f"{ready} Pending before, {left} after"
         figures.append(Figures(result.contender, result.wall_seconds, result.bytes_received, result.requests,
                                result.peak_rss_kib, result.apiserver_cpu_seconds, result.ok and left == 0,
-                               "; ".join(n for n in (result.note, note) if n)))
+                               "; ".join(n for n in (result.note, note) if n), result.request_lines))
         delete_bench_pods(admin)
     return figures
 

@@ -155,6 +155,12 @@ def test_ratio_rows_put_outpost_in_the_denominator() -> None:
     assert report.ratio_rows(ours, [pipeline]) == [["kubectl / outpost", "50.0x", "2.00x", "10.0x", "2.00x", "n/a"]]
 
 
+def test_request_summary_counts_repeats_in_order_of_first_use() -> None:
+    lines = ["GET /api", "GET /api/v1/nodes", "GET /api", "PATCH /p"]
+    assert report.request_summary(lines) == "GET /api x2; GET /api/v1/nodes; PATCH /p"
+    assert report.request_summary(lines, limit=1) == "GET /api x2; and 2 other distinct request(s)"
+
+
 def test_table_aligns_columns() -> None:
     assert report.table(("a", "bb"), [["x", "1"], ["yyy", "22"]]).splitlines() == [
         "a    bb", "---  --", "x     1", "yyy  22"]
