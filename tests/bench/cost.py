@@ -3,8 +3,10 @@
 Model (printed with the figures, so a reader can redo the arithmetic):
 - every check runs every minute (the catalogue's most frequent schedule, applied to all: an upper bound), i.e.
   `INVOCATIONS_PER_MONTH` requests per function;
-- billed duration per invocation = measured handler time (secret fetch, the check, the heartbeat) and, in the
-  cold figure, the measured init (the entry module's import: Lambda bills the init phase too), rounded up to 1 ms;
+- billed duration per invocation, rounded up to 1 ms: warm = a second invocation in the same process (the check
+  and the heartbeat; secrets are cached per cold start); cold = the init (the entry module's import: Lambda bills
+  the init phase too) plus the first invocation (the secret fetch with its lazy boto3 import, the check, the
+  heartbeat). An every-minute schedule keeps an instance warm most of the time: the truth is near the warm figure;
 - duration at another memory size: Lambda gives a function CPU in proportion to its memory (one full vCPU at
   `FULL_VCPU_MB`). The measured time is split into CPU time (user + system of the process) and waiting (network,
   the API server); waiting is taken as unchanged and CPU time as scaled by `FULL_VCPU_MB / memory` below one vCPU.
@@ -35,7 +37,8 @@ INVOCATIONS_PER_MONTH: Final = 60 * 24 * 365 // 12  # every minute: 43,800
 
 @dataclass(frozen=True)
 class RunSample:
-    """One check's measured run in a fresh interpreter: init = entry module import, run = the handler."""
+    """One check's measured runs in a fresh interpreter: init = the entry module's import, run = the first
+    invocation, warm = the second."""
 
     check: str
     init_seconds: float
@@ -43,6 +46,8 @@ class RunSample:
     run_seconds: float
     run_cpu_seconds: float
     peak_rss_mb: float
+    warm_seconds: float
+    warm_cpu_seconds: float
 
 
 def smallest_size_mb(peak_rss_mb: float) -> int:
@@ -62,9 +67,11 @@ def invocation_usd(seconds: float, memory_mb: int) -> float:
 
 
 def monthly_usd(sample: RunSample, memory_mb: int, cold: bool) -> float:
-    seconds = scaled_seconds(sample.run_seconds, sample.run_cpu_seconds, memory_mb)
     if cold:
-        seconds += scaled_seconds(sample.init_seconds, sample.init_cpu_seconds, memory_mb)
+        seconds = (scaled_seconds(sample.init_seconds, sample.init_cpu_seconds, memory_mb)
+                   + scaled_seconds(sample.run_seconds, sample.run_cpu_seconds, memory_mb))
+    else:
+        seconds = scaled_seconds(sample.warm_seconds, sample.warm_cpu_seconds, memory_mb)
     return INVOCATIONS_PER_MONTH * invocation_usd(seconds, memory_mb)
 
 
@@ -82,9 +89,9 @@ class CheckCost:
 
 
 def cheapest(sample: RunSample) -> CheckCost:
-    """The size (among those that hold the process) with the lowest monthly cost, cold starts included."""
+    """The size (among those that hold the process) with the lowest monthly cost when warm."""
     floor = smallest_size_mb(sample.peak_rss_mb)
-    best = min(candidate_sizes(floor), key=lambda size: (monthly_usd(sample, size, cold=True), size))
+    best = min(candidate_sizes(floor), key=lambda size: (monthly_usd(sample, size, cold=False), size))
     return CheckCost(sample.check, best, monthly_usd(sample, best, cold=False), monthly_usd(sample, best, cold=True))
 
 

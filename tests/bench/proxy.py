@@ -349,6 +349,7 @@ def throwaway_tls(directory: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLCont
     """A serving context for the proxy from a CA made here and now (never the sandbox's keys), and that CA's file.
 
     The contenders' kubeconfigs trust only this CA, so they verify TLS to the proxy exactly as to an API server.
+    Valid for a year, so apiserver-cert-expiry (which judges the chain it is presented: the proxy's) is healthy.
     """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -361,7 +362,7 @@ def throwaway_tls(directory: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLCont
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outpost-bench-proxy-ca")])
     ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
                .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
                .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                             data_encipherment=False, key_agreement=False, key_cert_sign=True,
@@ -371,7 +372,7 @@ def throwaway_tls(directory: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLCont
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outpost-bench-proxy")]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
             .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host)),
                                                         x509.DNSName("localhost")]), critical=False)
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

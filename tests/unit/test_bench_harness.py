@@ -185,13 +185,13 @@ def test_invocation_cost_is_billed_per_ms_and_gb_second_plus_the_request() -> No
 
 
 def test_catalogue_cost_per_month() -> None:
-    sample = cost.RunSample("c", init_seconds=0.5, init_cpu_seconds=0.5, run_seconds=0.2, run_cpu_seconds=0.05,
-                            peak_rss_mb=50)
+    sample = cost.RunSample("c", init_seconds=0.5, init_cpu_seconds=0.5, run_seconds=0.6, run_cpu_seconds=0.4,
+                            peak_rss_mb=50, warm_seconds=0.2, warm_cpu_seconds=0.05)
     chosen = cost.cheapest(sample)
     assert chosen.memory_mb == 128  # below one vCPU the smallest fitting size is the cheapest
     warm_seconds = 0.15 + 0.05 * 1769 / 128
     assert chosen.warm_usd == pytest.approx(43_800 * cost.invocation_usd(warm_seconds, 128))
-    cold_seconds = warm_seconds + 0.5 * 1769 / 128
+    cold_seconds = 0.5 * 1769 / 128 + 0.2 + 0.4 * 1769 / 128
     assert chosen.cold_usd == pytest.approx(43_800 * cost.invocation_usd(cold_seconds, 128))
     costs, warm, cold = cost.catalogue([sample, sample])
     assert len(costs) == 2
