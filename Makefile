@@ -13,11 +13,12 @@ STAMP := $(VENV)/.installed
 setup: system-packages python sandbox-binaries tools
 
 # iproute2 gives `ip netns`/veth for the sandbox's proxied backends; patch applies infra/sandbox/go/patches;
-# the rest builds Go and Python.
+# jq runs the KWOK tutorial's reconcile pipeline in `make bench` and GNU time measures its contenders' peak RSS; the rest builds Go and Python.
 system-packages:
 	@command -v go >/dev/null || { echo "Go >= 1.26 is required to build the sandbox (it comes with this machine kind)"; exit 1; }
-	@missing=""; for cmd in ip:iproute2 patch:patch git:git openssl:openssl npm:npm; do \
+	@missing=""; for cmd in ip:iproute2 patch:patch git:git openssl:openssl npm:npm jq:jq; do \
 	  command -v "$${cmd%%:*}" >/dev/null || missing="$$missing $${cmd##*:}"; done; \
+	test -x /usr/bin/time || missing="$$missing time"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -78,8 +79,10 @@ e2e: setup
 test: setup terraform-cli lint
 	$(BIN)/pytest tests/unit tests/functional tests/e2e
 
+# The benchmark (tests/bench/run.py): one sandbox (5,000 nodes by default), every figure side by side; e.g.
+# `make bench ARGS="--nodes 100 --growth 100"` for a quick run.
 bench: setup
-	$(BIN)/python tests/bench/run.py
+	PYTHONPATH=tests $(BIN)/python -m bench.run $(ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info infra/sandbox/build infra/sandbox/*.egg-info
