@@ -72,6 +72,7 @@ class LocalServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._server.socket.settimeout(1.0)  # never block in accept() after a reset connection (HeartbeatReceiver)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 

@@ -49,6 +49,7 @@ def https_server(pki: LocalhostTls, respond: Handler) -> Iterator[tuple[str, lis
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(pki.cert_file, pki.key_file)
     server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.socket.settimeout(1.0)  # never block in accept() after a reset connection (see HeartbeatReceiver)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -84,6 +84,10 @@ class HeartbeatReceiver:
                 pass
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # A client that connects and resets before accept() leaves select() saying "readable" and a blocking
+        # accept() waiting forever, so shutdown() never returns: a timeout turns that into a skipped poll.
+        # (The accepted sockets stay blocking: socket.accept restores blocking when the listener has a timeout.)
+        self._server.socket.settimeout(1.0)
         threading.Thread(target=self._server.serve_forever, daemon=True, name="heartbeat-receiver").start()
         return self
 
