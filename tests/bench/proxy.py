@@ -108,6 +108,16 @@ class RequestFramer:
         """Between requests, with nothing buffered (a connection may close cleanly here)."""
         return self._state == "head" and not self._buffer
 
+    def _counted(self, then: str) -> bytes | None:
+        """Up to `_remaining` bytes of a body or chunk from the buffer; `then` is the state once all are read."""
+        if not self._buffer:
+            return None
+        chunk = self._take(min(self._remaining, len(self._buffer)))
+        self._remaining -= len(chunk)
+        if not self._remaining:
+            self._state = then
+        return chunk
+
     def _take(self, count: int) -> bytes:
         chunk = bytes(self._buffer[:count])
         del self._buffer[:count]
@@ -145,13 +155,7 @@ class RequestFramer:
                 self._state = "body" if self._remaining else "head"
             return head
         if self._state == "body":
-            if not self._buffer:
-                return None
-            chunk = self._take(min(self._remaining, len(self._buffer)))
-            self._remaining -= len(chunk)
-            if not self._remaining:
-                self._state = "head"
-            return chunk
+            return self._counted(then="head")
         if self._state == "chunk-size":
             line = self._line()
             if line is None:
@@ -164,13 +168,7 @@ class RequestFramer:
             self._state = "chunk-data" if self._remaining else "trailers"
             return line
         if self._state == "chunk-data":
-            if not self._buffer:
-                return None
-            chunk = self._take(min(self._remaining, len(self._buffer)))
-            self._remaining -= len(chunk)
-            if not self._remaining:
-                self._state = "chunk-crlf"
-            return chunk
+            return self._counted(then="chunk-crlf")
         if self._state == "chunk-crlf":
             if len(self._buffer) < 2:
                 return None

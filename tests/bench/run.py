@@ -49,7 +49,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHILDREN = Path(__file__).resolve().parent / "children.py"
 LOCAL = REPO / "infra" / "environments" / "local.yaml"
 BUNDLE_ENV = "dev"  # a deployable example for this machine's architecture (x86_64) enabling the whole catalogue
-SANDBOX_HOME = "~/.outpost/sandbox/"
 COVERAGE = ("koordlet-coverage", "kruise-daemon-coverage", "kwok-node-consistency")
 RECONCILER = "kwok-pod-reconciler"
 BENCH_NAMESPACE = "outpost-bench"
@@ -239,16 +238,6 @@ def median_figures(samples: Sequence[Figures]) -> Figures:
 
 
 # Configuration ------------------------------------------------------------------------------------------------
-def pointed_at(value: Any, state_dir: Path) -> Any:
-    """`value` with every sandbox-home path replaced by the same file in `state_dir` (as the e2e tests do)."""
-    if isinstance(value, dict):
-        return {key: pointed_at(item, state_dir) for key, item in value.items()}
-    if isinstance(value, list):
-        return [pointed_at(item, state_dir) for item in value]
-    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
-        return str(state_dir / value.removeprefix(SANDBOX_HOME))
-    return value
-
 
 def proxy_kubeconfig(path: Path, port: int, ca_file: Path) -> Path:
     import base64
@@ -268,6 +257,8 @@ def proxy_kubeconfig(path: Path, port: int, ca_file: Path) -> Path:
 def bench_config(path: Path, kubeconfig: Path, state_dir: Path, reconciler: dict[str, Any] | None = None) -> Path:
     """local.yaml as shipped, every identity pointed at the proxy, heartbeats as SSM references (resolved only by
     invocations that report), a longer deadline so a slow run is measured rather than cut off."""
+    from outpost_sandbox.cluster import pointed_at
+
     doc = pointed_at(yaml.safe_load(LOCAL.read_text()), state_dir)
     doc["cluster"]["auth"]["path"] = str(kubeconfig)
     doc["cluster"]["deadline_seconds"] = 240

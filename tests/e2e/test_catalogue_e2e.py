@@ -14,12 +14,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
 from outpost import registry
+from outpost_sandbox.cluster import pointed_at
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.sandbox
 LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
-SANDBOX_HOME = "~/.outpost/sandbox/"
 
 
 @pytest.fixture
@@ -35,16 +35,6 @@ def receiver() -> Iterator[HeartbeatReceiver]:
     with HeartbeatReceiver() as running:
         yield running
 
-
-def pointed_at(value: Any, state_dir: Path) -> Any:
-    """`value` with every sandbox-home path replaced by the same file in `state_dir`."""
-    if isinstance(value, dict):
-        return {key: pointed_at(item, state_dir) for key, item in value.items()}
-    if isinstance(value, list):
-        return [pointed_at(item, state_dir) for item in value]
-    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
-        return str(state_dir / value.removeprefix(SANDBOX_HOME))
-    return value
 
 
 def test_run_all_on_the_local_environment_is_all_ok(tmp_path: Path, sandbox: SandboxInfo,

@@ -26,30 +26,21 @@ from outpost import rbac
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
+from outpost_sandbox.cluster import pointed_at
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
 pytestmark = pytest.mark.sandbox
 LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
-SANDBOX_HOME = "~/.outpost/sandbox/"
 RBAC_PROPAGATION_SECONDS = 20.0
 
-
-def _pointed_at(value: Any, state_dir: Path) -> Any:
-    if isinstance(value, dict):
-        return {key: _pointed_at(item, state_dir) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_pointed_at(item, state_dir) for item in value]
-    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
-        return str(state_dir / value.removeprefix(SANDBOX_HOME))
-    return value
 
 
 @pytest.fixture(scope="module")
 def local(sandbox: SandboxInfo) -> Settings:
     """The local environment as shipped, its sandbox paths pointed at this session's sandbox."""
-    return parse_settings(_pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir), "local.yaml")
+    return parse_settings(pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir), "local.yaml")
 
 
 def _admin(sandbox: SandboxInfo) -> httpx.Client:

@@ -232,6 +232,22 @@ def default_state_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".outpost" / "sandbox"
 
 
+SANDBOX_HOME = "~/.outpost/sandbox/"
+"""How environment files (infra/environments/local.yaml) name the default sandbox's files."""
+
+
+def pointed_at(value: Any, state_dir: Path) -> Any:
+    """`value` (a decoded environment file, or any part of one) with every path under the default sandbox
+    home replaced by the same file in `state_dir`: local.yaml run against another sandbox (tests, bench)."""
+    if isinstance(value, dict):
+        return {key: pointed_at(item, state_dir) for key, item in value.items()}
+    if isinstance(value, list):
+        return [pointed_at(item, state_dir) for item in value]
+    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
+        return str(state_dir / value.removeprefix(SANDBOX_HOME))
+    return value
+
+
 def cache_root() -> Path:
     """Same rule as build.sh: $OUTPOST_CACHE, else $XDG_CACHE_HOME/outpost, else ~/.cache/outpost."""
     if os.environ.get("OUTPOST_CACHE"):
