@@ -254,10 +254,14 @@ def proxy_kubeconfig(path: Path, port: int, ca_file: Path) -> Path:
     return path
 
 
-def bench_config(path: Path, kubeconfig: Path, state_dir: Path, reconciler: dict[str, Any] | None = None) -> Path:
+def bench_config(path: Path, kubeconfig: Path, state_dir: Path, nodes: int,
+                 reconciler: dict[str, Any] | None = None) -> Path:
     """local.yaml as shipped, every identity pointed at the proxy, heartbeats as SSM references (resolved only by
-    invocations that report), a longer deadline so a slow run is measured rather than cut off."""
-    from outpost_sandbox.cluster import pointed_at
+    invocations that report), a longer deadline so a slow run is measured rather than cut off, and
+    kwok-node-consistency told the node Lease duration this sandbox's size tier uses (as an operator of a cluster
+    tuned that way would): past 500 nodes kwok's Leases last longer than the check's default bound."""
+    from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams
+    from outpost_sandbox.cluster import pointed_at, scale_profile
 
     doc = pointed_at(yaml.safe_load(LOCAL.read_text()), state_dir)
     doc["cluster"]["auth"]["path"] = str(kubeconfig)
@@ -267,6 +271,10 @@ def bench_config(path: Path, kubeconfig: Path, state_dir: Path, reconciler: dict
         check["heartbeat"] = f"ssm:/outpost/bench/heartbeat/{name}"
         if "cluster_auth" in check:
             check["cluster_auth"]["path"] = str(kubeconfig)
+    lease_seconds = scale_profile(nodes).node_lease_seconds
+    if lease_seconds > KwokNodeConsistencyParams().max_lease_duration_seconds:
+        consistency = doc["checks"]["kwok-node-consistency"]
+        consistency.setdefault("params", {})["max_lease_duration_seconds"] = lease_seconds
     if reconciler:
         doc["checks"][RECONCILER]["params"].update(reconciler)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -459,7 +467,7 @@ def delete_bench_pods(admin: Any) -> None:
 
 
 def reconciler_scenario(bench: Bench, admin: Any, state_dir: Path, nodes: int, pods: int) -> list[Figures] | None:
-    config = bench_config(bench.work / "reconciler.yaml", bench.kubeconfig, state_dir,
+    config = bench_config(bench.work / "reconciler.yaml", bench.kubeconfig, state_dir, nodes,
                           {"max_pods": 1000, "min_pending_seconds": 0})
     delete_bench_pods(admin)
     _, others = pending_count(admin)
@@ -621,7 +629,7 @@ def sandbox_sections(args: argparse.Namespace, growth: list[int], work: Path, bu
                 kubeconfig = proxy_kubeconfig(work / "proxy.kubeconfig", proxy.port, proxy_ca)
                 bench = Bench(args, proxy, ApiserverCpu(sandbox.procs.pid("kube-apiserver")), work, kubeconfig,
                               up.bin_dir)
-                config = bench_config(work / "bench.yaml", kubeconfig, sandbox.state_dir)
+                config = bench_config(work / "bench.yaml", kubeconfig, sandbox.state_dir, have)
                 if have != nodes:
                     growth_rows.append([f"{nodes} (sandbox has {have}: skipped)"] + [""] * 8)
                     continue

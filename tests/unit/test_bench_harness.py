@@ -197,3 +197,19 @@ def test_catalogue_cost_per_month() -> None:
     assert len(costs) == 2
     assert warm == pytest.approx(2 * chosen.warm_usd)
     assert cold == pytest.approx(2 * chosen.cold_usd)
+
+
+@pytest.mark.parametrize(("nodes", "bound"), [(100, None), (500, None), (1000, 160), (5000, 400)])
+def test_bench_config_bounds_kwok_lease_age_by_the_sandbox_tier(tmp_path: Path, nodes: int,
+                                                               bound: int | None) -> None:
+    """Past 500 nodes the sandbox's node Leases last longer than kwok-node-consistency's default bound, so the
+    benchmark configures the check as an operator of that cluster would; below, local.yaml is left as shipped."""
+    import yaml
+
+    from bench.run import bench_config
+
+    kubeconfig = tmp_path / "proxy.kubeconfig"
+    doc = yaml.safe_load(bench_config(tmp_path / "bench.yaml", kubeconfig, tmp_path / "state", nodes).read_text())
+    params = doc["checks"]["kwok-node-consistency"].get("params") or {}
+    assert params.get("max_lease_duration_seconds") == bound
+    assert doc["cluster"]["auth"]["path"] == str(kubeconfig)
