@@ -103,7 +103,9 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-_FILTERED_LOGGERS: Final = ("httpx", "httpcore", "urllib3", "botocore", "google.auth")
+# "google" rather than "google.auth": a configured "google" logger is what keeps google-auth from turning its
+# propagation off on the first request (its warnings would never reach the function's log).
+_FILTERED_LOGGERS: Final = ("httpx", "httpcore", "urllib3", "botocore", "google")
 
 
 def install_redaction(loggers: Iterable[str] = _FILTERED_LOGGERS) -> None:

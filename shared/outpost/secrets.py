@@ -45,8 +45,10 @@ _TIMEOUT_SECONDS: Final = 10.0
 _lookup_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("outpost_secret_timeout", default=None)
 
 
-# Child loggers (botocore.parsers, botocore.endpoint) inherit this level unless set explicitly.
-for _name in ("botocore", "urllib3", "google.auth"):
+# Child loggers (botocore.parsers, botocore.endpoint) inherit this level unless set explicitly. "google", not
+# "google.auth": google-auth turns propagation of the "google" logger off on its first request unless that logger
+# is configured, which would drop its warnings and errors from the function's log without a trace.
+for _name in ("botocore", "urllib3", "google"):
     if logging.getLogger(_name).level < logging.WARNING:
         logging.getLogger(_name).setLevel(logging.WARNING)
 

@@ -13,7 +13,7 @@ import pytest
 
 from outpost import secrets
 from outpost.errors import SecretError
-from outpost.logs import emit, redact
+from outpost.logs import emit, install_redaction, redact
 from outpost.secrets import Secret, SecretRef, parse_secret_ref, resolve
 
 HEARTBEAT = "https://vigilmon.online/api/heartbeat/hb_5kQ9wX2mL7pR4tZ8"
@@ -182,6 +182,25 @@ def test_gcpsm_access_with_google_auth_refresh(gcp_secret_manager) -> None:  # t
     paths = [(r.method, r.path) for r in gcp_secret_manager.server.requests]
     # google-auth refreshed its token at our token_uri, then sent it as a bearer to the access call.
     assert paths == [("POST", "/token"), ("GET", "/v1/projects/outpost-test/secrets/hb/versions/latest:access")]
+
+
+def test_google_auth_warnings_still_reach_the_log_after_its_first_request(gcp_secret_manager) -> None:  # type: ignore[no-untyped-def]
+    """google-auth turns propagation of the "google" logger off on its first request unless that logger is
+    configured; Outpost configures it, so what google-auth warns about still reaches the function's log (scrubbed,
+    as the runner installs redaction)."""
+    install_redaction()
+    gcp_secret_manager.secrets["projects/outpost-test/secrets/hb/versions/latest"] = HEARTBEAT.encode()
+    assert resolve("gcpsm:projects/outpost-test/secrets/hb").reveal() == HEARTBEAT
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logging.getLogger().addHandler(handler)
+    try:
+        logging.getLogger("google.auth.transport.requests").warning("refresh failed for %s", HEARTBEAT)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert logging.getLogger("google").propagate
+    assert [record.getMessage() for record in seen] == ["refresh failed for ***"]
 
 
 def test_gcpsm_not_found(gcp_secret_manager) -> None:  # type: ignore[no-untyped-def]
