@@ -58,3 +58,19 @@ def test_importing_the_product_never_imports_the_sandbox() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv", [["list"], ["run", "--help"], ["validate", "--env", "local"]])
+def test_the_products_own_commands_do_not_load_the_sandbox_plugin(argv: list[str]) -> None:
+    """`outpost run` in a CronJob or a benchmark pays for the sandbox plugin's imports only when it runs it."""
+    code = ("import sys; from outpost import cli\n"
+            "try:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_sandbox_commands_and_the_full_help_load_the_plugin() -> None:
+    assert cli.build_parser("sandbox").parse_args(["sandbox", "status"]).func is not cli._sandbox_missing
+    assert "demo,sandbox" in cli.build_parser(None).format_help()
+    assert "sandbox" not in cli.build_parser("run").format_help()

@@ -192,8 +192,12 @@ def test_google_auth_warnings_still_reach_the_log_after_its_first_request(gcp_se
     gcp_secret_manager.secrets["projects/outpost-test/secrets/hb/versions/latest"] = HEARTBEAT.encode()
     assert resolve("gcpsm:projects/outpost-test/secrets/hb").reveal() == HEARTBEAT
     seen: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = seen.append  # type: ignore[method-assign]
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Collect()
     logging.getLogger().addHandler(handler)
     try:
         logging.getLogger("google.auth.transport.requests").warning("refresh failed for %s", HEARTBEAT)
