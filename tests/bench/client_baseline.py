@@ -44,7 +44,7 @@ def daemon_coverage(kubeconfig: str, namespace: str, daemonset: str, selector: s
         f"; missing on {', '.join(missing[:10])}" if missing else "")
 
 
-def kwok_nodes(kubeconfig: str) -> tuple[bool, str]:
+def kwok_nodes(kubeconfig: str, max_lease_seconds: float) -> tuple[bool, str]:
     core, _, coordination = apis(kubeconfig)
     fake = [n for n in core.list_node().items
             if (n.metadata.annotations or {}).get(FAKE_NODE_ANNOTATION) == "fake"]
@@ -57,7 +57,8 @@ def kwok_nodes(kubeconfig: str) -> tuple[bool, str]:
             bad.append(f"{node.metadata.name}: not Ready")
         elif lease is None or lease.spec.renew_time is None:
             bad.append(f"{node.metadata.name}: no Lease")
-        elif (now - lease.spec.renew_time).total_seconds() > min(lease.spec.lease_duration_seconds or 40, 60):
+        elif (now - lease.spec.renew_time).total_seconds() > min(lease.spec.lease_duration_seconds or 40,
+                                                                 max_lease_seconds):
             bad.append(f"{node.metadata.name}: Lease stale")
     return bool(fake) and not bad, f"{len(fake) - len(bad)}/{len(fake)} fake nodes Ready and renewing" + (
         f"; {', '.join(bad[:10])}" if bad else "")
@@ -81,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenario", choices=["koordlet-coverage", "kruise-daemon-coverage", "kwok-node-consistency",
                                              "kwok-pod-reconciler"])
     parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--max-lease-seconds", type=float, default=60.0,
+                        help="kwok-node-consistency: bound on a Lease's age (the check's max_lease_duration_seconds)")
     args = parser.parse_args(argv)
     if args.scenario == "koordlet-coverage":
         ok, summary = daemon_coverage(args.kubeconfig, "koordinator-system", "koordlet", "koord-app=koordlet")
     elif args.scenario == "kruise-daemon-coverage":
         ok, summary = daemon_coverage(args.kubeconfig, "kruise-system", "kruise-daemon", "control-plane=daemon")
     elif args.scenario == "kwok-node-consistency":
-        ok, summary = kwok_nodes(args.kubeconfig)
+        ok, summary = kwok_nodes(args.kubeconfig, args.max_lease_seconds)
     else:
         ok, summary = reconcile(args.kubeconfig)
     print(json.dumps({"ok": ok, "summary": summary}))

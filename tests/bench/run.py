@@ -166,6 +166,7 @@ class Bench:
     work: Path
     kubeconfig: Path  # the contenders' kubeconfig: the proxy
     bin_dir: Path
+    nodes: int  # the sandbox's node count (its size tier sets the node Lease duration)
 
     def measure(self, contender: str, argv: Sequence[str], env: dict[str, str],
                 judge: Callable[[Process], tuple[bool, str]], api_cpu: bool = True) -> Figures:
@@ -197,6 +198,9 @@ class Bench:
 
     def client(self, scenario: str) -> Figures:
         argv = [sys.executable, "-m", "bench.client_baseline", scenario, "--kubeconfig", str(self.kubeconfig)]
+        bound = lease_bound(self.nodes)
+        if bound is not None:
+            argv += ["--max-lease-seconds", str(bound)]
         return self.measure("k8s client", argv, dict(os.environ), judge_exit)
 
 
@@ -254,14 +258,23 @@ def proxy_kubeconfig(path: Path, port: int, ca_file: Path) -> Path:
     return path
 
 
+def lease_bound(nodes: int) -> int | None:
+    """The node Lease duration of the sandbox's size tier, when it is longer than kwok-node-consistency's default
+    bound on a Lease's age (past 500 nodes); None when the default holds."""
+    from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams
+    from outpost_sandbox.cluster import scale_profile
+
+    lease_seconds = scale_profile(nodes).node_lease_seconds
+    return lease_seconds if lease_seconds > KwokNodeConsistencyParams().max_lease_duration_seconds else None
+
+
 def bench_config(path: Path, kubeconfig: Path, state_dir: Path, nodes: int,
                  reconciler: dict[str, Any] | None = None) -> Path:
     """local.yaml as shipped, every identity pointed at the proxy, heartbeats as SSM references (resolved only by
     invocations that report), a longer deadline so a slow run is measured rather than cut off, and
     kwok-node-consistency told the node Lease duration this sandbox's size tier uses (as an operator of a cluster
     tuned that way would): past 500 nodes kwok's Leases last longer than the check's default bound."""
-    from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams
-    from outpost_sandbox.cluster import pointed_at, scale_profile
+    from outpost_sandbox.cluster import pointed_at
 
     doc = pointed_at(yaml.safe_load(LOCAL.read_text()), state_dir)
     doc["cluster"]["auth"]["path"] = str(kubeconfig)
@@ -271,10 +284,9 @@ def bench_config(path: Path, kubeconfig: Path, state_dir: Path, nodes: int,
         check["heartbeat"] = f"ssm:/outpost/bench/heartbeat/{name}"
         if "cluster_auth" in check:
             check["cluster_auth"]["path"] = str(kubeconfig)
-    lease_seconds = scale_profile(nodes).node_lease_seconds
-    if lease_seconds > KwokNodeConsistencyParams().max_lease_duration_seconds:
-        consistency = doc["checks"]["kwok-node-consistency"]
-        consistency.setdefault("params", {})["max_lease_duration_seconds"] = lease_seconds
+    bound = lease_bound(nodes)
+    if bound is not None:
+        doc["checks"]["kwok-node-consistency"].setdefault("params", {})["max_lease_duration_seconds"] = bound
     if reconciler:
         doc["checks"][RECONCILER]["params"].update(reconciler)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -628,7 +640,7 @@ def sandbox_sections(args: argparse.Namespace, growth: list[int], work: Path, bu
                                context) as proxy:
                 kubeconfig = proxy_kubeconfig(work / "proxy.kubeconfig", proxy.port, proxy_ca)
                 bench = Bench(args, proxy, ApiserverCpu(sandbox.procs.pid("kube-apiserver")), work, kubeconfig,
-                              up.bin_dir)
+                              up.bin_dir, have)
                 config = bench_config(work / "bench.yaml", kubeconfig, sandbox.state_dir, have)
                 if have != nodes:
                     growth_rows.append([f"{nodes} (sandbox has {have}: skipped)"] + [""] * 8)
