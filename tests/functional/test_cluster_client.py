@@ -23,6 +23,7 @@ from outpost.errors import (
     ClusterUnreachable,
     MalformedResponse,
 )
+from outpost.kube.objects import NodeOutline
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 TOKEN = "s3cr3t-token-value"
@@ -112,6 +113,47 @@ def test_malformed_bodies(pki: LocalhostTls, body: str, match: str) -> None:
         pytest.raises(MalformedResponse, match=match),
     ):
         c.list("/api/v1/nodes")
+
+
+def test_lists_validated_into_outlines_follow_continue_and_keep_only_what_they_declare(pki: LocalhostTls) -> None:
+    node = {"metadata": {"name": "n1", "labels": {"type": "kwok"}, "managedFields": [{"manager": "kwok"}]},
+            "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "images": [{"names": ["x"]}]}}
+    pages = {None: {"items": [node, {**node, "metadata": {"name": "n2"}}], "metadata": {"continue": "tok-2"}},
+             "tok-2": {"items": [{**node, "metadata": {"name": "n3"}}], "metadata": {"continue": ""}}}
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        token = request.path.split("continue=")[1].split("&")[0] if "continue=" in request.path else None
+        return 200, "application/json", json.dumps(pages[token])
+
+    with https_server(pki, respond) as (url, seen), cluster(url, pki) as c:
+        nodes = list(c.iter_list_as(NodeOutline, "/api/v1/nodes", label_selector="type=kwok"))
+    assert [n.name for n in nodes] == ["n1", "n2", "n3"]
+    assert nodes[0].spec.unschedulable
+    assert nodes[0].metadata.labels == {"type": "kwok"}
+    assert not hasattr(nodes[0].spec, "taints")
+    assert not hasattr(nodes[0].status, "images")
+    assert len(seen) == 2
+    assert all("limit=2" in line and "labelSelector=type%3Dkwok" in line for line in seen)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("<html>not json</html>", "body is not JSON"),
+        ('{"kind": "NodeList"}', "response has no items list"),
+        ('{"items": [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n7"}, "spec": {"unschedulable": "maybe"}}]}',
+         r"LIST /api/v1/nodes on cluster test: node n7: field spec.unschedulable: Input should be a valid boolean"),
+        ('{"items": [], "metadata": {"continue": 7}}', r"LIST /api/v1/nodes on cluster test: field metadata.continue"),
+    ],
+)
+def test_outline_lists_that_do_not_fit_name_the_object_and_field(pki: LocalhostTls, body: str, match: str) -> None:
+    with (
+        https_server(pki, lambda _r: (200, "application/json", body)) as (url, _),
+        cluster(url, pki) as c,
+        pytest.raises(MalformedResponse, match=match),
+    ):
+        list(c.iter_list_as(NodeOutline, "/api/v1/nodes"))
 
 
 def test_untrusted_certificate_is_unreachable_not_ignored(pki: LocalhostTls, tmp_path: Path) -> None:

@@ -102,3 +102,22 @@ def test_exec_plugin_gets_args_env_and_cluster_info(tmp_path: Path, pki: Localho
     assert info["spec"]["interactive"] is False
     assert info["spec"]["cluster"]["server"] == url
     assert base64.b64decode(info["spec"]["cluster"]["certificate-authority-data"]) == pki.ca_file.read_bytes()
+
+
+def test_the_clusters_ca_is_the_only_trust_anchor_not_added_to_the_system_roots(
+        tmp_path: Path, pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As with kubectl, a kubeconfig's certificate-authority replaces the system roots: a server whose certificate
+    a system-trusted CA signed (SSL_CERT_FILE stands in for the system store) is refused, with the cause named."""
+    other = localhost_tls(tmp_path, "system-trusted")
+    monkeypatch.setenv("SSL_CERT_FILE", str(other.ca_file))
+    with HostileServer(healthy(), other.cert_file, other.key_file) as server:
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "probe",
+            "clusters": [{"name": "s", "cluster": {"server": server.url, "certificate-authority": str(pki.ca_file)}}],
+            "users": [{"name": "outpost-probe", "user": {"token": "sandbox-probe-token"}}],
+            "contexts": [{"name": "probe", "context": {"cluster": "s", "user": "outpost-probe"}}]}))
+        result = run(str(path))
+    assert result.status is Status.ERROR
+    assert "certificate verify failed" in result.summary, result.summary
+    assert not [r for r in server.requests if r.authorization]

@@ -84,17 +84,27 @@ def _first_line(error: BaseException) -> str:
     return redaction.redact(text[0][:200]) if text else "no detail"
 
 
+def server_context(ca_file: str | None = None, ca_pem: str | None = None) -> ssl.SSLContext:
+    """A context that always verifies the API server. A given cluster CA is its only trust anchor, as with
+    kubectl (the cluster's CA replaces the system roots rather than adding to them, so no public CA can vouch
+    for the API server); the system roots are loaded only when no CA is given (about 25 ms per run saved too)."""
+    if not ca_file and not ca_pem:
+        return ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, certificate required, TLS >= 1.2
+    context.load_verify_locations(cafile=ca_file or None, cadata=None if ca_file else ca_pem)
+    return context
+
+
 def _context_from_ca(ca_file: str | None = None, ca_data: str | None = None) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     if ca_file:
-        context.load_verify_locations(cafile=str(Path(ca_file).expanduser()))
-    elif ca_data:
+        return server_context(ca_file=str(Path(ca_file).expanduser()))
+    if ca_data:
         try:
             pem = base64.b64decode(ca_data, validate=True).decode("ascii")
         except ValueError:
             raise ClusterAuthError("ca_data is not base64-encoded PEM") from None
-        context.load_verify_locations(cadata=pem)
-    return context
+        return server_context(ca_pem=pem)
+    return server_context()
 
 
 def _from_token(auth: TokenAuth, deadline: Deadline) -> Credentials:
@@ -204,13 +214,10 @@ def _from_kubeconfig(auth: KubeconfigAuth, deadline: Deadline) -> Credentials:
         raise ClusterAuthError(f"kubeconfig credentials: the server of cluster {cluster_name} is not https://; "
                                "Outpost never sends a credential over plain http")
     ca_data = _b64(cluster, "certificate-authority-data", f"cluster {cluster_name}")
-    ssl_context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     ca_file = _path_of(cluster, "certificate-authority")
     try:
-        if ca_file:
-            ssl_context.load_verify_locations(cafile=ca_file)
-        elif ca_data:
-            ssl_context.load_verify_locations(cadata=ca_data.decode("ascii", errors="replace"))
+        ssl_context = server_context(ca_file=ca_file,
+                                     ca_pem=ca_data.decode("ascii", errors="replace") if ca_data else None)
     except (OSError, ssl.SSLError) as error:
         raise ClusterAuthError(f"kubeconfig credentials: certificate-authority of cluster {cluster_name}: "
                                f"{type(error).__name__}") from None

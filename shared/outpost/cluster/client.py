@@ -19,15 +19,17 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import ssl
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Generic, Self
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from outpost.bounded import bounded_transport
 from outpost.cluster.auth import Credentials, TokenSource, build_credentials
@@ -43,6 +45,7 @@ from outpost.errors import (
     MalformedResponse,
     ResponseTooLarge,
 )
+from outpost.kube.objects import V, View, parse
 
 JSON = "application/json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -56,14 +59,25 @@ Query = Mapping[str, str | int] | Sequence[tuple[str, str | int]]
 
 @dataclass(frozen=True)
 class Response:
-    """A response a check may judge itself (e.g. a proxied health endpoint that answered 500)."""
+    """A response a check may judge itself (e.g. a proxied health endpoint that answered 500).
+
+    The body is kept as received (`content`); `text` is decoded on first use, so a LIST page validated straight
+    from its bytes (`Cluster.iter_list_as`) is never held a second time as a string."""
 
     path: str
     status_code: int
-    text: str
+    content: bytes
     headers: Mapping[str, str]
     elapsed_ms: int
     method: str = "GET"
+    encoding: str = "utf-8"
+
+    @functools.cached_property
+    def text(self) -> str:
+        try:
+            return self.content.decode(self.encoding, errors="replace")
+        except LookupError:  # a charset Python does not know: read it as UTF-8 rather than crash
+            return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
         try:
@@ -234,20 +248,18 @@ class Cluster:
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
         except httpx.HTTPError as error:  # InvalidURL and friends: the request could not even be made
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
-        try:
-            text = data.decode(response.encoding or "utf-8", errors="replace")
-        except LookupError:  # a charset Python does not know: read it as UTF-8 rather than crash
-            text = data.decode("utf-8", errors="replace")
-        if response.status_code in (401, 403) and not (admission_denials and admission_webhook_named(text)):
-            raise ClusterAuthError(f"{where}: HTTP {response.status_code} {_text_reason(text)}")
-        return Response(
+        answer = Response(
             path=path,
             status_code=response.status_code,
-            text=text,
+            content=data,
             headers=dict(response.headers),
             elapsed_ms=int((time.monotonic() - started) * 1000),
             method=method,
+            encoding=response.encoding or "utf-8",
         )
+        if answer.status_code in (401, 403) and not (admission_denials and admission_webhook_named(answer.text)):
+            raise ClusterAuthError(f"{where}: HTTP {answer.status_code} {_text_reason(answer.text)}")
+        return answer
 
     def _read_body(self, response: httpx.Response, where: str) -> bytes:
         """The body, read chunk by chunk: refused past `max_response_bytes`, bounded by the deadline."""
@@ -285,15 +297,19 @@ class Cluster:
         """GET a JSON object; anything but 200 with a JSON object body raises."""
         return self._json_object(self.get(path, params, accept=accept))
 
-    def _json_object(self, response: Response, expected: tuple[int, ...] = (200,)) -> dict[str, Any]:
-        """The JSON object body of `response`; an unexpected status or a non-object body raises."""
+    def _expect_ok(self, response: Response, expected: tuple[int, ...] = (200,)) -> Response:
+        """`response` when its status is expected; otherwise ClusterResponseError naming the status and reason."""
         if response.status_code not in expected:
             raise ClusterResponseError(
                 f"{response.method} {response.path} on cluster {self.name}: "
                 f"HTTP {response.status_code} {_text_reason(response.text)}",
                 response.status_code,
             )
-        body = response.json()
+        return response
+
+    def _json_object(self, response: Response, expected: tuple[int, ...] = (200,)) -> dict[str, Any]:
+        """The JSON object body of `response`; an unexpected status or a non-object body raises."""
+        body = self._expect_ok(response, expected).json()
         if not isinstance(body, dict):
             raise MalformedResponse(f"{response.method} {response.path} on cluster {self.name}: "
                                     "expected a JSON object")
@@ -324,6 +340,64 @@ class Cluster:
             if not token:
                 return
             params["continue"] = token
+
+    def iter_list_as(self, model: type[V], path: str, *, label_selector: str | None = None,
+                     page_size: int | None = None) -> Iterator[V]:
+        """Items as `model` views, page by page, each page validated straight from its JSON bytes.
+
+        Why: a view declares only the fields a check reads, and pydantic skips the rest while parsing, so the
+        containers, images and managed fields of 5,000 objects are never built as Python objects (about 3x
+        less CPU than decoding every page into dicts, and a page's memory is its bytes plus the views). A page
+        that does not fit is `MalformedResponse` naming the object and the field, as `parse` would.
+        """
+        params: dict[str, str | int] = {"limit": page_size or self.page_size}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        adapter = _page_adapter(model)
+        while True:
+            response = self._expect_ok(self.get(path, params))
+            try:
+                page = adapter.validate_json(response.content)
+            except ValidationError as error:
+                raise self._malformed_page(model, response, error) from None
+            yield from page.items
+            if not page.metadata.continue_:
+                return
+            params["continue"] = page.metadata.continue_
+
+    def _malformed_page(self, model: type[View], response: Response, error: ValidationError) -> MalformedResponse:
+        """The error `parse` gives for the first bad item (decoding the page again only on this path)."""
+        where = f"LIST {response.path} on cluster {self.name}"
+        body = response.json()
+        items = body.get("items") if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            return MalformedResponse(f"{where}: response has no items list")
+        for item in items:
+            parse(model, item, where)  # raises MalformedResponse naming the object and the field
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(page)"
+        return MalformedResponse(f"{where}: field {field}: {first['msg']}")
+
+
+class _ListMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    continue_: str = Field("", alias="continue")
+
+
+class _ListPage(BaseModel, Generic[V]):
+    """One page of a LIST: its `continue` token and its items (a page without an items list does not fit)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    metadata: _ListMeta = Field(default_factory=_ListMeta)
+    items: list[V]
+
+
+@functools.cache
+def _page_adapter(model: type[View]) -> TypeAdapter[_ListPage[Any]]:
+    """One validator per view, built on first use (a function's cold start pays only for what it reads)."""
+    return TypeAdapter(_ListPage[model])  # type: ignore[valid-type]
 
 
 def _first_line(error: BaseException) -> str:

@@ -79,13 +79,9 @@ def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: fl
         except httpx.HTTPError as error:
             first = (str(error).strip().splitlines() or ["no detail"])[0][:160]
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {first}") from None
-    data = b"".join(chunks)
-    try:
-        text = data.decode(response.encoding or "utf-8", errors="replace")
-    except LookupError:
-        text = data.decode("utf-8", errors="replace")
-    return Response(path=safe_url(url), status_code=response.status_code, text=text,
-                    headers=dict(response.headers), elapsed_ms=int((time.monotonic() - started) * 1000))
+    return Response(path=safe_url(url), status_code=response.status_code, content=b"".join(chunks),
+                    headers=dict(response.headers), elapsed_ms=int((time.monotonic() - started) * 1000),
+                    encoding=response.encoding or "utf-8")
 
 
 __all__ = ["check_url", "get_url", "safe_url"]

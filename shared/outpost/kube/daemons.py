@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from outpost.errors import MalformedResponse
 from outpost.kube.nodes import NodeFacts
-from outpost.kube.objects import Pod, parse
+from outpost.kube.objects import Pod, PodOutline, parse
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,17 @@ class DaemonPod:
         return f"pod {self.name} {state}, not Ready" if not self.ready else f"pod {self.name} terminating"
 
 
-def daemon_pod(pod: Pod) -> DaemonPod:
+def daemon_pod(pod: Pod | PodOutline, where: str = "pod") -> DaemonPod:
+    """What coverage needs of a pod (read whole or as its outline, `Cluster.iter_list_as`); no name is
+    MalformedResponse."""
+    if not pod.name:
+        raise MalformedResponse(f"{where}: a pod without metadata.name")
     return DaemonPod(pod.name, pod.node_name, pod.ready, pod.terminating, pod.status.phase)
 
 
 def daemon_pod_of(raw: object, where: str = "pod") -> DaemonPod:
     """A Pod as decoded JSON reduced to what coverage needs; a wrong type is MalformedResponse."""
-    pod = parse(Pod, raw, where)
-    if not pod.name:
-        raise MalformedResponse(f"{where}: a pod without metadata.name")
-    return daemon_pod(pod)
+    return daemon_pod(parse(PodOutline, raw, where), where)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from outpost.errors import MalformedResponse
 from outpost.kube.conditions import READY, find_condition
-from outpost.kube.objects import Node, NodeMetric, Taint, Toleration, View, parse
+from outpost.kube.objects import (
+    KubeObject,
+    Node,
+    NodeMetric,
+    NodeMetricOutline,
+    NodeOutline,
+    Taint,
+    Toleration,
+    View,
+    parse,
+)
 from outpost.kube.quantity import cpu_millis
 from outpost.kube.selectors import MetadataSelector, parse_label_selector
 
@@ -52,7 +62,7 @@ class NodeClass(StrEnum):
     VIRTUAL = "virtual"
 
 
-def classify(node: Node) -> NodeClass:
+def classify(node: KubeObject) -> NodeClass:
     if node.metadata.annotations.get(KWOK_NODE_ANNOTATION) == KWOK_FAKE_VALUE:
         return NodeClass.FAKE
     if node.metadata.labels.get(VIRTUAL_KUBELET_LABEL) == VIRTUAL_KUBELET_VALUE:
@@ -120,7 +130,7 @@ class NodeFacts:
         return f"Ready={self.ready}" + (f" ({self.ready_reason})" if self.ready_reason else "")
 
 
-def node_facts(node: Node) -> NodeFacts:
+def node_facts(node: Node | NodeOutline) -> NodeFacts:
     condition = find_condition(node.status.conditions, READY)
     cpu = node.status.allocatable.get("cpu")
     try:
@@ -141,7 +151,11 @@ def node_facts(node: Node) -> NodeFacts:
 
 def facts_of(raw: Any, where: str = "node") -> NodeFacts:
     """A Node as decoded JSON (one LIST item) reduced to its facts; a wrong type is MalformedResponse."""
-    node = parse(Node, raw, where)
+    return outline_facts(parse(NodeOutline, raw, where), where)
+
+
+def outline_facts(node: NodeOutline, where: str = "node") -> NodeFacts:
+    """A Node read as its outline (`Cluster.iter_list_as`) reduced to its facts; no name is MalformedResponse."""
     if not node.name:
         raise MalformedResponse(f"{where}: a node without metadata.name")
     return node_facts(node)
@@ -265,7 +279,11 @@ def _millis(value: object) -> int | None:
 
 
 def usage_from_nodemetric(raw: Any, where: str = "nodemetric") -> UsageSample:
-    metric = parse(NodeMetric, raw, where)
+    return nodemetric_usage(parse(NodeMetricOutline, raw, where), where)
+
+
+def nodemetric_usage(metric: NodeMetric | NodeMetricOutline, where: str = "nodemetric") -> UsageSample:
+    """One NodeMetric's usage sample; no name is MalformedResponse."""
     if not metric.name:
         raise MalformedResponse(f"{where}: a NodeMetric without metadata.name")
     return UsageSample(metric.name, metric.status.update_time, _millis(metric.node_usage.get("cpu")))

@@ -223,6 +223,38 @@ class Pod(KubeObject):
         return self.spec.node_name
 
 
+class PodPlacementSpec(View):
+    node_name: str = ""
+
+
+class PodReadinessStatus(View):
+    phase: str = ""
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class PodOutline(KubeObject):
+    """What coverage reads of a Pod (name, node, phase, Ready condition, deletion): a LIST validated into this
+    never builds the containers, volumes and affinity each pod carries."""
+
+    KIND: ClassVar[str] = "Pod"
+
+    spec: PodPlacementSpec = Field(default_factory=PodPlacementSpec)
+    status: PodReadinessStatus = Field(default_factory=PodReadinessStatus)
+
+    @property
+    def ready(self) -> bool:
+        """The Ready condition is True (running alone is not ready)."""
+        return is_true(self.status.conditions, READY)
+
+    @property
+    def terminating(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.node_name
+
+
 # -- workloads ----------------------------------------------------------------------------------------
 
 
@@ -325,6 +357,25 @@ class Node(KubeObject):
 
     def address(self, type_: str = "InternalIP") -> str:
         return next((a.address for a in self.status.addresses if a.type == type_), "")
+
+
+class NodeSchedulingSpec(View):
+    unschedulable: bool = False
+
+
+class NodeReadinessStatus(View):
+    conditions: list[Condition] = Field(default_factory=list)
+    allocatable: dict[str, str | int] = Field(default_factory=dict)
+
+
+class NodeOutline(KubeObject):
+    """What node selection reads of a Node (metadata, cordon, conditions, allocatable): a LIST validated into this
+    never builds the images, addresses and daemon endpoints each node carries."""
+
+    KIND: ClassVar[str] = "Node"
+
+    spec: NodeSchedulingSpec = Field(default_factory=NodeSchedulingSpec)
+    status: NodeReadinessStatus = Field(default_factory=NodeReadinessStatus)
 
 
 # -- leases -------------------------------------------------------------------------------------------
@@ -615,9 +666,32 @@ class NodeMetric(KubeObject):
     @property
     def node_usage(self) -> dict[str, Any]:
         """`status.nodeMetric.nodeUsage.resources` (e.g. `{"cpu": "2500m", "memory": "3Gi"}`)."""
-        usage = self.status.node_metric.get("nodeUsage") or {}
-        resources = usage.get("resources") if isinstance(usage, Mapping) else None
-        return dict(resources) if isinstance(resources, Mapping) else {}
+        return _node_usage(self.status.node_metric)
+
+
+def _node_usage(node_metric: Mapping[str, Any]) -> dict[str, Any]:
+    usage = node_metric.get("nodeUsage") or {}
+    resources = usage.get("resources") if isinstance(usage, Mapping) else None
+    return dict(resources) if isinstance(resources, Mapping) else {}
+
+
+class NodeUsageStatus(View):
+    update_time: datetime | None = None
+    node_metric: dict[str, Any] = Field(default_factory=dict)
+
+
+class NodeMetricOutline(KubeObject):
+    """What node checks read of a NodeMetric (its update time and the node's usage): a NodeMetric also carries
+    the usage of every pod of its node, which a LIST validated into this never builds."""
+
+    KIND: ClassVar[str] = "NodeMetric"
+
+    status: NodeUsageStatus = Field(default_factory=NodeUsageStatus)
+
+    @property
+    def node_usage(self) -> dict[str, Any]:
+        """`status.nodeMetric.nodeUsage.resources` (e.g. `{"cpu": "2500m", "memory": "3Gi"}`)."""
+        return _node_usage(self.status.node_metric)
 
 
 class PodGroupSpec(View):
