@@ -46,7 +46,7 @@ from outpost.cluster.nodes import read_nodes
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts, select_nodes
-from outpost.kube.objects import Lease, parse
+from outpost.kube.objects import Lease
 from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
 from outpost.result import Result, Status
@@ -77,7 +77,7 @@ def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
     # its facts) and the selection is made in `evaluate`, where it is tested.
     nodes = read_nodes(cluster, params.selector.label_query())
     path = collection_path(LEASES, params.lease_namespace)
-    leases = tuple(parse(Lease, item, f"LIST {path}") for item in cluster.iter_list(path))
+    leases = tuple(cluster.iter_list_as(Lease, path))
     return KwokNodeData(tuple(nodes), leases)
 
 
