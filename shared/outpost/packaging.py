@@ -20,9 +20,10 @@ Output, under `build/<env>/`:
 - Cloud Functions (`--platform gcp`, or its older name `gcf`): `outpost-<env>-gcf.zip`, the product as
   source, the entry modules, the environment file, a root `main.py` whose `http` target serves the check
   named by `$OUTPOST_CHECK` (and one named target per enabled check), and `requirements.txt`, which Cloud
-  Functions installs itself; and `terraform.tfvars.json`, the variables of `infra/gcp` (one function and one
-  Cloud Scheduler job per enabled check, the derived timeout, the cron schedules, the Secret Manager secrets
-  the file references, the service account ids), so Terraform deploys exactly what was validated and built.
+  Functions installs itself: every distribution of the resolved closure pinned with `==`; and
+  `terraform.tfvars.json`, the variables of `infra/gcp` (one function and one Cloud Scheduler job per enabled
+  check, the derived timeout, the cron schedules, the Secret Manager secrets the file references, the service
+  account ids), so Terraform deploys exactly what was validated and built.
 
 Bundle guarantees:
 - reproducible: the same inputs give the same bytes: entries sorted, fixed timestamps and modes, byte code
@@ -50,6 +51,7 @@ import importlib.metadata
 import json
 import os
 import platform as host_platform
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +85,8 @@ from outpost.settings import load_settings
 RUNTIME_PYTHON: Final = (3, 11)
 LAMBDA_RUNTIME: Final = "python3.11"
 LAMBDA_WHEEL_PLATFORMS: Final = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+CLOUD_FUNCTIONS_WHEEL_PLATFORM: Final = "manylinux2014_x86_64"
+"""Cloud Functions (2nd gen) builds and runs on x86_64 Linux; its requirements are resolved for that."""
 CLOUD_FUNCTIONS: Final = "gcf"
 GCP: Final = "gcp"
 """`--platform gcp`: the Google Cloud build (Cloud Functions source + Terraform variables); `gcf` is its older name."""
@@ -525,13 +529,17 @@ def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, pl
     extras = required_extras(settings, platform)
     staging = scratch / "bundle"
     staging.mkdir()
+    constraints = scratch / "constraints.txt"
+    constraints.write_text("\n".join(pinned_versions()) + "\n")
+    pins: dict[str, str] = {}
     if platform == CLOUD_FUNCTIONS:
-        # Cloud Functions installs requirements.txt itself; only the product is vendored (as source).
-        (staging / "requirements.txt").write_text("\n".join(requirements(root, extras)) + "\n")
+        # Cloud Functions installs requirements.txt itself; only the product is vendored (as source). The
+        # file pins the whole resolved closure, so the deployed versions are the tested ones, not whatever
+        # the ranges in pyproject.toml resolve to on the day Cloud Build runs.
+        pins = resolved_versions(requirements(root, extras), constraints, CLOUD_FUNCTIONS_WHEEL_PLATFORM)
+        (staging / "requirements.txt").write_text(cloud_functions_requirements(pins))
         (staging / "main.py").write_text(_cloud_functions_main(settings))
     else:
-        constraints = scratch / "constraints.txt"
-        constraints.write_text("\n".join(pinned_versions()) + "\n")
         wheels = (["--platform", LAMBDA_WHEEL_PLATFORMS[architecture or "arm64"], "--implementation", "cp",
                    "--python-version", ".".join(map(str, RUNTIME_PYTHON)), "--only-binary=:all:"]
                   if platform != HOST else [])
@@ -567,7 +575,32 @@ def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, pl
         if unpacked > LAMBDA_UNPACKED_MAX_BYTES:
             raise PackagingError(f"bundle unpacks to {unpacked / 1e6:.1f} MB, over Lambda's "
                                  f"{LAMBDA_UNPACKED_MAX_BYTES / 1e6:.0f} MB")
-    return _bundled_versions(staging)
+    return pins or _bundled_versions(staging)
+
+
+def resolved_versions(lines: list[str], constraints: Path, wheel_platform: str) -> dict[str, str]:
+    """`{name: version}` of every distribution pip would install for `lines` on `wheel_platform` and the runtime's
+    Python, under `constraints` (the building Python's versions, so what it holds is pinned to what was tested)."""
+    with tempfile.TemporaryDirectory(prefix="outpost-resolve-") as scratch:
+        report = Path(scratch) / "report.json"
+        _pip(["install", "--dry-run", "--quiet", "--ignore-installed", "--disable-pip-version-check",
+              "--report", str(report), "--constraint", str(constraints), "--platform", wheel_platform,
+              "--implementation", "cp", "--python-version", ".".join(map(str, RUNTIME_PYTHON)),
+              "--only-binary=:all:", *lines])
+        installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    return {_normalized(item["metadata"]["name"]): item["metadata"]["version"] for item in installed}
+
+
+def cloud_functions_requirements(pins: Mapping[str, str]) -> str:
+    """requirements.txt for Cloud Functions: one exact pin per line, sorted, so two builds match byte for byte."""
+    header = ("# Written by `outpost package`: the resolved dependencies of this environment's functions, pinned\n"
+              "# to the versions the building environment tested. Edit pyproject.toml, not this file.\n")
+    return header + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+
+
+def _normalized(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503): lower case, runs of `-_.` as one `-`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _copy_product(root: Path, staging: Path) -> None:

@@ -9,8 +9,11 @@ Cloud Functions source no AWS SDK unless the environment's secrets or auth use A
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,7 @@ from outpost.packaging import (
     describe,
     forbidden_entries,
     host_architecture,
+    pinned_versions,
     required_extras,
 )
 
@@ -149,9 +153,18 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     assert sdk == str(unpacked / "boto3" / "__init__.py")  # the ssm: path's SDK loads from the bundle alone
 
 
-def requirement_names(text: str) -> set[str]:
-    return {line.split(";")[0].split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
-            for line in text.splitlines() if line.strip()}
+def exact_pins(text: str) -> dict[str, str]:
+    """`{name: version}` of a requirements file that must hold only comments and `name==version` lines."""
+    pins = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, separator, version = line.partition("==")
+        assert separator, line
+        assert re.fullmatch(r"[a-z0-9-]+", name), line
+        assert re.fullmatch(r"[\w.+!-]+", version), line
+        pins[name] = version
+    return pins
 
 
 def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(tmp_path: Path) -> None:
@@ -164,9 +177,21 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     with zipfile.ZipFile(archive) as source:
         names = set(source.namelist())
         source.extractall(unpacked)
-    required = requirement_names((unpacked / "requirements.txt").read_text())
+    requirements_text = (unpacked / "requirements.txt").read_text()
+    pins = exact_pins(requirements_text)
+    required = set(pins)
     assert {"functions-framework", "google-auth", "requests", "pydantic", "httpx", "pyyaml"} <= required
-    assert not required & {"boto3", "botocore", "s3transfer", "kubernetes", "cryptography", "outpost"}, required
+    # cryptography may ride in with google-auth; the AWS SDK and the official client never do.
+    assert not required & {"boto3", "botocore", "s3transfer", "kubernetes", "outpost"}, required
+    # The whole closure is pinned to the versions this environment tested, not left to Cloud Build's resolver.
+    assert {"pydantic-core", "httpcore", "flask", "werkzeug"} <= required, required
+    tested = {name: version for name, _, version in (pin.partition("==") for pin in pinned_versions())}
+    assert {name: version for name, version in pins.items() if name in tested} == {
+        name: tested[name] for name in pins if name in tested}
+    assert pins["pydantic"] == importlib.metadata.version("pydantic")
+    assert json.loads((target / "deployment.json").read_text())["build"]["dependencies"] == pins
+    again = build("stage1", tmp_path / "again", platform="gcf", root=root) / "outpost-stage1-gcf.zip"
+    assert again.read_bytes() == archive.read_bytes()  # the same inputs resolve to the same pins, byte for byte
     assert {"main.py", "requirements.txt", "functions/apiserver_health/main.py", "infra/environments/stage1.yaml",
             "outpost/runtime/gcf.py"} <= names, summary
     # Only the product is vendored: Cloud Functions installs requirements.txt itself.
