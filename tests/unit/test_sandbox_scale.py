@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from outpost_sandbox.cluster import (
+    COMPONENT_SPECS,
     KWOK_LEASE_DURATIONS,
     MAX_NODES,
     NODE_LEASE_SECONDS,
@@ -77,3 +78,16 @@ def test_component_argv_follows_the_node_count(tmp_path: Path, nodes: int, lease
     profile = scale_profile(nodes)
     assert manager[-len(profile.controller_manager_flags()) or len(manager):] == profile.controller_manager_flags()
     assert scheduler[-len(profile.scheduler_flags()) or len(scheduler):] == profile.scheduler_flags()
+
+
+@pytest.mark.parametrize("nodes", [1, 100, 500, 1000, 5000])
+def test_kwok_start_waits_out_one_lease_retry(nodes: int) -> None:
+    """kwok retries a node Lease it failed to take over one renew interval later (lease / 4, +4 % jitter): a
+    restarted kwok gets at least that long, and a minute more, to have renewed every Lease (seen: 7 of 1,000
+    Leases retried 100 s later when a sandbox grew into the 400 s tier, past the fixed 90 s it had)."""
+    profile = scale_profile(nodes)
+    spec = COMPONENT_SPECS["kwok"]
+    assert spec.scaled_timeout is not None
+    timeout = max(spec.ready_timeout, spec.scaled_timeout(profile))
+    assert timeout >= profile.node_lease_seconds / 4 * 1.04 + 60
+    assert timeout >= 90  # the test scale keeps what it always had

@@ -116,6 +116,13 @@ class ScaleProfile:
     """How long `up` waits for the extension systems to be ready (10,000 DaemonSet pods to create,
     bind and make Ready at 5,000 nodes)."""
 
+    @property
+    def kwok_ready_timeout_seconds(self) -> float:
+        """How long a (re)started kwok may take to renew every node Lease: kwok v0.8.0 retries a Lease it failed
+        to take over (its Lease cache not yet filled, it tries to create one that exists) a renew interval later,
+        a quarter lease plus 4 % jitter (`node_lease_controller.go`): 100 s at a 400 s lease, past a fixed 90 s."""
+        return max(90.0, self.node_lease_seconds / 4 * 1.04 + 60.0)
+
     def controller_manager_flags(self) -> list[str]:
         flags = []
         if self.node_monitor_grace_seconds is not None:
@@ -938,7 +945,10 @@ class Sandbox:
         else:
             def ready() -> bool:
                 return self._component_health(state, name)[0] is True
-        self._wait(spec.ready_what, name, spec.ready_timeout, ready, watch=(*spec.requires_running, name))
+        timeout = spec.ready_timeout
+        if spec.scaled_timeout is not None:
+            timeout = max(timeout, spec.scaled_timeout(scale_profile(state.nodes)))
+        self._wait(spec.ready_what, name, timeout, ready, watch=(*spec.requires_running, name))
 
     def _kwok_ready_when(self, state: State) -> Callable[[], bool]:
         """kwok has no health endpoint: it is working once it has renewed every node Lease it holds
@@ -1190,6 +1200,8 @@ class ComponentSpec:
     restarts_watchers: bool = False
     """Its own restart (with wait) is followed by restarting the watchers (see `watcher`)."""
     before_start: Callable[[Sandbox, State], None] | None = None
+    scaled_timeout: Callable[[ScaleProfile], float] | None = None
+    """A longer start-up wait where the node count's tier asks for one (never shorter than `ready_timeout`)."""
 
 
 COMPONENT_SPECS: dict[str, ComponentSpec] = {spec.name: spec for spec in (
@@ -1205,7 +1217,8 @@ COMPONENT_SPECS: dict[str, ComponentSpec] = {spec.name: spec for spec in (
     ComponentSpec("kube-scheduler", Sandbox._scheduler_argv, Sandbox._scheduler_health,
                   "kube-scheduler /healthz 200", 60, watcher=True),
     ComponentSpec("kwok", Sandbox._kwok_argv, Sandbox._kwok_health, "kwok renewing every node Lease", 90,
-                  ready_when=Sandbox._kwok_ready_when, watcher=True, before_start=Sandbox._before_kwok_start),
+                  ready_when=Sandbox._kwok_ready_when, watcher=True, before_start=Sandbox._before_kwok_start,
+                  scaled_timeout=lambda profile: profile.kwok_ready_timeout_seconds),
 )}
 """In start order (etcd first); `down` stops them in reverse."""
 
