@@ -118,7 +118,10 @@ class ClusterSettings(_Model):
     deadline_seconds: float = Field(
         45.0, gt=0, le=840, description="Budget for one whole check run, shared by all its requests."
     )
-    page_size: int = Field(500, ge=1, le=5000, description="`limit` used for paginated LISTs.")
+    # 250, not client-go's 500: a page is validated whole from its bytes, so its parse is a process's peak
+    # memory; measured at 5,000 nodes (koordlet-coverage 75 -> 65 MB, node-utilization 70 -> 62 MB peak RSS)
+    # at no cost in wall time, for twice the (cheap, paginated) requests.
+    page_size: int = Field(250, ge=1, le=5000, description="`limit` used for paginated LISTs.")
     max_response_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, le=128 * 1024 * 1024,
         description="Largest response body accepted from the API server; a larger one is an error naming the path.",

@@ -118,7 +118,7 @@ class Cluster:
         connect_timeout: float = 5.0,
         read_timeout: float = 10.0,
         deadline: Deadline | None = None,
-        page_size: int = 500,
+        page_size: int = 250,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
