@@ -295,6 +295,28 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
         for ns, n in (("koordinator-system", "koordinator-manager"), ("kruise-system", "kruise-manager"))))
     _wait("a NodeMetric for every node", left(), lambda: count(kube, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")
           >= count(kube, "/api/v1/nodes"))
+    _wait("both mutating webhooks mutating a dry-run pod", left(), partial(_webhooks_mutate, kube))
+
+
+def _webhooks_mutate(kube: Kube) -> bool:
+    """A dry-run pod that opts in to both systems comes back mutated by both webhooks.
+
+    Why: the webhooks fail open (failurePolicy Ignore), so a 200 from their Services through the API server's
+    proxy does not prove admission reaches them: the API server's webhook client dials on its own connections,
+    and after a reinstall (a new network namespace) its first calls can still fail, silently admitting unmutated.
+    """
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"generateName": "outpost-sandbox-ready-", "namespace": "default",
+                        "labels": {"koordinator.sh/enable-colocation": "true",
+                                   "apps.kruise.io/inject-readiness-gate": "true"}},
+           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}]}}
+    try:
+        admitted = kube.create("/api/v1/namespaces/default/pods", pod, dry_run=True)
+    except SandboxApiError:
+        return False
+    labels = (admitted.get("metadata") or {}).get("labels") or {}
+    gates = (admitted.get("spec") or {}).get("readinessGates") or []
+    return labels.get("koordinator.sh/qosClass") == "BE" and {"conditionType": "KruisePodReady"} in gates
 
 
 def count(kube: Kube, path: str) -> int:
