@@ -295,15 +295,15 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
         for ns, n in (("koordinator-system", "koordinator-manager"), ("kruise-system", "kruise-manager"))))
     _wait("a NodeMetric for every node", left(), lambda: count(kube, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")
           >= count(kube, "/api/v1/nodes"))
-    _wait("both mutating webhooks mutating a dry-run pod", left(), partial(_webhooks_mutate, kube))
+    _wait("both mutating webhooks mutating a dry-run pod", left(), partial(webhooks_mutate, kube))
 
 
-def _webhooks_mutate(kube: Kube) -> bool:
+def webhooks_mutate(kube: Kube) -> bool:
     """A dry-run pod that opts in to both systems comes back mutated by both webhooks.
 
     Why: the webhooks fail open (failurePolicy Ignore), so a 200 from their Services through the API server's
-    proxy does not prove admission reaches them: the API server's webhook client dials on its own connections,
-    and after a reinstall (a new network namespace) its first calls can still fail, silently admitting unmutated.
+    proxy does not prove admission reaches them: the API server's webhook client trusts the configurations'
+    caBundle (picked up by an informer, a moment after it changes), and any failed call admits unmutated.
     """
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"generateName": "outpost-sandbox-ready-", "namespace": "default",

@@ -66,6 +66,10 @@ def webhook_cert_expiring_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
             pki.write_pair(pdir, svc, long)
     (pdir / "active-ca").unlink(missing_ok=True)
     _republish_webhook_pki(ctx)
+    # Healed means admission works again: the API server picks up the restored caBundle from its webhook
+    # configuration informer a moment later, and until then its calls fail TLS and, failing open, admit unmutated.
+    wait_for("both mutating webhooks mutating a dry-run pod with the restored certificates", 60,
+             lambda: systems.webhooks_mutate(ctx.kube))
 
 
 def apiserver_cert_fault(days: float) -> tuple[Apply, Heal]:
