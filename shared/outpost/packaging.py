@@ -479,7 +479,7 @@ def pinned_versions() -> list[str]:
     tested here, and two builds from the same environment resolve the same versions."""
     pins: dict[str, str] = {}
     for distribution in importlib.metadata.distributions():
-        name = (distribution.metadata["Name"] or "").lower().replace("_", "-")
+        name = _normalized(distribution.metadata["Name"] or "")
         if name and not name.startswith("outpost"):
             pins[name] = distribution.version
     return [f"{name}=={version}" for name, version in sorted(pins.items())]
@@ -575,7 +575,7 @@ def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, pl
         if unpacked > LAMBDA_UNPACKED_MAX_BYTES:
             raise PackagingError(f"bundle unpacks to {unpacked / 1e6:.1f} MB, over Lambda's "
                                  f"{LAMBDA_UNPACKED_MAX_BYTES / 1e6:.0f} MB")
-    return pins or _bundled_versions(staging)
+    return pins if platform == CLOUD_FUNCTIONS else _bundled_versions(staging)
 
 
 def resolved_versions(lines: list[str], constraints: Path, wheel_platform: str) -> dict[str, str]:

@@ -120,8 +120,9 @@ class ScaleProfile:
     def kwok_ready_timeout_seconds(self) -> float:
         """How long a (re)started kwok may take to renew every node Lease: kwok v0.8.0 retries a Lease it failed
         to take over (its Lease cache not yet filled, it tries to create one that exists) a renew interval later,
-        a quarter lease plus 4 % jitter (`node_lease_controller.go`): 100 s at a 400 s lease, past a fixed 90 s."""
-        return max(90.0, self.node_lease_seconds / 4 * 1.04 + 60.0)
+        a quarter lease plus 4 % jitter (`node_lease_controller.go`): 100 s at a 400 s lease. A minute more for
+        the rest; the component's own `ready_timeout` (90 s) stays the floor."""
+        return self.node_lease_seconds / 4 * 1.04 + 60.0
 
     def controller_manager_flags(self) -> list[str]:
         flags = []
