@@ -1,152 +1,338 @@
-"""admission-dry-run: `evaluate` over the dry-run answers the probe got from the sandbox in every webhook state,
-refusals as the API server words them, `fetch` over the fake API server, and the seam it writes through
-(`Cluster.dry_run_create`: always dryRun=All, a webhook's 403 returned, RBAC's 403 raised, a longer read
-timeout allowed but never past the deadline)."""
+"""admission-dry-run: `evaluate` over the answers the API server gives a dry-run create, `fetch` over the fake API
+server, and the seam it writes through (`Cluster.dry_run_create`: always dryRun=All, the API server's `timeout` sent,
+a webhook's 403 returned, RBAC's 403 raised, a longer read timeout allowed but never past the deadline).
+
+Fixtures (tests/unit/fixtures/admission_dry_run), built from upstream where no capture of the real managers exists
+(the sandbox is being rebuilt around them; the measurement is /work/shared/docs/real-managers.md):
+- `koordinator-admitted.json`: the API server's captured answer for the probe pod (v1.37.2), as koord-manager v1.6.0
+  mutates it under upstream's documented profile (pkg/webhook/pod/mutating/cluster_colocation_profile.go,
+  extended_resource_spec.go; PriorityClass koord-batch = 5000 from the chart): labels qosClass=BE, priority=1000,
+  mutated=true, priorityClassName koord-batch, priority 5000, schedulerName koord-scheduler, cpu/memory moved to
+  kubernetes.io/batch-cpu/-memory, the extended-resource-spec annotation, terminationGracePeriodSeconds 30 from the
+  patch, qosClass BestEffort; `koordinator-admitted-1cpu.json` the same for the measured pod (cpu 1 -> batch-cpu 1k);
+- `openkruise-admitted.json`: the captured answer with the CloneSet controller ownerReference and
+  readinessGates [{conditionType: KruisePodReady}] (pkg/webhook/pod/mutating/pod_readiness.go);
+- `configurations/{kustomize,chart}/`: both systems' MutatingWebhookConfigurations from config/ (rendered,
+  failurePolicy Fail, timeoutSeconds unset = 10) and from the charts (timeoutSeconds 30; Koordinator Ignore), with
+  the API server's defaults, trimmed to a few webhooks;
+- `status/`: the API server's Status bodies (k8s.io/apiserver@v0.37.2, k8s.io/apimachinery@v0.37.2 errors.go):
+  a Fail webhook's own timeout (dispatcher.go, NewInternalError), the two 504s racing when the request's deadline
+  ends admission (server/filters/timeout.go writes the Status without kind/apiVersion; handlers/finisher/finisher.go
+  through the negotiated encoder), and a koord-manager refusal (admission.Errored 500, webhook/errors ToStatusErr).
+The sandbox's captured webhook states (kit.webhook_fixtures: the stand-in webhooks behind the real API server) are
+judged too, under a profile that sets only the qosClass the stand-in writes.
+"""
 
 from __future__ import annotations
 
 import json
 import ssl
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from kit import NOW, FakeApiServer, fake_cluster
+from kit import NOW, FakeApiServer
 from kit.webhook_fixtures import STATES, answer, objects
 from outpost.checks import admission_dry_run
 from outpost.checks.admission_dry_run import (
     KOORDINATOR,
     OPENKRUISE,
+    OWNER_UID,
     AdmissionDryRunParams,
+    ColocationState,
     DryRunAnswer,
+    DryRuns,
     MutationCase,
+    admission_timeout,
     evaluate,
     fetch,
     probe_pod,
 )
 from outpost.cluster import Cluster, Deadline
-from outpost.errors import ClusterAuthError
-from outpost.kube import WebhookConfiguration, parse
-from outpost.result import Status
+from outpost.errors import ClusterAuthError, ClusterTimeout
+from outpost.kube import WebhookConfiguration, parse, parse_list
+from outpost.kube.colocation import ClusterColocationProfile
+from outpost.result import Result, Status
 
+FIXTURES = Path(__file__).parent / "fixtures" / "admission_dry_run"
 PARAMS = AdmissionDryRunParams()
 PODS = "/api/v1/namespaces/outpost-probe/pods"
+PROFILES_LIST: dict[str, Any] = json.loads((FIXTURES / "clustercolocationprofiles.json").read_text())
+NAMESPACE: dict[str, Any] = json.loads((FIXTURES / "namespace.outpost-probe.json").read_text())
+PROFILES = parse_list(ClusterColocationProfile, PROFILES_LIST, "fixture")
+COLOCATION = ColocationState(PROFILES, NAMESPACE["metadata"]["labels"])
+SENT = 32
 
 
-def captured_answers(state: str) -> list[DryRunAnswer]:
+def text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def configuration(install: str, name: str) -> WebhookConfiguration:
+    return parse(WebhookConfiguration, json.loads(text(f"configurations/{install}/{name}.json")), "fixture")
+
+
+def dry_run(case: MutationCase, code: int, body: str, install: str = "kustomize", elapsed_ms: int = 40,
+            sent: int = SENT) -> DryRunAnswer:
+    return DryRunAnswer(case, PODS, code, body, elapsed_ms, configuration(install, case.configuration), sent)
+
+
+def without_readiness_gates(body: str) -> str:
+    pod = json.loads(body)
+    del pod["spec"]["readinessGates"]
+    return json.dumps(pod)
+
+
+def unmutated_koordinator_pod() -> str:
+    """What the API server answers when koord-manager's webhook did not run (failurePolicy Ignore): the pod as
+    sent, defaulted (the sandbox's capture with the stand-in webhook broken)."""
+    return answer("webhook-no-mutate@koord-webhook", "dry_run.koordinator")[1]
+
+
+def run(koordinator: DryRunAnswer, openkruise: DryRunAnswer, colocation: ColocationState | None = COLOCATION,
+        params: AdmissionDryRunParams = PARAMS) -> Result:
+    return evaluate(DryRuns([koordinator, openkruise], colocation), params, NOW)
+
+
+KOORD_OK = text("koordinator-admitted.json")
+KRUISE_OK = text("openkruise-admitted.json")
+
+
+@pytest.mark.parametrize("install", ["kustomize", "chart"])
+@pytest.mark.parametrize("koordinator_body", ["koordinator-admitted.json", "koordinator-admitted-1cpu.json"])
+def test_both_upstream_webhooks_mutating_is_ok(install: str, koordinator_body: str) -> None:
+    result = run(dry_run(KOORDINATOR, 201, text(koordinator_body), install), dry_run(OPENKRUISE, 201, KRUISE_OK,
+                                                                                     install))
+    assert result.status is Status.OK, result.errors
+    assert result.summary == "dry-run pods admitted and mutated (koordinator, openkruise); nothing stored"
+    koordinator = result.details["systems"]["koordinator"]
+    assert koordinator["mutated"] is True
+    assert koordinator["profiles"] == {"colocation-profile-example": "selects (100%)"}
+    assert koordinator["expected"] == ["annotation koordinator.sh/intercepted", "label koordinator.sh/mutated",
+                                       "label koordinator.sh/priority", "label koordinator.sh/qosClass",
+                                       "priorityClassName", "schedulerName"]
+    assert result.details["systems"]["openkruise"]["readiness_gates"] == ["KruisePodReady"]
+
+
+TIMEOUT_FILTER = text("status/timeout-filter.504.json")
+FINISHER_TIMEOUT = text("status/finisher-timeout.504.json")
+KRUISE_OWN_TIMEOUT = text("status/mpod.kb.io-own-timeout.500.json")
+KOORD_DENIED = text("status/mpod-create.koordinator.sh-denied.500.json")
+KOORD_FAIL_DOWN = answer("backend-down@koord-webhook+failurePolicy=Fail", "dry_run.koordinator")[1]
+KRUISE_CONFIG = "mutatingwebhookconfiguration kruise-mutating-webhook-configuration"
+KOORD_CONFIG = "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration"
+KOORD_POD = "pod outpost-probe/outpost-dry-run-* (dry run, koordinator)"
+KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
+
+
+@pytest.mark.parametrize(("koordinator", "openkruise", "status", "lines"), [
+    # Koordinator's chart (Ignore, 30 s) with its webhook hanging: admitted unmutated after 30 s, named
+    (dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=30_180),
+     dry_run(OPENKRUISE, 201, KRUISE_OK, "chart", elapsed_ms=30_190), Status.FAILED,
+     ["(dry run, koordinator): admitted without mutation (annotation "
+      "koordinator.sh/intercepted absent (want 'true', profile colocation-profile-example); label "
+      "koordinator.sh/mutated absent (want 'true', profile colocation-profile-example); label koordinator.sh/priority "
+      "absent (want '1000', profile colocation-profile-example); label koordinator.sh/qosClass absent (want 'BE', "
+      "profile colocation-profile-example); priorityClassName absent (want 'koord-batch', profile "
+      "colocation-profile-example); schedulerName='default-scheduler' (want 'koord-scheduler', profile "
+      f"colocation-profile-example)); {KOORD_CONFIG} webhook mpod-create.koordinator.sh (failurePolicy Ignore, "
+      "timeoutSeconds 30): the answer took 30.2 s, so it likely did not answer in time and was skipped"]),
+    # kruise-manager up but not injecting (e.g. the pod's owner is no apps.kruise.io workload)
+    (dry_run(KOORDINATOR, 201, KOORD_OK), dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
+     Status.FAILED, ["(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
+                     f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Fail, timeoutSeconds 10) did not mutate it"]),
+    # config/ (Fail, 10 s) with kruise-manager hanging: the API server names it for both pods (both pass it)
+    (dry_run(KOORDINATOR, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_020),
+     dry_run(OPENKRUISE, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_030), Status.FAILED,
+     [f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KOORD_POD}: HTTP 500 (Internal error "
+      'occurred: failed calling webhook "mpod.kb.io": failed to call webhook: Post "https://kruise-webhook-service.'
+      'kruise-system.svc:443/mutate-pod',  # the result redacts query strings
+      f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KRUISE_POD}: HTTP 500"]),
+    # Fail and the webhook unreachable (the sandbox's capture)
+    (dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.FAILED,
+     [f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP 500 "
+      '(Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"']),
+    # koord-manager answering, refusing (the profile's PriorityClass is gone)
+    (dry_run(KOORDINATOR, 500, KOORD_DENIED), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.FAILED,
+     [f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP 500 "
+      '(admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
+      '"koord-batch" not found)']),
+    # the charts (30 s) under a deadline that leaves 27 s: the API server's own deadline comes first, names nobody
+    (dry_run(KOORDINATOR, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_004, sent=27),
+     dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_006, sent=27), Status.ERROR,
+     [f"{KOORD_POD}: HTTP 504 after 27.0 s (Timeout: request did not complete within the allotted timeout): the API "
+      "server stopped at the request's timeout=27s, before a webhook's own timeoutSeconds ran out, so it names "
+      "none; admission not observed; the pod webhooks this check reads: koordinator-mutating-webhook-configuration "
+      "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), kruise-mutating-webhook-configuration "
+      "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); mpod-create.koordinator.sh, mpod.kb.io may wait that "
+      "long alone",
+      f"{KRUISE_POD}: HTTP 504 after 27.0 s"]),
+    # koord-manager from its chart hung: its mutating then its validating webhook (both Ignore, 30 s) outlast 32 s
+    (dry_run(KOORDINATOR, 504, FINISHER_TIMEOUT, "chart", elapsed_ms=32_001),
+     dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=32_002), Status.ERROR,
+     [f"{KOORD_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within requested timeout - context "
+      "deadline exceeded): the API server stopped at the request's timeout=32s",
+      f"{KRUISE_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within the allotted timeout): the API "
+      "server stopped at the request's timeout=32s, before a webhook's own timeoutSeconds ran out, so it names "
+      "none; admission not observed; the pod webhooks this check reads: koordinator-mutating-webhook-configuration "
+      "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), kruise-mutating-webhook-configuration "
+      "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); none waits 32 s alone: several adding up (an Ignore "
+      "webhook, then the validating webhooks called after it), another configuration's webhook, or the API server "
+      "itself"]),
+    # a 504 that is no API server Status (a gateway in front of it)
+    (dry_run(KOORDINATOR, 504, "<html>gateway timeout</html>"), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.ERROR,
+     [f"{KOORD_POD}: HTTP 504 ('<html>gateway timeout</html>'), admission not observed"]),
+    # one system unobserved makes the run an error and keeps the other's verdict
+    (dry_run(KOORDINATOR, 429, json.dumps({"kind": "Status", "message": "Too many requests", "code": 429})),
+     dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)), Status.ERROR,
+     [f"{KOORD_POD}: HTTP 429 rate limited by the API server, admission not observed",
+      "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent)"]),
+])
+def test_refusals_timeouts_and_missing_mutations(koordinator: DryRunAnswer, openkruise: DryRunAnswer,
+                                                 status: Status, lines: list[str]) -> None:
+    result = run(koordinator, openkruise)
+    assert result.status is status, result.errors
+    assert len(result.errors) == len(lines), result.errors
+    for line, error in zip(lines, result.errors, strict=True):
+        assert line in error, error
+
+
+def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
+    result = run(dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=400),
+                 dry_run(OPENKRUISE, 201, KRUISE_OK, "chart"))
+    assert result.status is Status.FAILED
+    assert result.errors[0].endswith("mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 30) did not "
+                                     "mutate it")
+
+
+@pytest.mark.parametrize(("colocation", "says"), [
+    (ColocationState([], COLOCATION.namespace_labels),
+     "admitted, but no ClusterColocationProfile exists, so koord-manager mutates nothing (pod labels "
+     "app.kubernetes.io/managed-by=outpost, koordinator.sh/enable-colocation=true in namespace outpost-probe "
+     "(namespace labels koordinator.sh/enable-colocation=true, kubernetes.io/metadata.name=outpost-probe)); "
+     "upstream's documented colocation-profile-example selects pods labelled koordinator.sh/enable-colocation=true "
+     "in namespaces labelled koordinator.sh/enable-colocation=true: create such a profile and label namespace "
+     "outpost-probe koordinator.sh/enable-colocation=true; admission not observed"),
+    (ColocationState(PROFILES, {"kubernetes.io/metadata.name": "outpost-probe"}),
+     "colocation-profile-example: namespace outpost-probe lacks koordinator.sh/enable-colocation=true (its "
+     "namespaceSelector); admission not observed"),
+    (ColocationState(None, COLOCATION.namespace_labels),
+     "the API server does not serve clustercolocationprofiles.config.koordinator.sh (Koordinator's CRDs are not "
+     "installed), so nothing would mutate the pod"),
+    (ColocationState(PROFILES, None), "namespace outpost-probe not found"),
+])
+def test_without_a_profile_that_applies_the_webhook_is_not_observed(colocation: ColocationState, says: str) -> None:
+    result = run(dry_run(KOORDINATOR, 201, unmutated_koordinator_pod()), dry_run(OPENKRUISE, 201, KRUISE_OK),
+                 colocation)
+    assert result.status is Status.ERROR
+    assert result.errors == [result.summary]
+    assert says in result.errors[0]
+    assert result.details["systems"]["koordinator"]["mutated"] is None
+
+
+def test_a_refusal_is_judged_even_when_no_profile_would_apply() -> None:
+    result = run(dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN), dry_run(OPENKRUISE, 201, KRUISE_OK),
+                 ColocationState([], {}))
+    assert result.status is Status.FAILED
+    assert "webhook mpod-create.koordinator.sh refused" in result.errors[0]
+
+
+def test_stated_wants_replace_the_profiles_or_add_to_them() -> None:
+    stated = MutationCase(system="koordinator", configuration="koordinator-mutating-webhook-configuration",
+                          pod_labels={"koordinator.sh/enable-colocation": "true"}, want_labels={"team": "batch"},
+                          want_scheduler_name="koord-scheduler")
+    both = stated.model_copy(update={"colocation_profiles": True})
+    for case, found in ((stated, 'label team absent (want \'batch\')'), (both, "label team absent")):
+        result = run(dry_run(case, 201, KOORD_OK), dry_run(OPENKRUISE, 201, KRUISE_OK))
+        assert result.status is Status.FAILED
+        assert found in result.errors[0]
+        assert "profile" not in result.errors[0].split("; ")[0]  # the stated want names no profile
+    assert run(dry_run(stated.model_copy(update={"want_labels": {}}), 201, KOORD_OK),
+               dry_run(OPENKRUISE, 201, KRUISE_OK), None).status is Status.OK
+
+
+def test_a_sidecar_style_expectation_names_the_missing_container() -> None:
+    case = MutationCase(system="openkruise", configuration="kruise-mutating-webhook-configuration",
+                        pod_labels={"app": "with-sidecar"}, want_containers=["sidecar"])
+    result = evaluate(DryRuns([dry_run(case, 201, KRUISE_OK)]), PARAMS, NOW)
+    assert result.status is Status.FAILED
+    assert "container sidecar absent" in result.errors[0]
+
+
+@pytest.mark.parametrize(("code", "body", "line"), [
+    (400, json.dumps({"kind": "Status", "message": 'admission webhook "mpod.kb.io" does not support dry run',
+                      "code": 400}), "webhook mpod.kb.io refused the dry-run create"),
+    (404, json.dumps({"kind": "Status", "message": 'namespaces "outpost-probe" not found', "reason": "NotFound",
+                      "code": 404}), 'HTTP 404 (namespaces "outpost-probe" not found), admission not observed'),
+    (302, "", "HTTP 302 redirect (not followed)"),
+    (500, "<html>bad gateway</html>", "HTTP 500 ('<html>bad gateway</html>'), admission not observed"),
+    (201, "<html>ok</html>", "HTTP 201 with a body that is not JSON"),
+    (201, json.dumps({"kind": "Status"}), "HTTP 201 without the admitted pod"),
+    (201, json.dumps({"kind": "Pod", "metadata": {"name": "p", "labels": "BE"}}), "field metadata.labels"),
+])
+def test_answers_that_name_no_webhook_are_not_a_verdict(code: int, body: str, line: str) -> None:
+    result = run(dry_run(KOORDINATOR, code, body), dry_run(OPENKRUISE, 201, KRUISE_OK))
+    assert result.status is (Status.FAILED if "refused" in line else Status.ERROR)
+    assert line in result.errors[0], result.errors
+
+
+# -- the sandbox's captured webhook states (stand-in webhooks behind the real API server) ----------------------
+
+STAND_IN_PROFILE = parse(ClusterColocationProfile, {
+    "metadata": {"name": "qos-only"},
+    "spec": {"selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE"}}, "test")
+
+
+def captured(state: str) -> list[DryRunAnswer]:
     configurations = {o["metadata"]["name"]: o for o in objects(state) if o["kind"] == "MutatingWebhookConfiguration"}
     answers = []
     for case in PARAMS.systems:
         status, body = answer(state, f"dry_run.{case.system}")
         raw = configurations.get(case.configuration)
         answers.append(DryRunAnswer(case, PODS, int(status), body, 12,
-                                    None if raw is None else parse(WebhookConfiguration, raw, "fixture")))
+                                    None if raw is None else parse(WebhookConfiguration, raw, "fixture"), SENT))
     return answers
 
 
-KOORD_UNMUTATED = ("(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass absent "
-                   "(want 'BE')); mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
-                   "mpod-create.koordinator.sh (failurePolicy Ignore) did not mutate it")
-KRUISE_UNMUTATED = ("(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
-                    "mutatingwebhookconfiguration kruise-mutating-webhook-configuration webhook mpod.kb.io "
-                    "(failurePolicy Ignore) did not mutate it")
-
-
-def expected(state: str) -> tuple[Status, str]:
-    """Every webhook fault on a system leaves that system's pod unmutated (failurePolicy Ignore)."""
+def captured_expectation(state: str) -> tuple[Status, str]:
+    """The stand-ins' pod webhooks are Ignore (5 s) unless the state says Fail: a broken one leaves its pod
+    unmutated."""
     if state == "healthy":
         return Status.OK, ""
-    if state.endswith("+failurePolicy=Fail"):  # the API server refuses the create and names the webhook
-        return Status.FAILED, ("webhook mpod-create.koordinator.sh (koordinator): refused the dry-run create of pod "
-                               "outpost-probe/outpost-dry-run-* (dry run, koordinator): HTTP 500 (Internal error "
-                               'occurred: failed calling webhook "mpod-create.koordinator.sh"')
+    if state.endswith("+failurePolicy=Fail"):
+        return Status.FAILED, (f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of "
+                               f"{KOORD_POD}: HTTP 500 (Internal error occurred: failed calling webhook "
+                               '"mpod-create.koordinator.sh"')
     if state == "webhook-config-deleted@koordinator":
         return Status.FAILED, ("(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
-                               "absent (want 'BE')); mutatingwebhookconfiguration "
-                               "koordinator-mutating-webhook-configuration: not found")
+                               f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG}: not found")
     if state == "webhook-config-deleted@kruise":
         return Status.FAILED, ("(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady "
-                               "absent); mutatingwebhookconfiguration kruise-mutating-webhook-configuration: not found")
-    return Status.FAILED, KOORD_UNMUTATED if state.endswith("@koord-webhook") else KRUISE_UNMUTATED
+                               f"absent); {KRUISE_CONFIG}: not found")
+    if state.endswith("@koord-webhook"):
+        return Status.FAILED, ("(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
+                               f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG} webhook "
+                               "mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 5)")
+    return Status.FAILED, ("(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
+                           f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Ignore, timeoutSeconds 5)")
 
 
 @pytest.mark.parametrize("state", STATES)
-def test_captured_states(state: str) -> None:
-    status, error = expected(state)
-    result = evaluate(captured_answers(state), PARAMS, NOW)
+def test_captured_sandbox_states(state: str) -> None:
+    status, line = captured_expectation(state)
+    result = evaluate(DryRuns(captured(state), ColocationState([STAND_IN_PROFILE], {})), PARAMS, NOW)
     assert result.status is status, result.errors
     if status is Status.OK:
-        assert result.summary == "dry-run pods admitted and mutated (koordinator, openkruise); nothing stored"
         assert {s: d["mutated"] for s, d in result.details["systems"].items()} == {"koordinator": True,
                                                                                   "openkruise": True}
     else:
         assert len(result.errors) == 1  # only the broken system is named
-        assert result.errors[0].startswith(("pod outpost-probe/outpost-dry-run-", "webhook "))
-        assert error in result.errors[0]
+        assert line in result.errors[0]
 
 
-def _status(code: int, message: str, reason: str = "") -> str:
-    return json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                       "message": message, "reason": reason, "code": code})
-
-
-FAILED_CALLING = _status(500, 'Internal error occurred: failed calling webhook "mpod-create.koordinator.sh": failed '
-                              'to call webhook: Post "https://koordinator-webhook-service.koordinator-system.svc:443/'
-                              'mutate-pod?timeout=5s": context deadline exceeded', "InternalError")
-DENIED = _status(403, 'admission webhook "vpod.koordinator.sh" denied the request: qos class BE needs batch resources',
-                 "Forbidden")
-
-
-@pytest.mark.parametrize(("code", "body", "status", "line"), [
-    # failurePolicy Fail and a webhook that hangs (or is down, or untrusted): the API server names it
-    (500, FAILED_CALLING, Status.FAILED, "webhook mpod-create.koordinator.sh (koordinator): refused the dry-run "
-                                         "create of pod outpost-probe/outpost-dry-run-* (dry run, koordinator): HTTP "
-                                         "500 (Internal error occurred: failed calling webhook"),
-    (403, DENIED, Status.FAILED, "webhook vpod.koordinator.sh (koordinator): refused the dry-run create"),
-    (400, _status(400, 'admission webhook "mpod-create.koordinator.sh" does not support dry run'), Status.FAILED,
-     "webhook mpod-create.koordinator.sh (koordinator)"),
-    # refusals that name no webhook are not a verdict on the webhook
-    (404, _status(404, 'namespaces "outpost-probe" not found', "NotFound"), Status.ERROR,
-     'HTTP 404 (namespaces "outpost-probe" not found), admission not observed'),
-    (429, _status(429, "Too many requests, please try again later."), Status.ERROR, "HTTP 429 rate limited"),
-    (302, "", Status.ERROR, "HTTP 302 redirect (not followed)"),
-    (500, "<html>bad gateway</html>", Status.ERROR, "HTTP 500 ('<html>bad gateway</html>'), admission not observed"),
-    (201, "<html>ok</html>", Status.ERROR, "HTTP 201 with a body that is not JSON"),
-    (201, json.dumps({"kind": "Status"}), Status.ERROR, "HTTP 201 without the admitted pod"),
-    (201, json.dumps({"kind": "Pod", "metadata": {"name": "p", "labels": "BE"}}), Status.ERROR,
-     "field metadata.labels"),
-])
-def test_refusals(code: int, body: str, status: Status, line: str) -> None:
-    result = evaluate([DryRunAnswer(KOORDINATOR, PODS, code, body, 5000, None)], PARAMS, NOW)
-    assert result.status is status
-    assert line in result.errors[0], result.errors
-
-
-def test_one_system_unobserved_makes_the_run_an_error_and_keeps_the_other_verdict() -> None:
-    koord, kruise = captured_answers("webhook-no-mutate@kruise-webhook")
-    koord = DryRunAnswer(KOORDINATOR, PODS, 429, _status(429, "slow down"), 1, None)
-    result = evaluate([koord, kruise], PARAMS, NOW)
-    assert result.status is Status.ERROR
-    assert len(result.errors) == 2
-    assert KRUISE_UNMUTATED in result.errors[1]
-
-
-def test_a_label_with_the_wrong_value_is_named() -> None:
-    (_, kruise) = captured_answers("healthy")
-    pod = json.loads(captured_answers("healthy")[0].body)
-    pod["metadata"]["labels"]["koordinator.sh/qosClass"] = "LS"
-    result = evaluate([DryRunAnswer(KOORDINATOR, PODS, 201, json.dumps(pod), 1, None), kruise], PARAMS, NOW)
-    assert result.status is Status.FAILED
-    assert "label koordinator.sh/qosClass='LS' (want 'BE')" in result.errors[0]
-
-
-def test_sidecar_style_expectation() -> None:
-    case = MutationCase(system="openkruise", configuration="kruise-mutating-webhook-configuration",
-                        pod_labels={"app": "with-sidecar"}, want_containers=["sidecar"])
-    pod = json.loads(captured_answers("healthy")[1].body)
-    result = evaluate([DryRunAnswer(case, PODS, 201, json.dumps(pod), 1, None)], PARAMS, NOW)
-    assert "container sidecar absent" in result.errors[0]
+# -- params, the pod sent, fetch ----------------------------------------------------------------------------------
 
 
 def test_a_case_must_assert_some_mutation() -> None:
@@ -154,7 +340,18 @@ def test_a_case_must_assert_some_mutation() -> None:
         MutationCase(system="x", configuration="y", pod_labels={"a": "b"})
 
 
-def test_probe_pod_is_small_and_mounts_no_token() -> None:
+@pytest.mark.parametrize(("params", "error"), [
+    ({"admission_timeout_seconds": 34, "timeout_seconds": 35}, r"timeout_seconds \(35\) must be at least "
+                                                                r"admission_timeout_seconds \(34\) \+ 2"),
+    ({"admission_timeout_seconds": 35, "timeout_seconds": 90}, "less than or equal to 34"),  # the create handler's cap
+    ({"systems": [OPENKRUISE.model_dump(), OPENKRUISE.model_dump()]}, "each system name once"),
+])
+def test_params_refuse_what_cannot_work(params: dict[str, Any], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        AdmissionDryRunParams.model_validate(params)
+
+
+def test_the_koordinator_pod_carries_the_documented_profiles_label_and_mounts_no_token() -> None:
     pod = probe_pod(PARAMS, KOORDINATOR)
     assert pod["metadata"] == {"generateName": "outpost-dry-run-", "namespace": "outpost-probe",
                                "labels": {"app.kubernetes.io/managed-by": "outpost",
@@ -163,19 +360,82 @@ def test_probe_pod_is_small_and_mounts_no_token() -> None:
     assert [c["name"] for c in pod["spec"]["containers"]] == ["probe"]
 
 
-def test_fetch_sends_dry_runs_only_into_the_probe_namespace() -> None:
-    api = FakeApiServer().add_all(objects("healthy"))
-    status, body = answer("healthy", "dry_run.openkruise")
-    api.respond(PODS, int(status), body, content_type="application/json")
-    params = AdmissionDryRunParams(systems=[OPENKRUISE])
-    with fake_cluster(api, deadline=Deadline(20)) as cluster:
-        result = evaluate(fetch(cluster, params), params, NOW)
+def test_the_openkruise_pod_is_controlled_by_a_clone_set_without_blocking_its_deletion() -> None:
+    pod = probe_pod(PARAMS, OPENKRUISE)
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "outpost"}
+    assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                                                   "name": "outpost-dry-run", "uid": OWNER_UID, "controller": True}]
+
+
+@pytest.mark.parametrize(("remaining", "sent"), [(45.0, 32), (30.0, 28), (29.5, 27), (3.5, 1)])
+def test_the_timeout_sent_leaves_the_api_server_time_to_answer_within_the_deadline(remaining: float,
+                                                                                  sent: int) -> None:
+    assert admission_timeout(PARAMS, remaining) == sent
+
+
+def test_too_little_time_left_is_not_observed() -> None:
+    with pytest.raises(ClusterTimeout, match=r"2\.9 s left of the run's deadline"):
+        admission_timeout(PARAMS, 2.9)
+
+
+class UpstreamApi:
+    """The fake API server holding upstream's objects; each dry run is answered by the pod it carries (the fake
+    itself refuses writes), and the pods sent are kept."""
+
+    def __init__(self, koordinator: tuple[int, str], openkruise: tuple[int, str]) -> None:
+        self.api = FakeApiServer().add(NAMESPACE, *PROFILES_LIST["items"],
+                                       *(json.loads(text(f"configurations/kustomize/{c.configuration}.json"))
+                                         for c in PARAMS.systems))
+        self.answers = {"koordinator": koordinator, "openkruise": openkruise}
+        self.posted: list[dict[str, Any]] = []
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        recorded = self.api.handler(request)
+        if request.method != "POST":
+            return recorded
+        pod = json.loads(request.content)
+        self.posted.append(pod)
+        code, body = self.answers["openkruise" if "ownerReferences" in pod["metadata"] else "koordinator"]
+        return httpx.Response(code, headers={"Content-Type": "application/json"},
+                              stream=httpx.ByteStream(body.encode()))
+
+    def cluster(self) -> Cluster:
+        return Cluster("fake", "https://fake.invalid", verify=ssl.create_default_context(),
+                       transport=httpx.MockTransport(self.handler), deadline=Deadline(60))
+
+
+def test_fetch_reads_the_profiles_and_namespace_and_sends_both_dry_runs_with_the_timeout() -> None:
+    upstream = UpstreamApi((201, KOORD_OK), (201, KRUISE_OK))
+    with upstream.cluster() as cluster:
+        result = evaluate(fetch(cluster, PARAMS), PARAMS, NOW)
+    api, posted = upstream.api, upstream.posted
     assert result.status is Status.OK, result.errors
-    post = [r for r in api.requests if r.method != "GET"]
-    assert [(r.method, r.path, r.query) for r in post] == [("POST", PODS, (("dryRun", "All"),))]
+    reads = sorted((r.method, r.path) for r in api.requests if r.method == "GET")
+    assert reads == [
+        ("GET", "/api/v1/namespaces/outpost-probe"),
+        ("GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                "koordinator-mutating-webhook-configuration"),
+        ("GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                "kruise-mutating-webhook-configuration"),
+        ("GET", "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles"),
+    ]
+    writes = [(r.method, r.path, r.query) for r in api.requests if r.method != "GET"]
+    assert writes == [("POST", PODS, (("dryRun", "All"), ("timeout", "32s")))] * 2
+    assert sorted(p["metadata"].get("ownerReferences", [{}])[0].get("kind", "") for p in posted) == ["", "CloneSet"]
 
 
-# -- the seam ---------------------------------------------------------------------------------------------
+def test_fetch_without_the_profiles_api_reports_it() -> None:
+    upstream = UpstreamApi((201, unmutated_koordinator_pod()), (201, KRUISE_OK))
+    upstream.api.respond("/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles", 404,
+                {"kind": "Status", "status": "Failure", "message": "the server could not find the requested resource",
+                 "reason": "NotFound", "code": 404})
+    with upstream.cluster() as cluster:
+        result = evaluate(fetch(cluster, PARAMS), PARAMS, NOW)
+    assert result.status is Status.ERROR
+    assert "does not serve clustercolocationprofiles.config.koordinator.sh" in result.errors[0]
+
+
+# -- the seam -----------------------------------------------------------------------------------------------
 
 
 class Recorder:
@@ -194,27 +454,36 @@ def cluster(recorder: Recorder, deadline: float = 60, read_timeout: float = 10) 
                    transport=httpx.MockTransport(recorder), read_timeout=read_timeout, deadline=Deadline(deadline))
 
 
-def test_dry_run_create_always_sends_dry_run_all() -> None:
-    recorder = Recorder(201, answer("healthy", "dry_run.koordinator")[1])
+@pytest.mark.parametrize(("server_timeout", "query"), [(None, "dryRun=All"), (10, "dryRun=All&timeout=10s")])
+def test_dry_run_create_always_sends_dry_run_all(server_timeout: int | None, query: str) -> None:
+    recorder = Recorder(201, KOORD_OK)
     with cluster(recorder) as c:
-        response = c.dry_run_create(PODS, {"kind": "Pod"})
+        response = c.dry_run_create(PODS, {"kind": "Pod"}, server_timeout=server_timeout)
     (request,) = recorder.requests
-    assert (request.method, request.url.path, str(request.url.params)) == ("POST", PODS, "dryRun=All")
+    assert (request.method, request.url.path, str(request.url.params)) == ("POST", PODS, query)
     assert json.loads(request.content) == {"kind": "Pod"}
     assert response.status_code == 201
 
 
+def test_a_server_timeout_below_one_second_is_refused() -> None:
+    with cluster(Recorder(201, "{}")) as c, pytest.raises(ValueError, match="at least 1 s"):
+        c.dry_run_create(PODS, {}, server_timeout=0)
+
+
 def test_rbac_refusal_raises_auth_error() -> None:
-    rbac = _status(403, 'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group "" in the '
-                        'namespace "default"', "Forbidden")
+    rbac = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden",
+                       "message": 'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group '
+                                  '"" in the namespace "default"', "code": 403})
     with cluster(Recorder(403, rbac)) as c, pytest.raises(ClusterAuthError, match="cannot create resource"):
         c.dry_run_create("/api/v1/namespaces/default/pods", {"kind": "Pod"})
 
 
 def test_webhook_denial_is_returned_for_the_check_to_judge() -> None:
-    with cluster(Recorder(403, DENIED)) as c:
+    denied = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                         "message": 'admission webhook "vpod.koordinator.sh" denied the request: bad qos', "code": 403})
+    with cluster(Recorder(403, denied)) as c:
         assert c.dry_run_create(PODS, {"kind": "Pod"}).status_code == 403
-    with cluster(Recorder(403, DENIED)) as c, pytest.raises(ClusterAuthError):
+    with cluster(Recorder(403, denied)) as c, pytest.raises(ClusterAuthError):
         c.get(PODS)  # a read never treats a 403 as anything but our identity refused
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import gzip
 import json
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from kit import NOW, FakeApiServer, fake_cluster
+from kit.certs import b64, issue
 from outpost.checks import apiserver_latency, webhook_cert_expiry
 from outpost.checks.apiserver_latency import ApiserverLatencyParams
 from outpost.checks.webhook_cert_expiry import WebhookCertExpiryParams
@@ -30,9 +32,10 @@ def webhook_objects() -> list[dict[str, Any]]:
     mutating = json.loads((directory / "kruise-mutating-webhook-configuration.json").read_text())
     validating = json.loads((directory / "koordinator-validating-webhook-configuration.json").read_text())
     secret = json.loads((directory / "secret.kruise-system.kruise-webhook-certs.json").read_text())
-    # Upstream's Secret also holds the private keys (controller-runtime's writer: key.pem, ca-key.pem).
-    secret["data"]["key.pem"] = base64.b64encode(KEY_MARKER.encode()).decode()
-    secret["data"]["ca-key.pem"] = base64.b64encode(KEY_MARKER.encode()).decode()
+    # Upstream's Secret also holds the private keys (both managers' writer, pkg/webhook/util/writer/secret.go
+    # certsToSecret: key.pem, tls.key, ca-key.pem).
+    for key in ("key.pem", "tls.key", "ca-key.pem"):
+        secret["data"][key] = base64.b64encode(KEY_MARKER.encode()).decode()
     objects = [mutating, validating, secret]
     for kind, name in (("MutatingWebhookConfiguration", "koordinator-mutating-webhook-configuration"),
                        ("ValidatingWebhookConfiguration", "kruise-validating-webhook-configuration")):
@@ -40,7 +43,7 @@ def webhook_objects() -> list[dict[str, Any]]:
         twin["metadata"]["name"] = name
         objects.append(twin)
     koord_secret = copy.deepcopy(secret)
-    koord_secret["metadata"].update(name="webhook-certs", namespace="koordinator-system")
+    koord_secret["metadata"].update(name="koordinator-webhook-certs", namespace="koordinator-system")
     objects.append(koord_secret)
     return objects
 
@@ -58,13 +61,13 @@ def test_webhook_fetch_keeps_only_the_certificate_never_the_key() -> None:
         assert encoded not in held
     assert [s.key for s in data.secrets] == ["cert.pem", "cert.pem"]
     secret_reads = [r.path for r in api.requests if "/secrets/" in r.path]
-    assert secret_reads == [object_path(SECRETS, "webhook-certs", "koordinator-system"),
+    assert secret_reads == [object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"),
                             object_path(SECRETS, "kruise-webhook-certs", "kruise-system")]
 
 
 def test_absent_configuration_and_secret_are_named_failures() -> None:
     objects = [o for o in webhook_objects() if o["metadata"]["name"] not in
-               ("kruise-validating-webhook-configuration", "webhook-certs")]
+               ("kruise-validating-webhook-configuration", "koordinator-webhook-certs")]
     api = FakeApiServer().add(*objects)
     with fake_cluster(api) as cluster:
         data = webhook_cert_expiry.fetch(cluster, WebhookCertExpiryParams())
@@ -73,16 +76,64 @@ def test_absent_configuration_and_secret_are_named_failures() -> None:
     assert result.errors == [
         "validatingwebhookconfiguration kruise-validating-webhook-configuration: not found "
         "(want it present, with a caBundle per webhook)",
-        "secret koordinator-system/webhook-certs: not found (want the webhook's serving certificate there)",
+        "secret koordinator-system/koordinator-webhook-certs: not found (want the webhook's serving certificate "
+        "there)",
     ]
 
 
 def test_secret_forbidden_is_an_error_not_a_verdict() -> None:
     api = FakeApiServer().add(*webhook_objects())
-    api.respond(object_path(SECRETS, "webhook-certs", "koordinator-system"), 403,
-                {"kind": "Status", "message": "secrets \"webhook-certs\" is forbidden"})
+    api.respond(object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"), 403,
+                {"kind": "Status", "message": "secrets \"koordinator-webhook-certs\" is forbidden"})
     with fake_cluster(api) as cluster, pytest.raises(ClusterAuthError, match="HTTP 403"):
         webhook_cert_expiry.fetch(cluster, WebhookCertExpiryParams())
+
+
+TEN_YEARS = dt.timedelta(hours=24 * 365 * 10)  # both managers' CA and leaf lifetime (module doc of the check)
+
+
+def upstream_pair(namespace: str, secret: str, service: str) -> tuple[str, dict[str, Any]]:
+    """What kruise-manager / koord-manager generate (built from their Go code, not captured): a self-signed CA
+    `webhook-cert-ca` and a leaf for the Service's DNS name, both 10 years, written as the six keys of
+    pkg/webhook/util/writer/secret.go `certsToSecret`. Returns the caBundle and the Secret."""
+    ca = issue("webhook-cert-ca", NOW - dt.timedelta(hours=1), NOW + TEN_YEARS, is_ca=True)
+    dns = f"{service}.{namespace}.svc"
+    leaf = issue(dns, NOW - dt.timedelta(hours=1), NOW + TEN_YEARS, ca=ca, dns=("localhost", dns))
+    key = base64.b64encode(KEY_MARKER.encode()).decode()
+    data = {"ca-cert.pem": b64(ca.pem), "ca-key.pem": key, "cert.pem": b64(leaf.pem), "key.pem": key,
+            "tls.crt": b64(leaf.pem), "tls.key": key}
+    return b64(ca.pem), {"kind": "Secret", "apiVersion": "v1", "type": "Opaque", "data": data,
+                         "metadata": {"name": secret, "namespace": namespace, "resourceVersion": "1"}}
+
+
+def test_upstream_managers_pairs_are_read_from_their_secrets_and_pass() -> None:
+    objects = webhook_objects()
+    bundles = {}
+    for namespace, secret, service, prefix in (
+            ("koordinator-system", "koordinator-webhook-certs", "koordinator-webhook-service", "koordinator-"),
+            ("kruise-system", "kruise-webhook-certs", "kruise-webhook-service", "kruise-")):
+        bundle, secret_object = upstream_pair(namespace, secret, service)
+        bundles[prefix] = bundle
+        objects = [o for o in objects if not (o["kind"] == "Secret" and o["metadata"]["name"] == secret)]
+        objects.append(secret_object)
+    for configuration in (o for o in objects if o["kind"].endswith("WebhookConfiguration")):
+        prefix = next(p for p in bundles if configuration["metadata"]["name"].startswith(p))
+        for webhook in configuration["webhooks"]:
+            webhook["clientConfig"]["caBundle"] = bundles[prefix]  # the managers inject ca-cert.pem
+    params = WebhookCertExpiryParams()
+    with fake_cluster(FakeApiServer().add(*objects)) as cluster:
+        data = webhook_cert_expiry.fetch(cluster, params)
+    result = webhook_cert_expiry.evaluate(data, params, NOW)
+    assert result.status is Status.OK, result.errors
+    for name, service in (("koordinator-system/koordinator-webhook-certs", "koordinator-webhook-service"),
+                          ("kruise-system/kruise-webhook-certs", "kruise-webhook-service")):
+        seen = result.details["serving_secrets"][name]
+        assert seen["key"] == "cert.pem"
+        (leaf,) = seen["certificates"]
+        assert leaf["issuer"] == "CN=webhook-cert-ca"
+        assert leaf["days_left"] == pytest.approx(3650, abs=0.1)
+        assert f"{service}.{name.partition('/')[0]}.svc" in leaf["sans"]
+    assert KEY_MARKER not in repr(data) + result.model_dump_json()
 
 
 SCRAPE1 = gzip.decompress((FIXTURES / "apiserver_latency" / "scrape1.txt.gz").read_bytes()).decode()

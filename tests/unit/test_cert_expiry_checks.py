@@ -151,8 +151,8 @@ def test_expiring_ca_bundle_and_serving_certificate_are_named() -> None:
     assert len(result.errors) == 6
     assert ("mutatingwebhookconfiguration kruise-mutating-webhook-configuration: webhook mpod.kb.io caBundle "
             "certificate CN=outpost-sandbox-ca-short expires in 5.0 days") in result.errors[2]
-    assert result.errors[4].startswith("secret koordinator-system/webhook-certs: serving certificate cert.pem: "
-                                       "CN=kube-apiserver expires in 5.0 days")
+    assert result.errors[4].startswith("secret koordinator-system/koordinator-webhook-certs: serving certificate "
+                                       "cert.pem: CN=kube-apiserver expires in 5.0 days")
 
 
 def test_rotation_bundle_is_judged_by_its_earliest_certificate() -> None:

@@ -1,11 +1,12 @@
-"""gang-scheduling over PodGroups captured from the sandbox (healthy, podgroup-failed, podgroup-stuck), plus
-the shapes a real cluster also produces: no status at all, unknown phases, clock skew, no PodGroup API."""
+"""gang-scheduling over PodGroups and Pending pods shaped as koord-scheduler v1.6.0 writes them (built from the Go
+types: tests/unit/fixtures/gang_scheduling/koord_objects.json says how), one table row per rule, plus the objects
+captured from the sandbox's stand-in (no koord-scheduler ran there) and the fetch over the kit's API server."""
 
 from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,102 +15,289 @@ from pydantic import ValidationError
 
 from kit import FakeApiServer, fake_cluster
 from outpost.checks import gang_scheduling
-from outpost.checks.gang_scheduling import GangSchedulingData, GangSchedulingParams
+from outpost.checks.gang_scheduling import GangSchedulingData, GangSchedulingParams, go_duration_seconds
 from outpost.errors import ClusterError, MalformedResponse
-from outpost.kube import PodGroup, parse_items
+from outpost.kube import PodGroup, parse_items, parse_time
+from outpost.kube.objects import PodSchedulingOutline
 from outpost.result import Status
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gang_scheduling" / "koord_objects.json"
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
-NOW = datetime(2026, 12, 3, 13, 35, 20, tzinfo=UTC)
+DOC: dict[str, Any] = json.loads(FIXTURES.read_text())
+NOW = datetime.fromisoformat(DOC["now"])
 PARAMS = GangSchedulingParams()
+PG_PATH = "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
+PODS_PATH = "/api/v1/pods"
 
 
-def items(state: str) -> list[dict[str, Any]]:
+def groups(*names: str) -> list[dict[str, Any]]:
+    return [copy.deepcopy(DOC["podgroups"][name]) for name in names]
+
+
+def pods(*names: str) -> list[dict[str, Any]]:
+    return [copy.deepcopy(DOC["pods"][name]) for name in names]
+
+
+def members(*gangs: str) -> list[dict[str, Any]]:
+    """Every fixture pod named `<gang>-<n>`."""
+    return pods(*(name for name in DOC["pods"] if any(name.rsplit("-", 1)[0] == gang for gang in gangs)))
+
+
+def judge(raw_groups: list[dict[str, Any]], raw_pods: list[dict[str, Any]],
+          params: GangSchedulingParams = PARAMS, now: datetime = NOW) -> Any:
+    data = GangSchedulingData(PG_PATH, parse_items(PodGroup, raw_groups, "test"), PODS_PATH,
+                              parse_items(PodSchedulingOutline, raw_pods, "test"))
+    return gang_scheduling.evaluate(data, params, now)
+
+
+def captured(state: str) -> list[dict[str, Any]]:
     doc: dict[str, Any] = json.loads((CAPTURED / f"podgroups.{state}.json").read_text())
     return list(doc["items"])
 
 
-def judge(raw: list[dict[str, Any]], params: GangSchedulingParams = PARAMS, now: datetime = NOW) -> Any:
-    data = GangSchedulingData("/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups", parse_items(PodGroup, raw, "test"))
-    return gang_scheduling.evaluate(data, params, now)
-
-
-def with_status(status: dict[str, Any] | None, created: str = "2026-12-03T13:00:00Z") -> dict[str, Any]:
-    group = copy.deepcopy(items("healthy")[0])
-    group["metadata"]["name"] = "g1"
-    group["metadata"]["creationTimestamp"] = created
-    if status is None:
-        group.pop("status", None)
-    else:
-        group["status"] = status
-    return group
+INCOMPLETE = GangSchedulingParams(fail_incomplete=True)
+ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
 
 
 @pytest.mark.parametrize(
-    ("raw", "status", "named", "summary"),
+    ("raw_groups", "raw_pods", "params", "status", "named", "summary", "details"),
     [
-        (items("healthy"), Status.OK, None, "1 PodGroup(s), none Failed"),
-        (items("podgroup-failed"), Status.FAILED, "podgroup default/outpost-fault-failed-gang: observed phase Failed",
-         "1 Failed of 2 PodGroup(s)"),
-        (items("podgroup-stuck"), Status.FAILED,
-         "podgroup default/outpost-fault-pending-gang: observed phase Pending for 3609 s", "1 stuck waiting"),
-        ([], Status.OK, None, "0 PodGroup(s)"),
-        # The API omits an empty status: a PodGroup the controller never touched is Pending since creation.
-        ([with_status(None)], Status.FAILED, "podgroup default/g1: observed phase Pending for 2120 s", "stuck"),
-        ([with_status(None, created="2026-12-03T13:30:00Z")], Status.OK, None, "none Failed"),
-        ([with_status({"phase": "Scheduling", "scheduleStartTime": "2026-12-03T13:34:00Z"})], Status.OK, None, ""),
-        ([with_status({"phase": "PreScheduling", "scheduleStartTime": "2026-12-03T13:00:00Z"})], Status.FAILED,
-         "observed phase PreScheduling for 2120 s", "1 stuck"),
-        # Clock skew: a start in the future is "just started", never stuck.
-        ([with_status({"phase": "Pending", "scheduleStartTime": "2026-12-03T15:00:00Z"})], Status.OK, None, ""),
-        ([with_status({"phase": "Finished", "succeeded": 3})], Status.OK, None, ""),
-        ([with_status({"phase": "Unknown"})], Status.DEGRADED, "podgroup default/g1: observed phase Unknown",
-         "phase Unknown"),
-        ([with_status({"phase": "Exploded"})], Status.ERROR, "observed phase 'Exploded', not a PodGroup phase",
-         "cannot judge"),
-        # A real failure is still a failure when something else cannot be judged.
-        ([with_status({"phase": "Exploded"}), *items("podgroup-failed")], Status.FAILED, "phase 'Exploded'",
-         "1 Failed"),
+        # -- PodGroups koord keeps current ---------------------------------------------------------------
+        pytest.param(groups("train-running"), [], PARAMS, Status.OK, None,
+                     "1 PodGroup(s) and 0 gang(s) without one: none stuck past 600 s", {"by_phase": {"Running": 1}},
+                     id="running"),
+        pytest.param(groups("train-running"), pods("train-running-3"), PARAMS, Status.OK, None, "none stuck",
+                     {"members_waiting": 1, "beyond_quorum": [
+                         "podgroup batch/train-running: 1 member(s) wait beyond the quorum (phase Running, 3 "
+                         "scheduled, 3 running, 0 succeeded, 0 failed of minMember 3): pod train-running-3 "
+                         "PodScheduled=False (Unschedulable) for 3919 s: 0/10 nodes are available: 10 Insufficient "
+                         "cpu. preemption: 0/10 nodes are available: 10 Preemption is not helpful for "
+                         "scheduling.."]},
+                     id="running-with-an-extra-member-that-fits-nowhere"),
+        pytest.param(groups("train-stuck"), members("train-stuck"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-stuck: observed 4 member(s) waiting to be scheduled longer than 600 s "
+                     "(want minMember 3 scheduled within it; phase Scheduling, 0 scheduled, 0 running, 0 succeeded, "
+                     "0 failed of minMember 3): pod train-stuck-0 PodScheduled=False (Unschedulable) for 3919 s: "
+                     "0/10 nodes are available: 10 node(s) didn't match Pod's node affinity/selector. Gang "
+                     '"batch/train-stuck" gets rejected due to pod is unschedulable, preemptio...; pod train-stuck-1 '
+                     "PodScheduled=False (Unschedulable) for 3919 s: 0/10 nodes are available: gang scheduleCycle not "
+                     "valid, gangName: batch/train-stuck, podName: batch/train-stuck-1. preemption: 0/10 nodes are "
+                     "available: 10 P...; +2 more",
+                     "1 gang(s) stuck waiting of 1 PodGroup(s) and 0 gang(s) without one",
+                     {"stuck": 1, "members_waiting": 4}, id="stuck-members-ask-for-a-node-that-does-not-exist"),
+        pytest.param(groups("train-young"), members("train-young"), PARAMS, Status.OK, None, "none stuck", {},
+                     id="waiting-less-than-the-bound"),
+        pytest.param(groups("train-patient"), members("train-patient"), PARAMS, Status.OK, None, "none stuck", {},
+                     id="within-its-own-longer-scheduleTimeoutSeconds"),
+        pytest.param(groups("train-unsynced"), members("train-unsynced"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-unsynced: observed 2 member(s) waiting to be scheduled longer than 600 s "
+                     "(want minMember 2 scheduled within it; phase (unset), 0 scheduled",
+                     "1 gang(s) stuck", {"by_phase": {"(unset)": 1}}, id="whole-gang-waits-and-no-phase-ever-written"),
+        pytest.param(groups("train-partial"), members("train-partial"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-partial: observed 1 member(s) waiting to be scheduled longer than 600 s "
+                     "(want minMember 3 scheduled within it; phase Scheduling, 2 scheduled, 2 running",
+                     "1 gang(s) stuck", {}, id="scheduling-the-last-missing-member-waits"),
+        pytest.param(groups("train-recreated"), members("train-recreated"), PARAMS, Status.OK, None, "none stuck",
+                     {}, id="old-scheduleStartTime-is-no-wait-a-member-recreated-just-now"),
+        # -- Pending: fewer pods than minMember exist --------------------------------------------------
+        pytest.param(groups("train-deleted"), [], PARAMS, Status.OK, None, "(1 Pending without members: see details)",
+                     {"pending_without_members": ["podgroup batch/train-deleted"]},
+                     id="workload-deleted-reset-to-Pending-with-old-counters"),
+        pytest.param(groups("train-short"), members("train-short"), PARAMS, Status.OK, None, "1 incomplete",
+                     {"incomplete": [
+                         "podgroup batch/train-short: observed 2 member(s) waiting, fewer than the 4 minMember still "
+                         "needs, held by koord-scheduler until the workload creates the rest (phase Pending, 0 "
+                         "scheduled, 0 running, 0 succeeded, 0 failed of minMember 4): pod train-short-0 "
+                         "PodScheduled=False (Unschedulable) for 2119 s: 0/10 nodes are available: gang child pod not "
+                         "collect enough, gangName: batch/train-short, podName: batch/train-short-0. preemption: 0/10 "
+                         "nodes are available:...; pod train-short-1 PodScheduled=False (Unschedulable) for 2119 s: "
+                         "0/10 nodes are available: gang child pod not collect enough, gangName: batch/train-short, "
+                         "podName: batch/train-short-1. preemption: 0/10 nodes are available:..."]},
+                     id="incomplete-held-by-PreFilter-helm-chart"),
+        pytest.param(groups("train-short-quiet"), members("train-short-quiet"), PARAMS, Status.OK, None,
+                     "1 incomplete", {}, id="incomplete-held-by-PreEnqueue-kustomize-no-condition"),
+        pytest.param(groups("train-short"), members("train-short"), INCOMPLETE, Status.FAILED,
+                     "podgroup batch/train-short: observed 2 member(s) waiting, fewer than the 4 minMember",
+                     "1 incomplete gang(s) waiting", {}, id="incomplete-fails-when-asked"),
+        # -- Failed: frozen by koord, judged by when and by its counters ---------------------------------
+        pytest.param(groups("train-crashed"), [], PARAMS, Status.FAILED,
+                     "podgroup batch/train-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 succeeded "
+                     "of minMember 3) (want running + succeeded >= minMember)",
+                     "1 PodGroup(s) Failed below minMember of 1 PodGroup(s)", {"failed": 1}, id="failed-now"),
+        pytest.param(groups("train-spare-crashed"), [], PARAMS, Status.DEGRADED,
+                     "podgroup batch/train-spare-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 "
+                     "succeeded of minMember 2): minMember still met, a member beyond it failed", "worth reading", {},
+                     id="failed-but-the-quorum-still-runs"),
+        pytest.param(groups("train-old-crash"), [], PARAMS, Status.OK, None, "1 stale Failed",
+                     {"stale_failed": ["podgroup batch/train-old-crash: phase Failed 181987 s ago (1 failed, 2 "
+                                       "running, 0 succeeded of minMember 3); koord-scheduler never revisits a Failed "
+                                       "PodGroup"]}, id="failed-two-days-ago-is-stale"),
+        pytest.param(groups("train-crash-untimed"), [], PARAMS, Status.FAILED,
+                     "podgroup batch/train-crash-untimed: observed phase Failed at an unrecorded time (2 failed, 1 "
+                     "running", "1 PodGroup(s) Failed", {}, id="failed-at-an-unrecorded-time-counts-as-now"),
+        # -- phases koord never writes --------------------------------------------------------------------
+        pytest.param(groups("train-unknown"), [], PARAMS, Status.DEGRADED,
+                     "podgroup batch/train-unknown: observed phase Unknown (phase Unknown, 1 scheduled, 1 running",
+                     "worth reading", {}, id="unknown"),
+        pytest.param(groups("train-exploded"), [], PARAMS, Status.ERROR,
+                     "podgroup batch/train-exploded: observed phase 'Exploded', not a PodGroup phase", "cannot judge",
+                     {}, id="undefined-phase"),
+        pytest.param(groups("train-exploded", "train-crashed"), [], PARAMS, Status.FAILED, "phase 'Exploded'",
+                     "1 PodGroup(s) Failed", {}, id="a-real-failure-wins-over-what-cannot-be-judged"),
+        # -- gangs without a PodGroup ---------------------------------------------------------------------
+        pytest.param([], members("ann-stuck"), PARAMS, Status.FAILED,
+                     "gang batch/ann-stuck: observed 2 member(s) waiting to be scheduled longer than 600 s (want "
+                     "minMember 2 scheduled within it; declared by pod annotation): pod ann-stuck-0 "
+                     "PodScheduled=False (Unschedulable) for 2719 s",
+                     "1 gang(s) stuck waiting of 0 PodGroup(s) and 1 gang(s) without one",
+                     {"gangs_without_pod_group": 1},
+                     id="annotation-gang-stuck"),
+        pytest.param([], members("lw-stuck"), PARAMS, Status.FAILED, "gang batch/lw-stuck: observed 2 member(s)",
+                     "1 gang(s) stuck", {}, id="deprecated-lightweight-labels"),
+        pytest.param([], members("ann-short"), PARAMS, Status.OK, None, "1 incomplete", {},
+                     id="annotation-gang-incomplete"),
+        pytest.param([], members("ann-partial"), PARAMS, Status.FAILED,
+                     "gang batch/ann-partial: observed 1 member(s) waiting to be scheduled longer than 600 s (want "
+                     "minMember 3 scheduled within it; declared by pod annotation): pod ann-partial-0 "
+                     "PodScheduled=False (Unschedulable) for 2719 s: 0/10 nodes are available: 10 Insufficient cpu.",
+                     "1 gang(s) stuck", {}, id="fewer-than-minMember-wait-but-one-was-tried-and-fits-nowhere"),
+        pytest.param([], members("ann-patient"), PARAMS, Status.OK, None, "none stuck", {},
+                     id="annotation-gang-within-its-waiting-time"),
+        pytest.param([], members("ann-badmin"), PARAMS, Status.FAILED,
+                     "gang batch/ann-badmin: observed 1 member(s) waiting to be scheduled longer than 600 s (want "
+                     "minMember 1 scheduled within it; declared by pod annotation without a valid "
+                     "gang.scheduling.koordinator.sh/min-available: koord-scheduler never initialises this gang)",
+                     "1 gang(s) stuck", {}, id="annotation-gang-koord-never-initialises"),
+        pytest.param([], members("ghost"), PARAMS, Status.FAILED,
+                     "gang batch/ghost: observed 1 member(s) waiting to be scheduled longer than 600 s (want minMember "
+                     "1 scheduled within it; pods labelled pod-group.scheduling.sigs.k8s.io=ghost but no such "
+                     "PodGroup", "1 gang(s) stuck", {}, id="labelled-for-a-PodGroup-that-does-not-exist"),
+        # -- pods that do not wait for koord-scheduler ----------------------------------------------------
+        pytest.param([], members("other-sched", "gated", "leaving", "bound", "skewed", "plain"), PARAMS, Status.OK,
+                     None, "0 PodGroup(s) and 1 gang(s) without one: none stuck",
+                     {"pending_pods": 6, "members_waiting": 1, "other_scheduler_pods": 1, "gated_pods": 1},
+                     id="other-scheduler-gated-leaving-bound-skewed-and-plain-pods"),
+        pytest.param([], members("other-sched"), ANY_SCHEDULER, Status.FAILED, "gang batch/other-sched: observed 1",
+                     "1 gang(s) stuck", {"scheduler_names": []}, id="every-scheduler-when-asked"),
+        # -- what the sandbox's stand-in wrote (captured) -------------------------------------------------
+        pytest.param(captured("healthy"), [], PARAMS, Status.OK, None, "1 PodGroup(s)", {"by_phase": {"Running": 1}},
+                     id="sandbox-healthy"),
+        pytest.param(captured("podgroup-failed"), [], PARAMS, Status.FAILED,
+                     "podgroup default/outpost-fault-failed-gang: observed phase Failed at an unrecorded time (3 "
+                     "failed, 0 running, 0 succeeded of minMember 3)", "1 PodGroup(s) Failed", {},
+                     id="sandbox-podgroup-failed-managedFields-dropped-by-the-capture"),
+        pytest.param(captured("podgroup-stuck"), [], PARAMS, Status.OK, None, "1 Pending without members",
+                     {"pending_without_members": ["podgroup default/outpost-fault-pending-gang"]},
+                     id="sandbox-podgroup-stuck-without-its-pods-is-no-failure"),
     ],
 )
-def test_evaluate(raw: list[dict[str, Any]], status: Status, named: str | None, summary: str) -> None:
-    result = judge(raw)
+def test_evaluate(raw_groups: list[dict[str, Any]], raw_pods: list[dict[str, Any]], params: GangSchedulingParams,
+                  status: Status, named: str | None, summary: str, details: dict[str, Any]) -> None:
+    result = judge(raw_groups, raw_pods, params)
     assert result.status is status, result
-    assert summary in result.summary
+    assert summary in result.summary, result.summary
     if named is None:
         assert result.errors == []
     else:
-        assert any(named in line for line in result.errors), result.errors
+        assert any(line.startswith(named) or named in line for line in result.errors), result.errors
+    for key, value in details.items():
+        assert result.details[key] == value, (key, result.details[key])
 
 
-def test_stuck_limit_is_a_parameter() -> None:
-    raw = items("podgroup-stuck")
-    assert judge(raw, GangSchedulingParams(stuck_after_seconds=7200)).status is Status.OK
-    assert judge(raw, GangSchedulingParams(stuck_after_seconds=3600)).status is Status.FAILED
+def test_everything_at_once_names_each_problem_once() -> None:
+    result = judge(groups(*DOC["podgroups"]), pods(*DOC["pods"]))
+    assert result.status is Status.FAILED
+    stuck = ["podgroup batch/train-partial", "podgroup batch/train-stuck", "podgroup batch/train-unsynced",
+             "gang batch/ann-badmin", "gang batch/ann-partial", "gang batch/ann-stuck", "gang batch/ghost",
+             "gang batch/lw-stuck"]
+    assert result.details["stuck"] == len(stuck)
+    assert result.details["failed"] == 2  # train-crashed, train-crash-untimed
+    assert result.summary == ("8 gang(s) stuck waiting and 2 PodGroup(s) Failed below minMember of 16 PodGroup(s) "
+                              "and 8 gang(s) without one")
+    for ref in stuck:
+        assert sum(line.startswith(ref + ":") for line in result.errors) == 1, ref
+    assert result.details["by_phase"] == {"(unset)": 1, "Exploded": 1, "Failed": 4, "Pending": 3, "Running": 1,
+                                          "Scheduling": 5, "Unknown": 1}
 
 
-def test_failed_and_waiting_phases_are_parameters() -> None:
-    raw = [with_status({"phase": "Scheduling", "scheduleStartTime": "2026-12-03T12:00:00Z"})]
-    assert judge(raw, GangSchedulingParams(waiting_phases=["Pending"])).status is Status.OK
-    assert judge(raw, GangSchedulingParams(failed_phases=["Failed", "Scheduling"])).status is Status.FAILED
+@pytest.mark.parametrize(("params", "status"), [
+    (GangSchedulingParams(stuck_after_seconds=3900), Status.FAILED),
+    (GangSchedulingParams(stuck_after_seconds=3960), Status.OK),
+])
+def test_the_bound_is_a_parameter(params: GangSchedulingParams, status: Status) -> None:
+    assert judge(groups("train-stuck"), members("train-stuck"), params).status is status
 
 
-def test_details_count_phases() -> None:
-    result = judge(items("podgroup-failed"))
-    assert result.details["by_phase"] == {"Failed": 1, "Running": 1}
-    assert result.details["failed"] == 1
-    assert result.details["pod_groups"] == 2
+def test_a_gangs_own_longer_wait_time_wins_over_the_bound() -> None:
+    raw = groups("train-patient")
+    raw[0]["spec"]["scheduleTimeoutSeconds"] = 60
+    assert judge(raw, members("train-patient")).status is Status.FAILED
+    annotated = members("ann-patient")
+    for pod in annotated:
+        pod["metadata"]["annotations"]["gang.scheduling.koordinator.sh/waiting-time"] = "not-a-duration"
+    assert judge([], annotated).status is Status.FAILED  # koord falls back to its default: so do we
 
 
-def test_many_failures_are_listed_ten_then_counted() -> None:
+@pytest.mark.parametrize(("window", "status"), [(600, Status.OK), (3600, Status.FAILED)])
+def test_the_failed_window_is_a_parameter(window: int, status: Status) -> None:
+    result = judge(groups("train-crashed"), [], GangSchedulingParams(failed_window_seconds=window))
+    assert result.status is status
+    assert len(result.details["stale_failed"]) == (1 if status is Status.OK else 0)
+
+
+def test_a_label_selector_leaves_gangs_without_a_pod_group_unjudged_and_counted() -> None:
+    result = judge([], members("ann-stuck", "ghost"), GangSchedulingParams(label_selector="team=ml"))
+    assert result.status is Status.OK
+    assert result.details["not_attributed_pods"] == 3
+
+
+def test_now_is_what_waits_and_failures_are_judged_against() -> None:
+    raw_groups, raw_pods = groups("train-stuck", "train-crashed"), members("train-stuck")
+    assert judge(raw_groups[:1], raw_pods, now=NOW - timedelta(minutes=56)).status is Status.OK
+    # Clock skew: a Failed written "after now" is just now, never stale.
+    assert judge(raw_groups[1:], [], now=NOW - timedelta(hours=2)).status is Status.FAILED
+    later = judge(raw_groups, raw_pods, now=NOW + timedelta(hours=1))
+    assert [line.split(":")[0] for line in later.errors] == ["podgroup batch/train-stuck"]
+    assert len(later.details["stale_failed"]) == 1
+
+
+def test_a_member_without_any_time_cannot_be_judged() -> None:
+    raw = members("ann-stuck")
+    for pod in raw:
+        pod["metadata"].pop("creationTimestamp")
+        pod["status"]["conditions"][0].pop("lastTransitionTime")
+    result = judge([], raw)
+    assert result.status is Status.ERROR
+    assert result.errors == ["gang batch/ann-stuck: member(s) ann-stuck-0, ann-stuck-1 carry no creationTimestamp or "
+                             "PodScheduled time, wait not observed"]
+
+
+def test_many_stuck_gangs_are_listed_ten_then_counted() -> None:
     raw = []
     for i in range(13):
-        group = with_status({"phase": "Failed"})
-        group["metadata"]["name"] = f"g{i:02d}"
-        raw.append(group)
-    result = judge(raw)
+        for pod in members("ann-stuck"):
+            pod["metadata"]["annotations"]["gang.scheduling.koordinator.sh/name"] = f"g{i:02d}"
+            pod["metadata"]["name"] = f"g{i:02d}-{pod['metadata']['name']}"
+            raw.append(pod)
+    result = judge([], raw)
+    assert result.details["stuck"] == 13
     assert len(result.errors) == 11
     assert result.errors[-1] == "... and 3 more"
+
+
+def test_phase_time_is_the_newest_managed_fields_entry_owning_status_phase() -> None:
+    group = parse_items(PodGroup, groups("train-crashed"), "test")[0]
+    assert group.phase_written_at == parse_time("2026-12-03T13:20:00Z")
+    assert [entry.owns("status", "phase") for entry in group.metadata.managed_fields] == [False, True]
+    assert parse_items(PodGroup, groups("train-crash-untimed"), "test")[0].phase_written_at is None
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("600s", 600.0), ("10m", 600.0), ("1h30m", 5400.0), ("1.5m", 90.0), ("2h", 7200.0), ("500ms", 0.5),
+    ("0", 0.0), ("-5s", -5.0), ("", None), ("10", None), ("5 m", None), ("abc", None), ("1d", None),
+])
+def test_go_durations_parse_as_go_does(text: str, seconds: float | None) -> None:
+    assert go_duration_seconds(text) == seconds
 
 
 def test_bad_params_are_refused() -> None:
@@ -117,31 +305,64 @@ def test_bad_params_are_refused() -> None:
         GangSchedulingParams(label_selector="a in (")
     with pytest.raises(ValidationError):
         GangSchedulingParams(stuck_after_seconds=0)
+    with pytest.raises(ValidationError):
+        GangSchedulingParams(failed_window_seconds=10)
+    with pytest.raises(ValidationError):
+        GangSchedulingParams(waiting_phases=["Pending"])  # type: ignore[call-arg]
 
 
-def test_fetch_lists_every_namespace_with_the_selector() -> None:
-    api = FakeApiServer().add(*items("podgroup-failed"))
+def _api() -> FakeApiServer:
+    running = copy.deepcopy(DOC["pods"]["bound-0"])
+    running["metadata"]["name"] = "running-0"
+    running["status"]["phase"] = "Running"
+    return FakeApiServer().add(*groups("train-stuck", "train-running"),
+                               *[{"kind": "Pod", "apiVersion": "v1", **pod}
+                                 for pod in [*members("train-stuck", "ann-stuck"), running]])
+
+
+def test_fetch_lists_podgroups_and_only_pending_pods_page_by_page() -> None:
+    api = _api()
     with fake_cluster(api, page_size=1) as cluster:
-        data = gang_scheduling.fetch(cluster, GangSchedulingParams(label_selector=""))
-    assert [g.name for g in data.pod_groups] == ["be-gang", "outpost-fault-failed-gang"]
-    assert [r.param("limit") for r in api.requests] == ["1", "1"]  # paginated
-    assert gang_scheduling.evaluate(data, PARAMS, NOW).status is Status.FAILED
+        data = gang_scheduling.fetch(cluster, PARAMS)
+    assert [g.name for g in data.pod_groups] == ["train-running", "train-stuck"]
+    assert sorted(p.name for p in data.pending_pods) == ["ann-stuck-0", "ann-stuck-1", "train-stuck-0",
+                                                          "train-stuck-1", "train-stuck-2", "train-stuck-3"]
+    pod_requests = [r for r in api.requests if r.path == PODS_PATH]
+    assert {r.param("fieldSelector") for r in pod_requests} == {"status.phase=Pending"}
+    assert len(pod_requests) == 6
+    assert {r.param("limit") for r in pod_requests} == {"1"}  # paginated
+    assert [r.path for r in api.requests if r.path == PG_PATH] == [PG_PATH, PG_PATH]
+    assert gang_scheduling.evaluate(data, PARAMS, NOW).details["stuck"] == 2
+
+
+def test_fetch_in_one_namespace_reads_both_lists_there() -> None:
+    api = _api()
+    with fake_cluster(api) as cluster:
+        data = gang_scheduling.fetch(cluster, GangSchedulingParams(namespace="batch"))
+    assert {r.path for r in api.requests} == {
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/batch/podgroups", "/api/v1/namespaces/batch/pods"}
+    assert data.pods_path == "/api/v1/namespaces/batch/pods"
 
 
 def test_api_not_served_is_error_not_ok() -> None:
-    api = FakeApiServer().respond("/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups", 404,
-                                  {"kind": "Status", "code": 404, "message": "the server could not find the "
-                                   "requested resource"})
+    api = FakeApiServer().respond(PG_PATH, 404, {"kind": "Status", "code": 404,
+                                                 "message": "the server could not find the requested resource"})
     with fake_cluster(api) as cluster, pytest.raises(ClusterError, match="not served by cluster fake"):
         gang_scheduling.fetch(cluster, PARAMS)
 
 
-def test_wrong_field_type_is_malformed() -> None:
-    group = with_status({"phase": "Running", "scheduled": "many"})
-    with pytest.raises(MalformedResponse, match=r"status\.scheduled"):
-        parse_items(PodGroup, [group], "LIST podgroups")
+def test_pods_forbidden_is_error_not_ok() -> None:
+    api = _api().respond(PODS_PATH, 403, {"kind": "Status", "code": 403, "reason": "Forbidden",
+                                          "message": 'pods is forbidden: User "outpost-probe" cannot list resource'})
+    with fake_cluster(api) as cluster, pytest.raises(ClusterError, match="HTTP 403"):
+        gang_scheduling.fetch(cluster, PARAMS)
 
 
-def test_now_is_what_ages_are_judged_against() -> None:
-    raw = items("podgroup-stuck")
-    assert judge(raw, now=NOW - timedelta(minutes=55)).status is Status.OK
+@pytest.mark.parametrize(("kind", "raw", "field"), [
+    (PodGroup, {**groups("train-running")[0], "status": {"phase": "Running", "scheduled": "many"}},
+     r"status\.scheduled"),
+    (PodSchedulingOutline, {"metadata": {"name": "p", "annotations": {"a": 1}}}, r"metadata\.annotations"),
+])
+def test_wrong_field_type_is_malformed(kind: Any, raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(MalformedResponse, match=field):
+        parse_items(kind, [raw], "LIST")

@@ -70,3 +70,22 @@ def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
     assert result.status is Status.FAILED
     assert result.errors == ["deployment koordinator-system/koordinator-manager: not found "
                              "(want the manager Deployment)"]
+
+
+@pytest.mark.parametrize(("ready_answer", "status"), [
+    ((200, "ok"), Status.OK),
+    # --feature-gates=WebhookFramework=false: no readyz check is registered, so controller-runtime mounts no
+    # /readyz and the port answers 404 everywhere (see the module doc): every pod fails, each named.
+    ((404, "404 page not found\n"), Status.FAILED),
+])
+def test_readyz_without_the_webhook_framework_gate_fails_every_pod(ready_answer: tuple[int, str],
+                                                                    status: Status) -> None:
+    state = load("healthy")
+    api = serve(state)
+    for pod in state.pods(NS):
+        api.respond(pod_proxy(NS, pod, 8000, "/readyz"), *ready_answer)
+    result = run(api)
+    assert result.status is status
+    if status is Status.FAILED:
+        assert result.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 404 '404 page not found' (want 200)"
+                                 for pod in state.pods(NS)]

@@ -1,7 +1,10 @@
-"""koordlet-coverage over captured sandbox output: healthy, the koordlet-missing fault (the DaemonSet
-no longer targets the node, so its own counters say "all ready"), and variations of the captured
-objects (DaemonSet absent or desiring nothing, pods not ready, node classes, cordoned nodes, many
-nodes, nothing selected); and fetch through the real Cluster over the fake API server."""
+"""koordlet-coverage over captured sandbox output (every node a KWOK fake node whose stand-in koordlet
+reports, so fake nodes are opted in as the sandbox's environment does): healthy, the koordlet-missing
+fault (the DaemonSet no longer targets the node, so its own counters say "all ready"), and variations
+(DaemonSet absent or desiring nothing, pods not ready, node classes, cordoned nodes, many nodes,
+nothing selected); over a hand-built real cluster (kubelet nodes plus in-cluster kwok fake nodes),
+which the defaults judge by its real nodes only; and fetch through the real Cluster over the fake
+API server."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from outpost.kube.paths import DAEMON_SETS
 from outpost.result import Result, Status
 
 DS = "daemonset koordinator-system/koordlet"
+SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the sandbox's environment opts into
 
 
 def data(state: str, nodes: list[dict[str, Any]] | None = None, pods: list[dict[str, Any]] | None = None,
@@ -39,7 +43,7 @@ def run(d: DaemonCoverageData, state: str = "healthy", **params: Any) -> Result:
 
 
 def test_healthy_sandbox_is_ok_with_classes_counted_apart() -> None:
-    result = run(data("healthy"))
+    result = run(data("healthy"), **SANDBOX)
     assert result.status is Status.OK, result.errors
     assert result.summary == "koordlet ready on all 5 selected nodes (0 real, 5 fake)"
     assert result.details["coverage_by_class"] == {"real": {"selected": 0, "covered": 0, "uncovered": 0},
@@ -51,7 +55,7 @@ def test_koordlet_missing_fault_is_caught_although_the_daemonset_says_all_ready(
     assert d.daemonset is not None
     status = d.daemonset.status
     assert status.desired_number_scheduled == status.number_ready == 4  # "4 of 4 ready"
-    result = run(d, "koordlet-missing")
+    result = run(d, "koordlet-missing", **SANDBOX)
     assert result.status is Status.FAILED
     assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
     assert "kwok-node-0" in result.summary
@@ -59,7 +63,7 @@ def test_koordlet_missing_fault_is_caught_although_the_daemonset_says_all_ready(
 
 
 def test_daemonset_absent_is_failed_and_said() -> None:
-    result = run(data("healthy", pods=[], ds=None))
+    result = run(data("healthy", pods=[], ds=None), **SANDBOX)
     assert result.status is Status.FAILED
     assert result.errors[0] == f"{DS}: absent; want one ready koordlet pod on each of 5 selected nodes"
     assert result.summary.startswith(f"{DS} absent")
@@ -69,7 +73,7 @@ def test_daemonset_absent_is_failed_and_said() -> None:
 def test_nothing_desired_while_nodes_exist_is_a_failure_not_zero_of_zero() -> None:
     ds = copy.deepcopy(document("healthy", "koordlet_ds"))
     ds["status"] = {"observedGeneration": 1}  # every counter 0, hence omitted
-    result = run(data("healthy", pods=[], ds=ds))
+    result = run(data("healthy", pods=[], ds=ds), **SANDBOX)
     assert result.status is Status.FAILED
     assert any("observed desiredNumberScheduled 0 (want 5" in e for e in result.errors)
     assert sum("has no pod" in e for e in result.errors) == 5
@@ -80,7 +84,7 @@ def test_pod_not_ready_or_terminating_is_named_with_its_state() -> None:
     pods[0]["status"]["conditions"] = [c | {"status": "False"} if c["type"] == "Ready" else c
                                        for c in pods[0]["status"]["conditions"]]
     pods[1]["metadata"]["deletionTimestamp"] = "2026-12-03T13:30:00Z"
-    result = run(data("healthy", pods=pods))
+    result = run(data("healthy", pods=pods), **SANDBOX)
     assert result.status is Status.FAILED
     nodes = {pods[0]["spec"]["nodeName"], pods[1]["spec"]["nodeName"]}
     assert len(result.errors) == 2
@@ -97,7 +101,7 @@ def test_virtual_and_cordoned_nodes_are_not_judged_unless_selected() -> None:
     cordoned["spec"] = {"unschedulable": True}
     real = {"metadata": {"name": "real-1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     d = data("healthy", nodes=[*nodes, virtual, cordoned, real])
-    result = run(d)
+    result = run(d, **SANDBOX)
     assert result.status is Status.FAILED
     assert result.errors == [f"{DS}: node real-1 has no pod"]
     assert result.details["excluded"] == {"class virtual not selected": 1, "cordoned (spec.unschedulable)": 1}
@@ -108,10 +112,39 @@ def test_virtual_and_cordoned_nodes_are_not_judged_unless_selected() -> None:
     assert with_virtual.errors == [f"{DS}: node vk-1 has no pod"]
 
 
+@pytest.mark.parametrize(
+    ("nodes", "status", "summary", "by_class"),
+    [
+        # default: the real nodes; kwok made the koordlet pods on the fake nodes Ready, which proves nothing
+        ({}, Status.OK, "koordlet ready on all 2 selected nodes (2 real)",
+         {"real": {"selected": 2, "covered": 2, "uncovered": 0}}),
+        ({"nodes": {"classes": ["real", "fake"]}}, Status.OK,
+         "koordlet ready on all 4 selected nodes (2 real, 2 fake)",
+         {"real": {"selected": 2, "covered": 2, "uncovered": 0},
+          "fake": {"selected": 2, "covered": 2, "uncovered": 0}}),
+    ],
+)
+def test_real_cluster_is_judged_by_its_real_nodes_by_default(nodes: dict[str, Any], status: Status, summary: str,
+                                                             by_class: dict[str, Any]) -> None:
+    result = run(data("real-cluster"), "real-cluster", **nodes)
+    assert result.status is status, result.errors
+    assert result.summary == summary
+    assert result.details["coverage_by_class"] == by_class
+    if not nodes:
+        assert result.details["excluded"] == {"class fake not selected": 2}
+
+
+def test_real_node_without_koordlet_is_named_while_fake_nodes_are_left_out() -> None:
+    pods = [p for p in document("real-cluster", "koordlet_pods") if p["spec"]["nodeName"] != "node-b"]
+    result = run(data("real-cluster", pods=pods), "real-cluster")
+    assert result.status is Status.FAILED
+    assert result.errors == [f"{DS}: node node-b has no pod"]
+
+
 def test_first_ten_nodes_named_then_counted() -> None:
     template = document("healthy", "nodes")[0]
     nodes = [copy.deepcopy(template) | {"metadata": {**template["metadata"], "name": f"n{i:02d}"}} for i in range(25)]
-    result = run(data("healthy", nodes=nodes, pods=[]))
+    result = run(data("healthy", nodes=nodes, pods=[]), **SANDBOX)
     node_lines = [e for e in result.errors if "has no pod" in e]
     assert len(node_lines) == 10
     assert node_lines[0] == f"{DS}: node n00 has no pod"
@@ -121,21 +154,41 @@ def test_first_ten_nodes_named_then_counted() -> None:
     assert len(result.details["uncovered"]) == 10
 
 
-def test_no_node_selected_is_error() -> None:
-    result = run(data("healthy"), nodes={"classes": ["real"]})
+@pytest.mark.parametrize(
+    ("state", "params", "summary"),
+    [
+        # the sandbox's nodes are all fake: with the defaults nothing is selected, and the message says how to opt in
+        ("healthy", {}, f"{DS}: no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected); "
+                        "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
+                        "nodes.classes to [real, fake]"),
+        ("real-cluster", {"nodes": {"classes": ["virtual"]}},
+         f"{DS}: no node selected (virtual nodes; 4 nodes read, excluded: 2 class fake not selected, 2 class real "
+         "not selected); KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
+         "nodes.classes to [real, fake]"),
+        ("healthy", {"nodes": {"classes": ["real", "fake"], "label_selector": "zone=a"}},
+         f"{DS}: no node selected (real and fake nodes with labels zone=a; 5 nodes read, excluded: 5 labels do "
+         "not match zone=a)"),
+    ],
+)
+def test_no_node_selected_is_error(state: str, params: dict[str, Any], summary: str) -> None:
+    result = run(data(state), state, **params)
     assert result.status is Status.ERROR
-    assert "no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected)" in result.summary
-    empty = run(data("healthy", nodes=[]))
-    assert empty.status is Status.ERROR
+    assert result.summary == summary
+    assert result.errors == [summary]
+
+
+def test_no_node_at_all_is_error() -> None:
+    assert run(data("healthy", nodes=[]), **SANDBOX).status is Status.ERROR
 
 
 def test_fetch_reads_pods_by_selector_in_one_namespace_and_pages() -> None:
     api = serve("koordlet-missing")
     api.add({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "other", "namespace": "default",
                                                               "labels": {"koord-app": "koordlet"}}})
+    params = KoordletCoverageParams(**SANDBOX)
     with fake_cluster(api, page_size=2) as cluster:
-        fetched = koordlet_coverage.fetch(cluster, KoordletCoverageParams())
-    result = koordlet_coverage.evaluate(fetched, KoordletCoverageParams(), captured_at("koordlet-missing"))
+        fetched = koordlet_coverage.fetch(cluster, params)
+    result = koordlet_coverage.evaluate(fetched, params, captured_at("koordlet-missing"))
     assert result.status is Status.FAILED
     assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
     pod_lists = [r for r in api.requests if r.path.endswith("/pods")]
@@ -170,9 +223,10 @@ def test_five_thousand_nodes_are_read_page_by_page_and_named_within_bounds() -> 
         if i % 500:  # every 500th node has no koordlet
             api.add(pod_template | {"metadata": {**pod_template["metadata"], "name": f"koordlet-{i:04d}"},
                                     "spec": {**pod_template["spec"], "nodeName": name}})
+    params = KoordletCoverageParams(**SANDBOX)
     with fake_cluster(api, page_size=500) as cluster:
-        fetched = koordlet_coverage.fetch(cluster, KoordletCoverageParams())
-    result = koordlet_coverage.evaluate(fetched, KoordletCoverageParams(), captured_at("healthy"))
+        fetched = koordlet_coverage.fetch(cluster, params)
+    result = koordlet_coverage.evaluate(fetched, params, captured_at("healthy"))
     assert result.status is Status.FAILED
     assert len(result.errors) == 10
     assert result.errors[0] == f"{DS}: node node-0000 has no pod"

@@ -1,8 +1,11 @@
-"""kruise-daemon-coverage over captured sandbox output: healthy, kruise-daemon-missing, the DaemonSet
-absent (feature gate KruiseDaemon=false), virtual-kubelet nodes; per-node /healthz:10221 answers
-captured through the node proxy (healthy 200 `ok`, backend-500, backend-down's 503 from the API
-server), classified by `outpost.cluster.probes`; and fetch over the kit (the node proxy paths, the
-opt-in, 403 when nodes/proxy is not granted, a hanging daemon)."""
+"""kruise-daemon-coverage over captured sandbox output (all nodes KWOK fake nodes whose stand-in
+kruise-daemon answers, so fake nodes are opted in for coverage and /healthz, as the sandbox's
+environment does): healthy, kruise-daemon-missing, the DaemonSet absent (feature gate
+KruiseDaemon=false), virtual-kubelet nodes; per-node /healthz:10221 answers captured through the node
+proxy (healthy 200 `ok`, backend-500, backend-down's 503 from the API server), classified by
+`outpost.cluster.probes`; a hand-built real cluster, where a fake node's address is the kwok
+controller's and only real nodes are probed by default; and fetch over the kit (the node proxy paths,
+the opt-in, 403 when nodes/proxy is not granted, a hanging daemon)."""
 
 from __future__ import annotations
 
@@ -29,7 +32,9 @@ from outpost.kube.paths import DAEMON_SETS
 from outpost.result import Result, Status
 
 DS = "daemonset kruise-system/kruise-daemon"
-PROBING = KruiseDaemonCoverageParams(probe_healthz=True)
+SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}, "healthz_classes": ["real", "fake"]}
+COVERAGE = KruiseDaemonCoverageParams(**SANDBOX)
+PROBING = KruiseDaemonCoverageParams(probe_healthz=True, **SANDBOX)
 
 
 def coverage_data(state: str, nodes: list[dict[str, Any]] | None = None, ds: Any = "captured",
@@ -41,12 +46,13 @@ def coverage_data(state: str, nodes: list[dict[str, Any]] | None = None, ds: Any
         tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "kruise_daemon_pods"))))
 
 
-def probed(state: str, answers_from: str | None = None) -> KruiseDaemonData:
+def probed(state: str, answers_from: str | None = None, params: KruiseDaemonCoverageParams = PROBING
+           ) -> KruiseDaemonData:
     """The captured state, with the captured node-proxy answers classified as the check would."""
     cover = coverage_data(state)
     answers = healthz(answers_from or state)
     outcomes = []
-    for target in healthz_targets(cover, PROBING):
+    for target in healthz_targets(cover, params):
         answer = answers[target.ref.removeprefix("node ")]
         verdict, detail = classify(answer["status"], answer["body"], target.expect_body)
         outcomes.append(ProbeOutcome(target, verdict, detail, answer["status"], answer["body"]))
@@ -54,7 +60,7 @@ def probed(state: str, answers_from: str | None = None) -> KruiseDaemonData:
 
 
 def run(d: KruiseDaemonData, params: KruiseDaemonCoverageParams | None = None, state: str = "healthy") -> Result:
-    return kruise_daemon_coverage.evaluate(d, params or KruiseDaemonCoverageParams(), captured_at(state))
+    return kruise_daemon_coverage.evaluate(d, params or COVERAGE, captured_at(state))
 
 
 def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:
@@ -63,8 +69,11 @@ def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:
     assert plain.summary == "kruise-daemon ready on all 5 selected nodes (0 real, 5 fake)"
     with_healthz = run(probed("healthy"), PROBING)
     assert with_healthz.status is Status.OK, with_healthz.errors
-    assert with_healthz.summary.endswith("; :10221/healthz healthy on all 5")
-    assert with_healthz.details["healthz"] == {"probed": 5, "healthy": 5, "failing": []}
+    assert with_healthz.summary.endswith("; :10221/healthz healthy on all 5 real and fake nodes probed")
+    assert with_healthz.details["healthz"] == {"classes": ["real", "fake"], "probed": 5, "healthy": 5,
+                                               "by_class": {"real": {"probed": 0, "healthy": 0},
+                                                            "fake": {"probed": 5, "healthy": 5}},
+                                               "not_probed": {}, "failing": []}
 
 
 def test_kruise_daemon_missing_fault() -> None:
@@ -92,12 +101,12 @@ def test_healthz_failing_on_every_node(answers: str, detail: str) -> None:
     assert result.status is Status.FAILED
     assert len(result.errors) == 5
     assert result.errors[0].startswith(f"{DS}: node kwok-node-0 :10221/healthz: {detail}")
-    assert result.summary.startswith("kruise-daemon :10221/healthz failing on 5 of 5 nodes: node kwok-node-0")
+    assert result.summary.startswith("kruise-daemon :10221/healthz failing on 5 of 5 probed nodes: node kwok-node-0")
     assert len(result.details["healthz"]["failing"]) == 5
 
 
 def test_body_match_is_optional() -> None:
-    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_expect_body="ok")
+    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_expect_body="ok", **SANDBOX)
     assert all(t.expect_body == "ok" for t in healthz_targets(coverage_data("healthy"), params))
 
 
@@ -110,12 +119,67 @@ def test_virtual_kubelet_nodes_are_not_expected_to_run_it() -> None:
     assert result.details["excluded"] == {"class virtual not selected": 1}
 
 
+@pytest.mark.parametrize(
+    ("params", "status", "asked", "summary_end", "errors"),
+    [
+        # default: coverage and /healthz of the real nodes only; the fake nodes are neither judged nor asked
+        ({}, Status.OK, ["node-a", "node-b"],
+         "kruise-daemon ready on all 2 selected nodes (2 real); :10221/healthz healthy on all 2 real nodes probed",
+         []),
+        # fake nodes judged for coverage (kwok made their pods Ready) but not asked: their address is kwok's
+        ({"nodes": {"classes": ["real", "fake"]}}, Status.OK, ["node-a", "node-b"],
+         "; :10221/healthz healthy on all 2 real nodes probed, 2 fake not probed", []),
+        # asking them too reaches the kwok controller's pod IP, where nothing listens on 10221
+        ({"nodes": {"classes": ["real", "fake"]}, "healthz_classes": ["real", "fake"]}, Status.FAILED,
+         ["kwok-node-0", "kwok-node-1", "node-a", "node-b"], None,
+         [f"{DS}: node kwok-node-{i} :10221/healthz: HTTP 503 (error trying to reach service: dial tcp "
+          "10.244.2.17:10221: connect: connection refused) (want 200)" for i in (0, 1)]),
+    ],
+)
+def test_real_cluster_probes_real_nodes_only_by_default(params: dict[str, Any], status: Status, asked: list[str],
+                                                        summary_end: str | None, errors: list[str]) -> None:
+    checked = KruiseDaemonCoverageParams(probe_healthz=True, **params)
+    answered = probed("real-cluster", params=checked)
+    result = run(answered, checked, "real-cluster")
+    assert [o.target.ref for o in answered.healthz] == [f"node {n}" for n in asked]
+    assert result.status is status, result.errors
+    assert result.errors == errors
+    if summary_end:
+        assert result.summary.endswith(summary_end)
+    by_class = result.details["healthz"]["by_class"]
+    assert by_class["real"] == {"probed": 2, "healthy": 2}
+    assert result.details["healthz"]["not_probed"] == ({"fake": 2} if params.get("nodes") and
+                                                       "healthz_classes" not in params else {})
+
+
+def test_fetch_never_asks_fake_nodes_by_default() -> None:
+    api = serve("real-cluster")
+    for node in ("node-a", "node-b"):
+        api.respond(f"/api/v1/nodes/{node}:10221/proxy/healthz", 200, "ok", content_type="text/plain")
+    params = KruiseDaemonCoverageParams(probe_healthz=True, nodes={"classes": ["real", "fake"]})
+    with fake_cluster(api) as cluster:
+        fetched = kruise_daemon_coverage.fetch(cluster, params)
+    assert sorted(r.path for r in api.requests if "/proxy/" in r.path) == [
+        "/api/v1/nodes/node-a:10221/proxy/healthz", "/api/v1/nodes/node-b:10221/proxy/healthz"]
+    assert run(fetched, params, "real-cluster").status is Status.OK
+
+
+def test_healthz_of_no_eligible_node_is_error() -> None:
+    """probe_healthz asked of real nodes on a cluster selected for fake nodes only: nothing could be asked."""
+    params = KruiseDaemonCoverageParams(probe_healthz=True, nodes={"classes": ["fake"]})
+    result = run(KruiseDaemonData(coverage_data("healthy")), params)
+    assert result.status is Status.ERROR
+    assert result.summary == (f"{DS}: probe_healthz is on, but no selected node (fake nodes) is of healthz_classes "
+                              "(real): no :10221/healthz to ask; add fake to healthz_classes only where something "
+                              "answers for fake nodes")
+
+
 def test_fetch_probes_only_when_opted_in_and_only_covered_nodes() -> None:
     api = serve("kruise-daemon-missing")
     for i in range(1, 5):
         api.respond(f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz", 200, "ok", content_type="text/plain")
     with fake_cluster(api) as cluster:
-        plain = kruise_daemon_coverage.fetch(cluster, KruiseDaemonCoverageParams())
+        plain = kruise_daemon_coverage.fetch(cluster, COVERAGE)
         assert plain.healthz == ()
         assert not any("/proxy/" in r.path for r in api.requests)
         fetched = kruise_daemon_coverage.fetch(cluster, PROBING)
@@ -134,7 +198,7 @@ def test_fetch_without_nodes_proxy_right_is_error_and_hang_is_failure() -> None:
     api.respond("/version", 200, {"major": "1", "minor": "37"})
     for i in range(5):
         api.hang(f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz")
-    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_timeout_seconds=0.5)
+    params = KruiseDaemonCoverageParams(probe_healthz=True, healthz_timeout_seconds=0.5, **SANDBOX)
     with fake_cluster(api) as cluster:
         fetched = kruise_daemon_coverage.fetch(cluster, params)
     result = run(fetched, params)

@@ -1,8 +1,10 @@
 """kwok-node-consistency over captured sandbox nodes and node Leases: healthy; node-lease-stale (the
-Lease taken over by a foreign holder for 86400 s, caught on the first run by the duration bound);
-kwok-down right after the stop (nothing is visible yet: every Lease was renewed seconds ago) and once
-the Leases are past their own duration; NotReady nodes, missing Leases, Leases without renewTime,
-clock skew, selection by label or annotation, nodes not selected never judged, zero selected."""
+Lease taken over by a foreign holder for 86400 s, caught on the first run by the 600 s duration
+bound); kwok-down right after the stop (nothing is visible yet: every Lease was renewed seconds ago)
+and once the Leases are past their own duration; the Lease durations of kwok, kwokctl and the
+sandbox's size tiers all passing the default bound; a hand-built real cluster (kubelet nodes never
+judged); NotReady nodes, missing Leases, Leases without renewTime, clock skew, selection by label or
+annotation, nodes not selected never judged, zero selected."""
 
 from __future__ import annotations
 
@@ -49,11 +51,42 @@ def test_node_lease_stale_fault_is_caught_on_the_first_run_by_the_duration_bound
     assert result.status is Status.FAILED
     assert result.errors == [
         "lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds 86400, holder outpost-sandbox-fault "
-        "(want <= 60 s: a holder that stopped renewing would look alive for 86400 s)"]
-    # ... and once 60 s have passed without renewal it is stale as well
-    later = run(d, "node-lease-stale", skew=60)
+        "(want <= 600 s: a holder that stopped renewing would look alive for 86400 s)"]
+    # ... and once 600 s have passed without renewal it is stale as well
+    later = run(d, "node-lease-stale", skew=600)
     assert any(e.startswith("lease kube-node-lease/kwok-node-0: observed renewTime") and
-               "(want within 60 s, max_lease_duration_seconds)" in e for e in later.errors)
+               "(want within 600 s, max_lease_duration_seconds)" in e for e in later.errors)
+
+
+def leases_of(duration: int, renewed_seconds_ago: float) -> list[dict[str, Any]]:
+    """The healthy sandbox's Leases as an install with `duration`-second node Leases shows them."""
+    leases: list[dict[str, Any]] = copy.deepcopy(document("healthy", "node_leases"))
+    renewed = captured_at("healthy") - timedelta(seconds=renewed_seconds_ago)
+    for lease in leases:
+        lease["spec"]["leaseDurationSeconds"] = duration
+        lease["spec"]["renewTime"] = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return leases
+
+
+@pytest.mark.parametrize(
+    ("duration", "renewed_ago", "status"),
+    [
+        (40, 9, Status.OK),      # kwok in-cluster (kustomize/kwok/kwok.yaml), the sandbox's first tier
+        (40, 41, Status.FAILED),  # ... and kwok stopped 41 s ago
+        (160, 39, Status.OK),    # the sandbox's 2,000-node tier
+        (200, 49, Status.OK),    # kwokctl: 40 s x heartbeatFactor 5, renewed every 50 s
+        (200, 201, Status.FAILED),  # ... and kwok stopped
+        (400, 99, Status.OK),    # the sandbox's 5,000-node tier
+        (600, 149, Status.OK),   # the bound itself
+        (601, 1, Status.FAILED),  # past it: named although just renewed
+        (86400, 1, Status.FAILED),  # the foreign holder's day
+    ],
+)
+def test_lease_durations_of_real_installs_pass_the_default_bound(duration: int, renewed_ago: float,
+                                                                 status: Status) -> None:
+    result = run(data("healthy", leases=leases_of(duration, renewed_ago)))
+    assert result.status is status, result.errors
+    assert result.details["long_lease_count"] == (5 if duration > 600 else 0)
 
 
 def test_kwok_down_is_invisible_right_after_the_stop_and_caught_after_the_lease_duration() -> None:
@@ -100,6 +133,14 @@ def test_only_selected_nodes_are_judged() -> None:
     by_label = run(d, selector={"source": "label", "key": "type", "value": "kwok"})
     assert by_label.status is Status.FAILED
     assert any("node real-1" in e for e in by_label.errors)
+
+
+def test_real_cluster_judges_only_the_fake_nodes() -> None:
+    result = run(data("real-cluster"), "real-cluster")
+    assert result.status is Status.OK, result.errors
+    assert result.details["selected"] == 2
+    assert result.details["nodes_read"] == 4
+    assert result.summary == "all 2 KWOK fake nodes Ready with their Leases renewed in time"
 
 
 def test_zero_selected_is_error_unless_allowed() -> None:

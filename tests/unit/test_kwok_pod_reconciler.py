@@ -1,13 +1,29 @@
-"""kwok-pod-reconciler's fetch (it writes) through the real `ClusterWriter` against a small in-memory API
-that enforces what the real one does for this job: `fieldSelector=status.phase`, metadata-only node
-lists, merge patches of pods/status with a resourceVersion precondition (409), `dryRun=All` (nothing
-persisted), 404 for pods that are gone. Nodes and pods are derived from sandbox captures."""
+"""kwok-pod-reconciler: the status it writes against the status kwok wrote, and its fetch (it writes) through the
+real `ClusterWriter` against a small in-memory API that enforces what the real one does for this job:
+`fieldSelector=status.phase`, metadata-only lists answered with metadata only, JSON merge patches (RFC 7386) of
+pods/status with a resourceVersion precondition (409), `dryRun=All` (nothing persisted), 404 for pods that are
+gone, and the pod status validation the job's patch must pass (`k8s.io/kubernetes@v1.37.2,
+pkg/apis/core/validation/validation.go`, validatePodIPs and validateHostIPs: 422).
+
+Real JSON throughout:
+- kwok's own result: Running pods captured from the sandbox, whose status kwok v0.8.0's pod-ready stage wrote
+  (`workload-checks/pods.be.healthy.json`; the hostNetwork koordlet and kruise-daemon pods of the node
+  fixtures, `fixtures/nodes/healthy`), and the nodes they ran on;
+- a Pending pod: the API server's answer to a pod create in the sandbox (`webhooks/healthy/
+  dry_run.openkruise.body`: status `{phase: Pending, qosClass}`, with OpenKruise's `KruisePodReady` readiness
+  gate). A pod's Pending predecessor is its captured metadata and spec with that status; binding adds
+  `spec.nodeName` and `PodScheduled` True, as the API server's binding subresource does (built from
+  `k8s.io/kubernetes@v1.37.2, pkg/registry/core/pod/storage/storage.go`, setPodNodeAndMetadata);
+- init containers and dual-stack node addresses were never captured: built from the upstream Go types
+  (`k8s.io/api@v0.37.2, core/v1/types.go`: Container.restartPolicy, NodeAddress).
+"""
 
 from __future__ import annotations
 
 import copy
 import json
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,37 +33,111 @@ import httpx
 import pytest
 
 from kit import NOW
+from kit.node_fixtures import document
 from outpost.checks import kwok_pod_reconciler
-from outpost.checks.kwok_pod_reconciler import KwokPodReconcilerParams, ReconcileData, Skipped
+from outpost.checks.kwok_pod_reconciler import (
+    KwokPodReconcilerParams,
+    ReconcileData,
+    Skipped,
+    kwok_host_ips,
+    ready_status,
+)
 from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.errors import ClusterError
+from outpost.kube import Node, parse_time
 from outpost.result import Status
 
-CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
+CREATED_POD = Path(__file__).resolve().parent / "fixtures" / "webhooks" / "healthy" / "dry_run.openkruise.body"
 PARAMS = KwokPodReconcilerParams(min_pending_seconds=0)
 LONG_AGO = (datetime.now(UTC) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+READY_TYPES = ["Initialized", "Ready", "ContainersReady"]
+
+
+def captured_nodes() -> list[dict[str, Any]]:
+    """The sandbox's five fake nodes, whole (InternalIP 10.245.0.N+1)."""
+    return copy.deepcopy(document("healthy", "nodes"))
 
 
 def nodes() -> list[dict[str, Any]]:
-    """Three fake nodes as captured, plus one real node (no kwok annotation)."""
-    captured: list[dict[str, Any]] = json.loads((CAPTURED / "nodes.meta.json").read_text())["items"]
+    """The captured fake nodes, plus one real node (no kwok annotation)."""
+    captured = captured_nodes()
     real = copy.deepcopy(captured[0])
     real["metadata"]["name"] = "real-0"
     real["metadata"]["annotations"] = {"node.alpha.kubernetes.io/ttl": "0"}
     real["metadata"]["labels"].pop("type")
+    real["status"]["addresses"] = [{"address": "192.0.2.10", "type": "InternalIP"}]
     return [*captured, real]
 
 
-def pod(name: str, node: str = "kwok-node-0", phase: str = "Pending", namespace: str = "default",
-        since: str = LONG_AGO) -> dict[str, Any]:
-    raw: dict[str, Any] = copy.deepcopy(json.loads((CAPTURED / "pods.be.healthy.json").read_text())["items"][0])
-    raw["metadata"].update(name=name, namespace=namespace, resourceVersion="100", creationTimestamp=since)
-    raw["spec"]["nodeName"] = node
-    if not node:
-        raw["spec"].pop("nodeName")
-    conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": since}] if node else []
-    raw["status"] = {"phase": phase, "conditions": conditions}
-    return raw
+def kwok_made(source: str, name: str) -> dict[str, Any]:
+    """A Running pod as captured: its status is what kwok's pod-ready stage wrote."""
+    items = json.loads((FIXTURES / source).read_text())["items"] if source.endswith(".json") else \
+        document("healthy", source)
+    return copy.deepcopy(next(p for p in items if p["metadata"]["name"] == name))
+
+
+def pending_before(running: dict[str, Any], since: str) -> dict[str, Any]:
+    """The Pending, bound pod kwok found: `running`'s metadata and spec, the status a created pod has (as the
+    API server answered a create) and the PodScheduled condition binding adds."""
+    created_status = json.loads(CREATED_POD.read_text())["status"]
+    pod = {key: copy.deepcopy(running[key]) for key in ("metadata", "spec")}
+    pod["metadata"]["resourceVersion"] = "100"
+    pod["status"] = {**created_status, "qosClass": running["status"]["qosClass"], "conditions": [
+        {"lastProbeTime": None, "lastTransitionTime": since, "status": "True", "type": "PodScheduled"}]}
+    return pod
+
+
+def created_pod(name: str = "a", node: str = "kwok-node-0", namespace: str = "default", since: str = LONG_AGO,
+                **spec: Any) -> dict[str, Any]:
+    """The pod the API server answered a create with (readiness gate included), bound to `node` ("" unbound)."""
+    pod: dict[str, Any] = json.loads(CREATED_POD.read_text())
+    pod["metadata"] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "100",
+                       "creationTimestamp": since, "labels": pod["metadata"]["labels"]}
+    pod["spec"] |= spec
+    if node:
+        pod["spec"]["nodeName"] = node
+        pod["status"]["conditions"] = [{"lastProbeTime": None, "lastTransitionTime": since, "status": "True",
+                                        "type": "PodScheduled"}]
+    return pod
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def as_served(status: dict[str, Any]) -> dict[str, Any]:
+    """`status` as the API server serves it: Go's encoding of PodCondition and ContainerStatus writes
+    `lastProbeTime` (null), `imageID` and `lastState` even when nobody set them."""
+    served = copy.deepcopy(status)
+    for condition in served.get("conditions") or []:
+        condition.setdefault("lastProbeTime", None)
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for container in served.get(key) or []:
+            container.setdefault("imageID", "")
+            container.setdefault("lastState", {})
+    return served
+
+
+def status_errors(status: dict[str, Any]) -> list[str]:
+    """What ValidatePodStatusUpdate refuses of the IP fields (validatePodIPs, validateHostIPs)."""
+    errors = []
+    if status.get("hostIPs") and status.get("hostIP") != status["hostIPs"][0]["ip"]:
+        errors.append("status.hostIPs[0].ip: must be equal to `hostIP`")
+    if bool(status.get("podIP")) != bool(status.get("podIPs")):
+        errors.append("status.podIPs: podIP and podIPs must either both be set or both be unset")
+    elif status.get("podIPs") and status["podIP"] != status["podIPs"][0]["ip"]:
+        errors.append("status.podIPs[0].ip: must be equal to `podIP`")
+    return errors
 
 
 @dataclass
@@ -58,15 +148,21 @@ class WriteApi:
     pods: dict[tuple[str, str], dict[str, Any]]
     requests: list[httpx.Request] = field(default_factory=list)
     refuse_patch: int | None = None
+    answer_with: Callable[[dict[str, Any]], None] | None = None
+    """Changes the object answered (not the one stored): a server that does not do what was asked."""
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         parts = request.url.path.strip("/").split("/")
         params = request.url.params
         if request.method == "GET" and request.url.path == "/api/v1/nodes":
-            assert "PartialObjectMetadataList" in request.headers["accept"]
-            items = [{"kind": "PartialObjectMetadata", "metadata": n["metadata"]} for n in self.nodes]
-            return httpx.Response(200, json={"kind": "PartialObjectMetadataList", "metadata": {}, "items": items})
+            selector = params.get("labelSelector")
+            chosen = [n for n in self.nodes if not selector
+                      or n["metadata"]["labels"].get(selector.split("=")[0]) == selector.split("=")[1]]
+            if "PartialObjectMetadataList" in request.headers["accept"]:
+                items = [{"kind": "PartialObjectMetadata", "metadata": n["metadata"]} for n in chosen]
+                return httpx.Response(200, json={"kind": "PartialObjectMetadataList", "metadata": {}, "items": items})
+            return httpx.Response(200, json={"kind": "NodeList", "metadata": {}, "items": chosen})
         if request.method == "GET" and parts[-1] == "pods":
             assert params.get("fieldSelector") == "status.phase=Pending"
             namespace = parts[3] if len(parts) == 5 else None
@@ -83,23 +179,28 @@ class WriteApi:
                 return httpx.Response(404, json={"kind": "Status", "message": "not found"})
             patch = json.loads(request.content)
             assert set(patch) == {"metadata", "status"}
-            assert set(patch["status"]) == {"phase"}
             if patch["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
                 return httpx.Response(409, json={"kind": "Status", "message": "the object has been modified"})
             updated = copy.deepcopy(current)
-            updated["status"]["phase"] = patch["status"]["phase"]
+            updated["status"] = as_served(merge_patch(current["status"], patch["status"]))
+            if errors := status_errors(updated["status"]):
+                return httpx.Response(422, json={"kind": "Status", "message": "; ".join(errors)})
             if params.get("dryRun") != "All":
                 updated["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
                 self.pods[key] = updated
-            return httpx.Response(200, json=updated)
+            answered = copy.deepcopy(updated)
+            if self.answer_with:
+                self.answer_with(answered)
+            return httpx.Response(200, json=answered)
         return httpx.Response(405, json={"kind": "Status", "message": f"not served: {request.method}"})
 
     def writes(self) -> list[str]:
         return [r.url.path for r in self.requests if r.method != "GET"]
 
 
-def api_with(*pods: dict[str, Any]) -> WriteApi:
-    return WriteApi(nodes(), {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods})
+def api_with(*pods: dict[str, Any], node_list: list[dict[str, Any]] | None = None) -> WriteApi:
+    return WriteApi(nodes() if node_list is None else node_list,
+                    {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods})
 
 
 def run(api: WriteApi, params: KwokPodReconcilerParams = PARAMS) -> Any:
@@ -110,34 +211,241 @@ def run(api: WriteApi, params: KwokPodReconcilerParams = PARAMS) -> Any:
     return kwok_pod_reconciler.evaluate(data, params, NOW)
 
 
-def test_moves_only_pending_pods_bound_to_fake_nodes() -> None:
-    api = api_with(pod("on-fake-1"), pod("on-fake-2", node="kwok-node-1"), pod("on-real", node="real-0"),
-                   pod("unbound", node=""), pod("running", phase="Running"),
-                   pod("elsewhere", node="kwok-node-2", namespace="batch"))
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
+
+
+def host_ips_of(name: str) -> list[str]:
+    node = next(n for n in captured_nodes() if n["metadata"]["name"] == name)
+    return kwok_host_ips(Node.model_validate(node))
+
+
+# -- the status written is the status kwok writes -------------------------------------------------------------
+
+KWOK_MADE = [
+    ("pods.be.healthy.json", "be-batch-7c6bdd4c6f-llkc2"),  # not hostNetwork: kwok gave it a pool IP
+    ("pods.be.healthy.json", "be-batch-7c6bdd4c6f-lnflx"),
+    ("koordlet_pods", "koordlet-96j52"),  # hostNetwork: kwok gave it the host IP
+    ("koordlet_pods", "koordlet-tmgzv"),
+    ("kruise_daemon_pods", "kruise-daemon-5l5b9"),
+]
+
+
+@pytest.mark.parametrize(("source", "name"), KWOK_MADE)
+def test_status_is_the_one_kwok_wrote(source: str, name: str) -> None:
+    running = kwok_made(source, name)
+    scheduled = condition(running["status"], "PodScheduled")
+    now = parse_time(running["status"]["startTime"])  # kwok's Now when it wrote the status
+    assert scheduled is not None
+    assert now is not None
+    pending = pending_before(running, since=scheduled["lastTransitionTime"])
+    patch = ready_status(pending, host_ips_of(running["spec"]["nodeName"]), now)
+    written = as_served(merge_patch(pending["status"], patch))
+    expected = running["status"]
+    if not running["spec"].get("hostNetwork"):
+        # kwok's --cidr pool is kwok's own: the job leaves podIP unset rather than collide with it
+        del expected["podIP"], expected["podIPs"]
+    assert written == expected
+    assert status_errors(written) == []
+
+
+@pytest.mark.parametrize(("conditions", "gates", "expected"), [
+    pytest.param([], [], READY_TYPES, id="created, never bound"),
+    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}], [],
+                 [*READY_TYPES, "PodScheduled"], id="bound: stage conditions first, as kwok's merge puts them"),
+    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}],
+                 [{"conditionType": "KruisePodReady"}], [*READY_TYPES, "KruisePodReady", "PodScheduled"],
+                 id="a readiness gate gets its own True condition"),
+    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"},
+                  {"type": "Ready", "status": "False", "lastTransitionTime": "T0", "reason": "ContainersNotReady"}],
+                 [], ["Initialized", "PodScheduled", "Ready", "ContainersReady"],
+                 id="a condition the pod had keeps its place after the pod's earlier ones"),
+])
+def test_conditions_merge_by_type_as_kwok_patch_merges(conditions: list[dict[str, Any]],
+                                                        gates: list[dict[str, str]], expected: list[str]) -> None:
+    pod = created_pod(node="")
+    pod["status"]["conditions"] = conditions
+    pod["spec"]["readinessGates"] = gates
+    status = ready_status(pod, ["10.245.0.1"], NOW)
+    assert [c["type"] for c in status["conditions"]] == expected
+    for kind in (*READY_TYPES, *(g["conditionType"] for g in gates)):
+        had = condition({"conditions": conditions}, kind) or {}
+        # what the stage sets is replaced; what it does not set (a reason) stays, as in a strategic merge
+        assert condition(status, kind) == had | {"lastTransitionTime": "2026-12-03T11:45:00Z", "status": "True",
+                                                 "type": kind}
+    assert condition(status, "PodScheduled") == condition({"conditions": conditions}, "PodScheduled")
+
+
+@pytest.mark.parametrize(("init_containers", "expected"), [
+    pytest.param([], None, id="none: the field is removed, as the template renders it null"),
+    pytest.param([{"name": "setup", "image": "busybox:1.36"}],
+                 [{"image": "busybox:1.36", "name": "setup", "ready": True, "restartCount": 0, "state": {
+                     "terminated": {"exitCode": 0, "finishedAt": "2026-12-03T11:45:00Z", "reason": "Completed",
+                                    "startedAt": "2026-12-03T11:45:00Z"}}}],
+                 id="an init container ran to completion"),
+    pytest.param([{"name": "proxy", "image": "envoy:1.31", "restartPolicy": "Always"}],
+                 [{"image": "envoy:1.31", "name": "proxy", "ready": True, "restartCount": 0, "started": True,
+                   "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}}}],
+                 id="a sidecar (restartPolicy Always) is running"),
+])
+def test_container_statuses_as_the_template_builds_them(init_containers: list[dict[str, Any]],
+                                                        expected: list[dict[str, Any]] | None) -> None:
+    pod = created_pod(initContainers=init_containers)
+    status = ready_status(pod, ["10.245.0.1"], NOW)
+    assert status["initContainerStatuses"] == expected
+    assert status["containerStatuses"] == [{"image": "registry.k8s.io/pause:3.10", "name": "probe", "ready": True,
+                                            "restartCount": 0,
+                                            "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}}}]
+    assert (status["phase"], status["startTime"]) == ("Running", "2026-12-03T11:45:00Z")
+
+
+@pytest.mark.parametrize(("host_network", "host_ips", "expected"), [
+    pytest.param(False, ["10.245.0.1"], {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}]},
+                 id="pod network: host IP only, podIP left to kwok's pool"),
+    pytest.param(True, ["10.245.0.1"], {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}],
+                                        "podIP": "10.245.0.1", "podIPs": [{"ip": "10.245.0.1"}]},
+                 id="hostNetwork: the pod's IPs are the host's"),
+    pytest.param(True, ["10.245.0.1", "fd00::1"],
+                 {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}],
+                  "podIP": "10.245.0.1", "podIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}]},
+                 id="dual-stack node"),
+])
+def test_ips(host_network: bool, host_ips: list[str], expected: dict[str, Any]) -> None:
+    status = ready_status(created_pod(hostNetwork=host_network), host_ips, NOW)
+    assert {k: v for k, v in status.items() if k in ("hostIP", "hostIPs", "podIP", "podIPs")} == expected
+    assert status_errors(status) == []
+
+
+@pytest.mark.parametrize(("addresses", "expected"), [
+    pytest.param(None, ["10.245.0.1"], id="captured kwok-node-0"),
+    pytest.param([{"type": "Hostname", "address": "n"}], [], id="no IP at all"),
+    pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}], ["203.0.113.7"], id="ExternalIP alone"),
+    pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}, {"type": "InternalIP", "address": "10.0.0.7"}],
+                 ["10.0.0.7"], id="InternalIP before ExternalIP, one per family"),
+    pytest.param([{"type": "InternalIP", "address": "fd00::7"}, {"type": "InternalIP", "address": "10.0.0.7"},
+                  {"type": "InternalIP", "address": "10.0.0.8"}], ["fd00::7", "10.0.0.7"], id="dual-stack"),
+    pytest.param([{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "ExternalIP", "address": "2001:db8::7"}],
+                 ["10.0.0.7", "2001:db8::7"], id="the other family may come from an ExternalIP"),
+    pytest.param([{"type": "InternalIP", "address": "010.000.000.007"}], ["10.0.0.7"],
+                 id="leading zeros read as ParseIPSloppy reads them"),
+    pytest.param([{"type": "InternalIP", "address": "::ffff:10.0.0.7"}, {"type": "InternalIP", "address": "fd00::7"}],
+                 ["10.0.0.7", "fd00::7"], id="IPv4-mapped is IPv4"),
+    pytest.param([{"type": "InternalIP", "address": "kwok-node-0"}, {"type": "InternalIP", "address": "fe80::1%eth0"}],
+                 [], id="not an IP, or with a zone: skipped as Go skips them"),
+])
+def test_host_ips_as_kwok_picks_them(addresses: list[dict[str, str]] | None, expected: list[str]) -> None:
+    node = captured_nodes()[0]
+    if addresses is not None:
+        node["status"]["addresses"] = addresses
+    assert kwok_host_ips(Node.model_validate(node)) == expected
+
+
+# -- which pods are moved -----------------------------------------------------------------------------------------
+
+def recent() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ready_already(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["status"]["conditions"].append({"type": "Ready", "status": "True", "lastTransitionTime": LONG_AGO})
+    return pod
+
+
+def deleting(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["metadata"]["deletionTimestamp"] = LONG_AGO
+    return pod
+
+
+def running(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["status"]["phase"] = "Running"
+    return pod
+
+
+@pytest.mark.parametrize(("pod", "left_alone"), [
+    pytest.param(created_pod(), None, id="bound to a fake node, Pending long enough: moved"),
+    pytest.param(created_pod(node="kwok-node-4", namespace="batch"), None, id="any namespace"),
+    pytest.param(created_pod(node="real-0"), "not_on_fake_nodes", id="on a node kwok does not manage"),
+    pytest.param(created_pod(node="gone-node"), "not_on_fake_nodes", id="on a node that does not exist"),
+    pytest.param(created_pod(node=""), "unbound", id="unbound"),
+    pytest.param(created_pod(since=recent()), "pending_less_than_min", id="too recent: kwok's to move"),
+    pytest.param(ready_already(created_pod()), "already_ready", id="Ready already: pod-ready would not match"),
+    pytest.param(deleting(created_pod()), "", id="being deleted: pod-delete's, not counted"),
+    pytest.param(running(created_pod()), "", id="not Pending: not even listed"),
+])
+def test_moves_only_what_pod_ready_would(pod: dict[str, Any], left_alone: str | None) -> None:
+    api = api_with(pod)
+    result = run(api, KwokPodReconcilerParams(min_pending_seconds=60))
+    who = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+    expected_counts = {"not_on_fake_nodes": 0, "unbound": 0, "pending_less_than_min": 0, "already_ready": 0}
+    if left_alone:
+        expected_counts[left_alone] = 1
+    assert result.status is Status.OK, result
+    assert result.details["left_alone"] == expected_counts
+    assert result.details["moved"] == ([who] if left_alone is None else [])
+    assert api.writes() == ([f"/api/v1/namespaces/{who.split('/')[0]}/pods/a/status"] if left_alone is None else [])
+
+
+def test_a_moved_pod_is_ready_as_kwok_leaves_it() -> None:
+    api = api_with(created_pod("web"), created_pod("host", node="kwok-node-2", hostNetwork=True))
     result = run(api)
     assert result.status is Status.OK, result
-    assert result.details["moved"] == ["batch/elsewhere", "default/on-fake-1", "default/on-fake-2"]
-    assert result.summary == ("moved 3 Pending pod(s) on fake nodes to Running: batch/elsewhere, "
-                              "default/on-fake-1, default/on-fake-2")
-    assert result.details["left_alone"] == {"not_on_fake_nodes": 1, "unbound": 1, "pending_less_than_min": 0}
-    assert api.pods[("default", "on-real")]["status"]["phase"] == "Pending"
-    assert api.pods[("default", "unbound")]["status"]["phase"] == "Pending"
-    assert sorted(api.writes()) == ["/api/v1/namespaces/batch/pods/elsewhere/status",
-                                    "/api/v1/namespaces/default/pods/on-fake-1/status",
-                                    "/api/v1/namespaces/default/pods/on-fake-2/status"]
+    assert result.summary == "moved 2 Pending pod(s) on fake nodes to Running: default/host, default/web"
+    for name, node_ip, pod_ip in (("web", "10.245.0.1", None), ("host", "10.245.0.3", "10.245.0.3")):
+        status = api.pods[("default", name)]["status"]
+        assert status["phase"] == "Running"
+        assert [c["type"] for c in status["conditions"] if c["status"] == "True"] == [
+            *READY_TYPES, "KruisePodReady", "PodScheduled"]
+        assert [(c["name"], c["ready"], list(c["state"])) for c in status["containerStatuses"]] == [
+            ("probe", True, ["running"])]
+        assert (status["hostIP"], status.get("podIP")) == (node_ip, pod_ip)
+        assert status["qosClass"] == "Burstable"  # the merge patch leaves what it does not name
+
+
+@pytest.mark.parametrize(("owner", "pod_ready", "pod_complete"), [
+    pytest.param("ReplicaSet", False, False, id="kept Running and Ready"),
+    pytest.param("Job", False, True, id="a Job's pod is then completed by kwok"),
+])
+def test_kwok_stages_after_a_move(owner: str, pod_ready: bool, pod_complete: bool) -> None:
+    """What kwok does with a moved pod once it returns, by its stages' selectors
+    (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/*.yaml`)."""
+    pod = created_pod()
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": owner, "name": "o", "uid": "u"}]
+    api = api_with(pod)
+    run(api)
+    moved = api.pods[("default", "a")]
+    ready = condition(moved["status"], "Ready")
+    alive = "deletionTimestamp" not in moved["metadata"]
+    assert (alive and moved["status"]["phase"] == "Pending" and (ready or {}).get("status") != "True") is pod_ready
+    assert (alive and moved["status"]["phase"] == "Running"
+            and "Job" in [o["kind"] for o in moved["metadata"]["ownerReferences"]]) is pod_complete
+    # pod-complete's template reads status.containerStatuses[i] for each spec.containers[i]: it must exist
+    assert len(moved["status"]["containerStatuses"]) == len(moved["spec"]["containers"])
+
+
+def test_node_without_address_is_left_to_kwok() -> None:
+    node_list = nodes()
+    node_list[1]["status"]["addresses"] = [{"address": "kwok-node-1", "type": "Hostname"}]
+    api = api_with(created_pod("a"), created_pod("b", node="kwok-node-1"), node_list=node_list)
+    result = run(api)
+    assert result.status is Status.DEGRADED
+    assert result.details["moved"] == ["default/a"]
+    assert result.errors == ["pod default/b: node kwok-node-1 reports no InternalIP or ExternalIP: kwok would use "
+                             "its --node-ip, which this job cannot see (left to kwok)"]
+    assert api.pods[("default", "b")]["status"]["phase"] == "Pending"
 
 
 def test_second_run_finds_nothing_to_do() -> None:
-    api = api_with(pod("a"), pod("b"))
+    api = api_with(created_pod("a"), created_pod("b"))
     assert run(api).details["moved_count"] == 2
     again = run(api)
     assert again.status is Status.OK
     assert again.details["moved"] == []
     assert again.summary == "moved 0 Pending pod(s) on fake nodes to Running"
+    assert len(api.writes()) == 2
 
 
 def test_dry_run_moves_nothing() -> None:
-    api = api_with(pod("a"), pod("b", node="real-0"))
+    api = api_with(created_pod("a"), created_pod("b", node="real-0"))
     result = run(api, KwokPodReconcilerParams(min_pending_seconds=0, dry_run=True))
     assert result.status is Status.OK
     assert result.summary == "would move 1 Pending pod(s) on fake nodes to Running: default/a"
@@ -146,7 +454,7 @@ def test_dry_run_moves_nothing() -> None:
 
 
 def test_bounded_per_run() -> None:
-    api = api_with(*[pod(f"p{i}") for i in range(5)])
+    api = api_with(*[created_pod(f"p{i}") for i in range(5)])
     result = run(api, KwokPodReconcilerParams(min_pending_seconds=0, max_pods=2))
     assert result.status is Status.DEGRADED
     assert result.details["moved"] == ["default/p0", "default/p1"]
@@ -154,49 +462,42 @@ def test_bounded_per_run() -> None:
     assert "3 more pod(s) over max_pods 2, left for the next run" in result.errors
 
 
-def test_recent_pods_are_left_to_kwok() -> None:
-    just_now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    api = api_with(pod("fresh", since=just_now), pod("old"))
-    result = run(api, KwokPodReconcilerParams(min_pending_seconds=60))
-    assert result.details["moved"] == ["default/old"]
-    assert result.details["left_alone"]["pending_less_than_min"] == 1
-
-
-def test_namespaces_limit_what_is_listed() -> None:
-    api = api_with(pod("a"), pod("b", namespace="batch"))
-    result = run(api, KwokPodReconcilerParams(min_pending_seconds=0, namespaces=["batch"]))
-    assert result.details["moved"] == ["batch/b"]
-
-
-def test_fake_nodes_by_label() -> None:
-    api = api_with(pod("a"), pod("b", node="real-0"))
-    params = KwokPodReconcilerParams(min_pending_seconds=0, fake_node_source="label", fake_node_key="type",
-                                     fake_node_value="kwok")
-    assert run(api, params).details["moved"] == ["default/a"]
+@pytest.mark.parametrize(("params", "moved", "nodes_query"), [
+    pytest.param({"namespaces": ["batch"]}, ["batch/b"], None, id="namespaces limit what is listed"),
+    pytest.param({"fake_node_source": "label", "fake_node_key": "type", "fake_node_value": "kwok"},
+                 ["batch/b", "default/a"], "type=kwok", id="fake nodes by label, selected by the server"),
+])
+def test_params_limit_what_is_listed(params: dict[str, Any], moved: list[str], nodes_query: str | None) -> None:
+    api = api_with(created_pod("a"), created_pod("b", namespace="batch"), created_pod("c", node="real-0"))
+    result = run(api, KwokPodReconcilerParams(min_pending_seconds=0, **params))
+    assert result.details["moved"] == moved
     listed = next(r for r in api.requests if r.url.path == "/api/v1/nodes")
-    assert listed.url.params.get("labelSelector") == "type=kwok"
+    assert listed.url.params.get("labelSelector") == nodes_query
+    assert "PartialObjectMetadata" not in listed.headers["accept"]  # addresses are in the node's status
 
 
-def test_refused_write_is_error_naming_the_pod() -> None:
-    api = api_with(pod("a"))
-    api.refuse_patch = 403
+# -- what the API server answers --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("code", "status", "why"), [
+    pytest.param(404, Status.DEGRADED, "gone before it was patched", id="404"),
+    pytest.param(409, Status.DEGRADED, "changed since it was listed (left for the next run)", id="409"),
+    pytest.param(403, Status.ERROR, "patching status to Running failed: ", id="403"),
+    pytest.param(422, Status.ERROR, "patching status to Running failed: ", id="422"),
+    pytest.param(500, Status.ERROR, "patching status to Running failed: ", id="500"),
+])
+def test_refused_writes(code: int, status: Status, why: str) -> None:
+    api = api_with(created_pod("a"))
+    api.refuse_patch = code
     result = run(api)
-    assert result.status is Status.ERROR
-    assert result.errors[0].startswith("pod default/a: patching status to Running failed:")
-    assert "HTTP 403" in result.errors[0]
+    assert result.status is status
+    assert result.errors[0].startswith(f"pod default/a: {why}")
+    if status is Status.ERROR:
+        assert f"HTTP {code}" in result.errors[0]
     assert result.details["moved"] == []
 
 
-def test_conflict_and_gone_are_skipped_not_failed() -> None:
-    data = ReconcileData(fake_nodes=3, pending_seen=2, dry_run=False, moved=["default/a"],
-                         skipped=[Skipped("default/b", "changed since it was listed (left for the next run)")])
-    result = kwok_pod_reconciler.evaluate(data, PARAMS, NOW)
-    assert result.status is Status.DEGRADED
-    assert result.errors == ["pod default/b: changed since it was listed (left for the next run)"]
-
-
 def test_conflict_from_the_server_is_left_for_the_next_run() -> None:
-    api = api_with(pod("a"))
+    api = api_with(created_pod("a"))
     original = api.handler
 
     def racing(request: httpx.Request) -> httpx.Response:
@@ -212,8 +513,49 @@ def test_conflict_from_the_server_is_left_for_the_next_run() -> None:
                                           "why": "changed since it was listed (left for the next run)"}]
 
 
+def drop_conditions(pod: dict[str, Any]) -> None:
+    pod["status"].pop("conditions")
+
+
+def not_ready(pod: dict[str, Any]) -> None:
+    condition(pod["status"], "Ready")["status"] = "False"  # type: ignore[index]
+
+
+def still_pending(pod: dict[str, Any]) -> None:
+    pod["status"]["phase"] = "Pending"
+
+
+def elsewhere(pod: dict[str, Any]) -> None:
+    pod["spec"]["nodeName"] = "kwok-node-3"
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    pytest.param(still_pending, "phase Pending, Ready True on node kwok-node-0", id="phase not Running"),
+    pytest.param(not_ready, "phase Running, Ready False on node kwok-node-0", id="Ready False"),
+    pytest.param(drop_conditions, "phase Running, Ready (none) on node kwok-node-0", id="no Ready condition"),
+    pytest.param(elsewhere, "phase Running, Ready True on node kwok-node-3", id="another node"),
+])
+def test_the_answer_must_be_a_ready_pod_on_its_node(answer: Callable[[dict[str, Any]], None], said: str) -> None:
+    api = api_with(created_pod("a"), created_pod("b"))
+    api.answer_with = answer
+    result = run(api)
+    assert result.status is Status.ERROR
+    assert result.errors == [f"pod default/a: the API server answered {said} (want Running, Ready True on "
+                             f"kwok-node-0)"]
+    assert result.details["moved"] == []
+    assert len(api.writes()) == 1  # the run stopped at the first doubt
+
+
+def test_conflict_and_gone_are_skipped_not_failed() -> None:
+    data = ReconcileData(fake_nodes=3, pending_seen=2, dry_run=False, moved=["default/a"],
+                         skipped=[Skipped("default/b", "changed since it was listed (left for the next run)")])
+    result = kwok_pod_reconciler.evaluate(data, PARAMS, NOW)
+    assert result.status is Status.DEGRADED
+    assert result.errors == ["pod default/b: changed since it was listed (left for the next run)"]
+
+
 def test_no_fake_node_is_error() -> None:
-    api = WriteApi([n for n in nodes() if n["metadata"]["name"] == "real-0"], {})
+    api = api_with(node_list=[n for n in nodes() if n["metadata"]["name"] == "real-0"])
     result = run(api)
     assert result.status is Status.ERROR
     assert "no node selected by annotation kwok.x-k8s.io/node=fake" in result.summary

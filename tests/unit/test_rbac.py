@@ -42,7 +42,7 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
     "nodemetric-freshness": ["list nodes", "list slo.koordinator.sh/nodemetrics"],
     "ls-latency": [],  # required params: see test_ls_latency_declares_its_proxy_paths
     "be-eviction-rate": ["list events", "get pods [when]"],
-    "gang-scheduling": ["list scheduling.sigs.k8s.io/podgroups"],
+    "gang-scheduling": ["list scheduling.sigs.k8s.io/podgroups", "list pods"],
     "node-utilization": ["list nodes", "list slo.koordinator.sh/nodemetrics"],
     "apiserver-health": ["get /livez", "get /readyz"],
     "apiserver-triage": ["get /readyz", "list namespaces"],
@@ -71,6 +71,7 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
                           "koordinator-mutating-webhook-configuration",
                           "get admissionregistration.k8s.io/mutatingwebhookconfigurations "
                           "kruise-mutating-webhook-configuration",
+                          "list config.koordinator.sh/clustercolocationprofiles", "get namespaces outpost-probe",
                           "create pods in outpost-probe"],
     "webhook-cert-expiry": [
         "get admissionregistration.k8s.io/mutatingwebhookconfigurations koordinator-mutating-webhook-configuration",
@@ -78,7 +79,8 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
         "koordinator-validating-webhook-configuration",
         "get admissionregistration.k8s.io/mutatingwebhookconfigurations kruise-mutating-webhook-configuration",
         "get admissionregistration.k8s.io/validatingwebhookconfigurations kruise-validating-webhook-configuration",
-        "get secrets webhook-certs in koordinator-system", "get secrets kruise-webhook-certs in kruise-system"],
+        "get secrets koordinator-webhook-certs in koordinator-system",
+        "get secrets kruise-webhook-certs in kruise-system"],
     "kwok-pod-reconciler": ["list nodes", "list pods", "patch pods/status [when]"],
 }
 
@@ -107,7 +109,8 @@ def test_each_check_declares_what_its_fetch_sends_for_the_default_params(name: s
     ("be-eviction-rate", {"namespace": "shop", "api": "events.k8s.io/v1"},
      ["list events.k8s.io/events in shop", "get pods in shop [when]"]),
     ("be-eviction-rate", {"max_pod_lookups": 0}, ["list events"]),
-    ("gang-scheduling", {"namespace": "batch"}, ["list scheduling.sigs.k8s.io/podgroups in batch"]),
+    ("gang-scheduling", {"namespace": "batch"}, ["list scheduling.sigs.k8s.io/podgroups in batch",
+                                                 "list pods in batch"]),
     ("apiserver-triage", {"list_path": "/apis/apps/v1/namespaces/x/deployments"},
      ["get /readyz", "list apps/deployments in x"]),
     ("apiserver-latency", {"metrics_path": "/metrics/slis"}, ["get /metrics/slis"]),
@@ -118,6 +121,10 @@ def test_each_check_declares_what_its_fetch_sends_for_the_default_params(name: s
     ("admission-dry-run",
      {"namespace": "dry", "systems": [{"system": "s", "configuration": "c", "want_labels": {"a": "b"}}]},
      ["get admissionregistration.k8s.io/mutatingwebhookconfigurations c", "create pods in dry"]),
+    ("admission-dry-run",
+     {"namespace": "dry", "systems": [{"system": "k", "configuration": "c", "colocation_profiles": True}]},
+     ["get admissionregistration.k8s.io/mutatingwebhookconfigurations c",
+      "list config.koordinator.sh/clustercolocationprofiles", "get namespaces dry", "create pods in dry"]),
     ("webhook-cert-expiry", {"configurations": [], "serving_secrets": []}, []),
     ("kwok-pod-reconciler", {"namespaces": ["a", "b"]},
      ["list nodes", "list pods in a", "list pods in b", "patch pods/status in a [when]",
@@ -253,8 +260,8 @@ def test_the_probe_never_writes_and_may_only_create_pods_in_its_own_namespace() 
 def test_secrets_only_by_name_and_never_listed() -> None:
     secrets = [(ns, rule) for ns, rule in all_rules(rbac.manifests(local())) if rule.get("resources") == ["secrets"]]
     assert secrets == [
-        ("koordinator-system", {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["webhook-certs"],
-                                "verbs": ["get"]}),
+        ("koordinator-system", {"apiGroups": [""], "resources": ["secrets"],
+                                "resourceNames": ["koordinator-webhook-certs"], "verbs": ["get"]}),
         ("kruise-system", {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kruise-webhook-certs"],
                            "verbs": ["get"]}),
     ]

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Builds the sandbox's control-plane binaries from the committed wrapper modules into a
-# cache outside the repo, and prints the directory that holds them.
+# Builds the sandbox's binaries into a cache outside the repo, and prints the directory that holds them:
+# the control plane (etcd, kube-*, kubectl, kwok) from the committed wrapper modules, and the real
+# OpenKruise and Koordinator managers each as the main module of its pinned release zip (versions.env):
+# `go mod download` verifies the zip against the checksum database, and building inside the unpacked tree
+# keeps the release's own go.mod, go.sum and replace directives (a wrapper module would silently drop them).
+# <bindir>/versions.json records which release each manager binary was built from.
 #
 # The cache key is a hash of every go.mod/go.sum here and of this script, so binaries are
 # rebuilt exactly when a pin (or the way they are built) changes, and reused otherwise.
@@ -26,7 +30,8 @@ patches=$(cd "$here" && if [ -d patches ]; then find patches -name '*.patch' | s
 key=$(cd "$here" && cat versions.env build.sh kube/go.mod kube/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum $patches \
   | sha256sum | cut -c1-16)
 bindir="$cache_root/bin/$key"
-binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl
+          kruise-manager koord-manager koord-scheduler koord-descheduler)
 
 mode=${1:-build}
 case $mode in build | test) ;; *) echo "usage: build.sh [test]" >&2; exit 64 ;; esac
@@ -90,6 +95,33 @@ build() { # module-dir output-name package ldflags
   echo "== built $out in $((SECONDS - start)) s" >> "$log"
 }
 
+release_src() { # module version: sets $src to a writable copy of the verified release zip, unpacked under the cache
+  local module=$1 version=$2 dir
+  dir=$(go mod download -json "$module@$version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') \
+    || fail "go mod download $module@$version failed"
+  src="$bindir/src/${module##*/}@$version"
+  if [ ! -f "$src/.unpacked" ]; then
+    rm -rf "$src"
+    mkdir -p "$(dirname "$src")"
+    cp -r "$dir" "$src"
+    chmod -R u+w "$src"
+    touch "$src/.unpacked"
+  fi
+}
+
+build_release() { # module version output-name package
+  local module=$1 version=$2 out=$3 pkg=$4 start=$SECONDS
+  echo "== building $out ($module@$version $pkg, as the main module)" >> "$log"
+  release_src "$module" "$version"
+  if ! (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$bindir/$out.tmp" "$pkg") >> "$log" 2>&1; then
+    echo "build.sh: building $out failed; last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+  mv "$bindir/$out.tmp" "$bindir/$out"
+  echo "== built $out in $((SECONDS - start)) s" >> "$log"
+}
+
 if [ "$mode" = test ]; then
   for dir in etcd kube kwok; do
     compgen -G "$here/$dir/*_test.go" > /dev/null || continue
@@ -106,5 +138,12 @@ build kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
 build kube kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags"
 build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags"
+build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-manager .
+for cmd in koord-manager koord-scheduler koord-descheduler; do
+  build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" "$cmd" "./cmd/$cmd"
+done
+rm -rf "$bindir/src"/*@*  # the unpacked release trees (hundreds of MB); Go's caches keep what a rebuild needs
+printf '{"github.com/openkruise/kruise": "%s", "github.com/koordinator-sh/koordinator": "%s"}\n' \
+  "$KRUISE_VERSION" "$KOORDINATOR_VERSION" > "$bindir/versions.json"
 touch "$bindir/.complete"
 echo "$bindir"

@@ -50,13 +50,16 @@ from outpost.kube.objects import Node, parse_items
 from outpost.kube.timestamps import parse_time
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
+from outpost_sandbox.kubelet.images import built_versions
 from outpost_sandbox.kwok_stages import STAGES_YAML
 from outpost_sandbox.pki import PKI
 from outpost_sandbox.poll import poll_until
 from outpost_sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
+            "kruise-manager", "koord-manager", "koord-scheduler", "koord-descheduler")
 
 POD_CIDR = "10.244.0.0/16"
 NODE_IP_BASE = ipaddress.IPv4Address("10.245.0.0")
@@ -194,6 +197,10 @@ def scale_profile(nodes: int) -> ScaleProfile:
 DEFAULT_STOP_GRACE = 20.0
 
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+FAKE_NODE_TAINT = {"key": "kwok-controller/provider", "value": "fake", "effect": "NoSchedule"}
+"""kwok's own fake node carries it (sigs.k8s.io/kwok@v0.8.0 test/kwok/fake-node.yaml), so that only pods meant for
+fake nodes land there: upstream's manager Deployments tolerate nothing, and the scheduler puts them on the process
+node (outpost_sandbox.kubelet), whose kubelet runs them."""
 NODE_PREFIX = "kwok-node-"
 
 Log = Callable[[str], None]
@@ -416,7 +423,7 @@ def node_manifest(index: int) -> dict[str, Any]:
                 "node-role.kubernetes.io/agent": "",
             },
         },
-        "spec": {},
+        "spec": {"taints": [dict(FAKE_NODE_TAINT)]},
         "status": {
             "addresses": [
                 {"type": "InternalIP", "address": node_ip(index)},
@@ -511,8 +518,11 @@ class UpResult:
 
     def usage(self) -> str:
         how = "already up" if self.already_up else f"up in {self.seconds:.1f} s"
+        built = built_versions(self.bin_dir)
+        managers = ", ".join(f"{module.rsplit('/', 1)[-1]} {version}" for module, version in sorted(built.items()))
         return "\n".join([
             f"sandbox {how}: {self.nodes} kwok nodes Ready, Kubernetes {KUBERNETES_VERSION}",
+            f"  managers     {managers or 'none built'} (the real binaries, on node {PROCESS_NODE})",
             f"  API server   {self.server}  (CA {self.ca_path})",
             f"  admin        export KUBECONFIG={self.kubeconfig}",
             f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
@@ -774,6 +784,9 @@ class Sandbox:
             f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--enable-priority-and-fairness=true",
+            # No kube-proxy: the API server calls webhooks and proxies to Services on their ready endpoints,
+            # as it does for aggregated APIs (a dead manager then reads "connection refused" on its pod IP).
+            "--enable-aggregator-routing=true",
             "--allow-privileged=true",
             f"--kubelet-client-certificate={pki.cert('kubelet-client')}",
             f"--kubelet-client-key={pki.key('kubelet-client')}",
@@ -846,6 +859,7 @@ class Sandbox:
                 and all(self.procs.alive(c) for c in COMPONENTS)
                 and self._readyz(state) == 200
                 and self._nodes_ready(state, nodes) >= nodes
+                and (not install_systems or systems.running(self.state_dir))
             ):
                 return self._result(state, nodes, time.monotonic() - started, already_up=True)
             self._claim_machine()
@@ -1015,7 +1029,16 @@ class Sandbox:
         return sum(1 for node in parse_items(Node, items, "nodes-ready") if node.name in wanted and node.ready)
 
     def _ensure_nodes(self, state: State, nodes: int, timeout: float | None) -> None:
-        existing = {n["metadata"]["name"] for n in self._list_nodes(state)}
+        listed = self._list_nodes(state)
+        existing = {n["metadata"]["name"] for n in listed}
+        untainted = [n["metadata"]["name"] for n in listed
+                     if FAKE_NODE_TAINT not in ((n.get("spec") or {}).get("taints") or [])]
+        if untainted:  # made by a sandbox version that did not taint them
+            with self._api(state, timeout=60) as api:
+                for name in untainted:
+                    node = api.get(f"/api/v1/nodes/{name}")
+                    taints = [*((node.get("spec") or {}).get("taints") or []), dict(FAKE_NODE_TAINT)]
+                    api.merge_patch(f"/api/v1/nodes/{name}", {"spec": {"taints": taints}})
         missing = [i for i in range(nodes) if node_name(i) not in existing]
         if missing:
             self.log(f"creating {len(missing)} fake nodes")

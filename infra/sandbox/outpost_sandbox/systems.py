@@ -1,32 +1,43 @@
-"""Koordinator, OpenKruise and their health backends, installed into the sandbox with upstream names.
+"""Koordinator and OpenKruise installed into the sandbox as a cluster runs them: the real managers, upstream's objects.
 
 `install(kubeconfig, state_dir)` is called by the launcher once the control plane is Ready;
-`uninstall(state_dir)` by `outpost sandbox down`. Guarantees:
-- Objects carry upstream's names, labels, ports and CRDs (docs/contracts.md "Upstream facts"); Pods, their IPs
-  and EndpointSlices come from the real scheduler, controllers and kwok, never from us.
-- Webhook configurations trust the sandbox webhook CA (`<state>/systems/pki/ca.crt`) and are
-  scoped to opted-in pods outside the system namespaces, so a broken webhook never blocks the
-  sandbox's own pods (and failurePolicy is Ignore, as upstream).
-- `install` returns only when every Deployment and DaemonSet is fully ready, the backend daemon
-  is listening, and the webhook and manager health endpoints answer 200 through the API server's
-  proxy; otherwise it raises `SystemsError` naming the object that is not ready. It is idempotent
-  (apply is server-side; a running daemon is replaced).
-- `uninstall` stops exactly the daemon it started (pid checked against its command line) and
-  removes the network namespace; both are idempotent.
-- The backend network is one per machine: `install` refuses (naming the other state dir) while
-  another sandbox's daemon runs, and `uninstall` never removes the network from under it.
+`uninstall(state_dir)` by `outpost sandbox down`. What is installed:
+- upstream's own objects, rendered from each release's config/ (`manifests/upstream/`, made by
+  infra/sandbox/go/render_upstream.py): every CRD, the namespaces with their labels, ServiceAccounts and RBAC,
+  Services, webhook configurations (failurePolicy Fail, as config/ ships them), the manager Deployments;
+- the process node (`outpost_sandbox.kubelet`), on which the real scheduler places those Deployments' pods and
+  which runs each as the real manager binary: kruise-manager, koord-manager, koord-scheduler,
+  koord-descheduler. They write their own webhook certificates and caBundles, take their leader Leases, create
+  the NodeMetrics, and the API server calls their webhooks on their pod IPs (`--enable-aggregator-routing`);
+- the backend daemon (`outpost_sandbox.backends`) for what needs a real node: koordlet's NodeMetric status and
+  metrics port, kruise-daemon's /healthz, the example LS workload, and the overload fault's seat holder;
+- the sandbox's own objects (`manifests/*.yaml`): example workloads, the documented ClusterColocationProfile,
+  the overload fault's plumbing. They are applied once the webhooks admit pods (both pod webhooks fail closed).
+
+Guarantees:
+- `install` returns only when every manager and workload Deployment and both DaemonSets are fully ready, every
+  manager answers /readyz through the pod proxy, both webhook Services answer through the service proxy, every
+  leader Lease is held by a running pod of its manager, every node has a NodeMetric and a dry-run pod comes back
+  mutated by both real webhooks; otherwise it raises `SystemsError` naming what is not ready. It is idempotent
+  (apply is server-side; running daemons are replaced).
+- `uninstall` stops exactly the daemons it started (pid checked against the command line), every manager
+  process the process node started, and removes the network namespaces; all idempotent.
+- The backend network is one per machine: `install` refuses (naming the other state dir) while another
+  sandbox's daemon runs, and `uninstall` never removes the network from under it.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -38,25 +49,37 @@ import yaml
 from outpost.errors import OutpostError
 from outpost.kube.conditions import ESTABLISHED, Condition, is_true
 from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
-from outpost.kube.paths import CRDS, DAEMON_SETS, NODES, PODS, collection_path, object_path
+from outpost.kube.paths import CRDS, DAEMON_SETS, NAMESPACES, NODES, PODS, collection_path, object_path
 from outpost.kube.paths import DEPLOYMENTS as DEPLOYMENT_KIND
 from outpost_sandbox import pki
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.kubelet import daemon as kubelet
+from outpost_sandbox.kubelet import podnet
 from outpost_sandbox.poll import PollTimeout, poll_until
+from outpost_sandbox.procs import ProcessTable
 
 SYSTEMS_DIR = "systems"
-WEBHOOK_SERVICES = {  # backend target -> (service, namespace)
-    "koord-webhook": ("koordinator-webhook-service", "koordinator-system"),
-    "kruise-webhook": ("kruise-webhook-service", "kruise-system"),
+HOLD_SERVICE = ("outpost-sandbox-hold", "outpost-sandbox")
+"""The overload fault's seat-holding webhook: served by the backend daemon, a Service of its own."""
+MANAGERS = {  # manager Deployment -> (namespace, its pods' label selector, its leader Lease)
+    "kruise-controller-manager": ("kruise-system", "control-plane=controller-manager", "kruise-manager"),
+    "koord-manager": ("koordinator-system", "koord-app=koord-manager", "koordinator-manager"),
+    "koord-scheduler": ("koordinator-system", "koord-app=koord-scheduler", "koord-scheduler"),
+    "koord-descheduler": ("koordinator-system", "koord-app=koord-descheduler", "koord-descheduler"),
 }
-DEPLOYMENTS = (("koordinator-system", "koord-manager"), ("kruise-system", "kruise-controller-manager"),
-               ("default", "ls-web"), ("default", "be-batch"))
+HEALTH_PORT = {"kruise-controller-manager": 8000, "koord-manager": 8000}
+"""Managers whose controller-runtime health port serves /readyz (the schedulers' readiness is their probe)."""
+WEBHOOK_SERVICES = (("kruise-system", "kruise-webhook-service"), ("koordinator-system", "koordinator-webhook-service"))
+WORKLOADS = (("default", "ls-web"), ("default", "be-batch"), ("outpost-sandbox", "outpost-sandbox-hold"))
 DAEMONSETS = (("koordinator-system", "koordlet"), ("kruise-system", "kruise-daemon"))
-DEFAULT_REPLICAS = {"koord-manager": 2, "kruise-controller-manager": 2, "ls-web": 2, "be-batch": 2}
 DAEMON_MARK = "outpost_sandbox.backends"
+INSTALLED = "installed"
+"""Marker file in the systems directory: the last `install` returned, everything ready."""
 INSTALL_TIMEOUT_S = 240.0
+COLOCATION_LABEL = "koordinator.sh/enable-colocation"
+"""The label of the documented ClusterColocationProfile (manifests/35-colocation.yaml), on namespaces and pods."""
 
 
 class SystemsError(OutpostError):
@@ -67,29 +90,26 @@ def systems_dir(state_dir: Path | str) -> Path:
     return Path(state_dir) / SYSTEMS_DIR
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
 def template_values(sdir: Path) -> dict[str, str]:
-    pdir = sdir / "pki"
-    koord = pki.read_pair(pdir, "koordinator-webhook-service")
-    kruise = pki.read_pair(pdir, "kruise-webhook-service")
-    ca = pki.read_pair(pdir, ca_stem(sdir))
-    if koord is None or kruise is None or ca is None:
-        raise SystemsError(f"webhook PKI under {pdir} is incomplete; run install again")
-    return {"CA_CERT_B64": _b64(ca.cert_pem), "KOORD_CERT_B64": _b64(koord.cert_pem),
-            "KRUISE_CERT_B64": _b64(kruise.cert_pem)}
+    """What the sandbox's own manifests fill in: the CA the hold webhook's configuration trusts."""
+    ca = pki.read_pair(sdir / "pki", "ca")
+    if ca is None:
+        raise SystemsError(f"sandbox webhook PKI under {sdir / 'pki'} is incomplete; run install again")
+    return {"CA_CERT_B64": base64.b64encode(ca.cert_pem).decode()}
 
 
-def ca_stem(sdir: Path) -> str:
-    """The CA currently published in caBundle: `ca`, or `ca-short` while the expiry fault is on."""
-    marker = sdir / "pki" / "active-ca"
-    return marker.read_text().strip() if marker.exists() else "ca"
+def upstream_manifests() -> list[dict[str, Any]]:
+    """Upstream's own objects, verbatim as rendered (never templated: CRD descriptions hold `$`)."""
+    folder = resources.files("outpost_sandbox") / "manifests" / "upstream"
+    docs: list[dict[str, Any]] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            docs += [d for d in yaml.safe_load_all(entry.read_text()) if d]
+    return docs
 
 
-def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
-    """Every manifest document, in file order, with ${...} placeholders filled (strictly)."""
+def sandbox_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
+    """The sandbox's own objects (manifests/*.yaml), in file order, with ${...} placeholders filled (strictly)."""
     docs: list[dict[str, Any]] = []
     folder = resources.files("outpost_sandbox") / "manifests"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
@@ -100,16 +120,22 @@ def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
     return docs
 
 
+def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
+    """Every object the sandbox installs: upstream's, then its own."""
+    return upstream_manifests() + sandbox_manifests(values)
+
+
 def apply_all(kube: Kube, docs: list[dict[str, Any]], log: Callable[[str], None]) -> None:
+    """CRDs first (and Established), then namespaces, then the rest in order: server-side, so re-running converges."""
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     for crd in crds:
         kube.apply(crd)
     for crd in crds:
         _wait(f"CRD {crd['metadata']['name']} Established", 60,
               partial(_crd_established, kube, crd["metadata"]["name"]))
-    for doc in docs:
-        if doc["kind"] != "CustomResourceDefinition":
-            kube.apply(doc)
+    rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    for doc in sorted(rest, key=lambda d: d["kind"] != "Namespace"):
+        kube.apply(doc)
     log(f"systems: applied {len(docs)} objects")
 
 
@@ -137,28 +163,42 @@ def daemonset_ready(kube: Kube, ns: str, name: str) -> bool:
     return want > 0 and d.status.number_ready == want and d.observed_current
 
 
-def ensure_pki(sdir: Path) -> None:
-    pdir = sdir / "pki"
-    for service, namespace in WEBHOOK_SERVICES.values():
-        if pki.read_pair(pdir, service) is None:
-            pki.issue_service_set(pdir, service, namespace)
+def upstream_replicas(name: str) -> int:
+    """A manager or workload Deployment's replica count as installed (what a scale-to-zero heal restores)."""
+    for doc in load_manifests({"CA_CERT_B64": ""}):
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == name:
+            return int(doc["spec"].get("replicas", 1))
+    raise SystemsError(f"no Deployment {name} among the sandbox's manifests")
 
 
-# ---- the daemon ---------------------------------------------------------------------------------
-def _pid_file(sdir: Path) -> Path:
-    return sdir / "backend.pid"
+# ---- the daemons --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Daemon:
+    """A long-running helper process of the sandbox (not a control-plane component)."""
+
+    module: str
+    name: str
+
+    def pid_file(self, state_dir: Path) -> Path:
+        return Path(state_dir) / f"{self.name}.pid"
+
+    def log_file(self, state_dir: Path) -> Path:
+        return Path(state_dir) / "logs" / f"{self.name}.log"
 
 
-def daemon_pid(state_dir: Path | str) -> int | None:
-    """The pid of this sandbox's backend daemon if it is running (checked against /proc cmdline)."""
-    sdir = systems_dir(state_dir)
+BACKEND = Daemon(DAEMON_MARK, "backend")
+KUBELET = Daemon("outpost_sandbox.kubelet", "kubelet")
+
+
+def daemon_pid(state_dir: Path | str, daemon: Daemon = BACKEND) -> int | None:
+    """The pid of this sandbox's `daemon` if it is running (checked against /proc cmdline)."""
     try:
-        pid = int(_pid_file(sdir).read_text().strip())
+        pid = int(daemon.pid_file(Path(state_dir)).read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError):
         return None
     args = [a.decode(errors="replace") for a in cmdline]
-    if DAEMON_MARK in args and str(sdir.parent.resolve()) in args:
+    if daemon.module in args and str(Path(state_dir).resolve()) in args:
         return pid
     return None
 
@@ -185,53 +225,87 @@ def other_daemons(state_dir: Path | str) -> list[tuple[int, str]]:
     return found
 
 
-def start_daemon(kubeconfig: Path, state_dir: Path, timeout: float = 20.0) -> int:
-    sdir = systems_dir(state_dir)
-    stop_daemon(state_dir)
-    ready = sdir / "backend.ready"
+def start_daemon(daemon: Daemon, state_dir: Path, args: Iterable[str], ready: Path, timeout: float = 30.0) -> int:
+    stop_daemon(state_dir, daemon)
     ready.unlink(missing_ok=True)
-    logf = open(sdir / "backend.log", "ab")  # noqa: SIM115 - handed to the child, closed below
+    log_file = daemon.log_file(state_dir)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    logf = open(log_file, "ab")  # noqa: SIM115 - handed to the child, closed below
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", DAEMON_MARK, "--state-dir", str(state_dir.resolve()),
-             "--kubeconfig", str(kubeconfig.resolve())],
+            [sys.executable, "-m", daemon.module, "--state-dir", str(state_dir.resolve()), *args],
             stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     finally:
         logf.close()
-    _pid_file(sdir).write_text(str(proc.pid))
-    def listening() -> bool:
+    daemon.pid_file(state_dir).write_text(str(proc.pid))
+
+    def started() -> bool:
         if proc.poll() is not None:
-            raise SystemsError(f"backend daemon exited with {proc.returncode} at start: {_last_line(sdir)}")
+            raise SystemsError(f"{daemon.name} daemon exited with {proc.returncode} at start: {_last_line(log_file)}")
         return ready.exists()
 
-    poll_until("the backend daemon to listen", timeout, listening, interval=0.1, fail=lambda _message: SystemsError(
-        f"backend daemon not listening after {timeout:.0f} s; see {sdir / 'backend.log'}"))
+    poll_until(f"the {daemon.name} daemon to start", timeout, started, interval=0.1,
+               fail=lambda _message: SystemsError(f"{daemon.name} daemon not started after {timeout:.0f} s; "
+                                                  f"see {log_file}"))
     return proc.pid
 
 
-def _last_line(sdir: Path) -> str:
+def _last_line(log_file: Path) -> str:
     try:
-        lines = (sdir / "backend.log").read_text(errors="replace").strip().splitlines()
+        lines = log_file.read_text(errors="replace").strip().splitlines()
     except OSError:
         return "no log"
     return lines[-1][:300] if lines else "empty log"
 
 
-def stop_daemon(state_dir: Path | str, timeout: float = 10.0) -> bool:
-    """Stop this sandbox's backend daemon; returns whether one was running."""
-    pid = daemon_pid(state_dir)
+def stop_daemon(state_dir: Path | str, daemon: Daemon = BACKEND, timeout: float = 10.0) -> bool:
+    """Stop this sandbox's `daemon`; returns whether one was running."""
+    pid = daemon_pid(state_dir, daemon)
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
     try:
-        poll_until("the backend daemon to exit", timeout, lambda: daemon_pid(state_dir) is None, interval=0.1)
+        poll_until(f"the {daemon.name} daemon to exit", timeout, lambda: daemon_pid(state_dir, daemon) is None,
+                   interval=0.1)
     except PollTimeout:
         os.kill(pid, signal.SIGKILL)
-    # reap if it was our child; otherwise init reaps it
-    with contextlib.suppress(ChildProcessError):
+    with contextlib.suppress(ChildProcessError):  # reap if it was our child; otherwise init reaps it
         os.waitpid(pid, os.WNOHANG)
-    _pid_file(systems_dir(state_dir)).unlink(missing_ok=True)
+    daemon.pid_file(Path(state_dir)).unlink(missing_ok=True)
     return True
+
+
+def running(state_dir: Path | str) -> bool:
+    """Whether this sandbox's systems were installed to the end and their daemons (the backend daemon, the
+    process node's kubelet) are alive."""
+    return ((systems_dir(state_dir) / INSTALLED).exists() and daemon_pid(state_dir, BACKEND) is not None
+            and daemon_pid(state_dir, KUBELET) is not None)
+
+
+def start_backend(kubeconfig: Path, state_dir: Path) -> int:
+    return start_daemon(BACKEND, state_dir, ["--kubeconfig", str(kubeconfig.resolve())],
+                        systems_dir(state_dir) / "backend.ready", timeout=20.0)
+
+
+def start_kubelet(state_dir: Path) -> int:
+    """The process node's kubelet, as admin on the API server's internal endpoint (immune to certificate faults)."""
+    args = ["--kubeconfig", str(state_dir / "kubeconfigs" / "admin-internal.kubeconfig"),
+            "--bin-dir", str((state_dir / "bin").resolve()), "--ca-file", str(state_dir / "pki" / "ca.crt")]
+    return start_daemon(KUBELET, state_dir, args, state_dir / "kubelet" / "kubelet.ready")
+
+
+def stop_process_node(state_dir: Path) -> list[str]:
+    """Stop every container process the process node started and remove the pod networks; returns what ran."""
+    table = ProcessTable(state_dir / "kubelet" / "run", state_dir / "logs" / "pods")
+    stopped = []
+    for record in sorted((state_dir / "kubelet" / "run").glob("*.json")):
+        if table.stop(record.stem, timeout=5.0):
+            stopped.append(record.stem)
+        record.unlink(missing_ok=True)
+    for ns in podnet.existing():
+        ip = str(podnet.POD_RANGE.network_address + int(ns.removeprefix(podnet.NETNS_PREFIX)))
+        podnet.delete(ip)
+    return stopped
 
 
 # ---- install / uninstall ------------------------------------------------------------------------
@@ -241,10 +315,11 @@ def _stderr(msg: str) -> None:
 
 def install(kubeconfig_path: Path | str, state_dir: Path | str,
             log: Callable[[str], None] = _stderr, timeout: float = INSTALL_TIMEOUT_S) -> None:
-    """Install both systems and start their backends; returns when all are verifiably ready."""
+    """Install both systems, their managers and the backends; returns when all are verifiably ready."""
     kubeconfig, state = Path(kubeconfig_path), Path(state_dir)
     sdir = systems_dir(state)
     sdir.mkdir(parents=True, exist_ok=True)
+    (sdir / INSTALLED).unlink(missing_ok=True)
     others = other_daemons(state)
     if others:
         pid, other = others[0]
@@ -254,64 +329,115 @@ def install(kubeconfig_path: Path | str, state_dir: Path | str,
         netns.up()
     except netns.NetnsError as exc:
         raise SystemsError(str(exc)) from None
-    ensure_pki(sdir)
+    pdir = sdir / "pki"
+    if pki.read_pair(pdir, HOLD_SERVICE[0]) is None:
+        pki.issue_service_set(pdir, *HOLD_SERVICE)
     if not (sdir / "behaviour.json").exists():
         write_behaviour(sdir, default_behaviour())
-    try:
-        with Kube.from_kubeconfig(kubeconfig) as kube:
-            apply_all(kube, load_manifests(template_values(sdir)), log)
-            start_daemon(kubeconfig, state)
-            log(f"systems: backend daemon running (log {sdir / 'backend.log'})")
-            wait_ready(kube, timeout)
-            set_podgroup_phase(kube, "default", "be-gang", "Running")
-    except SandboxApiError as exc:
-        raise SystemsError(f"systems install: {exc}") from None
-    log("systems: koordinator and openkruise ready")
-
-
-def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
 
     def left() -> float:
         return max(1.0, deadline - time.monotonic())
 
-    for ns, name in DEPLOYMENTS:
+    try:
+        with Kube.from_kubeconfig(kubeconfig) as kube:
+            apply_all(kube, upstream_manifests(), log)
+            start_backend(kubeconfig, state)
+            start_kubelet(state)
+            log(f"systems: backend daemon and process node running (logs in {state / 'logs'})")
+            wait_managers(kube, left(), mutating=False)
+            apply_all(kube, sandbox_manifests(template_values(sdir)), log)
+            label_colocation_namespaces(kube)
+            wait_ready(kube, left())
+    except SandboxApiError as exc:
+        raise SystemsError(f"systems install: {exc}") from None
+    (sdir / INSTALLED).write_text("")
+    log("systems: koordinator and openkruise ready (real managers)")
+
+
+def label_colocation_namespaces(kube: Kube, namespaces: Iterable[str] = ("outpost-probe", "outpost-sandbox")) -> None:
+    """Opt the probe's and the sandbox's namespaces in to the colocation profile, as its documentation asks.
+
+    A merge patch, as an operator's `kubectl label` is: the sandbox's server-side applies of these namespaces
+    (the probe's RBAC, 40-sandbox.yaml) do not own the label, so re-applying them keeps it."""
+    for ns in namespaces:
+        kube.merge_patch(object_path(NAMESPACES, ns), {"metadata": {"labels": {COLOCATION_LABEL: "true"}}})
+
+
+def wait_managers(kube: Kube, timeout: float = INSTALL_TIMEOUT_S, mutating: bool = True) -> None:
+    """Every manager Deployment ready, answering, leading, and (with `mutating`) both pod webhooks mutating."""
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    for name, (ns, _selector, _lease) in MANAGERS.items():
+        _wait(f"deployment {ns}/{name} ready", left(), partial(deployment_ready, kube, ns, name))
+    for name, port in HEALTH_PORT.items():
+        ns, selector, _lease = MANAGERS[name]
+        for pod in kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]:
+            path = f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}:{port}/proxy/readyz"
+            _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
+    for ns, service in WEBHOOK_SERVICES:
+        path = f"/api/v1/namespaces/{ns}/services/https:{service}:443/proxy/healthz"
+        _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
+    _wait("every leader Lease held by a running pod of its manager", left(), partial(leases_settled, kube))
+    _wait("a NodeMetric for every node", left(),
+          lambda: count(kube, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics") >= count(kube, "/api/v1/nodes"))
+    if mutating:
+        _wait("both real mutating webhooks mutating a dry-run pod", left(), partial(webhooks_mutate, kube))
+
+
+def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
+    """Everything `install` promises (see the module docstring)."""
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    wait_managers(kube, left())
+    for ns, name in WORKLOADS:
         _wait(f"deployment {ns}/{name} ready", left(), partial(deployment_ready, kube, ns, name))
     for ns, name in DAEMONSETS:
         _wait(f"daemonset {ns}/{name} ready", left(), partial(daemonset_ready, kube, ns, name))
-    for path in (
-        "/api/v1/namespaces/kruise-system/services/https:kruise-webhook-service:443/proxy/healthz",
-        "/api/v1/namespaces/koordinator-system/services/https:koordinator-webhook-service:443/proxy/healthz",
-        "/api/v1/namespaces/default/services/ls-web:80/proxy/",
-    ):
-        _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
-    for ns, label in (("koordinator-system", "koord-app=koord-manager"),
-                      ("kruise-system", "control-plane=controller-manager")):
-        for pod in kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=label)["items"]:
-            path = f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}:8000/proxy/readyz"
-            _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
-    _wait("leader leases held", left(), lambda: all(
-        kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{n}", ok_missing=True)
-        for ns, n in (("koordinator-system", "koordinator-manager"), ("kruise-system", "kruise-manager"))))
-    _wait("a NodeMetric for every node", left(), lambda: count(kube, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")
-          >= count(kube, "/api/v1/nodes"))
-    _wait("both mutating webhooks mutating a dry-run pod", left(), partial(webhooks_mutate, kube))
+    path = "/api/v1/namespaces/default/services/ls-web:80/proxy/"
+    _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
 
 
-def webhooks_mutate(kube: Kube) -> bool:
-    """A dry-run pod that opts in to both systems comes back mutated by both webhooks.
+def leases_settled(kube: Kube) -> bool:
+    """Each manager's leader Lease is held by one of its Running pods (holder `<pod name>_<uuid>`)."""
+    for ns, selector, lease in MANAGERS.values():
+        found = kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}", ok_missing=True)
+        holder = str(((found or {}).get("spec") or {}).get("holderIdentity") or "").rpartition("_")[0]
+        pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
+        running = {p["metadata"]["name"] for p in pods
+                   if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
+        if holder not in running:
+            return False
+    return True
 
-    Why: the webhooks fail open (failurePolicy Ignore), so a 200 from their Services through the API server's
-    proxy does not prove admission reaches them: the API server's webhook client trusts the configurations'
-    caBundle (picked up by an informer, a moment after it changes), and any failed call admits unmutated.
+
+DRY_RUN_OWNER = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "outpost-sandbox-ready",
+                 "uid": "00000000-0000-4000-8000-00000000c10e", "controller": True}
+"""A CloneSet controls the dry-run pod: kruise's webhook injects its readiness gate only into pods of kruise
+workloads (github.com/openkruise/kruise@v1.8.0 pkg/webhook/pod/mutating/pod_readiness.go); none is stored."""
+
+
+def webhooks_mutate(kube: Kube, namespace: str = "outpost-sandbox") -> bool:
+    """A dry-run pod that both real webhooks act on comes back mutated by both.
+
+    Why: a 200 from the webhook Services through the API server's proxy does not prove admission reaches them:
+    the API server's webhook client trusts the configurations' caBundle (picked up by an informer, a moment after
+    the manager writes it), and calls the endpoints the EndpointSlices list. Koordinator mutates the pod because
+    the documented ClusterColocationProfile selects it (its namespace and pod carry COLOCATION_LABEL).
     """
     pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"generateName": "outpost-sandbox-ready-", "namespace": "default",
-                        "labels": {"koordinator.sh/enable-colocation": "true",
-                                   "apps.kruise.io/inject-readiness-gate": "true"}},
-           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}]}}
+           "metadata": {"generateName": "outpost-sandbox-ready-", "namespace": namespace,
+                        "labels": {COLOCATION_LABEL: "true"}, "ownerReferences": [DRY_RUN_OWNER]},
+           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36",
+                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
     try:
-        admitted = kube.create("/api/v1/namespaces/default/pods", pod, dry_run=True)
+        admitted = kube.create(f"/api/v1/namespaces/{namespace}/pods", pod, dry_run=True)
     except SandboxApiError:
         return False
     labels = (admitted.get("metadata") or {}).get("labels") or {}
@@ -330,17 +456,19 @@ def count(kube: Kube, path: str) -> int:
     return len(page.get("items") or []) + int(remaining or 0)
 
 
-SYSTEM_NAMESPACES = ("koordinator-system", "kruise-system", "default")
+SYSTEM_NAMESPACES = ("koordinator-system", "kruise-system", "default", "outpost-sandbox")
 
 
 def revive_pods(kube: Kube) -> list[str]:
-    """Delete our Running pods left NotReady on Ready nodes; their controllers recreate them.
+    """Delete our Running pods left NotReady on Ready KWOK nodes; their controllers recreate them.
 
     Why: when a node goes NotReady, the node lifecycle controller marks its pods NotReady; a real
     kubelet re-reports them Ready when the node returns, but kwok only readies Pending pods. So after
-    an outage is healed the pods are replaced, which is what the real controllers then do.
+    an outage is healed the pods are replaced, which is what the real controllers then do. The process
+    node's pods are left to its kubelet, which reports their readiness itself.
     """
-    ready_nodes = {n.name for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods") if n.ready}
+    ready_nodes = {n.name for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods")
+                   if n.ready and n.name != kubelet.NODE_NAME}
     revived = []
     for ns in SYSTEM_NAMESPACES:
         for pod in parse_list(Pod, kube.get(collection_path(PODS, ns)), "revive-pods"):
@@ -355,22 +483,36 @@ def _answers_200(kube: Kube, path: str) -> bool:
     return kube.raw(path).status_code == 200
 
 
-def set_podgroup_phase(kube: Kube, ns: str, name: str, phase: str,
-                       schedule_start: str | None = None) -> None:
-    status: dict[str, Any] = {"phase": phase}
-    if schedule_start:
-        status["scheduleStartTime"] = schedule_start
-    kube.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": ns}, "status": status}, subresource="status")
-
-
 def uninstall(state_dir: Path | str) -> None:
-    """Stop the backend daemon and remove the network namespace (the API objects go with etcd)."""
-    stop_daemon(state_dir)
-    (systems_dir(state_dir) / "backend.ready").unlink(missing_ok=True)
-    if other_daemons(state_dir):
+    """Stop the daemons and the managers, remove the pod networks and the backend network (the API objects go
+    with etcd)."""
+    state = Path(state_dir)
+    (systems_dir(state) / INSTALLED).unlink(missing_ok=True)
+    stop_daemon(state, KUBELET)
+    stop_process_node(state)
+    stop_daemon(state)
+    (systems_dir(state) / "backend.ready").unlink(missing_ok=True)
+    if other_daemons(state):
         return  # the network belongs to another running sandbox now; leave it alone
     try:
         netns.down()
     except netns.NetnsError as exc:
         raise SystemsError(str(exc)) from None
+
+
+def process_node_faults(state_dir: Path | str) -> dict[str, Any]:
+    """What the process node's kubelet is told to do to its pods (see `outpost_sandbox.kubelet.daemon`)."""
+    path = Path(state_dir) / "kubelet" / kubelet.FAULTS_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_process_node_faults(state_dir: Path | str, data: dict[str, Any]) -> None:
+    path = Path(state_dir) / "kubelet" / kubelet.FAULTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)

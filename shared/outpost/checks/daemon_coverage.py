@@ -2,11 +2,13 @@
 agent have a ready pod of it?", judged node by node (not a check of its own).
 
 Guarantees:
-- the nodes judged are the `NodeSelection` (default: real and KWOK fake nodes, virtual-kubelet and
-  cordoned nodes left out), whatever the DaemonSet currently targets: a node the DaemonSet stopped
-  targeting is still a node without the agent (`outpost.kube.daemons`);
+- the nodes judged are the `NodeSelection` (default: real nodes; KWOK fake nodes opt-in, since kwok
+  marks every pod bound to a fake node Ready whether or not the agent could run there:
+  `outpost.kube.nodes`; virtual-kubelet and cordoned nodes left out), whatever the DaemonSet
+  currently targets: a node the DaemonSet stopped targeting is still a node without the agent
+  (`outpost.kube.daemons`);
 - no node selected is `error` (nothing was observed that could be judged), with the exclusions
-  counted so the cause is visible;
+  counted and the way to opt fake nodes in, so the cause and the remedy are visible;
 - the DaemonSet absent is `failed`, said as such (with the check's hint, e.g. the feature gate
   that removes it), never "0 of 0 ready"; a DaemonSet with nothing desired while nodes are selected
   is a failure line of its own;
@@ -29,7 +31,7 @@ from outpost.cluster.nodes import read_daemon_pods, read_nodes
 from outpost.kube import access
 from outpost.kube.daemons import DaemonPod, coverage
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
-from outpost.kube.nodes import NodeFacts, NodeSelection, select_nodes
+from outpost.kube.nodes import NodeFacts, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.objects import DaemonSet, parse
 from outpost.kube.paths import DAEMON_SETS, NODES, PODS, object_path
 from outpost.result import Result, Status
@@ -85,9 +87,7 @@ def judge_coverage(data: DaemonCoverageData, params: DaemonCoverageParams, agent
     selected = select_nodes(data.nodes, params.nodes)
     details: dict[str, Any] = {"daemonset": ds_ref, "selection": params.nodes.describe(), **selected.details()}
     if not selected.nodes:
-        excluded = ", ".join(f"{count} {reason}" for reason, count in selected.excluded.items()) or "none"
-        cause = (f"{ds_ref}: no node selected ({params.nodes.describe()}; {selected.total} nodes read, "
-                 f"excluded: {excluded})")
+        cause = f"{ds_ref}: {nothing_selected(params.nodes, selected)}"
         return CoverageVerdict([cause], details, cause, unobservable=cause)
 
     cover = coverage(selected.nodes, data.pods)

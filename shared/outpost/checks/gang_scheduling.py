@@ -1,23 +1,79 @@
-"""gang-scheduling: do Koordinator's gangs (PodGroups) schedule, or have they failed or got stuck?
+"""gang-scheduling: does a Koordinator gang really fail to schedule, or has one really failed, now?
 
-Reads every PodGroup (`scheduling.sigs.k8s.io/v1alpha1`, docs/contracts.md "Upstream facts": Koordinator)
-and judges its `status.phase`:
-- `Failed` (the `failed_phases` parameter) is a failure;
-- `Pending`, `PreScheduling`, `Scheduling` (the `waiting_phases` parameter) longer than
-  `stuck_after_seconds` is a failure too: upstream sets `Failed` only after member pods fail, and a gang
-  that never schedules stays waiting forever, which the tutorial's "Failed only" script never sees. The
-  wait is counted from `status.scheduleStartTime`, or the PodGroup's creation when it has none; a PodGroup
-  without a phase yet counts as `Pending` (the API omits an empty status);
-- upstream's `Unknown` is `degraded` (named; the controller could not tell), and a phase upstream does not
-  define is `error` (we cannot judge what we do not know), unless a real failure is also observed;
-- `Scheduled`, `Running`, `Finished` are healthy.
-The PodGroup API not being served (no CRD: HTTP 404) is `error`, never "no gangs, all fine".
-A timestamp in the future (clock skew) counts as "just started", never as "stuck".
+A gang is a PodGroup (`scheduling.sigs.k8s.io/v1alpha1`, docs/contracts.md "Upstream facts": Koordinator) or a
+set of pods naming one by annotation. koord-scheduler (github.com/koordinator-sh/koordinator@v1.6.0) is the
+source of every rule below; `coscheduling/` stands for its `pkg/scheduler/plugins/coscheduling/`.
+
+What a PodGroup's status says (`coscheduling/controller/podgroup.go`, syncHandler; the CRD
+`config/crd/bases/scheduling.sigs.k8s.io_podgroups.yaml` has no status subresource, so anyone who writes the
+object can write its status too):
+- `Pending`: fewer than `minMember` pods of the gang exist (or minMember is 0). A PodGroup whose pods all went
+  is reset to `Pending` keeping its old counters and `scheduleStartTime`. So neither the phase nor
+  `scheduleStartTime` (set once, on the first move to `Scheduling`, and never reset) measures a wait;
+- `PreScheduling` once minMember pods exist, `Scheduling` while fewer than minMember are bound (`scheduled`),
+  `Scheduled` once they are, `Running` once minMember run or succeeded, `Finished` once minMember succeeded;
+- `Failed` as soon as one member's pod failed while failed + running + succeeded >= minMember, and then never
+  again: `pgAdded` drops every `Failed` and `Finished` PodGroup, so its phase and counters stay frozen at that
+  moment until someone deletes it;
+- `Unknown` is defined in `apis/thirdparty/scheduler-plugins/pkg/apis/scheduling/v1alpha1/types.go` but
+  koord-scheduler never writes it.
+
+So a verdict about NOW comes from the members, read as Pending pods, plus the phase only where koord keeps it
+current:
+- **stuck** (failed): members of one gang wait unbound past its bound, either at least minMember of them
+  (the whole gang waits: whatever the reason, including no scheduler acting), or any that koord-scheduler
+  tried and found unschedulable (`PodScheduled=False`, reasons `Unschedulable`/`SchedulerError`, whose
+  message is not koord's own "gang child pod not collect enough" hold). The bound is `stuck_after_seconds`,
+  default 600 s: koord's gang wait time default (`pkg/scheduler/apis/config/v1/defaults.go`, `defaultTimeout`;
+  neither `config/manager/scheduler-config.yaml` nor koordinator-sh/charts
+  `versions/v1.6.0/templates/koord-scheduler-config.yaml` sets `CoschedulingArgs`), or the gang's own longer
+  wait time (`spec.scheduleTimeoutSeconds`, annotation `gang.scheduling.koordinator.sh/waiting-time`: koord
+  holds assumed members in Permit that long by design, `coscheduling/core/core.go` Permit). A member waits
+  since its `PodScheduled=False` transition (kube-scheduler keeps `lastTransitionTime` while it stays False,
+  k8s.io/kubernetes@v1.28.7, `pkg/api/v1/pod/util.go` UpdatePodCondition) or, never tried, since creation.
+  Members of a PodGroup in `Scheduled`, `Running` or `Finished` are beyond its quorum and are not judged;
+- **incomplete** (not a failure unless `fail_incomplete`): fewer than minMember members wait and koord has
+  not tried them: it holds such a gang (the kustomize config's PreEnqueue leaves them without a condition, the
+  Helm chart's PreFilter writes "gang child pod not collect enough"), because the workload has not created them
+  all or was scaled down. Listed in `details.incomplete`, as are Pending PodGroups without waiting members in
+  `details.pending_without_members` (deleted or finished workloads);
+- **Failed** (failed): a PodGroup whose phase turned `Failed` within `failed_window_seconds` (default 3600 s)
+  while running + succeeded < minMember: the gang lost its quorum. Its phase time is the newest
+  managedFields entry owning `status.phase` (the API server moves an entry's time only when its manager
+  changed the object; koord writes nothing after `Failed`); unrecorded counts as recent (fail closed). The
+  window must outlast the monitor's grace (schedule x tolerated misses + margin: 11-12 min at the catalogue's
+  5 min) so that a failure silences the heartbeat long enough to alert once, then clears, which koord never
+  does. A recent `Failed` whose running + succeeded still meet minMember (a member beyond the quorum failed)
+  is `degraded`; an older `Failed` is `ok`, listed in `details.stale_failed`;
+- `Unknown` is `degraded` (named); a phase upstream does not define is `error`, unless a real failure is
+  also observed.
+
+Gang members are found as koord-scheduler finds them (`coscheduling/util/gang_helper.go` GetGangNameByPod):
+label `pod-group.scheduling.sigs.k8s.io` (a PodGroup), else the deprecated label
+`pod-group.scheduling.sigs.k8s.io/name`, else annotation `gang.scheduling.koordinator.sh/name`
+(`apis/extension/coscheduling.go`), in the pod's namespace. A PodGroup of that name wins
+(`coscheduling/core/gang_cache.go` onPodGroupAdd); otherwise the gang is declared by its pods, with their
+`gang.scheduling.koordinator.sh/min-available` (or the deprecated label `.../min-available`). A gang koord
+never initialises (a pod labelled for a PodGroup that does not exist, or without a valid min-available:
+`coscheduling/core/gang.go` tryInitByPodConfig) never schedules: its minMember counts as 1. Only pods of
+`scheduler_names` (default `koord-scheduler`, the profile both configs above declare) are judged; pods held by
+their own `schedulingGates` (`PodScheduled` reason `SchedulingGated`) and pods being deleted are not waiting.
+
+Cost: besides the PodGroups, one LIST of pods with `fieldSelector=status.phase=Pending`, paginated. The API
+server answers it by reading every pod in the scope (`status.phase` is a selectable field of pods, not an index:
+k8s.io/kubernetes@v1.37.2, `pkg/registry/core/pod/strategy.go`) and sends only the Pending ones, in pages that
+may come back short: on a cluster of 100,000 pods that is a scan of 100,000 pods per run for the API server,
+as for `kubectl get pods -A --field-selector status.phase=Pending`. Scope it with `namespace` where the gangs
+live in one namespace; the probe then needs `list pods` only there.
+
+The PodGroup API not being served (no CRD: HTTP 404) is `error`, never "no gangs, all fine". A timestamp in the
+future (clock skew) counts as "just now", never as "stuck" or "stale".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -26,25 +82,63 @@ from pydantic import Field, field_validator
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.errors import ClusterError, ClusterResponseError
-from outpost.kube import POD_GROUPS, PodGroup, access, age_seconds, collection_path, parse_items, parse_label_selector
+from outpost.kube import (
+    POD_GROUPS,
+    PODS,
+    PodGroup,
+    access,
+    age_seconds,
+    collection_path,
+    find_condition,
+    parse_items,
+    parse_label_selector,
+)
+from outpost.kube.objects import PodSchedulingOutline
 from outpost.result import Result, Status
 
 NAME = "gang-scheduling"
 KNOWN_PHASES = ("Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", "Finished", "Failed", "Unknown")
-"""Every phase upstream's PodGroup defines (scheduler-plugins `PodGroupPhase`)."""
+"""Every phase upstream's PodGroup defines (`PodGroupPhase`)."""
+QUORUM_PHASES = ("Scheduled", "Running", "Finished")
+"""koord-scheduler writes these only once minMember members are bound: waiting members are beyond the quorum."""
+POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+LIGHTWEIGHT_NAME_LABEL = "pod-group.scheduling.sigs.k8s.io/name"
+LIGHTWEIGHT_MIN_LABEL = "pod-group.scheduling.sigs.k8s.io/min-available"
+GANG_NAME_ANNOTATION = "gang.scheduling.koordinator.sh/name"
+GANG_MIN_ANNOTATION = "gang.scheduling.koordinator.sh/min-available"
+GANG_WAIT_ANNOTATION = "gang.scheduling.koordinator.sh/waiting-time"
+KOORD_GANG_WAIT_SECONDS = 600
+"""CoschedulingArgs.defaultTimeout's default (`pkg/scheduler/apis/config/v1/defaults.go`)."""
+HELD_UNTIL_COMPLETE = "gang child pod not collect enough"
+"""koord's own PreEnqueue/PreFilter refusal while fewer than minMember members exist (`coscheduling/core/core.go`)."""
+TRIED_REASONS = ("Unschedulable", "SchedulerError")
+"""kube-scheduler's PodScheduled=False reasons after an attempt (k8s.io/kubernetes@v1.28.7, the version koord-scheduler
+v1.6.0 embeds: `pkg/scheduler/schedule_one.go` handleSchedulingFailure)."""
+GATED_REASON = "SchedulingGated"
+"""What the API server writes on a pod held by its own `spec.schedulingGates` (`PodReasonSchedulingGated`)."""
 LISTED = 10
-"""Errors name at most this many PodGroups per kind of problem, then say how many more."""
+"""Errors and details name at most this many gangs per kind of problem, then say how many more."""
+MEMBERS_NAMED = 2
+"""A stuck gang's line describes this many of its members, then counts the rest."""
+MESSAGE_CHARS = 160
+"""A member's scheduling message is cut to this length in a line (the full one is on the pod)."""
 
 
 class GangSchedulingParams(Params):
-    namespace: str | None = Field(None, description="Only PodGroups in this namespace; default: every namespace.")
-    label_selector: str = Field("", description="Only PodGroups matching this label selector (server side).")
-    failed_phases: list[str] = Field(default_factory=lambda: ["Failed"], min_length=1,
-                                     description="Phases that fail the check at once.")
-    waiting_phases: list[str] = Field(default_factory=lambda: ["Pending", "PreScheduling", "Scheduling"],
-                                      description="Phases that fail the check when held past stuck_after_seconds.")
-    stuck_after_seconds: int = Field(600, ge=1, le=7 * 86400,
-                                     description="How long a gang may wait to schedule before it counts as stuck.")
+    namespace: str | None = Field(None, description="Only PodGroups and Pending pods in this namespace; default: "
+                                                    "every namespace.")
+    label_selector: str = Field("", description="Only PodGroups matching this label selector (server side). With "
+                                                "one, gangs declared by pod annotation are not judged.")
+    stuck_after_seconds: int = Field(KOORD_GANG_WAIT_SECONDS, ge=1, le=7 * 86400,
+                                     description="How long a gang's members may wait to be scheduled before it "
+                                                 "counts as stuck (a gang's own longer wait time wins).")
+    failed_window_seconds: int = Field(3600, ge=60, le=7 * 86400,
+                                       description="A PodGroup Failed longer ago than this is stale (koord never "
+                                                   "clears Failed); keep it above the monitor's grace.")
+    scheduler_names: list[str] = Field(default_factory=lambda: ["koord-scheduler"],
+                                       description="Judge only pods of these schedulers; empty: every scheduler.")
+    fail_incomplete: bool = Field(False, description="Also fail gangs whose fewer-than-minMember members wait "
+                                                     "past the bound (the workload did not create them all).")
 
     @field_validator("label_selector")
     @classmethod
@@ -57,6 +151,8 @@ class GangSchedulingParams(Params):
 class GangSchedulingData:
     path: str
     pod_groups: list[PodGroup]
+    pods_path: str = ""
+    pending_pods: list[PodSchedulingOutline] = field(default_factory=list)
 
 
 def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
@@ -68,15 +164,177 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
             raise ClusterError(f"podgroups ({POD_GROUPS.api_version}) not served by cluster {cluster.name} "
                                f"(HTTP 404 for {path}): is the PodGroup CRD installed? gangs not observed") from None
         raise
-    return GangSchedulingData(path=path, pod_groups=parse_items(PodGroup, items, f"LIST {path}"))
+    pods_path = collection_path(PODS, params.namespace)
+    pods = cluster.list(pods_path, field_selector="status.phase=Pending")
+    return GangSchedulingData(path=path, pod_groups=parse_items(PodGroup, items, f"LIST {path}"),
+                              pods_path=pods_path,
+                              pending_pods=parse_items(PodSchedulingOutline, pods, f"LIST {pods_path}"))
 
 
 def declared_access(params: GangSchedulingParams) -> list[access.Access]:
-    return [access.list_(POD_GROUPS, params.namespace)]
+    return [access.list_(POD_GROUPS, params.namespace), access.list_(PODS, params.namespace)]
 
 
-def _waiting_since(group: PodGroup) -> datetime | None:
-    return group.status.schedule_start_time or group.metadata.creation_timestamp
+# -- members --------------------------------------------------------------------------------------------
+
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+             "h": 3600.0}
+_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def go_duration_seconds(text: str) -> float | None:
+    """Seconds of a Go `time.ParseDuration` string (`600s`, `1h30m`, `1.5m`); None when Go would refuse it."""
+    sign, rest = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text[1:] if text[:1] == "+" else text)
+    if rest == "0":
+        return 0.0
+    total, position = 0.0, 0
+    while position < len(rest):
+        match = _GO_PART.match(rest, position)
+        if match is None:
+            return None
+        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
+        position = match.end()
+    return sign * total if rest else None
+
+
+def go_int32(text: str) -> int | None:
+    """A Go `strconv.ParseInt(text, 10, 32)` value; None when Go would refuse it."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -2**31 <= value < 2**31 else None
+
+
+def gang_name(pod: PodSchedulingOutline) -> str:
+    """The gang koord-scheduler puts the pod in (`coscheduling/util/gang_helper.go` GetGangNameByPod)."""
+    labels, annotations = pod.metadata.labels, pod.metadata.annotations
+    return (labels.get(POD_GROUP_LABEL) or labels.get(LIGHTWEIGHT_NAME_LABEL)
+            or annotations.get(GANG_NAME_ANNOTATION) or "")
+
+
+def declared_min(pod: PodSchedulingOutline) -> int | None:
+    """minMember of a gang declared by this pod (`GetGangMinNumFromPod`); None: koord refuses to initialise it."""
+    if label := pod.metadata.labels.get(LIGHTWEIGHT_MIN_LABEL):
+        return go_int32(label)
+    if GANG_MIN_ANNOTATION in pod.metadata.annotations:
+        return go_int32(pod.metadata.annotations[GANG_MIN_ANNOTATION])
+    return None
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    waited: float | None
+    """Seconds since it started waiting (negative under clock skew); None when the pod carries no time at all."""
+    tried: bool
+    """koord-scheduler tried to place it and it fits nowhere (not merely held until the gang is complete)."""
+    state: str
+
+    def describe(self) -> str:
+        return f"pod {self.name} {self.state}"
+
+
+def member(pod: PodSchedulingOutline, now: datetime) -> Member:
+    scheduled = find_condition(pod.status.conditions, "PodScheduled")
+    if scheduled is not None and scheduled.status == "False":
+        since = scheduled.last_transition_time or pod.metadata.creation_timestamp
+        waited = age_seconds(since, now)
+        held = HELD_UNTIL_COMPLETE in scheduled.message
+        tried = scheduled.reason in TRIED_REASONS and not held
+        message = scheduled.message if len(scheduled.message) <= MESSAGE_CHARS else (
+            scheduled.message[:MESSAGE_CHARS - 3] + "...")
+        state = (f"PodScheduled=False ({scheduled.reason or 'no reason'}) for {_seconds(waited)}"
+                 + (f": {message}" if message else ""))
+        return Member(pod.name, waited, tried, state)
+    waited = age_seconds(pod.metadata.creation_timestamp, now)
+    return Member(pod.name, waited, False, f"not tried yet, created {_seconds(waited)} ago")
+
+
+def _seconds(value: float | None) -> str:
+    return "an unknown time" if value is None else f"{max(0, int(value))} s"
+
+
+@dataclass
+class Gang:
+    ref: str
+    min_member: int
+    bound: float
+    note: str = ""
+    pod_group: PodGroup | None = None
+    members: list[Member] = field(default_factory=list)
+
+    @property
+    def quorum_met(self) -> bool:
+        """koord reports minMember members bound: whoever still waits is beyond the quorum."""
+        return self.pod_group is not None and self.pod_group.status.phase in QUORUM_PHASES
+
+    @property
+    def bound_members(self) -> int:
+        """Members koord counts as bound, where its count is current (it keeps stale counters in Pending and
+        frozen ones in Failed)."""
+        if self.pod_group is not None and self.pod_group.status.phase in ("PreScheduling", "Scheduling"):
+            return self.pod_group.status.scheduled
+        return 0
+
+
+@dataclass
+class Gangs:
+    by_key: dict[tuple[str, str], Gang] = field(default_factory=dict)
+    waiting: int = 0
+    other_scheduler: int = 0
+    gated: int = 0
+    not_attributed: int = 0
+
+
+def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime) -> Gangs:
+    found = Gangs()
+    for group in data.pod_groups:
+        declared = group.spec.schedule_timeout_seconds  # util.GetWaitTimeDuration
+        found.by_key[(group.namespace, group.name)] = Gang(
+            group.ref, group.spec.min_member, max(params.stuck_after_seconds, declared), pod_group=group)
+    for pod in sorted(data.pending_pods, key=lambda p: (p.namespace, p.metadata.creation_timestamp is None,
+                                                         p.metadata.creation_timestamp or now, p.name)):
+        name = gang_name(pod)
+        # The server filtered on phase; judge again rather than trust it. Bound or leaving pods do not wait.
+        if not name or pod.status.phase != "Pending" or pod.node_name or pod.terminating:
+            continue
+        if params.scheduler_names and (pod.spec.scheduler_name or "default-scheduler") not in params.scheduler_names:
+            found.other_scheduler += 1
+            continue
+        scheduled = find_condition(pod.status.conditions, "PodScheduled")
+        if scheduled is not None and scheduled.status == "False" and scheduled.reason == GATED_REASON:
+            found.gated += 1
+            continue
+        key = (pod.namespace, name)
+        gang = found.by_key.get(key)
+        if gang is None:
+            if params.label_selector:
+                found.not_attributed += 1  # its PodGroup may be one the selector left out
+                continue
+            gang = found.by_key[key] = _declared_by_pods(pod, name, params)
+        gang.members.append(member(pod, now))
+        found.waiting += 1
+    return found
+
+
+def _declared_by_pods(first: PodSchedulingOutline, name: str, params: GangSchedulingParams) -> Gang:
+    """A gang without a PodGroup, configured as koord does it: from the first of its pods it sees."""
+    ref = f"gang {first.namespace}/{name}"
+    if first.metadata.labels.get(POD_GROUP_LABEL):
+        return Gang(ref, 1, params.stuck_after_seconds,
+                    note=f"pods labelled {POD_GROUP_LABEL}={name} but no such PodGroup: koord-scheduler never "
+                         "initialises this gang")
+    wait = go_duration_seconds(first.metadata.annotations.get(GANG_WAIT_ANNOTATION, "")) or 0.0
+    bound = max(float(params.stuck_after_seconds), wait)
+    minimum = declared_min(first)
+    if minimum is None:
+        return Gang(ref, 1, bound, note=f"declared by pod annotation without a valid {GANG_MIN_ANNOTATION}: "
+                                        "koord-scheduler never initialises this gang")
+    return Gang(ref, minimum, bound, note="declared by pod annotation")
+
+
+# -- judgement ------------------------------------------------------------------------------------------
 
 
 def _listed(lines: list[str]) -> list[str]:
@@ -85,59 +343,147 @@ def _listed(lines: list[str]) -> list[str]:
     return [*lines[:LISTED], f"... and {len(lines) - LISTED} more"]
 
 
+def _counts(group: PodGroup) -> str:
+    s = group.status
+    return (f"phase {s.phase or '(unset)'}, {s.scheduled} scheduled, {s.running} running, {s.succeeded} succeeded, "
+            f"{s.failed} failed of minMember {group.spec.min_member}")
+
+
+def _members(members: list[Member]) -> str:
+    ordered = sorted(members, key=lambda m: (not m.tried, -(m.waited or 0.0), m.name))
+    named = "; ".join(m.describe() for m in ordered[:MEMBERS_NAMED])
+    return named + (f"; +{len(ordered) - MEMBERS_NAMED} more" if len(ordered) > MEMBERS_NAMED else "")
+
+
+@dataclass
+class Verdicts:
+    failed: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    unjudgeable: list[str] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
+    beyond_quorum: list[str] = field(default_factory=list)
+    stale_failed: list[str] = field(default_factory=list)
+    pending_without_members: list[str] = field(default_factory=list)
+
+
+def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
+    if not gang.members:
+        return
+    context = gang.note or (_counts(gang.pod_group) if gang.pod_group else "")
+    if gang.quorum_met:
+        verdicts.beyond_quorum.append(f"{gang.ref}: {len(gang.members)} member(s) wait beyond the quorum "
+                                      f"({context}): {_members(gang.members)}")
+        return
+    timeless = [m for m in gang.members if m.waited is None]
+    if timeless:
+        verdicts.unjudgeable.append(f"{gang.ref}: member(s) {', '.join(m.name for m in timeless)} carry no "
+                                    "creationTimestamp or PodScheduled time, wait not observed")
+    overdue = [m for m in gang.members if m.waited is not None and m.waited > gang.bound]
+    if not overdue:
+        return
+    wanted = max(gang.min_member - gang.bound_members, 1)
+    if len(overdue) >= wanted or any(m.tried for m in overdue):
+        verdicts.stuck.append(
+            f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than {int(gang.bound)} s "
+            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {context}): {_members(overdue)}")
+    elif len(gang.members) < wanted:
+        verdicts.incomplete.append(
+            f"{gang.ref}: observed {len(gang.members)} member(s) waiting, fewer than the {wanted} minMember still "
+            f"needs, held by koord-scheduler until the workload creates the rest ({context}): {_members(overdue)}")
+    # Otherwise the gang is complete and its younger members have not waited the bound yet.
+
+
+def _judge_phase(group: PodGroup, members: int, params: GangSchedulingParams, now: datetime,
+                 verdicts: Verdicts) -> None:
+    phase = group.status.phase
+    s = group.status
+    if phase == "Failed":
+        written = group.phase_written_at
+        age = age_seconds(written, now)
+        when = "at an unrecorded time" if age is None else f"{max(0, int(age))} s ago"
+        counts = f"{s.failed} failed, {s.running} running, {s.succeeded} succeeded of minMember {group.spec.min_member}"
+        if age is not None and age > params.failed_window_seconds:
+            verdicts.stale_failed.append(f"{group.ref}: phase Failed {when} ({counts}); koord-scheduler never "
+                                         "revisits a Failed PodGroup")
+        elif s.running + s.succeeded >= group.spec.min_member:
+            verdicts.degraded.append(f"{group.ref}: observed phase Failed {when} ({counts}): minMember still met, a "
+                                     "member beyond it failed")
+        else:
+            verdicts.failed.append(f"{group.ref}: observed phase Failed {when} ({counts}) (want running + "
+                                   "succeeded >= minMember)")
+    elif phase == "Unknown":
+        verdicts.degraded.append(f"{group.ref}: observed phase Unknown ({_counts(group)}), which koord-scheduler "
+                                 "never writes")
+    elif phase and phase not in KNOWN_PHASES:
+        verdicts.unjudgeable.append(f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines "
+                                    f"({', '.join(KNOWN_PHASES)})")
+    elif phase in ("", "Pending") and members == 0:
+        verdicts.pending_without_members.append(group.ref)
+
+
 def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: datetime) -> Result:
+    gangs = _gangs(data, params, now)
+    verdicts = Verdicts()
     by_phase: dict[str, int] = {}
-    failed: list[str] = []
-    stuck: list[str] = []
-    unknown: list[str] = []
-    unrecognised: list[str] = []
-    for group in sorted(data.pod_groups, key=lambda g: (g.namespace, g.name)):
-        phase = group.status.phase or "Pending"
-        by_phase[phase] = by_phase.get(phase, 0) + 1
-        members = (f"{group.status.scheduled} scheduled, {group.status.running} running, "
-                   f"{group.status.failed} failed of minMember {group.spec.min_member}")
-        if phase in params.failed_phases:
-            failed.append(f"{group.ref}: observed phase {phase} ({members}) (want Scheduled/Running/Finished)")
-        elif phase in params.waiting_phases:
-            since = _waiting_since(group)
-            age = age_seconds(since, now)
-            if age is None:
-                # No start and no creation time: we cannot tell how long it waits.
-                unrecognised.append(f"{group.ref}: phase {phase} with no scheduleStartTime or creationTimestamp, "
-                                    "wait not observed")
-            elif age > params.stuck_after_seconds:
-                stuck.append(f"{group.ref}: observed phase {phase} for {int(age)} s ({members}) "
-                             f"(want scheduled within {params.stuck_after_seconds} s)")
-        elif phase == "Unknown":
-            unknown.append(f"{group.ref}: observed phase Unknown ({members})")
-        elif phase not in KNOWN_PHASES:
-            unrecognised.append(f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines "
-                                f"({', '.join(KNOWN_PHASES)})")
+    for _, gang in sorted(gangs.by_key.items(), key=lambda item: item[0]):
+        _judge_members(gang, verdicts)
+        if gang.pod_group is not None:
+            phase = gang.pod_group.status.phase or "(unset)"
+            by_phase[phase] = by_phase.get(phase, 0) + 1
+            _judge_phase(gang.pod_group, len(gang.members), params, now, verdicts)
+    annotation_gangs = sum(1 for gang in gangs.by_key.values() if gang.pod_group is None)
+    failing = verdicts.failed + verdicts.stuck + (verdicts.incomplete if params.fail_incomplete else [])
     details: dict[str, Any] = {
         "path": data.path,
+        "pods_path": data.pods_path,
         "pod_groups": len(data.pod_groups),
         "by_phase": dict(sorted(by_phase.items())),
-        "failed": len(failed),
-        "stuck": len(stuck),
+        "gangs_without_pod_group": annotation_gangs,
+        "pending_pods": len(data.pending_pods),
+        "members_waiting": gangs.waiting,
+        "other_scheduler_pods": gangs.other_scheduler,
+        "gated_pods": gangs.gated,
+        "not_attributed_pods": gangs.not_attributed,
+        "failed": len(verdicts.failed),
+        "stuck": len(verdicts.stuck),
+        "incomplete": _listed(verdicts.incomplete),
+        "beyond_quorum": _listed(verdicts.beyond_quorum),
+        "stale_failed": _listed(verdicts.stale_failed),
+        "pending_without_members": _listed(verdicts.pending_without_members),
         "stuck_after_seconds": params.stuck_after_seconds,
+        "failed_window_seconds": params.failed_window_seconds,
+        "scheduler_names": list(params.scheduler_names),
     }
-    if failed or stuck:
-        parts = [f"{len(failed)} Failed" if failed else "", f"{len(stuck)} stuck waiting" if stuck else ""]
-        return Result(check=NAME, status=Status.FAILED,
-                      summary=f"{' and '.join(p for p in parts if p)} of {len(data.pod_groups)} PodGroup(s)",
-                      errors=_listed(failed) + _listed(stuck) + _listed(unrecognised) + _listed(unknown),
+    scope = f"{len(data.pod_groups)} PodGroup(s) and {annotation_gangs} gang(s) without one"
+    if failing:
+        parts = [f"{len(verdicts.stuck)} gang(s) stuck waiting" if verdicts.stuck else "",
+                 f"{len(verdicts.failed)} PodGroup(s) Failed below minMember" if verdicts.failed else "",
+                 f"{len(verdicts.incomplete)} incomplete gang(s) waiting"
+                 if params.fail_incomplete and verdicts.incomplete else ""]
+        return Result(check=NAME, status=Status.FAILED, summary=f"{' and '.join(p for p in parts if p)} of {scope}",
+                      errors=_listed(verdicts.stuck) + _listed(verdicts.failed)
+                      + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
+                      + _listed(verdicts.unjudgeable) + _listed(verdicts.degraded),
                       details=details)
-    if unrecognised:
+    if verdicts.unjudgeable:
         return Result(check=NAME, status=Status.ERROR,
-                      summary=f"{len(unrecognised)} PodGroup(s) in a state Outpost cannot judge: {unrecognised[0]}",
-                      errors=_listed(unrecognised) + _listed(unknown), details=details)
-    if unknown:
+                      summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: "
+                              f"{verdicts.unjudgeable[0]}",
+                      errors=_listed(verdicts.unjudgeable) + _listed(verdicts.degraded), details=details)
+    notes = [f"{len(verdicts.incomplete)} incomplete" if verdicts.incomplete else "",
+             f"{len(verdicts.stale_failed)} stale Failed" if verdicts.stale_failed else "",
+             f"{len(verdicts.pending_without_members)} Pending without members"
+             if verdicts.pending_without_members else ""]
+    noted = ", ".join(n for n in notes if n)
+    if verdicts.degraded:
         return Result(check=NAME, status=Status.DEGRADED,
-                      summary=f"{len(unknown)} of {len(data.pod_groups)} PodGroup(s) in phase Unknown",
-                      errors=_listed(unknown), details=details)
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"{len(data.pod_groups)} PodGroup(s), none Failed or waiting past "
-                          f"{params.stuck_after_seconds} s", details=details)
+                      summary=f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
+                      errors=_listed(verdicts.degraded), details=details)
+    summary = (f"{scope}: none stuck past {params.stuck_after_seconds} s, none Failed below minMember in the last "
+               f"{params.failed_window_seconds} s")
+    return Result(check=NAME, status=Status.OK, summary=summary + (f" ({noted}: see details)" if noted else ""),
+                  details=details)
 
 
 CHECK = CheckSpec(
@@ -146,7 +492,9 @@ CHECK = CheckSpec(
     layer="batch",
     severity="warning",
     schedule_minutes=5,
-    fails_when="a PodGroup Failed, or Pending/Scheduling longer than allowed",
+    fails_when="a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
+               "(koord's 600 s default), or a PodGroup turned Failed in the last hour with fewer than minMember "
+               "running or succeeded",
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -3,11 +3,17 @@
 Judged by comparing nodes with pods (`outpost.checks.daemon_coverage`), not by the DaemonSet's
 counters: when the DaemonSet stops targeting a node, `desiredNumberScheduled` shrinks with it and
 "N of N ready" stays true, yet that node runs no koordlet (no NodeMetric, no QoS enforcement).
-Upstream: DaemonSet `koordinator-system/koordlet`, pods labelled `koord-app=koordlet` (the
-tutorial's `app=koordlet` selects nothing). Which nodes count is a parameter: real and KWOK fake
-nodes by default, counted apart in `details`; virtual-kubelet nodes run no DaemonSets and are left
-out. No node selected is `error`; the DaemonSet absent, or desiring no pod while nodes are
-selected, is `failed`.
+Upstream: DaemonSet `koordinator-system/koordlet`, pods labelled `koord-app=koordlet`, tolerating
+every taint (`koordinator-sh/charts versions/v1.6.0/templates/koordlet.yaml`; the tutorial's
+`app=koordlet` selects nothing).
+
+Which nodes count is a parameter (`nodes`, `outpost.kube.nodes.NodeSelection`): real nodes by
+default. A KWOK fake node is opt-in: koordlet cannot run on it, and the koordlet pod the DaemonSet
+binds to it is made Running and Ready by kwok's pod-ready stage
+(`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-ready.yaml`), so its "ready" proves nothing.
+virtual-kubelet nodes run no DaemonSets and are left out. No node selected is `error` (its message
+says how to opt fake nodes in); the DaemonSet absent, or desiring no pod while nodes are selected,
+is `failed`.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ CHECK = CheckSpec(
     layer="node",
     severity="critical",
     schedule_minutes=5,
-    fails_when="a schedulable node (real and KWOK fake by default, virtual excluded) without a ready koordlet "
+    fails_when="a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet "
                "pod (names them)",
     params=KoordletCoverageParams,
     fetch=fetch,

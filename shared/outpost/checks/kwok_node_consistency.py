@@ -6,26 +6,32 @@ annotation; nodes it does not select are never judged. Zero selected nodes is `e
 that matches nothing would otherwise report "all fine" forever) unless `allow_no_nodes` says that
 an empty simulated cluster is expected.
 
-Liveness is the node Lease in `kube-node-lease` (kwok renews it every quarter of its 40 s duration),
+Liveness is the node Lease in `kube-node-lease`, renewed every quarter of its duration
+(`sigs.k8s.io/kwok@v0.8.0, pkg/kwok/controllers/controller.go` `renewInterval := leaseDuration / 4`),
 not the Ready condition's `lastHeartbeatTime` (with Leases on, kwok refreshes that only every 10-20
 minutes). A Lease is stale when its `renewTime` is older than its own `leaseDurationSeconds`, bounded
-by `max_lease_duration_seconds`:
+by `max_lease_duration_seconds`; a Lease whose own duration exceeds the bound is itself a finding.
 
-- Why the bound: the Lease's duration is written by whoever holds it. After the sandbox's
-  node-lease-stale fault, the Lease shows `leaseDurationSeconds: 86400` held by a foreign holder.
-  That is how one makes kwok let go of a Lease: kwok acquires any node Lease whose
-  `renewTime + leaseDurationSeconds` has passed (kwok v0.8.0 `tryAcquireOrRenew`), so a foreign
-  holder with a short duration would be replaced within 40 s; with a day's duration kwok treats
-  the node as someone else's, stops renewing it and stops playing its stages. Judged only against
-  its own duration, such a Lease would look alive for a day while nobody renews it. Kubernetes' node
-  lifecycle controller does not trust the duration either: it judges node Leases by its own grace
-  period (node-monitor-grace-period, 40-50 s). So a Lease is stale past min(own duration, bound),
-  and a Lease whose own duration exceeds the bound is itself a finding (its holder announced that
-  nobody will notice it stop for that long); this is what the first run after that fault sees,
-  12 s after the last renewal, before the Lease is stale by any clock.
+- Why the bound: the Lease's duration is written by whoever holds it. The sandbox's node-lease-stale
+  fault hands the Lease to a foreign holder with `leaseDurationSeconds: 86400`: kwok acquires only a
+  node Lease whose `renewTime + leaseDurationSeconds` has passed (`node_lease_controller.go`
+  `tryAcquireOrRenew`), so with a day's duration it stops renewing the Lease and playing the node's
+  stages. Judged only against its own duration, that Lease would look alive for a day. Kubernetes'
+  node lifecycle controller does not trust the duration either: it judges node Leases by its own
+  grace period. So a Lease is stale past min(own duration, bound), and one whose duration exceeds the
+  bound is named at once: the first run after that fault, before the Lease is stale by any clock.
+- Why 600 s: real durations vary by install. kwok's in-cluster config uses 40 s
+  (`kustomize/kwok/kwok.yaml` and `charts/kwok/conf/kwok.yaml` `nodeLeaseDurationSeconds: 40`);
+  kwokctl multiplies its 40 s default by `heartbeatFactor` 5, giving 200 s
+  (`pkg/apis/config/v1alpha1/zz_generated.defaults.go`, `pkg/kwokctl/cmd/create/cluster/cluster.go`
+  `mutationHeartbeat`); the sandbox's size tiers use 40, 160 and 400 s
+  (`infra/sandbox/outpost_sandbox/cluster.py` `SCALE_PROFILES`). 600 s passes all of them with room
+  for one more tier, and is still 144 times shorter than the foreign day-long Lease. It is also the
+  longest a stopped kwok may stay invisible to this one-minute check (ten runs); a cluster tuned
+  past it sets the bound to its own duration.
 - kwok stopped (kwok-down) is visible only once the Leases age: right after kwok stops, the newest
-  renewal is at most ~10 s old and every node is still Ready. No API object says "kwok is gone"
-  (its /healthz always answers ok), so the first run that can see it is `leaseDurationSeconds`
+  renewal is at most a quarter of the duration old and every node is still Ready. No API object says "kwok is
+  gone" (its /healthz always answers ok), so the first run that can see it is `leaseDurationSeconds`
   after the last renewal; the node lifecycle controller turns the nodes NotReady a little later.
 
 Each NotReady node and each stale, missing or over-long Lease is named (first ten per kind, and the
@@ -61,9 +67,10 @@ class KwokNodeConsistencyParams(Params):
     allow_no_nodes: bool = Field(False, description="Zero selected nodes is ok instead of error.")
     lease_namespace: str = Field("kube-node-lease", description="Namespace of the node Leases.")
     max_lease_duration_seconds: float = Field(
-        60.0, gt=0, description="Upper bound on the renewal interval judged: a Lease is stale once older than "
-                                "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
-                                "this is reported (kwok and kubelet default to 40 s).")
+        600.0, gt=0, description="Upper bound on the renewal interval judged: a Lease is stale once older than "
+                                 "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
+                                 "this is reported. 600 s passes kwok's 40 s, kwokctl's 200 s (40 s x heartbeat "
+                                 "factor 5) and the sandbox's 40/160/400 s, and flags a foreign day-long Lease.")
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,7 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=1,
-    fails_when="a fake node not Ready, or its Lease not renewed within its duration",
+    fails_when="a fake node not Ready, or its Lease not renewed within its duration, or a Lease duration over 600 s",
     params=KwokNodeConsistencyParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -1,21 +1,44 @@
 """kwok-pod-reconciler: the KWOK tutorial's reconcile job, done safely. A job, run like a check.
 
 The tutorial's script patches EVERY Pending pod of the cluster to Running, with admin rights, and pings
-its heartbeat whatever happened. This job advances only what KWOK itself would have advanced, and pings
-only when the run completed:
+its heartbeat whatever happened. This job advances only what KWOK itself would have advanced, leaves each
+pod exactly where kwok would have left it, and pings only when the run completed:
 
 - opt-in (`CheckSpec.opt_in`): it does nothing unless the configuration enables it;
 - it writes under an identity of its own (the check's `cluster_auth`; the sandbox's `outpost-reconciler`),
   whose RBAC is exactly what it declares: list nodes, list pods, patch pods/status (`outpost.rbac`);
-- it moves only pods that are `Pending`, not being deleted, bound (`spec.nodeName` set) to a node the
-  fake-node selector selects (annotation `kwok.x-k8s.io/node=fake` by default), and Pending for at least
-  `min_pending_seconds` (a healthy kwok moves a pod within seconds; the job must not race it). Never a pod
-  on any other node, never an unbound pod;
-- each write is a merge patch of the pod's `status` subresource, `{"status": {"phase": "Running"}}`,
-  carrying the pod's `metadata.resourceVersion` as a precondition: a pod that changed since it was listed
-  (kwok came back, it was recreated) gets a 409 and is left alone for the next run; a pod gone meanwhile
-  (404) is skipped. The API server's answer is checked (phase Running, same node) before a pod counts as
-  moved. A second run finds nothing to do (idempotent);
+- it moves only the pods kwok's `pod-ready` stage would move (`sigs.k8s.io/kwok@v0.8.0,
+  kustomize/stage/pod/fast/pod-ready.yaml`: Pending, not being deleted, Ready not True), bound
+  (`spec.nodeName` set) to a node the fake-node selector selects (annotation `kwok.x-k8s.io/node=fake` by
+  default), and Pending for at least `min_pending_seconds` (a healthy kwok moves a pod within seconds; the
+  job must not race it). Never a pod on any other node, never an unbound pod;
+- it writes the status that stage writes, because the stage never matches the pod again (it is no longer
+  Pending): whatever the job leaves is what the pod keeps, even after kwok returns. Phase `Running`,
+  `startTime`; conditions `Initialized`, `Ready`, `ContainersReady` and one per `spec.readinessGates`
+  entry, all True with `lastTransitionTime`, merged by type into the pod's own as kwok's strategic merge
+  patch merges them (`sigs.k8s.io/kwok@v0.8.0, pkg/utils/lifecycle/next.go`: a Pod's statusTemplate is
+  sent as one); a running, ready status per container, and per init container a running one (sidecar,
+  `restartPolicy: Always`) or a terminated `Completed` one; `hostIP`/`hostIPs` from the node's
+  addresses as kwok picks them (`sigs.k8s.io/kwok@v0.8.0, pkg/kwok/controllers/node_controller.go`,
+  getNodeHostIPs: InternalIP before ExternalIP, at most one per IP family). A pod on a node with no such
+  address is left alone (noted): kwok would fall back to its `--node-ip` flag, which the job cannot see;
+- `podIP`: a hostNetwork pod gets the host IPs, as kwok gives it (`sigs.k8s.io/kwok@v0.8.0,
+  pkg/kwok/controllers/pod_controller.go`, funcPodIPsWith). Any other pod gets none: kwok allocates pod IPs
+  from its `--cidr` pool (or the node's podCIDR) in its own memory, so an address chosen here could be
+  handed out again by kwok. Such a pod is Ready (its ReplicaSet, Deployment and PodDisruptionBudget count
+  it) but is no Service endpoint, since the EndpointSlice controller skips pods without an IP
+  (`k8s.io/endpointslice@v0.37.2, util/controller_utils.go`, ShouldPodBeInEndpoints), and nothing gives
+  it one later; deleting it lets its owner recreate it for kwok;
+- after a move, kwok's other stages still apply as to the pods it moved itself: `pod-complete` finishes a
+  Running pod owned by a Job (its template indexes `status.containerStatuses` per container, which this
+  status has), `pod-delete` deletes a pod once it is being deleted
+  (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-complete.yaml, pod-delete.yaml`);
+- each write is ONE merge patch of the pod's `status` subresource carrying the pod's
+  `metadata.resourceVersion` as a precondition: a pod that changed since it was listed (kwok came back, it
+  was recreated) gets a 409 and is left alone for the next run; a pod gone meanwhile (404) is skipped. The
+  precondition is also what makes replacing the condition list safe: it was merged into the version read.
+  The API server's answer is checked (phase Running, Ready True, same node) before a pod counts as moved.
+  A second run finds nothing to do (idempotent);
 - at most `max_pods` pods per run (the rest are counted in `details.left_for_next_run`);
 - `dry_run`: the same patches with `dryRun=All` (admitted, validated, authorised, persisted nowhere);
 - a write that fails otherwise (403, 422, 5xx, timeout, deadline) stops the run: the result is `error`
@@ -26,6 +49,7 @@ The result says how many pods were moved and names them (`details.moved`, the su
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -38,21 +62,27 @@ from outpost.errors import ClusterError, ClusterResponseError
 from outpost.kube import (
     NODES,
     PODS,
+    READY,
     MetadataSelector,
-    ObjectMeta,
+    Node,
     Pod,
     access,
     age_seconds,
     collection_path,
     find_condition,
+    format_time,
+    is_true,
     object_path,
     parse,
-    parse_items,
 )
 from outpost.result import Result, Status
 
 NAME = "kwok-pod-reconciler"
 NAMED_IN_SUMMARY = 5
+STAGE_CONDITIONS = ("Initialized", READY, "ContainersReady")
+"""The conditions kwok's pod-ready stage sets True, in its template's order."""
+
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class KwokPodReconcilerParams(Params):
@@ -93,6 +123,7 @@ class ReconcileData:
     not_on_fake_nodes: int = 0
     unbound: int = 0
     too_recent: int = 0
+    already_ready: int = 0
     left_for_next_run: int = 0
     failure: str | None = None
 
@@ -105,40 +136,140 @@ def pending_since(pod: Pod) -> datetime | None:
     return pod.metadata.creation_timestamp
 
 
+def _go_ip(text: str) -> IP | None:
+    """`text` read as k8s.io/utils/net ParseIPSloppy reads it (leading zeros allowed, no zone), or None."""
+    octets = text.split(".")
+    if len(octets) == 4 and all(o.isascii() and o.isdigit() for o in octets):
+        text = ".".join(str(int(o)) for o in octets)
+    if "%" in text:
+        return None
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped  # Go's net.IP holds ::ffff:a.b.c.d as the IPv4 address
+    return ip
+
+
+def kwok_host_ips(node: Node) -> list[str]:
+    """The node's IPs as kwok gives them to its pods (getNodeHostIPs): InternalIPs, then ExternalIPs; the
+    first, and the first after it of the other IP family."""
+    ordered = [ip for kind in ("InternalIP", "ExternalIP") for a in node.status.addresses
+               if a.type == kind and (ip := _go_ip(a.address)) is not None]
+    if not ordered:
+        return []
+    other = next((ip for ip in ordered[1:] if ip.version != ordered[0].version), None)
+    return [str(ip) for ip in (ordered[0], other) if ip is not None]
+
+
+def _merged_by_type(current: list[dict[str, Any]], stage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stage` conditions merged into `current` as a strategic merge patch (patchMergeKey `type`) merges them
+    (`k8s.io/apimachinery@v0.37.2, pkg/util/strategicpatch/patch.go`, mergeSlice): a condition already there
+    keeps the fields the stage does not set (reason, message); patched conditions come in the stage's order,
+    the pod's other ones keep their place relative to the patched ones it already had."""
+    server_order = [c.get("type") for c in current]
+    merged = [dict(c) for c in current]
+    for condition in stage:
+        at = next((i for i, c in enumerate(merged) if c.get("type") == condition["type"]), None)
+        if at is None:
+            merged.append(dict(condition))
+        else:
+            merged[at] = {**merged[at], **condition}
+    stage_order = list(dict.fromkeys(c["type"] for c in stage))
+    patched = sorted((c for c in merged if c.get("type") in stage_order), key=lambda c: stage_order.index(c["type"]))
+    server_only = [c for c in merged if c.get("type") not in stage_order]
+    result: list[dict[str, Any]] = []
+    while patched or server_only:
+        # a server-only condition goes first only when both were on the pod and it came first there
+        if server_only and (not patched or (patched[0]["type"] in server_order
+                                            and server_order.index(server_only[0].get("type"))
+                                            < server_order.index(patched[0]["type"]))):
+            result.append(server_only.pop(0))
+        else:
+            result.append(patched.pop(0))
+    return result
+
+
+def ready_status(pod: dict[str, Any], host_ips: list[str], now: datetime) -> dict[str, Any]:
+    """The pod's `status` after kwok's pod-ready stage (its statusTemplate, rendered over the pod's JSON, merged
+    as kwok's patch merges it), except `podIP` for a pod that is not hostNetwork (kwok's IP pool is its own)."""
+    spec: dict[str, Any] = pod.get("spec") or {}
+    status: dict[str, Any] = pod.get("status") or {}
+    at = format_time(now)  # kwok writes RFC3339Nano; the API server keeps seconds
+    gates = [gate.get("conditionType") for gate in spec.get("readinessGates") or []]
+    stage = [{"lastTransitionTime": at, "status": "True", "type": kind} for kind in (*STAGE_CONDITIONS, *gates)]
+    containers = [{"image": c.get("image"), "name": c.get("name"), "ready": True, "restartCount": 0,
+                   "state": {"running": {"startedAt": at}}} for c in spec.get("containers") or []]
+    inits = [{"image": c.get("image"), "name": c.get("name"), "ready": True, "restartCount": 0}
+             | ({"started": True, "state": {"running": {"startedAt": at}}} if c.get("restartPolicy") == "Always"
+                else {"state": {"terminated": {"exitCode": 0, "finishedAt": at, "reason": "Completed",
+                                               "startedAt": at}}})
+             for c in spec.get("initContainers") or []]
+    ready: dict[str, Any] = {
+        "conditions": _merged_by_type(list(status.get("conditions") or []), stage),
+        "containerStatuses": containers or None,  # the template renders an empty range as null: field removed
+        "initContainerStatuses": inits or None,
+        "phase": "Running",
+        "startTime": at,
+    }
+    if host_ips:  # kwok merges hostIPs/podIPs by ip into the pod's own; a Pending pod nobody ran has none
+        ready |= {"hostIP": host_ips[0], "hostIPs": [{"ip": ip} for ip in host_ips]}
+        if spec.get("hostNetwork"):
+            ready |= {"podIP": host_ips[0], "podIPs": [{"ip": ip} for ip in host_ips]}
+    return ready
+
+
+@dataclass(frozen=True)
+class Candidate:
+    pod: Pod
+    raw: dict[str, Any]
+    host_ips: list[str]
+
+
 def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
     if not isinstance(cluster, ClusterWriter):
         raise ClusterError(f"{NAME}: needs a write client; the runner gave a read-only one")
     selector = params.fake_nodes
     nodes_path = collection_path(NODES)
-    node_items = cluster.list(nodes_path, label_selector=selector.label_query(), metadata_only=True)
-    metas = [parse(ObjectMeta, item.get("metadata") if isinstance(item, dict) else None, f"LIST {nodes_path}")
-             for item in node_items]
-    fake = {meta.name for meta in metas if selector.matches(meta.labels, meta.annotations)}
-    pods: list[Pod] = []
+    # Whole Nodes, not metadata: the pods' host IPs are the nodes' addresses (same `list nodes` grant).
+    node_items = cluster.list(nodes_path, label_selector=selector.label_query())
+    nodes = [parse(Node, item, f"LIST {nodes_path}") for item in node_items]
+    fake = {node.metadata.name: kwok_host_ips(node) for node in nodes
+            if selector.matches(node.metadata.labels, node.metadata.annotations)}
+    listed: list[tuple[Pod, dict[str, Any]]] = []
     scopes: list[str | None] = list(params.namespaces) or [None]
     for namespace in scopes:
         path = collection_path(PODS, namespace)
-        pods += parse_items(Pod, cluster.list(path, field_selector="status.phase=Pending"), f"LIST {path}")
-    data = ReconcileData(fake_nodes=len(fake), pending_seen=len(pods), dry_run=params.dry_run)
+        listed += [(parse(Pod, item, f"LIST {path}"), item)
+                   for item in cluster.list(path, field_selector="status.phase=Pending")]
+    data = ReconcileData(fake_nodes=len(fake), pending_seen=len(listed), dry_run=params.dry_run)
     now = datetime.now(UTC)
-    candidates: list[Pod] = []
-    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+    candidates: list[Candidate] = []
+    for pod, raw in sorted(listed, key=lambda pair: (pair[0].namespace, pair[0].name)):
         if pod.status.phase != "Pending" or pod.terminating:
             continue  # the server filtered on phase; judge again rather than trust it
         if not pod.node_name:
             data.unbound += 1
         elif pod.node_name not in fake:
             data.not_on_fake_nodes += 1
+        elif is_true(pod.status.conditions, READY):
+            data.already_ready += 1  # kwok's pod-ready selects only pods whose Ready is not True
         elif (age_seconds(pending_since(pod), now) or 0.0) < params.min_pending_seconds:
             data.too_recent += 1
+        elif not fake[pod.node_name]:
+            data.skipped.append(Skipped(f"{pod.namespace}/{pod.name}", (
+                f"node {pod.node_name} reports no InternalIP or ExternalIP: kwok would use its --node-ip, "
+                f"which this job cannot see (left to kwok)")))
         else:
-            candidates.append(pod)
+            candidates.append(Candidate(pod, raw, fake[pod.node_name]))
     data.left_for_next_run = max(0, len(candidates) - params.max_pods)
-    for pod in candidates[:params.max_pods]:
+    for candidate in candidates[:params.max_pods]:
+        pod = candidate.pod
         who = f"{pod.namespace}/{pod.name}"
         path = object_path(PODS, pod.name, pod.namespace, "status")
         patch: dict[str, Any] = {"metadata": {"resourceVersion": pod.metadata.resource_version},
-                                 "status": {"phase": "Running"}}
+                                 "status": ready_status(candidate.raw, candidate.host_ips, now)}
         try:
             answer = cluster.merge_patch(path, patch, dry_run=params.dry_run)
         except ClusterResponseError as error:
@@ -154,9 +285,11 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
             data.failure = f"pod {who}: patching status to Running failed: {error}"
             break
         after = parse(Pod, answer, f"PATCH {path}")
-        if after.status.phase != "Running" or after.node_name != pod.node_name:
-            data.failure = (f"pod {who}: the API server answered phase {after.status.phase or '(none)'} on node "
-                            f"{after.node_name or '(none)'} (want Running on {pod.node_name})")
+        ready = find_condition(after.status.conditions, READY)
+        if after.status.phase != "Running" or ready is None or not ready.true or after.node_name != pod.node_name:
+            data.failure = (f"pod {who}: the API server answered phase {after.status.phase or '(none)'}, Ready "
+                            f"{ready.status if ready else '(none)'} on node {after.node_name or '(none)'} "
+                            f"(want Running, Ready True on {pod.node_name})")
             break
         data.moved.append(who)
     return data
@@ -181,7 +314,7 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
         "fake_nodes": data.fake_nodes,
         "pending_seen": data.pending_seen,
         "left_alone": {"not_on_fake_nodes": data.not_on_fake_nodes, "unbound": data.unbound,
-                       "pending_less_than_min": data.too_recent},
+                       "pending_less_than_min": data.too_recent, "already_ready": data.already_ready},
         "skipped": [{"pod": s.pod, "why": s.why} for s in data.skipped],
         "left_for_next_run": data.left_for_next_run,
         "fake_node_selector": str(params.fake_nodes),

@@ -1,22 +1,59 @@
-"""leader-leases: is every leader-election Lease held and renewed in time?
+"""leader-leases: is every leader-election Lease held by a running candidate and renewed in time?
 
-A manager whose leader is wedged (alive, answering `/readyz`, but no longer leading) stops reconciling
-without any health endpoint saying so; its leader-election Lease says it: `spec.renewTime` stops moving.
-Upstream Leases (docs/contracts.md "Upstream facts"): `koordinator-manager`, `koord-scheduler`,
-`koord-descheduler` in `koordinator-system`, `kruise-manager` in `kruise-system`; the list is a parameter.
+A manager whose leader is wedged, or that lost its Lease to someone else (alive, answering `/readyz`, but not
+leading), stops reconciling without any health endpoint saying so; its leader-election Lease says it.
+
+Upstream Leases (the list is a parameter), each with the label selector of the pods that may hold it, fixed
+alike in the Helm charts and in `config/`:
+- `kruise-system/kruise-manager`, `control-plane=controller-manager` (`github.com/openkruise/kruise@v1.8.0,
+  main.go`: `--leader-election-id` default `kruise-manager`, `--leader-election-namespace` default
+  `kruise-system`; `openkruise/charts versions/kruise/1.8.0/templates/manager.yaml`);
+- `koordinator-system/koordinator-manager`, `koord-app=koord-manager`
+  (`github.com/koordinator-sh/koordinator@v1.6.0, cmd/koord-manager/main.go`: `LeaderElectionID:
+  "koordinator-manager"`, `--leader-election-namespace` default `koordinator-system`);
+- `koordinator-system/koord-scheduler`, `koord-app=koord-scheduler`, and `koordinator-system/koord-descheduler`,
+  `koord-app=koord-descheduler`: the `leaderElection.resourceName`/`resourceNamespace` of their
+  KubeSchedulerConfiguration and DeschedulerConfiguration (same module, `config/manager/scheduler-config.yaml`,
+  `config/manager/descheduler-config.yaml`; `koordinator-sh/charts versions/v1.6.0/templates/
+  koord-scheduler-config.yaml`, `koord-descheduler-config.yaml`), pod labels in `config/manager/scheduler.yaml`,
+  `descheduler.yaml` and the chart's `koord-scheduler.yaml`, `koord-descheduler.yaml`.
+
+Who holds it: every one of them writes holderIdentity `<hostname>_<uuid>` (`sigs.k8s.io/controller-runtime@v0.18.6`
+and `@v0.16.5, pkg/leaderelection/leader_election.go`; koord-scheduler through `k8s.io/kubernetes@v1.28.7,
+cmd/kube-scheduler/app/options/options.go` and koord-descheduler through its own
+`cmd/koord-descheduler/app/options/options.go`, both `makeLeaderElectionConfig`). A pod's hostname is its
+name; with `hostNetwork: true` (both charts' `manager.hostNetwork`, `scheduler.hostNetwork`,
+`descheduler.hostNetwork` values) it is the node's, which the kubelet names its Node after, lowercased
+(`k8s.io/component-helpers@v0.37.2, node/util/hostname.go` `GetHostname`). So a holder is matched to a
+candidate (a Running, non-terminating pod of `holder_selector`) by pod name, or by node name for candidates
+with hostNetwork. A node whose Node name is not its hostname (`--hostname-override`) cannot be matched: give
+such a Lease no `holder_selector`.
+
+Why a bound on the duration: `leaseDurationSeconds` is written by the holder, and the other candidates
+wait that long after they last saw it renewed before they take over (`k8s.io/client-go@v0.30.10,
+tools/leaderelection/leaderelection.go` `tryAcquireOrRenew`, `isLeaseValid`). A Lease taken over with a
+long duration (the sandbox's Lease theft: holder `outpost-fault-thief`, 3600 s, renewed once) makes the
+real manager lose the election and exit; it restarts ready but not leading until the hour is over, while
+the Lease looks fresh and merely held by a non-candidate. So a Lease whose own duration exceeds
+`max_lease_duration_seconds` is failed on its own, from the first run: its holder announced that nobody
+would notice it stop for that long (the reasoning of kwok-node-consistency's bound). Every upstream
+duration is 15 s: kruise `main.go` `defaultLeaseDuration`; koord-manager sets none, so controller-runtime's
+(`@v0.16.5, pkg/manager/internal.go` `defaultLeaseDuration`); koord-scheduler and koord-descheduler
+default theirs (`k8s.io/kubernetes@v1.28.7, pkg/scheduler/apis/config/v1/defaults.go`, koordinator
+`pkg/descheduler/apis/config/v1alpha2/defaults.go`) with `k8s.io/component-base@v0.28.7,
+config/v1alpha1/defaults.go` `RecommendedDefaultLeaderElectionConfiguration`; client-go has no default of
+its own and documents 15 s as core clients' (`leaderelection.go`); neither chart nor `config/` sets one.
+60 s is four times that, room for a cluster that lengthens it, and still 60 times shorter than the theft.
 
 Per Lease:
 - absent = failed ("lease NS/NAME: not found"): nobody ever took the leadership, or it is a wrong name;
 - no `holderIdentity` = failed: released (a manager that shut down cleanly) and not taken by anyone;
 - `renewTime` older than `leaseDurationSeconds + slack_seconds` = failed, naming the last holder: any
-  other candidate may take the lock by now, so a lease still this old means nobody leads; no duration or
-  no `renewTime` at all is failed the same way (it cannot be fresh);
-- `holder_selector` (optional, per Lease: the pods that may hold it, e.g. `control-plane=controller-manager`)
-  catches a manager that is gone before its Lease has had time to expire (scaled to 0): no Running pod
-  matches = failed ("nobody can renew it"), naming the last holder; the holder's pod (controller-runtime's
-  holderIdentity is `<pod name>_<uuid>`) gone while other candidates run = degraded (a failover is due).
-  Set by default for the two manager Leases, whose Deployments' labels upstream fixes; not for the
-  scheduler and descheduler, whose pods differ by installation.
+  candidate may take the lock by now, so a lease still this old means nobody leads; no duration or no
+  `renewTime` at all is failed the same way (it cannot be fresh);
+- `leaseDurationSeconds` above `max_lease_duration_seconds` = failed, naming holder and duration;
+- with a `holder_selector`: no candidate = failed ("nobody can renew it", e.g. scaled to 0, before the Lease
+  has had time to expire); a holder that is no candidate while others run = degraded (a failover is due).
 A renewTime in the future (clock skew) is fresh; its age is kept (negative) in `details`.
 """
 
@@ -58,8 +95,10 @@ def _upstream_leases() -> list[LeaderLease]:
     return [
         LeaderLease(name="koordinator-manager", namespace="koordinator-system",
                     holder_selector="koord-app=koord-manager"),
-        LeaderLease(name="koord-scheduler", namespace="koordinator-system"),
-        LeaderLease(name="koord-descheduler", namespace="koordinator-system"),
+        LeaderLease(name="koord-scheduler", namespace="koordinator-system",
+                    holder_selector="koord-app=koord-scheduler"),
+        LeaderLease(name="koord-descheduler", namespace="koordinator-system",
+                    holder_selector="koord-app=koord-descheduler"),
         LeaderLease(name="kruise-manager", namespace="kruise-system",
                     holder_selector="control-plane=controller-manager"),
     ]
@@ -70,19 +109,37 @@ class LeaderLeasesParams(Params):
                                       description="The leader Leases to watch.")
     slack_seconds: float = Field(10.0, ge=0, le=600,
                                  description="Allowed lateness beyond leaseDurationSeconds (API and clock jitter).")
+    max_lease_duration_seconds: float = Field(
+        60.0, gt=0, le=86400,
+        description="A Lease whose own leaseDurationSeconds exceeds this is failed (upstream's are 15 s).")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A Running, non-terminating pod that may hold a Lease: what its holder identity can name."""
+
+    pod: str
+    node: str
+    host_network: bool
+
+    def answers_to(self, hostname: str) -> bool:
+        """Whether `hostname` (the part of `<hostname>_<uuid>` before the uuid) is this pod's."""
+        if hostname == self.pod:
+            return True
+        return self.host_network and bool(self.node) and hostname.lower() == self.node
 
 
 @dataclass(frozen=True)
 class LeaderLeasesData:
     leases: dict[tuple[str, str], Lease | None]
     """(namespace, name) -> the Lease, or None when absent."""
-    candidates: dict[tuple[str, str], list[str]]
-    """(namespace, holder_selector) -> names of the Running, non-terminating pods it matches."""
+    candidates: dict[tuple[str, str], list[Candidate]]
+    """(namespace, holder_selector) -> the Running, non-terminating pods it matches, by name."""
 
 
 def fetch(cluster: Cluster, params: LeaderLeasesParams) -> LeaderLeasesData:
     leases: dict[tuple[str, str], Lease | None] = {}
-    candidates: dict[tuple[str, str], list[str]] = {}
+    candidates: dict[tuple[str, str], list[Candidate]] = {}
     for wanted in params.leases:
         raw = cluster.get_object(object_path(LEASES, wanted.name, wanted.namespace))
         leases[(wanted.namespace, wanted.name)] = (
@@ -92,24 +149,27 @@ def fetch(cluster: Cluster, params: LeaderLeasesParams) -> LeaderLeasesData:
             path = collection_path(PODS, wanted.namespace)
             pods = parse_list(Pod, {"items": cluster.list(path, label_selector=wanted.holder_selector)},
                               f"LIST {path}")
-            candidates[key] = sorted(p.name for p in pods if p.status.phase == "Running" and not p.terminating)
+            candidates[key] = sorted(
+                (Candidate(p.name, p.node_name, p.spec.host_network) for p in pods
+                 if p.status.phase == "Running" and not p.terminating), key=lambda c: c.pod)
     return LeaderLeasesData(leases, candidates)
 
 
 def declared_access(params: LeaderLeasesParams) -> list[access.Access]:
-    """Each Lease by name; the pods of each namespace with a holder selector (LIST)."""
+    """Each Lease by name; the pods of each namespace with a holder selector (LIST, once per namespace)."""
     needed: list[access.Access] = [access.get(LEASES, w.name, w.namespace) for w in params.leases]
-    needed += [access.list_(PODS, w.namespace) for w in params.leases if w.holder_selector]
+    namespaces = dict.fromkeys(w.namespace for w in params.leases if w.holder_selector)
+    needed += [access.list_(PODS, namespace) for namespace in namespaces]
     return needed
 
 
-def _holder_pod(holder: str) -> str:
-    """The pod name in controller-runtime's / client-go's `<hostname>_<uuid>` identity."""
+def _holder_host(holder: str) -> str:
+    """The hostname in client-go's `<hostname>_<uuid>` identity (hostnames have no `_`)."""
     return holder.rpartition("_")[0] or holder
 
 
-def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[str] | None, now: datetime,
-           slack: float) -> tuple[Status, str | None, dict[str, Any]]:
+def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate] | None, now: datetime,
+           params: LeaderLeasesParams) -> tuple[Status, str | None, dict[str, Any]]:
     name = ref("Lease", wanted.name, wanted.namespace)
     if lease is None:
         return Status.FAILED, f"{name}: not found (want a held leader Lease)", {"found": False}
@@ -120,33 +180,46 @@ def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[str] | Non
         "found": True, "holder": holder, "renew_age_seconds": None if age is None else round(age, 1),
         "lease_duration_seconds": spec.lease_duration_seconds, "lease_transitions": spec.lease_transitions,
     }
+    host = _holder_host(holder) if holder else ""
+    holder_pod = None
     if candidates is not None:
-        detail["candidates"] = candidates
+        detail["candidates"] = [c.pod for c in candidates]
+        holder_pod = next((c.pod for c in candidates if host and c.answers_to(host)), None)
+        detail["holder_pod"] = holder_pod
     last = f"last holder {holder}" if holder else "no holder"
     if not holder:
         when = "never renewed" if age is None else f"last renewed {age:.0f} s ago"
         return Status.FAILED, f"{name}: not held ({when}; want a holder renewing it)", detail
-    if not spec.lease_duration_seconds or age is None:
-        missing = "leaseDurationSeconds" if not spec.lease_duration_seconds else "renewTime"
+    duration = spec.lease_duration_seconds
+    if not duration or age is None:
+        missing = "leaseDurationSeconds" if not duration else "renewTime"
         return Status.FAILED, f"{name}: no {missing} ({last}; want renewals within its duration)", detail
-    limit = spec.lease_duration_seconds + slack
+    slack = params.slack_seconds
     if lease.expired(now, slack):
         return (Status.FAILED,
-                f"{name}: observed renewTime {age:.0f} s ago (want within {spec.lease_duration_seconds} s "
-                f"+ {slack:g} s slack); {last}", detail)
+                f"{name}: observed renewTime {age:.0f} s ago (want within {duration} s + {slack:g} s slack); "
+                f"{last}", detail)
+    bound = params.max_lease_duration_seconds
+    if duration > bound:
+        return (Status.FAILED,
+                f"{name}: observed leaseDurationSeconds {duration} held by {holder} (want <= {bound:g} s: nobody "
+                f"would take over for {duration} s after its last renewal, {max(age, 0):.0f} s ago)", detail)
     if candidates is not None and not candidates:
         return (Status.FAILED,
                 f"{name}: no running pod matches {wanted.holder_selector} in {wanted.namespace}, nobody can "
-                f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {limit - age:.0f} s)", detail)
-    if candidates is not None and _holder_pod(holder) not in candidates:
+                f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {duration + slack - age:.0f} s)",
+                detail)
+    if candidates is not None and holder_pod is None:
         return (Status.DEGRADED,
-                f"{name}: holder pod {_holder_pod(holder)} no longer runs; {len(candidates)} candidate(s) "
-                f"({', '.join(candidates)}) should take over", detail)
+                f"{name}: holder {holder} is not a running candidate (no pod named {host}, nor a hostNetwork pod "
+                f"on node {host}); {len(candidates)} candidate(s) ({', '.join(detail['candidates'])}) should take "
+                "over", detail)
     return Status.OK, None, detail
 
 
 def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) -> Result:
-    details: dict[str, Any] = {"slack_seconds": params.slack_seconds, "leases": {}}
+    details: dict[str, Any] = {"slack_seconds": params.slack_seconds,
+                               "max_lease_duration_seconds": params.max_lease_duration_seconds, "leases": {}}
     errors: list[str] = []
     worst = Status.OK
     for wanted in params.leases:
@@ -156,7 +229,7 @@ def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) 
             raise KeyError(f"lease {wanted.namespace}/{wanted.name}: candidates for {wanted.holder_selector} "
                            "were not fetched")
         status, line, detail = _judge(wanted, data.leases.get((wanted.namespace, wanted.name)), candidates, now,
-                                      params.slack_seconds)
+                                      params)
         details["leases"][f"{wanted.namespace}/{wanted.name}"] = {**detail, "status": status.value}
         if line:
             errors.append(line)
@@ -176,7 +249,8 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    fails_when="a leader Lease (koordinator-manager, koord-scheduler, kruise-manager) not renewed in time",
+    fails_when="a leader Lease (koordinator-manager, koord-scheduler, koord-descheduler, kruise-manager) "
+               "stale, over-long or without a running candidate",
     params=LeaderLeasesParams,
     fetch=fetch,
     evaluate=evaluate,

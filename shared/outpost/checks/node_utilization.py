@@ -1,22 +1,33 @@
-"""node-utilization: mean CPU utilisation of the selected nodes inside a band.
+"""node-utilization: no selected node above LoadAwareScheduling's CPU threshold, and the mean CPU
+utilisation of the selected nodes within its bounds.
 
-Utilisation of a node = CPU in use / allocatable CPU; the check judges the mean over the selected
-nodes (same `NodeSelection` as koordlet-coverage) that have a usable report. Source: Koordinator's
-NodeMetrics (`status.nodeMetric.nodeUsage.resources.cpu`, default) or the resource metrics API
-(`metrics.k8s.io`, metrics-server) by parameter.
+Utilisation of a node = CPU in use / allocatable CPU. Source: Koordinator's NodeMetrics
+(`status.nodeMetric.nodeUsage.resources.cpu`, default) or the resource metrics API (`metrics.k8s.io`,
+metrics-server) by parameter. Nodes judged: the same `NodeSelection` as koordlet-coverage, real nodes
+by default (a KWOK fake node's NodeMetric has no usage: no koordlet reports it).
 
-Band: lower bound 60 % (the tutorial's co-location target: below it, the cluster's reclaimed
-capacity goes unused) and upper bound 65 % (upstream's load-aware scheduling threshold for CPU:
-above it, the scheduler starts filtering nodes out). Both are parameters; the sandbox reports 62 %.
+Per node: 65 % is LoadAwareScheduling's default CPU `usageThresholds`
+(`github.com/koordinator-sh/koordinator@v1.6.0, pkg/scheduler/apis/config/v1beta3/defaults.go`
+`defaultUsageThresholds`; the Helm chart and `config/manager/scheduler-config.yaml` set the same): its
+Filter rejects a node whose rounded usage percentage exceeds it (`pkg/scheduler/plugins/loadaware/
+load_aware.go` `filterNodeUsage`), so new pods stop landing there. Each such node is named and the
+result is `degraded` (first ten, and the count). The scheduler also adds the estimated usage of pods
+it placed since the last report; a probe sees only the report.
 
-A report older than `max_sample_age_seconds` (NodeMetric expiry, 300 s) does not describe the node
-now: it is left out of the mean and counted in `details` (nodemetric-freshness names it). No usable
-report for any selected node, the metrics API not served, or no node selected is `error`: the probe
-observed no utilisation at all, which is never ok.
+Mean: it is a per-node filter, not a target for a cluster's mean, and upstream sets no lower bound,
+so a healthy cluster at any load below the threshold is `ok`. The mean fails above `upper_percent`
+(default: the node threshold: most nodes are then filtered out) or below `lower_percent` (default
+none; a co-location target such as the tutorial's 60 % is an opt-in).
+
+A report older than `max_sample_age_seconds` (default 180 s, Koordinator's NodeMetric expiry:
+`outpost.kube.nodes.NODEMETRIC_EXPIRY_SECONDS`) does not describe the node now: it is left out and
+counted in `details` (nodemetric-freshness names it). No usable report for any selected node, the
+metrics API not served, or no node selected is `error`: the probe observed no utilisation at all.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -28,30 +39,55 @@ from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_metrics_k8s, read_nodemetrics, read_nodes
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED
-from outpost.kube.nodes import NodeFacts, NodeSelection, UsageSample, select_nodes
+from outpost.kube.nodes import (
+    NODEMETRIC_EXPIRY_SECONDS,
+    NodeFacts,
+    NodeSelection,
+    UsageSample,
+    nothing_selected,
+    select_nodes,
+)
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES
 from outpost.result import Result, Status
 
 NAME = "node-utilization"
 Source = Literal["nodemetric", "metrics.k8s.io"]
+LOAD_AWARE_CPU_THRESHOLD = 65.0
 
 
 class NodeUtilizationParams(Params):
     source: Source = Field("nodemetric", description="nodemetric (Koordinator NodeMetric status) or "
                                                      "metrics.k8s.io (metrics-server).")
-    lower_percent: float = Field(60.0, ge=0, le=100, description="Mean CPU utilisation below this fails "
-                                                                 "(tutorial's co-location target).")
-    upper_percent: float = Field(65.0, ge=0, le=1000, description="Mean CPU utilisation above this fails "
-                                                                  "(upstream load-aware scheduling threshold).")
-    max_sample_age_seconds: float = Field(300.0, gt=0, description="Reports older than this are left out.")
+    node_threshold_percent: float = Field(
+        LOAD_AWARE_CPU_THRESHOLD, gt=0, le=1000,
+        description="A node above this CPU utilisation is named and the result degraded: LoadAwareScheduling's "
+                    "usageThresholds.cpu (upstream default 65), above which its Filter rejects the node.")
+    upper_percent: float | None = Field(
+        None, gt=0, le=1000, description="Mean CPU utilisation above this fails; None: node_threshold_percent.")
+    lower_percent: float | None = Field(
+        None, ge=0, le=100, description="Mean CPU utilisation below this fails; None (default): no lower bound, "
+                                        "as upstream has none. A co-location target (the tutorial's 60) is opt-in.")
+    max_sample_age_seconds: float = Field(
+        NODEMETRIC_EXPIRY_SECONDS, gt=0,
+        description="Reports older than this are left out (Koordinator's NodeMetric expiry, 180 s).")
     nodes: NodeSelection = Field(default_factory=NodeSelection)
     page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics.")
 
+    @property
+    def upper(self) -> float:
+        return self.node_threshold_percent if self.upper_percent is None else self.upper_percent
+
     @model_validator(mode="after")
-    def _band(self) -> NodeUtilizationParams:
-        if self.lower_percent > self.upper_percent:
-            raise ValueError(f"lower_percent {self.lower_percent} is above upper_percent {self.upper_percent}")
+    def _bounds(self) -> NodeUtilizationParams:
+        if self.lower_percent is not None and self.lower_percent > self.upper:
+            raise ValueError(f"lower_percent {self.lower_percent:g} is above the upper bound {self.upper:g}")
         return self
+
+    def want(self) -> str:
+        """`<= 65 %` or `60 to 65 %`."""
+        if self.lower_percent is None:
+            return f"<= {self.upper:g} %"
+        return f"{self.lower_percent:g} to {self.upper:g} %"
 
 
 @dataclass(frozen=True)
@@ -71,14 +107,19 @@ def declared_access(params: NodeUtilizationParams) -> list[access.Access]:
     return [access.list_(NODES), access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S)]
 
 
+def filtered_by_load_aware(percent: float, threshold: float) -> bool:
+    """LoadAwareScheduling's test: the usage percentage rounded half away from zero (Go `math.Round`) above
+    the threshold (`filterNodeUsage`: `usage <= value` passes)."""
+    return math.floor(percent + 0.5) > threshold
+
+
 def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: datetime) -> Result:
     selected = select_nodes(data.nodes, params.nodes)
     details: dict[str, Any] = {"source": params.source, "selection": params.nodes.describe(),
-                               "band_percent": [params.lower_percent, params.upper_percent], **selected.details()}
+                               "bounds_percent": {"lower": params.lower_percent, "upper": params.upper},
+                               "node_threshold_percent": params.node_threshold_percent, **selected.details()}
     if not selected.nodes:
-        excluded = ", ".join(f"{count} {reason}" for reason, count in selected.excluded.items()) or "none"
-        return Result.error(NAME, f"no node selected ({params.nodes.describe()}; {selected.total} nodes read, "
-                                  f"excluded: {excluded})", **details)
+        return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
     by_node = {sample.node: sample for sample in data.samples}
     unusable: dict[str, list[str]] = {"no report": [], "stale report": [], "no cpu usage": [],
                                       "no allocatable cpu": []}
@@ -86,9 +127,9 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
     for node in selected.nodes:
         sample = by_node.get(node.name)
         age = sample.age_seconds(now) if sample else None
-        if sample is None:
+        if sample is None or age is None:  # no NodeMetric, or koord-manager's spec-only one: koordlet never reported
             unusable["no report"].append(node.name)
-        elif age is None or age > params.max_sample_age_seconds:
+        elif age > params.max_sample_age_seconds:
             unusable["stale report"].append(node.name)
         elif sample.cpu_millis is None:
             unusable["no cpu usage"].append(node.name)
@@ -104,22 +145,35 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
         return Result.error(NAME, f"no usable {source} CPU report for any of {len(selected.nodes)} selected nodes "
                                   f"({', '.join(f'{len(v)} {k}' for k, v in unusable.items() if v)})", **details)
     mean = sum(per_node.values()) / len(per_node)
-    details["mean_percent"] = round(mean, 2)
-    details["min_percent"] = round(min(per_node.values()), 2)
-    details["max_percent"] = round(max(per_node.values()), 2)
     lowest = sorted(per_node, key=lambda n: (per_node[n], n))
     highest = sorted(per_node, key=lambda n: (-per_node[n], n))
-    details["lowest"] = {n: round(per_node[n], 1) for n in lowest[:FIRST_NAMED]}
-    details["highest"] = {n: round(per_node[n], 1) for n in highest[:FIRST_NAMED]}
-    band = f"{params.lower_percent:g} to {params.upper_percent:g} %"
+    threshold = params.node_threshold_percent
+    above = [n for n in highest if filtered_by_load_aware(per_node[n], threshold)]
+    details.update({"mean_percent": round(mean, 2), "min_percent": round(min(per_node.values()), 2),
+                    "max_percent": round(max(per_node.values()), 2),
+                    "lowest": {n: round(per_node[n], 1) for n in lowest[:FIRST_NAMED]},
+                    "highest": {n: round(per_node[n], 1) for n in highest[:FIRST_NAMED]},
+                    "above_threshold_count": len(above),
+                    "above_threshold": {n: round(per_node[n], 1) for n in above[:FIRST_NAMED]}})
+    node_lines = [f"node {n}: observed CPU utilisation {per_node[n]:.1f} % ({source}) (want <= {threshold:g} %: "
+                  "LoadAwareScheduling filters the node out above it)" for n in above[:FIRST_NAMED]]
+    if len(above) > FIRST_NAMED:
+        node_lines.append(f"nodes: {len(above) - FIRST_NAMED} more above {threshold:g} % CPU ({len(above)} in all)")
     what = f"mean CPU utilisation of {len(per_node)} nodes ({source})"
-    if mean < params.lower_percent or mean > params.upper_percent:
-        side = "below" if mean < params.lower_percent else "above"
-        extreme = (lowest if side == "below" else highest)[:3]
-        named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in extreme)
-        line = f"nodes: observed {what} {mean:.1f} % (want {band}); {side} the band, e.g. {named}"
-        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
-    return Result(check=NAME, status=Status.OK, details=details, summary=f"{what} {mean:.1f} %, inside {band}")
+    low = params.lower_percent is not None and mean < params.lower_percent
+    if low or mean > params.upper:
+        side, extreme = ("below the lower bound", lowest) if low else ("above the upper bound", highest)
+        named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in extreme[:3])
+        line = f"nodes: observed {what} {mean:.1f} % (want {params.want()}); {side}, e.g. {named}"
+        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line, *node_lines], details=details)
+    if above:
+        named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in above[:3])
+        more = f" (+{len(above) - 3} more)" if len(above) > 3 else ""
+        return Result(check=NAME, status=Status.DEGRADED, errors=node_lines, details=details,
+                      summary=f"{len(above)} of {len(per_node)} nodes above the {threshold:g} % CPU threshold "
+                              f"(LoadAwareScheduling filters them out): {named}{more}; {what} {mean:.1f} %")
+    return Result(check=NAME, status=Status.OK, details=details,
+                  summary=f"{what} {mean:.1f} %, within {params.want()}; no node above {threshold:g} %")
 
 
 CHECK = CheckSpec(
@@ -128,7 +182,8 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="mean node CPU utilisation outside the band (default lower bound 60 %)",
+    fails_when="mean node CPU utilisation above the upper bound (default LoadAware's 65 %) or below an opt-in "
+               "lower bound (default none); a node above 65 % is named (degraded)",
     params=NodeUtilizationParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -1,13 +1,33 @@
 """nodemetric-freshness: each selected node's NodeMetric was updated within the expiry.
 
-koordlet reports each node's usage into its NodeMetric (`slo.koordinator.sh/v1alpha1`, named after
-the node) every 60 s; Koordinator treats a NodeMetric older than 300 s as expired, and the
-load-aware scheduler and the SLO controllers then act on stale or no data. The nodes judged are the
-same `NodeSelection` as koordlet-coverage (real and KWOK fake nodes; virtual-kubelet nodes run no
-koordlet). A NodeMetric older than the expiry, without `status.updateTime`, or missing for a
+Only koordlet writes a NodeMetric's `status` (`status.updateTime` with the node's usage) every
+`reportIntervalSeconds`, 60 s by default and at least 30 s
+(`github.com/koordinator-sh/koordinator@v1.6.0, pkg/koordlet/statesinformer/impl/states_nodemetric.go`
+`defaultReportIntervalSeconds`, `sync`; the interval koord-manager writes into each NodeMetric's spec
+comes from `pkg/util/sloconfig/colocation_config.go` `MetricReportIntervalSeconds: 60`). koord-manager
+creates a spec-only NodeMetric for every Node (`pkg/slo-controller/nodemetric/nodemetric_controller.go`
+`Reconcile` → `initNodeMetric`), so a NodeMetric without status is a node whose koordlet never
+reported.
+
+Expiry, 180 s by default: the code default of every NodeMetric consumer's `nodeMetricExpirationSeconds`
+(LoadAwareScheduling: `pkg/scheduler/apis/config/v1beta3/defaults.go` and `v1/defaults.go`;
+LowNodeLoad: `pkg/descheduler/apis/config/v1alpha2/defaults.go`), i.e. three missed koordlet reports, so
+one late or rate-limited report never trips it. The shipped koord-scheduler configurations set 300 s
+with `filterExpiredNodeMetrics: false` (`koordinator-sh/charts versions/v1.6.0/templates/
+koord-scheduler-config.yaml`, `config/manager/scheduler-config.yaml`): the scheduler stops scoring on a
+NodeMetric only after 300 s, but LowNodeLoad (its chart config, when enabled, leaves the field unset)
+and any scheduler run with code defaults stop at 180 s. The stricter bound names a stopped koordlet
+a run earlier; a koordlet restart that skips one extra report fails at most one run, which the
+heartbeat's tolerated misses absorb. Set `expiry_seconds: 300` to alarm only where the shipped
+scheduler does.
+
+The nodes judged are the same `NodeSelection` as koordlet-coverage: real nodes by default. A KWOK
+fake node is opt-in: no koordlet runs there, so its NodeMetric never gets a status and it would fail
+here forever. A NodeMetric older than the expiry, without `status.updateTime`, or missing for a
 selected node is named (first ten, and the count); NodeMetrics of nodes not selected are ignored.
 An updateTime in the future (clock skew) is fresh but reported in `details` once past the allowed
-skew. No node selected, or the NodeMetric API not served, is `error`.
+skew. No node selected (the message says how to opt fake nodes in), or the NodeMetric API not
+served, is `error`.
 """
 
 from __future__ import annotations
@@ -23,7 +43,14 @@ from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_nodemetrics, read_nodes
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named
-from outpost.kube.nodes import NodeFacts, NodeSelection, UsageSample, select_nodes
+from outpost.kube.nodes import (
+    NODEMETRIC_EXPIRY_SECONDS,
+    NodeFacts,
+    NodeSelection,
+    UsageSample,
+    nothing_selected,
+    select_nodes,
+)
 from outpost.kube.paths import NODE_METRICS, NODES
 from outpost.result import Result, Status
 
@@ -31,8 +58,11 @@ NAME = "nodemetric-freshness"
 
 
 class NodeMetricFreshnessParams(Params):
-    expiry_seconds: float = Field(300.0, gt=0, description="A NodeMetric older than this is stale "
-                                                            "(Koordinator's expiry; koordlet reports every 60 s).")
+    expiry_seconds: float = Field(
+        NODEMETRIC_EXPIRY_SECONDS, gt=0,
+        description="A NodeMetric whose status.updateTime is older than this is stale. Default 180 s, Koordinator's "
+                    "code default for nodeMetricExpirationSeconds (3 koordlet reports of 60 s); the shipped "
+                    "koord-scheduler configs use 300 s. Raise it with koordlet's reportIntervalSeconds.")
     max_future_skew_seconds: float = Field(
         30.0, ge=0, description="An updateTime further in the future than this is reported in details (clock skew).")
     nodes: NodeSelection = Field(default_factory=NodeSelection)
@@ -60,9 +90,7 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
     details: dict[str, Any] = {"selection": params.nodes.describe(), "expiry_seconds": params.expiry_seconds,
                                **selected.details()}
     if not selected.nodes:
-        excluded = ", ".join(f"{count} {reason}" for reason, count in selected.excluded.items()) or "none"
-        return Result.error(NAME, f"no node selected ({params.nodes.describe()}; {selected.total} nodes read, "
-                                  f"excluded: {excluded})", **details)
+        return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
     by_node = {metric.node: metric for metric in data.metrics}
     missing: list[str] = []
     stale: list[tuple[str, str]] = []
@@ -75,7 +103,7 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             continue
         age = metric.age_seconds(now)
         if age is None:
-            stale.append((node, "observed no status.updateTime"))
+            stale.append((node, "observed no status.updateTime, koordlet has not reported"))
         elif age > params.expiry_seconds:
             stale.append((node, f"observed updateTime {age:.0f} s ago"))
         else:
@@ -114,7 +142,8 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="NodeMetric status.updateTime older than 300 s for a node",
+    fails_when="NodeMetric status.updateTime older than 180 s, or absent, for a node (real by default; KWOK fake "
+               "opt-in)",
     params=NodeMetricFreshnessParams,
     fetch=fetch,
     evaluate=evaluate,

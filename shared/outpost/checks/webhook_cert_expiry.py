@@ -5,12 +5,25 @@ Two things expire, and either one stops admission (or, with failurePolicy Ignore
   (Koordinator's and OpenKruise's by default): the CA the API server trusts for that webhook;
 - the serving certificate the webhook presents. The API server does not show it to its clients: its
   service proxy terminates TLS itself (and does not verify the backend), so no outside-in handshake
-  reaches the webhook's certificate. What the webhook serves is what it loaded from its certificate
-  Secret: OpenKruise and Koordinator generate their pair into a Secret (`kruise-system/
-  kruise-webhook-certs`, `koordinator-system/webhook-certs`) and serve `cert.pem` from it (the
-  controller-runtime writer's key names; `tls.crt` is read when `cert.pem` is absent). So the check
-  reads that Secret, by name only: the probe identity gets `get` on exactly those resourceNames, in
-  their namespaces (`outpost.rbac`), and nothing else on Secrets.
+  reaches the webhook's certificate. What the webhook serves is what its manager generated into its
+  certificate Secret, so the check reads that Secret, by name only: the probe identity gets `get` on
+  exactly those resourceNames, in their namespaces (`outpost.rbac`), and nothing else on Secrets.
+
+  Upstream's Secrets: `kruise-system/kruise-webhook-certs` (`github.com/openkruise/kruise@v1.8.0,
+  pkg/webhook/util/util.go` `GetSecretName`) and `koordinator-system/koordinator-webhook-certs`
+  (`github.com/koordinator-sh/koordinator@v1.6.0, pkg/webhook/util/util.go` `GetSecretName`; the Helm
+  chart creates it under that name, `koordinator-sh/charts versions/v1.6.0/templates/koord-manager.yaml`);
+  both names follow the manager's `SECRET_NAME` environment variable. Both managers write the same six
+  keys, `ca-cert.pem`, `ca-key.pem`, `cert.pem`, `key.pem`, `tls.crt` (= `cert.pem`) and `tls.key`
+  (= `key.pem`) (`pkg/webhook/util/writer/secret.go` `certsToSecret`, `writer/certwriter.go` in both
+  modules), and inject `ca-cert.pem` into every `caBundle`. The pair comes from each manager's own
+  self-signed CA (CN `webhook-cert-ca`, `k8s.io/client-go@v0.30.10` (v0.28.7 for Koordinator),
+  `util/cert/cert.go` `NewSelfSignedCACert`: 10 years) and a leaf valid 10 years
+  (`pkg/webhook/util/generator/selfsigned.go` `NewSignedCert`, both modules), so a healthy install shows
+  about 3650 days left. Both regenerate a pair due within about six months (kruise
+  `pkg/webhook/util/util.go` `GetRenewBeforeTime`, koord `pkg/webhook/util/writer/certwriter.go`
+  `validCert`), far before the threshold: a finding means that renewal is broken or the pair was put
+  there by something else. `cert.pem` is read, `tls.crt` when it is absent.
 
   A Secret GET returns the whole object, private key included: `fetch` keeps the one certificate
   value it needs and drops the object at once; no other key's value is stored, logged, put in a
@@ -76,7 +89,7 @@ DEFAULT_CONFIGURATIONS = [
     WebhookConfigurationRef(kind="validating", name="kruise-validating-webhook-configuration"),
 ]
 DEFAULT_SERVING_SECRETS = [
-    ServingSecretRef(namespace="koordinator-system", name="webhook-certs"),
+    ServingSecretRef(namespace="koordinator-system", name="koordinator-webhook-certs"),
     ServingSecretRef(namespace="kruise-system", name="kruise-webhook-certs"),
 ]
 

@@ -191,7 +191,8 @@ class Cluster:
         """
         return self._send("GET", path, params, accept=accept, timeout=timeout)
 
-    def dry_run_create(self, path: str, obj: dict[str, Any], *, timeout: float | None = None) -> Response:
+    def dry_run_create(self, path: str, obj: dict[str, Any], *, timeout: float | None = None,
+                       server_timeout: int | None = None) -> Response:
         """POST `obj` to the collection at `path` with `dryRun=All`, always: admitted, never persisted.
 
         The API server runs authentication, authorization and the whole admission chain (mutating and
@@ -203,9 +204,19 @@ class Cluster:
 
         `timeout` may exceed the configured read timeout (never the deadline): the API server answers
         only after every matching webhook answered or timed out (up to each one's `timeoutSeconds`).
+        `server_timeout` (whole seconds) is sent as the request's `timeout` query parameter: the API
+        server's request context, and with it every webhook call, ends then (k8s.io/apiserver@v0.37.2,
+        pkg/endpoints/filters/request_deadline.go; its --request-timeout, 60 s by default, caps it, and the
+        create handler stops at 34 s anyway, pkg/endpoints/handlers/create.go). Wait longer than it
+        (`timeout`) to read the API server's own answer.
         """
+        params: list[tuple[str, str | int]] = [("dryRun", "All")]
+        if server_timeout is not None:
+            if server_timeout < 1:
+                raise ValueError(f"server_timeout must be at least 1 s, got {server_timeout}")
+            params.append(("timeout", f"{server_timeout}s"))
         body = json.dumps(obj, separators=(",", ":")).encode()
-        return self._send("POST", path, {"dryRun": "All"}, body=body, content_type=JSON, timeout=timeout,
+        return self._send("POST", path, params, body=body, content_type=JSON, timeout=timeout,
                           may_wait_longer=True, admission_denials=True)
 
     def _send(self, method: str, path: str, params: Query | None = None, *, accept: str = JSON,

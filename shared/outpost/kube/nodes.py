@@ -12,10 +12,17 @@ Guarantees:
   holds 5,000 small records, not 5,000 API objects;
 - `NodeSelection` is the one definition of "which nodes a node check judges", shared by
   koordlet-coverage, kruise-daemon-coverage, nodemetric-freshness and node-utilization: node classes
-  (default real and KWOK fake, virtual-kubelet excluded: it runs no DaemonSets and reports no
-  NodeMetric), an optional label selector, cordoned nodes out unless asked for. `select_nodes`
-  says why each other node was left out, counted by reason, and counts the selected ones per class;
-  a selection of nothing is for the check to call `error` (it observed no node it could judge);
+  (default real only), an optional label selector, cordoned nodes out unless asked for. KWOK fake
+  nodes are opt-in: no agent runs on one, yet kwok's pod-ready stage makes every pod bound to it
+  Running and Ready (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-ready.yaml`), so its
+  "ready koordlet" proves nothing; and only koordlet writes a NodeMetric's status, while
+  koord-manager creates a spec-only NodeMetric for every node, fake ones included
+  (`github.com/koordinator-sh/koordinator@v1.6.0, pkg/slo-controller/nodemetric/nodemetric_controller.go`
+  `Reconcile` → `initNodeMetric`; `pkg/koordlet/statesinformer/impl/states_nodemetric.go` `sync` sets
+  `UpdateTime`), so a fake node's NodeMetric is never fresh. virtual-kubelet nodes run no DaemonSets and
+  report no NodeMetric. `select_nodes` says why each other node was left out, counted by reason, and
+  counts the selected ones per class; a selection of nothing is for the check to call `error` (it
+  observed no node it could judge), with `nothing_selected` saying why and how to opt fake nodes in;
 - `MetadataSelector` (label or annotation, `outpost.kube.selectors`) picks the nodes of
   kwok-node-consistency (the KWOK annotation by default), through the same `select_nodes`;
 - `UsageSample` is one node's CPU usage report, from a Koordinator NodeMetric (`status.updateTime`,
@@ -173,9 +180,12 @@ class NodeSelection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     classes: tuple[NodeClass, ...] = Field(
-        (NodeClass.REAL, NodeClass.FAKE), min_length=1,
-        description="Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), "
-                    "virtual (label type=virtual-kubelet). Default real and fake.")
+        (NodeClass.REAL,), min_length=1,
+        description="Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), virtual "
+                    "(label type=virtual-kubelet). Default real only: no koordlet or kruise-daemon runs on a "
+                    "KWOK fake node (kwok marks every pod bound to one Running and Ready, so its 'ready agent' "
+                    "proves nothing, and its NodeMetric never gets a status). Add fake only where something "
+                    "reports for fake nodes (the sandbox's stand-ins).")
     label_selector: str = Field(
         "", description="Only nodes whose labels match (Kubernetes selector syntax, sent to the API server); "
                         "'' = every node of the selected classes.")
@@ -204,11 +214,15 @@ class NodeSelection(BaseModel):
         return None
 
     def describe(self) -> str:
-        """`real and fake nodes`, `fake nodes with labels zone=a, cordoned included`."""
+        """`real nodes`, `real and fake nodes`, `fake nodes with labels zone=a, cordoned included`."""
         text = " and ".join(c.value for c in self.classes) + " nodes"
         if self.label_selector:
             text += f" with labels {self.label_selector}"
         return text + (", cordoned included" if self.include_cordoned else "")
+
+
+FAKE_OPT_IN = ("KWOK fake nodes are left out by default (no agent runs on them); to judge them, "
+               "set nodes.classes to [real, fake]")
 
 
 @dataclass(frozen=True)
@@ -227,6 +241,14 @@ class SelectedNodes:
     def details(self) -> dict[str, Any]:
         return {"selected": len(self.nodes), "by_class": dict(self.by_class), "excluded": dict(self.excluded),
                 "nodes_read": self.total}
+
+
+def nothing_selected(selection: NodeSelection, selected: SelectedNodes) -> str:
+    """Why no node was selected, in one line: what was asked, what was read and left out, and (when fake
+    nodes are not selected) how to opt them in."""
+    excluded = ", ".join(f"{count} {reason}" for reason, count in selected.excluded.items()) or "none"
+    text = f"no node selected ({selection.describe()}; {selected.total} nodes read, excluded: {excluded})"
+    return text if NodeClass.FAKE in selection.classes else f"{text}; {FAKE_OPT_IN}"
 
 
 def select_nodes(nodes: Iterable[NodeFacts], selection: NodeSelection | MetadataSelector) -> SelectedNodes:
@@ -254,6 +276,12 @@ def select_nodes(nodes: Iterable[NodeFacts], selection: NodeSelection | Metadata
 
 
 # -- CPU usage reports ------------------------------------------------------------------------------
+
+NODEMETRIC_EXPIRY_SECONDS = 180.0
+"""Koordinator's code default for `nodeMetricExpirationSeconds`: a NodeMetric older than this is expired for
+LoadAwareScheduling and LowNodeLoad (`github.com/koordinator-sh/koordinator@v1.6.0,
+pkg/scheduler/apis/config/v1beta3/defaults.go`, `pkg/descheduler/apis/config/v1alpha2/defaults.go`);
+three of koordlet's 60 s reports."""
 
 
 @dataclass(frozen=True)

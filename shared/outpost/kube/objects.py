@@ -255,6 +255,34 @@ class PodOutline(KubeObject):
         return self.spec.node_name
 
 
+class PodSchedulingSpec(View):
+    node_name: str = ""
+    scheduler_name: str = ""
+
+
+class PodSchedulingStatus(View):
+    phase: str = ""
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class PodSchedulingOutline(KubeObject):
+    """What scheduling checks read of a Pod (labels and annotations, node, scheduler, phase, conditions): a LIST
+    of Pending pods validated into this never builds their containers, volumes and affinity."""
+
+    KIND: ClassVar[str] = "Pod"
+
+    spec: PodSchedulingSpec = Field(default_factory=PodSchedulingSpec)
+    status: PodSchedulingStatus = Field(default_factory=PodSchedulingStatus)
+
+    @property
+    def terminating(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.node_name
+
+
 # -- workloads ----------------------------------------------------------------------------------------
 
 
@@ -710,11 +738,46 @@ class PodGroupStatus(View):
     schedule_start_time: datetime | None = None
 
 
+class ManagedFieldsEntry(View):
+    """One `metadata.managedFields` entry: who last changed which fields, and when."""
+
+    manager: str = ""
+    operation: str = ""
+    subresource: str = ""
+    time: datetime | None = None
+    fields_v1: dict[str, Any] = Field(default_factory=dict, alias="fieldsV1")
+
+    def owns(self, *path: str) -> bool:
+        """Whether this entry owns the field at `path` (`"status", "phase"`), in its `fieldsV1` tree."""
+        node: Any = self.fields_v1
+        for name in path:
+            if not isinstance(node, dict) or f"f:{name}" not in node:
+                return False
+            node = node[f"f:{name}"]
+        return True
+
+
+class PodGroupMeta(ObjectMeta):
+    """A PodGroup's metadata with its managedFields: a PodGroup has no conditions, so the entry that owns
+    `status.phase` is the only record of when the phase was last written."""
+
+    managed_fields: list[ManagedFieldsEntry] = Field(default_factory=list)
+
+
 class PodGroup(KubeObject):
     KIND: ClassVar[str] = "PodGroup"
 
+    metadata: PodGroupMeta = Field(default_factory=PodGroupMeta)
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+    @property
+    def phase_written_at(self) -> datetime | None:
+        """When `status.phase` was last changed: the newest time of the managedFields entries that own it
+        (the API server moves an entry's time only when that manager changed the object); None if unrecorded."""
+        times = [entry.time for entry in self.metadata.managed_fields
+                 if entry.time is not None and entry.owns("status", "phase")]
+        return max(times, default=None)
 
 
 # -- parsing ------------------------------------------------------------------------------------------

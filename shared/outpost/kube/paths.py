@@ -81,6 +81,9 @@ PRIORITY_LEVELS = Kind("PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.
                        "prioritylevelconfigurations", namespaced=False)
 NODE_METRICS = Kind("NodeMetric", "slo.koordinator.sh", "v1alpha1", "nodemetrics", namespaced=False)
 POD_GROUPS = Kind("PodGroup", "scheduling.sigs.k8s.io", "v1alpha1", "podgroups", namespaced=True)
+CLUSTER_COLOCATION_PROFILES = Kind("ClusterColocationProfile", "config.koordinator.sh", "v1alpha1",
+                                   "clustercolocationprofiles", namespaced=False)
+PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 NODE_METRICS_K8S = Kind("NodeMetrics", "metrics.k8s.io", "v1beta1", "nodes", namespaced=False)
 """The metrics-server resource metrics of nodes (its kind is `NodeMetrics`, its plural `nodes`)."""
 
@@ -90,7 +93,7 @@ KINDS: dict[str, Kind] = {
         NAMESPACES, NODES, PODS, SERVICES, ENDPOINTS, EVENTS, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
         ENDPOINT_SLICES, DEPLOYMENTS, DAEMON_SETS, LEASES, CRDS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS,
         CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS, FLOW_SCHEMAS, PRIORITY_LEVELS,
-        NODE_METRICS, POD_GROUPS, NODE_METRICS_K8S,
+        NODE_METRICS, POD_GROUPS, NODE_METRICS_K8S, CLUSTER_COLOCATION_PROFILES, PRIORITY_CLASSES,
     )
 }
 """Every kind Outpost (and its sandbox) reads or writes, by manifest `kind`."""

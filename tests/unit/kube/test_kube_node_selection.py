@@ -18,6 +18,7 @@ from outpost.kube.nodes import (
     NodeFacts,
     NodeSelection,
     facts_of,
+    nothing_selected,
     select_nodes,
     usage_from_metrics_k8s,
     usage_from_nodemetric,
@@ -68,16 +69,22 @@ NODES = [facts("real-1"), facts("fake-1", NodeClass.FAKE), facts("virt-1", NodeC
          facts("cordoned", NodeClass.REAL, unschedulable=True), facts("fake-2", NodeClass.FAKE, labels={"zone": "a"})]
 
 
+BOTH = (NodeClass.REAL, NodeClass.FAKE)
+
+
 @pytest.mark.parametrize(
     ("selection", "names", "by_class", "excluded"),
     [
-        (NodeSelection(), ["fake-1", "fake-2", "real-1"], {"real": 1, "fake": 2},
+        # the default: real nodes only (no agent runs on a KWOK fake node)
+        (NodeSelection(), ["real-1"], {"real": 1},
+         {"class fake not selected": 2, "class virtual not selected": 1, "cordoned (spec.unschedulable)": 1}),
+        (NodeSelection(classes=BOTH), ["fake-1", "fake-2", "real-1"], {"real": 1, "fake": 2},
          {"class virtual not selected": 1, "cordoned (spec.unschedulable)": 1}),
         (NodeSelection(classes=(NodeClass.FAKE,)), ["fake-1", "fake-2"], {"fake": 2},
          {"class real not selected": 2, "class virtual not selected": 1}),
-        (NodeSelection(include_cordoned=True), ["cordoned", "fake-1", "fake-2", "real-1"], {"real": 2, "fake": 2},
-         {"class virtual not selected": 1}),
-        (NodeSelection(label_selector="zone=a"), ["fake-2"], {"real": 0, "fake": 1},
+        (NodeSelection(include_cordoned=True), ["cordoned", "real-1"], {"real": 2},
+         {"class fake not selected": 2, "class virtual not selected": 1}),
+        (NodeSelection(classes=BOTH, label_selector="zone=a"), ["fake-2"], {"real": 0, "fake": 1},
          {"class virtual not selected": 1, "labels do not match zone=a": 3}),
         (NodeSelection(classes=(NodeClass.VIRTUAL,)), ["virt-1"], {"virtual": 1},
          {"class real not selected": 2, "class fake not selected": 2}),
@@ -90,6 +97,26 @@ def test_select_nodes(selection: NodeSelection, names: list[str], by_class: dict
     assert dict(selected.by_class) == by_class
     assert dict(selected.excluded) == excluded
     assert selected.total == len(NODES)
+
+
+@pytest.mark.parametrize(
+    ("selection", "nodes", "text"),
+    [
+        (NodeSelection(), [facts("fake-1", NodeClass.FAKE)],
+         "no node selected (real nodes; 1 nodes read, excluded: 1 class fake not selected); KWOK fake nodes are "
+         "left out by default (no agent runs on them); to judge them, set nodes.classes to [real, fake]"),
+        (NodeSelection(), [], "no node selected (real nodes; 0 nodes read, excluded: none); KWOK fake nodes are "
+                              "left out by default (no agent runs on them); to judge them, set nodes.classes to "
+                              "[real, fake]"),
+        # fake nodes already asked for: no opt-in hint
+        (NodeSelection(classes=BOTH, label_selector="zone=b"), [facts("fake-1", NodeClass.FAKE)],
+         "no node selected (real and fake nodes with labels zone=b; 1 nodes read, excluded: 1 labels do not "
+         "match zone=b)"),
+    ],
+)
+def test_nothing_selected_says_why_and_how_to_opt_fake_nodes_in(selection: NodeSelection, nodes: list[NodeFacts],
+                                                                 text: str) -> None:
+    assert nothing_selected(selection, select_nodes(nodes, selection)) == text
 
 
 def test_select_by_annotation_or_label() -> None:
@@ -109,7 +136,8 @@ def test_selection_params_refuse_bad_input() -> None:
         NodeSelection.model_validate({"classes": ["real", "cloud"]})
     assert NodeSelection(label_selector="zone in (a,b)").label_query() == "zone in (a,b)"
     assert NodeSelection().label_query() is None
-    assert NodeSelection().describe() == "real and fake nodes"
+    assert NodeSelection().describe() == "real nodes"
+    assert NodeSelection(classes=BOTH).describe() == "real and fake nodes"
 
 
 @pytest.mark.parametrize(

@@ -16,17 +16,14 @@ from typing import Any
 
 from outpost.kube.quantity import cpu_millis
 
-# target -> the component it stands for (what answers on which port is in the pod annotations).
+# target -> the component it stands for (what answers on which port is in the pod annotations). Only what needs
+# a real node is a stand-in: the managers and their webhooks are the real binaries (outpost_sandbox.kubelet), whose
+# faults are real too (outpost_sandbox.faults.managers).
 TARGETS: dict[str, str] = {
-    "koord-manager": "koord-manager health :8000 (/readyz; no /healthz) and metrics :8080",
-    "koord-webhook": "koord-manager webhook :9876 behind koordinator-webhook-service:443 (TLS)",
     "koordlet": "koordlet metrics :9316 (hostNetwork)",
-    "kruise-manager": "kruise-controller-manager health :8000 (/healthz, /readyz) and metrics :8080",
-    "kruise-webhook": "kruise-controller-manager webhook :9876 behind kruise-webhook-service:443 (TLS)",
     "kruise-daemon": "kruise-daemon /healthz :10221 (hostNetwork)",
     "ls-workload": "the example LS workload ls-web :8090 behind Service default/ls-web:80",
 }
-TLS_TARGETS = frozenset({"koord-webhook", "kruise-webhook"})
 
 # mode -> what the backend does for the target.
 MODES: dict[str, str] = {
@@ -36,9 +33,6 @@ MODES: dict[str, str] = {
     "hang": "accepts and never answers",
     "slow": "answers correctly after delay_ms",
     "wrong-body": "answers 200 with a body upstream never sends",
-    "tls-bad-ca": "serves a certificate from a foreign CA (TLS targets only)",
-    "tls-expired": "serves an expired certificate (TLS targets only)",
-    "no-mutate": "admission: allows without patching (webhook targets only)",
 }
 
 DEFAULT_CPU_RATIO = 0.62  # inside the default node-utilization band (lower bound 60 %, threshold 65 %)
@@ -51,10 +45,8 @@ def behaviour_path(systems_dir: Path) -> Path:
 def default_behaviour() -> dict[str, Any]:
     return {
         "targets": {t: {"mode": "ok", "delay_ms": 0} for t in TARGETS},
-        # certificate stem served per TLS target when mode is ok/slow/...; faults swap it.
-        "certs": {"koord-webhook": "koordinator-webhook-service",
-                  "kruise-webhook": "kruise-webhook-service"},
-        "stale_leases": [],          # leader Leases the renewer must not renew
+        # certificate stem served per TLS role (the overload fault's seat holder)
+        "certs": {"apf-hold": "outpost-sandbox-hold"},
         "stale_nodemetrics": [],     # nodes whose NodeMetric must not be refreshed
         "cpu_ratio": DEFAULT_CPU_RATIO,
         "apf_load": None,            # {"user": ..., "groups": [...]} while the overload fault is on
@@ -87,8 +79,6 @@ def set_target(systems_dir: Path, target: str, mode: str, delay_ms: int = 0) -> 
         raise ValueError(f"backend target {target!r}: unknown (known: {', '.join(sorted(TARGETS))})")
     if mode not in MODES:
         raise ValueError(f"backend mode {mode!r}: unknown (known: {', '.join(sorted(MODES))})")
-    if mode.startswith("tls-") and target not in TLS_TARGETS:
-        raise ValueError(f"backend mode {mode} for target {target}: target does not serve TLS")
     data = read_behaviour(systems_dir)
     data["targets"][target] = {"mode": mode, "delay_ms": int(delay_ms)}
     write_behaviour(systems_dir, data)

@@ -141,6 +141,10 @@ class AsyncKube:
     async def _run(self, action: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, action)
 
+    async def run(self, action: Callable[[Kube], T]) -> T:
+        """Any `Kube` call, in a worker thread."""
+        return await self._run(lambda: action(self.kube))
+
     async def get(self, path: str) -> Any:
         return await self._run(lambda: self.kube.get(path))
 

@@ -1,10 +1,12 @@
 """The sandbox backend network: namespace `outpost-sbx` on a veth pair, owning every pod and node IP.
 
-Why: the API server refuses to proxy to loopback or link-local addresses, so the health backends
-must sit behind ordinary addresses. The namespace side claims the whole pod range (10.244.0.0/16),
-node range (10.245.0.0/16) and Service range (10.96.0.0/16) as local (`ip route add local ...
-dev lo`), so one process bound to 0.0.0.0 inside it answers for every pod, node and Service IP;
-the host reaches them through routes via the veth peer.
+Why: the API server refuses to proxy to loopback or link-local addresses, so the stand-in backends
+must sit behind ordinary addresses. The namespace side claims kwok's whole pod range (10.244.0.0/16)
+and the node range (10.245.0.0/16) as local (`ip route add local ... dev lo`), so one process bound to
+0.0.0.0 inside it answers for every KWOK pod and node IP; the host reaches them through routes via the
+veth peer. Service ClusterIPs need no route: nothing dials them (the API server calls webhooks and proxies
+to Services on their endpoints, `--enable-aggregator-routing`), as without kube-proxy. The process node's
+pods have networks of their own (`outpost_sandbox.kubelet.podnet`), more specific routes than these.
 
 Guarantees: `up()` is idempotent (each step is skipped if already in place); `down()` removes the
 namespace, the veth pair and the host routes, and is idempotent too; each failure is a one-line
@@ -24,10 +26,7 @@ HOST_IF, NS_IF = "osbx0", "osbx1"
 HOST_ADDR, NS_ADDR = "10.243.255.1/30", "10.243.255.2/30"
 NS_GW = "10.243.255.2"
 POD_CIDR, NODE_CIDR = "10.244.0.0/16", "10.245.0.0/16"
-# Service ClusterIPs too: there is no kube-proxy, and the API server calls admission webhooks on
-# the Service's ClusterIP; the daemon plays kube-proxy for them (ClusterIP:port -> a ready endpoint).
-SERVICE_CIDR = "10.96.0.0/16"  # = outpost_sandbox.cluster.SERVICE_CIDR (a test pins the two together)
-OWNED_CIDRS = (POD_CIDR, NODE_CIDR, SERVICE_CIDR)
+OWNED_CIDRS = (POD_CIDR, NODE_CIDR)
 CLONE_NEWNET = 0x40000000
 
 

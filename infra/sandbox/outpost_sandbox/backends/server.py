@@ -1,22 +1,24 @@
-"""The sandbox backend daemon: every health, webhook and workload endpoint kwok's pods do not run.
+"""The sandbox backend daemon: what needs a real node, for pods kwok (or the process node) runs without a process.
+
+The managers are real (the process node runs them, `outpost_sandbox.kubelet`); what this daemon stands in for
+cannot run here: koordlet (cgroups, a container runtime: it answers koordlet's metrics port and writes
+koordlet's part of every NodeMetric, its status), kruise-daemon (its /healthz on 10221), the example LS
+workload, and the overload fault's seat-holding webhook.
 
 What it guarantees:
-- One process, listening on 0.0.0.0 inside the `outpost-sbx` namespace (which owns every pod and
-  node IP), answers for all pods. It tells them apart by the local address and port a connection
+- One process, listening on 0.0.0.0 inside the `outpost-sbx` namespace (which owns every KWOK pod and
+  node IP), answers for all those pods. It tells them apart by the local address and port a connection
   reached: the pod with that IP (or, for hostNetwork pods, that node IP) whose annotation
   `outpost.sandbox/ports` names a role for that port. A port no pod claims is reset, like a
   closed port; so a pod that the real controllers removed stops answering for real.
-- Answers follow upstream: controller-runtime health bodies (200 `ok`; 500 `[-]CHECK failed:
-  reason withheld`), 404 for koord-manager's unregistered /healthz, webhook /healthz 200 with an
-  empty body, real AdmissionReview v1 JSON-Patch responses over TLS with a serving certificate
-  from the sandbox CA.
-- Behaviour per target (healthy, down, 500, hang, slow, wrong body, foreign-CA or expired TLS,
-  no mutation) comes from `behaviour.json`, re-read whenever it changes; a malformed file keeps the
-  last good behaviour and is logged.
-- While up, it renews the leader Leases (unless a fault marks them stale, or the manager has no
-  pod: no process, no leader) and keeps every node's NodeMetric fresh; during the overload fault it
-  keeps the starved priority level's only seat occupied with a bounded loopback load (at most
-  `APF_WORKERS` concurrent dry-run requests).
+- Answers follow upstream: kruise-daemon's controller-runtime health bodies (200 `ok`; 500 `[-]CHECK failed:
+  reason withheld`), Prometheus text on the metrics port.
+- Behaviour per target (healthy, down, 500, hang, slow, wrong body) comes from `behaviour.json`, re-read
+  whenever it changes; a malformed file keeps the last good behaviour and is logged.
+- While up, it writes koordlet's report (status.updateTime and the node's usage) into every NodeMetric that
+  koord-manager created, never its spec and never one that does not exist; during the overload fault it keeps
+  the starved priority level's only seat occupied with a bounded loopback load (at most `APF_WORKERS`
+  concurrent dry-run requests).
 Nothing it logs contains a credential.
 """
 
@@ -44,10 +46,8 @@ from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
 
 log = logging.getLogger("outpost_sandbox.backend")
 
-PORTS = (80, 443, 8000, 8080, 8090, 9316, 9876, 10221)
+PORTS = (8090, 9316, 9876, 10221)
 PORTS_ANNOTATION = "outpost.sandbox/ports"
-LEASE_DURATION_S = 15
-LEASE_RENEW_S = 5.0
 NODEMETRIC_REFRESH_S = 60.0
 """koordlet's default reportIntervalSeconds, used up to `NODEMETRIC_WRITES_PER_S` x 60 nodes."""
 NODEMETRIC_WRITES_PER_S = 40.0
@@ -66,17 +66,7 @@ APF_WORKERS = 3
 APF_LOAD_USER = "outpost-sandbox:apf-load"
 APF_HOLD_S = 8.0
 
-# leader Lease -> (namespace, label selector of the process that holds it; None: always held)
-LEADER_LEASES: dict[str, tuple[str, str | None]] = {
-    "koordinator-manager": ("koordinator-system", "koord-app=koord-manager"),
-    "koord-scheduler": ("koordinator-system", None),
-    "koord-descheduler": ("koordinator-system", None),
-    "kruise-manager": ("kruise-system", "control-plane=controller-manager"),
-}
-
 HEALTH_CHECKS = {  # target -> {path: controller-runtime check name}
-    "koord-manager": {"/readyz": "webhook-ready"},
-    "kruise-manager": {"/healthz": "ping", "/readyz": "webhook-ready"},
     "kruise-daemon": {"/healthz": "ping"},
 }
 
@@ -97,48 +87,13 @@ class Role:
 
 
 class PodIndex:
-    """(local IP, port) -> Role, rebuilt from the pod list (the real controllers' output), and
-    (ClusterIP, port) -> ready endpoints, from Services and the endpointslice controller's slices."""
+    """(local IP, port) -> Role, rebuilt from the pod list (the real controllers' output)."""
 
     def __init__(self) -> None:
         self.roles: dict[tuple[str, int], Role] = {}
-        self.services: dict[tuple[str, int], list[tuple[str, int]]] = {}
-
-    def rebuild_services(self, services: list[dict[str, Any]], slices: list[dict[str, Any]]) -> None:
-        by_svc: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for sl in slices:
-            meta = sl.get("metadata", {})
-            svc = (meta.get("labels") or {}).get("kubernetes.io/service-name")
-            if svc:
-                by_svc.setdefault((str(meta.get("namespace")), svc), []).append(sl)
-        table: dict[tuple[str, int], list[tuple[str, int]]] = {}
-        for svc in services:
-            meta, spec = svc.get("metadata", {}), svc.get("spec", {})
-            cip = spec.get("clusterIP")
-            if not cip or cip == "None":
-                continue
-            for sp in spec.get("ports") or []:
-                dests: list[tuple[str, int]] = []
-                for sl in by_svc.get((str(meta.get("namespace")), str(meta.get("name"))), []):
-                    tport = next((p.get("port") for p in sl.get("ports") or []
-                                  if p.get("name", "") == sp.get("name", "")), None)
-                    if tport is None:
-                        continue
-                    for ep in sl.get("endpoints") or []:
-                        if (ep.get("conditions") or {}).get("ready") is False:
-                            continue
-                        dests += [(str(a), int(tport)) for a in ep.get("addresses") or []]
-                table[(str(cip), int(sp["port"]))] = dests
-        self.services = table
 
     def lookup(self, ip: str, port: int) -> Role | None:
-        role = self.roles.get((ip, port))
-        if role is None:
-            for dest in self.services.get((ip, port), []):
-                role = self.roles.get(dest)
-                if role is not None:
-                    break
-        return role
+        return self.roles.get((ip, port))
 
     def rebuild(self, pods: list[dict[str, Any]]) -> None:
         roles: dict[tuple[str, int], Role] = {}
@@ -222,47 +177,11 @@ def response(status: int, body: bytes, ctype: str = "text/plain; charset=utf-8")
     return head.encode() + body
 
 
-def _json_pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def mutate(target: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
-    """The JSON Patch each webhook applies to an opted-in pod (kept small, but a real mutation).
-
-    koord-webhook: a pod labelled koordinator.sh/enable-colocation=true gets the colocation
-    profile's labels koordinator.sh/qosClass=BE and koordinator.sh/priority-class=koord-batch.
-    kruise-webhook: a pod labelled apps.kruise.io/inject-readiness-gate=true gets the readiness
-    gate KruisePodReady.
-    """
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    ops: list[dict[str, Any]] = []
-    if target == "koord-webhook":
-        if "labels" not in meta:
-            ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
-        for k, v in (("koordinator.sh/qosClass", "BE"), ("koordinator.sh/priority-class", "koord-batch")):
-            if labels.get(k) != v:
-                ops.append({"op": "add", "path": f"/metadata/labels/{_json_pointer(k)}", "value": v})
-    elif target == "kruise-webhook":
-        gates = (pod.get("spec") or {}).get("readinessGates") or []
-        if not any(g.get("conditionType") == "KruisePodReady" for g in gates):
-            if not gates:
-                ops.append({"op": "add", "path": "/spec/readinessGates", "value": []})
-            ops.append({"op": "add", "path": "/spec/readinessGates/-",
-                        "value": {"conditionType": "KruisePodReady"}})
-    return ops
-
-
-def admission_response(target: str, body: bytes, patch: bool) -> bytes:
-    review = json.loads(body)
-    request = review["request"]
-    resp: dict[str, Any] = {"uid": request["uid"], "allowed": True}
-    if patch:
-        ops = mutate(target, request.get("object") or {})
-        if ops:
-            resp["patchType"] = "JSONPatch"
-            resp["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
-    out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp}
+def admission_allowed(body: bytes) -> bytes:
+    """An AdmissionReview v1 response allowing the request unchanged (the seat holder's only answer)."""
+    request = json.loads(body)["request"]
+    out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+           "response": {"uid": request["uid"], "allowed": True}}
     return json.dumps(out).encode()
 
 
@@ -280,7 +199,6 @@ class Daemon:
         self.behaviour: dict[str, Any] = default_behaviour()
         self._behaviour_mtime = -1.0
         self._tls: dict[tuple[str, float], ssl.SSLContext] = {}
-        self._pods_by_selector: dict[str, list[str]] = {}
         self._refresh_lock = asyncio.Lock()
         self._last_refresh = 0.0
         self._refresh_took = 0.0
@@ -304,12 +222,8 @@ class Daemon:
         t = self.behaviour["targets"].get(target) or {"mode": "ok"}
         return str(t.get("mode", "ok")), int(t.get("delay_ms", 0))
 
-    def tls_context(self, target: str, mode: str) -> ssl.SSLContext:
+    def tls_context(self, target: str) -> ssl.SSLContext:
         stem = str(self.behaviour["certs"].get(target, ""))
-        if mode == "tls-bad-ca":
-            stem = f"{stem.removesuffix('-short')}-badca"
-        elif mode == "tls-expired":
-            stem = f"{stem.removesuffix('-short')}-expired"
         crt = self.pki_dir / f"{stem}.crt"
         key = (crt.stat().st_mtime if crt.exists() else 0.0)
         ctx = self._tls.get((stem, key))
@@ -329,25 +243,11 @@ class Daemon:
             started = loop.time()
             try:
                 items = await self.kube.list("/api/v1/pods")
-                services = await self.kube.get("/api/v1/services")
-                slices = await self.kube.get("/apis/discovery.k8s.io/v1/endpointslices")
             except SandboxApiError as exc:
                 log.error("pod index refresh failed: %s", exc)
                 return
             self._last_refresh = loop.time()
             self.index.rebuild(items)
-            self.index.rebuild_services(services.get("items") or [], slices.get("items") or [])
-            by_sel: dict[str, list[str]] = {}
-            for ns_sel in {v for v in LEADER_LEASES.values() if v[1]}:
-                ns, sel = ns_sel
-                k, _, v = (sel or "").partition("=")
-                by_sel[f"{ns}/{sel}"] = sorted(
-                    p["metadata"]["name"] for p in items
-                    if p["metadata"].get("namespace") == ns
-                    and (p["metadata"].get("labels") or {}).get(k) == v
-                    and p.get("status", {}).get("phase") == "Running"
-                    and not p["metadata"].get("deletionTimestamp"))
-            self._pods_by_selector = by_sel
             self._refresh_took = loop.time() - started
 
     async def resolve(self, ip: str, port: int) -> Role | None:
@@ -383,7 +283,7 @@ class Daemon:
             return
         tls_ctx = None
         if role.kind == "webhook":
-            tls_ctx = self.tls_context(role.target, mode)
+            tls_ctx = self.tls_context(role.target)
             await writer.start_tls(tls_ctx)
         while True:
             if mode == "hang":
@@ -397,7 +297,7 @@ class Daemon:
             method, target_path, _headers, body = req
             self.reload_behaviour()
             mode, delay_ms = self.target_mode(role.target)
-            if mode == "down" or (tls_ctx is not None and self.tls_context(role.target, mode) is not tls_ctx):
+            if mode == "down":
                 # A client reusing a kept-alive connection must meet the new behaviour (and the
                 # new certificate) too, so the connection is dropped and it has to reconnect.
                 _reset(writer)
@@ -410,8 +310,7 @@ class Daemon:
             if path == "/outpost-hold":
                 # the overload fault's seat holder: answer late, and always allow
                 await asyncio.sleep(APF_HOLD_S)
-                writer.write(response(200, admission_response(role.target, body, False),
-                                      "application/json"))
+                writer.write(response(200, admission_allowed(body), "application/json"))
             else:
                 writer.write(self.answer(role, mode, method, target_path, body))
             await writer.drain()
@@ -441,25 +340,8 @@ class Daemon:
             text = (f"# HELP outpost_sandbox_up Whether the sandbox backend for this target answers.\n"
                     f"# TYPE outpost_sandbox_up gauge\noutpost_sandbox_up{{target=\"{role.target}\"}} 1\n")
             return response(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
-        if role.kind == "webhook":
-            if path in ("/healthz", "/readyz") and method == "GET":
-                if mode == "500":
-                    return response(500, b"internal server error\n")
-                if mode == "wrong-body":
-                    return response(200, b"not a webhook\n")
-                return response(200, b"")
-            if method != "POST" or not (path.startswith("/mutate") or path.startswith("/validate")):
-                return response(404, b"404 page not found\n")
-            if mode == "500":
-                return response(500, b"internal server error\n")
-            if mode == "wrong-body":
-                return response(200, b"{}", "application/json")
-            try:
-                out = admission_response(role.target, body,
-                                         patch=path.startswith("/mutate") and mode != "no-mutate")
-            except (ValueError, KeyError, TypeError):
-                return response(400, b"malformed AdmissionReview\n")
-            return response(200, out, "application/json")
+        if role.kind == "webhook":  # only the seat holder's /outpost-hold is served (above)
+            return response(404, b"404 page not found\n")
         # app: the LS workload
         if mode == "500":
             return response(500, b"internal server error\n")
@@ -467,35 +349,7 @@ class Daemon:
             return response(200, b"unexpected\n")
         return response(200, b"ok\n")
 
-    # ---- renewers --------------------------------------------------------------------------
-    async def renew_leases(self) -> None:
-        start: dict[str, str] = {}
-        while True:
-            self.reload_behaviour()
-            await self.refresh_pods(force=True)
-            now = dt.datetime.now(dt.UTC)
-            stale = set(self.behaviour.get("stale_leases") or [])
-            for name, (ns, selector) in LEADER_LEASES.items():
-                if name in stale:
-                    continue
-                if selector:
-                    holders = self._pods_by_selector.get(f"{ns}/{selector}", [])
-                    if not holders:
-                        continue  # no manager process: nobody renews, as in a real cluster
-                    holder = f"{holders[0]}_outpost-sandbox"
-                else:
-                    holder = f"{name}-sandbox_outpost-sandbox"
-                start.setdefault(name, rfc3339_micro(now))
-                lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                         "metadata": {"name": name, "namespace": ns},
-                         "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_DURATION_S,
-                                  "acquireTime": start[name], "renewTime": rfc3339_micro(now)}}
-                try:
-                    await self.kube.apply(lease)
-                except SandboxApiError as exc:
-                    log.error("lease %s/%s: renew failed: %s", ns, name, exc)
-            await asyncio.sleep(LEASE_RENEW_S)
-
+    # ---- koordlet's report -----------------------------------------------------------------
     async def refresh_nodemetrics(self) -> None:
         loop = asyncio.get_running_loop()
         interval = NODEMETRIC_REFRESH_S
@@ -512,43 +366,34 @@ class Daemon:
                 await asyncio.wait_for(self._changed.wait(), max(0.0, interval - (loop.time() - started)))
 
     async def _nodemetrics_once(self) -> float:
-        """Write every node's NodeMetric once; returns the report interval to wait before the next round."""
-        nodes = await self.kube.list("/api/v1/nodes")
+        """koordlet's report into every node's NodeMetric, once; returns the interval to wait before the next round.
+
+        koord-manager creates each node's NodeMetric (spec only: what koordlet is to report) and removes it with
+        the node; koordlet writes the status. So only the status subresource of an existing NodeMetric is
+        written: a node koord-manager has not reached yet is reported on the next round.
+        """
+        nodes = {node["metadata"]["name"]: node for node in await self.kube.list("/api/v1/nodes")}
         interval = int(max(NODEMETRIC_REFRESH_S, len(nodes) / NODEMETRIC_WRITES_PER_S))
         stale = set(self.behaviour.get("stale_nodemetrics") or [])
         ratio = float(self.behaviour.get("cpu_ratio", 0.62))
-        # As koord-manager does, a node's NodeMetric goes with the node: owned by it (the garbage collector
-        # removes it once the node is deleted, even if this loop wrote it a moment after) and pruned here.
-        names = {node["metadata"]["name"] for node in nodes}
-        written: dict[str, tuple[Any, Any]] = {}  # name -> (collect policy, owner uids) as last written
-        for metric in await self.kube.list(NODEMETRICS):
-            if metric["metadata"]["name"] not in names:
-                await self.kube.delete(f"{NODEMETRICS}/{metric['metadata']['name']}")
-            else:
-                written[metric["metadata"]["name"]] = (
-                    (metric.get("spec") or {}).get("metricCollectPolicy"),
-                    [ref.get("uid") for ref in metric["metadata"].get("ownerReferences") or []])
-        policy = {"aggregateDurationSeconds": 300, "reportIntervalSeconds": interval}
+        existing = [metric["metadata"]["name"] for metric in await self.kube.list(NODEMETRICS)]
         workers = asyncio.Semaphore(NODEMETRIC_WORKERS)
 
-        async def report(node: dict[str, Any]) -> None:
-            name = node["metadata"]["name"]
-            alloc = node.get("status", {}).get("allocatable", {})
+        async def report(name: str) -> None:
+            alloc = nodes[name].get("status", {}).get("allocatable", {})
             cpu_m = cpu_usage_millis(str(alloc.get("cpu", "1")), ratio)
-            owner = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}
-            obj: dict[str, Any] = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
-                                   "metadata": {"name": name, "ownerReferences": [owner]}}
             async with workers:
-                # The spec (what koord-manager asks koordlet for) and owner are written only when they
-                # differ; the status (koordlet's report) every round.
-                if written.get(name) != (policy, [owner["uid"]]):
-                    await self.kube.apply({**obj, "spec": {"metricCollectPolicy": policy}})
-                await self.kube.apply({**obj, "status": {
-                    "updateTime": rfc3339(dt.datetime.now(dt.UTC)),
-                    "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}},
-                }}, subresource="status")
+                try:
+                    await self.kube.apply({
+                        "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
+                        "status": {"updateTime": rfc3339(dt.datetime.now(dt.UTC)),
+                                   "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}}},
+                    }, subresource="status")
+                except SandboxApiError as exc:
+                    if exc.status != 404:  # deleted with its node a moment ago
+                        raise
 
-        outcomes = await asyncio.gather(*(report(node) for node in nodes if node["metadata"]["name"] not in stale),
+        outcomes = await asyncio.gather(*(report(name) for name in existing if name in nodes and name not in stale),
                                         return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -590,7 +435,7 @@ class Daemon:
                 await self.refresh_pods(force=True)
 
         try:
-            await asyncio.gather(pods_loop(), self.renew_leases(), self.refresh_nodemetrics(),
+            await asyncio.gather(pods_loop(), self.refresh_nodemetrics(),
                                  self.apf_load(), *(s.serve_forever() for s in servers))
         finally:
             ready.unlink(missing_ok=True)

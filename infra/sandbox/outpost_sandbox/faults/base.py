@@ -28,23 +28,10 @@ APF_NAME = "outpost-sandbox-overload"
 APF_LOAD_USER = "outpost-sandbox:apf-load"
 DEFAULT_PROBE_SUBJECT = "user:outpost-probe"
 FAULT_PREFIX = "outpost-fault"
-MANAGERS = {"koord-manager": "koordinator-system", "kruise-controller-manager": "kruise-system"}
-LEADER_LEASES = {"koordinator-manager": "koordinator-system", "koord-scheduler": "koordinator-system",
-                 "koord-descheduler": "koordinator-system", "kruise-manager": "kruise-system"}
-WEBHOOK_CONFIGS = {
-    "koordinator": ("koordinator-mutating-webhook-configuration",
-                    "koordinator-validating-webhook-configuration"),
-    "kruise": ("kruise-mutating-webhook-configuration", "kruise-validating-webhook-configuration"),
-}
-
 
 # backend target -> the catalogue checks that read it
 TARGET_CHECKS: dict[str, tuple[str, ...]] = {
-    "koord-manager": ("koord-manager-health",),
-    "koord-webhook": ("koord-webhook", "admission-dry-run"),
     "koordlet": (),
-    "kruise-manager": ("kruise-manager-health",),
-    "kruise-webhook": ("kruise-webhook", "admission-dry-run"),
     "kruise-daemon": ("kruise-daemon-coverage",),
     "ls-workload": ("ls-latency",),
 }

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from outpost_sandbox.backends.behaviour import (
-    TARGETS,
-    TLS_TARGETS,
-)
+from outpost_sandbox.backends.behaviour import TARGETS
 from outpost_sandbox.faults.backends import backend_fault
 from outpost_sandbox.faults.base import (
     DEFAULT_PROBE_SUBJECT,
-    LEADER_LEASES,
     NO_KOORDLET_LABEL,
     NO_KRUISE_DAEMON_LABEL,
     TARGET_CHECKS,
@@ -27,20 +23,23 @@ from outpost_sandbox.faults.control_plane import (
     apiserver_cert_fault,
     component_down_fault,
     kwok_down_fault,
-    webhook_cert_expiring_apply,
-    webhook_cert_expiring_heal,
 )
 from outpost_sandbox.faults.extension_objects import (
     evictions_apply,
     evictions_heal,
-    leader_lease_apply,
-    leader_lease_heal,
     nodemetric_stale_apply,
     nodemetric_stale_heal,
     podgroup_fault,
     scaled_to_zero_apply,
     scaled_to_zero_heal,
     utilization_fault,
+)
+from outpost_sandbox.faults.managers import (
+    cert_expiring_fault,
+    certs_deleted_fault,
+    down_fault,
+    frozen_fault,
+    lease_stolen_fault,
     webhook_deleted_apply,
     webhook_deleted_heal,
 )
@@ -61,30 +60,46 @@ def _backend_fault(name: str, checks: tuple[str, ...], help_: str, pair: tuple[A
 
 
 _BACKEND_TARGETS = "backend target: " + ", ".join(sorted(TARGETS))
+_KOORD_DOWN = ("koord-manager-health", "koord-webhook", "admission-dry-run", "leader-leases")
+_KRUISE_DOWN = ("kruise-manager-health", "kruise-webhook", "admission-dry-run", "kruise-manager-replicas",
+                "leader-leases")
+MANAGER_DOWN = {"koord-manager": _KOORD_DOWN, "kruise-controller-manager": _KRUISE_DOWN,
+                "koord-scheduler": ("leader-leases",), "koord-descheduler": ("leader-leases",)}
+"""What a manager's outage fails, per manager Deployment: its health, its webhook (no ready endpoint), admission
+(both pod webhooks fail closed, so the API server refuses the dry-run pod naming the webhook), its replicas,
+its leader Lease (expired before `break` returns)."""
+SYSTEM_DOWN = {"koordinator": _KOORD_DOWN, "kruise": _KRUISE_DOWN}
+_MANAGER_TARGETS = "manager deployment: " + ", ".join(sorted(MANAGER_DOWN))
+_ALL = tuple(sorted({check for checks in MANAGER_DOWN.values() for check in checks}))
+
+
+def _system_fault(name: str, extra: tuple[str, ...], help_: str, pair: tuple[Apply, Heal]) -> Fault:
+    """A fault aimed at one system (koordinator or kruise) that holds its manager down."""
+    by_target = {system: (*extra, *checks) for system, checks in SYSTEM_DOWN.items()}
+    return _fault(name, tuple(sorted({c for checks in by_target.values() for c in checks})), help_, pair,
+                  "koordinator or kruise", by_target)
+
+
 FAULTS: dict[str, Fault] = {f.name: f for f in [
-    _backend_fault("backend-down", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
-                            "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
+    _backend_fault("backend-down", ("kruise-daemon-coverage", "ls-latency"),
            "the backend resets connections", backend_fault("down"), _BACKEND_TARGETS),
-    _backend_fault("backend-500", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
-                           "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
+    _backend_fault("backend-500", ("kruise-daemon-coverage", "ls-latency"),
            "the backend answers 500", backend_fault("500"), _BACKEND_TARGETS),
-    _backend_fault("backend-hang", ("koord-manager-health", "koord-webhook", "kruise-manager-health", "kruise-webhook",
-                            "admission-dry-run", "kruise-daemon-coverage", "ls-latency"),
+    _backend_fault("backend-hang", ("kruise-daemon-coverage", "ls-latency"),
            "the backend accepts and never answers", backend_fault("hang"), _BACKEND_TARGETS),
-    _backend_fault("backend-slow", ("ls-latency", "koord-manager-health", "kruise-manager-health"),
-           "the backend answers after --delay-ms (default 3000)",
-           backend_fault("slow"), _BACKEND_TARGETS),
-    _backend_fault("backend-wrong-body", ("kruise-manager-health", "koord-manager-health", "admission-dry-run"),
-           "the backend answers 200 with a wrong body",
-           backend_fault("wrong-body"), _BACKEND_TARGETS),
-    _backend_fault("backend-tls-bad-ca", ("admission-dry-run",),
-           "the webhook serves a certificate from a foreign CA", backend_fault("tls-bad-ca", TLS_TARGETS),
-           "koord-webhook or kruise-webhook"),
-    _backend_fault("backend-tls-expired", ("admission-dry-run",),
-           "the webhook serves an expired certificate", backend_fault("tls-expired", TLS_TARGETS),
-           "koord-webhook or kruise-webhook"),
-    _backend_fault("webhook-no-mutate", ("admission-dry-run",), "the webhook allows without mutating",
-           backend_fault("no-mutate", TLS_TARGETS), "koord-webhook or kruise-webhook"),
+    _backend_fault("backend-slow", ("ls-latency",),
+           "the backend answers after --delay-ms (default 3000)", backend_fault("slow"), _BACKEND_TARGETS),
+    _backend_fault("backend-wrong-body", ("ls-latency",),
+           "the backend answers 200 with a wrong body", backend_fault("wrong-body"), _BACKEND_TARGETS),
+    _fault("manager-down", _ALL, "the manager's processes are killed and kept down (CrashLoopBackOff); break "
+           "returns once its pods are NotReady and its leader Lease has expired", down_fault(), _MANAGER_TARGETS,
+           MANAGER_DOWN),
+    _fault("manager-frozen", _ALL, "the manager's processes are stopped (SIGSTOP): ports accept, nothing answers; "
+           "break returns once its readiness probe failed and its Lease expired", frozen_fault(), _MANAGER_TARGETS,
+           MANAGER_DOWN),
+    _fault("manager-lease-stolen", ("leader-leases",), "a foreign holder takes the manager's leader Lease for an "
+           "hour: the manager exits, restarts and is ready but not leading", lease_stolen_fault(),
+           "lease: koordinator-manager, koord-scheduler, koord-descheduler or kruise-manager"),
     _fault("koordlet-missing", ("koordlet-coverage",), "the koordlet DaemonSet leaves one node",
            daemonset_pod_missing(NO_KOORDLET_LABEL, "koordinator-system", "koordlet"), "node (default: first)"),
     _fault("kruise-daemon-missing", ("kruise-daemon-coverage",), "the kruise-daemon DaemonSet leaves one node",
@@ -104,23 +119,20 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     _fault("be-evictions", ("be-eviction-rate",), "--count (default 10) evictPodSuccess Events on BE pods",
            (evictions_apply, evictions_heal)),
     _fault("webhook-config-deleted", ("koord-webhook", "kruise-webhook", "admission-dry-run"),
-           "the system's mutating and validating webhook configurations are deleted",
-           (webhook_deleted_apply, webhook_deleted_heal), "koordinator or kruise",
+           "the system's mutating and validating webhook configurations are deleted (the running manager does "
+           "not recreate them)", (webhook_deleted_apply, webhook_deleted_heal), "koordinator or kruise",
            {"koordinator": ("koord-webhook", "admission-dry-run"), "kruise": ("kruise-webhook", "admission-dry-run")}),
-    _fault("manager-scaled-to-zero", ("koord-manager-health", "kruise-manager-health", "kruise-manager-replicas",
-                                      "leader-leases"),
-           "the manager Deployment is scaled to 0", (scaled_to_zero_apply, scaled_to_zero_heal),
-           "koord-manager or kruise-controller-manager",
-           {"koord-manager": ("koord-manager-health", "leader-leases"),
-            "kruise-controller-manager": ("kruise-manager-health", "kruise-manager-replicas", "leader-leases")}),
-    _fault("leader-lease-stale", ("leader-leases",), "a leader Lease is no longer renewed",
-           (leader_lease_apply, leader_lease_heal), "lease: " + ", ".join(sorted(LEADER_LEASES))),
+    _fault("manager-scaled-to-zero", _ALL, "the manager Deployment is scaled to 0",
+           (scaled_to_zero_apply, scaled_to_zero_heal), _MANAGER_TARGETS, MANAGER_DOWN),
+    _system_fault("webhook-cert-expiring", ("webhook-cert-expiry",),
+                  "with the manager down, its webhook certificate Secret and caBundles hold a CA and certificate "
+                  "expiring in --days (default 5); heal lets the manager replace them", cert_expiring_fault()),
+    _system_fault("webhook-certs-deleted", ("webhook-cert-expiry",),
+                  "with the manager down, its webhook certificate Secret is deleted; heal lets the manager "
+                  "generate a new CA and certificate", certs_deleted_fault()),
     _fault("apiserver-overload", ("apiserver-triage",),
            "Priority and Fairness rejects the subject's requests with 429 while /readyz stays 200",
            (overload_apply, overload_heal), f"user:NAME, group:NAME or sa:NS/NAME (default {DEFAULT_PROBE_SUBJECT})"),
-    _fault("webhook-cert-expiring", ("webhook-cert-expiry",),
-           "webhook CA (caBundle) and serving certificates expire in --days (default 5)",
-           (webhook_cert_expiring_apply, webhook_cert_expiring_heal)),
     _fault("apiserver-cert-expiring", ("apiserver-cert-expiry",), "API server certificate expires in 5 days",
            apiserver_cert_fault(5)),
     _fault("apiserver-cert-expired", ("apiserver-cert-expiry", "apiserver-triage"),

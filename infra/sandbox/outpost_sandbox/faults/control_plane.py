@@ -1,9 +1,10 @@
-"""Control-plane and certificate faults: webhook and API server certificates expiring or expired,
-etcd, the API server or kwok stopped.
+"""Control-plane faults: the API server's certificate expiring or expired, etcd, the API server or kwok stopped.
 
 Guarantees: certificate faults reissue real certificates from the sandbox PKI and republish what
 the API serves; a stopped component's heal returns once it works again (after etcd or the API
-server, once the watching components have been restarted and the systems are ready).
+server, once the watching components have been restarted and the systems are ready: the real managers
+exit when they lose the API server for longer than their renew deadline, and the process node's kubelet
+restarts them).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from outpost_sandbox import cluster, pki, systems
+from outpost_sandbox import cluster
 from outpost_sandbox.faults.base import (
     Apply,
     FaultContext,
@@ -22,56 +23,10 @@ from outpost_sandbox.faults.base import (
     utc_now,
     wait_for,
 )
-from outpost_sandbox.faults.extension_objects import manifest_docs
 from outpost_sandbox.faults.nodes import restore_systems
 
 
 # ---- certificates ----------------------------------------------------------------------------------
-def _republish_webhook_pki(ctx: FaultContext) -> None:
-    for doc in manifest_docs(ctx):
-        if doc["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"):
-            ctx.kube.apply(doc)
-
-
-def webhook_cert_expiring_apply(ctx: FaultContext) -> dict[str, Any]:
-    days = float(ctx.options.get("days") or 5)
-    pdir = ctx.sdir / "pki"
-    t = pki.now()
-    ca = pki.make_ca("outpost-sandbox-ca-short", t - dt.timedelta(hours=1), t + dt.timedelta(days=days))
-    pki.write_pair(pdir, "ca-short", ca)
-    certs = {}
-    for target, (svc, ns) in systems.WEBHOOK_SERVICES.items():
-        pair = pki.issue_serving(ca, pki.service_names(svc, ns), t - dt.timedelta(hours=1),
-                                 t + dt.timedelta(days=days))
-        pki.write_pair(pdir, f"{svc}-short", pair)
-        certs[target] = f"{svc}-short"
-    # the short pair becomes what install publishes (template_values reads the active CA/cert)
-    for svc, _ns in systems.WEBHOOK_SERVICES.values():
-        normal = pki.read_pair(pdir, svc)
-        assert normal is not None
-        pki.write_pair(pdir, f"{svc}-long", normal)
-        short = pki.read_pair(pdir, f"{svc}-short")
-        assert short is not None
-        pki.write_pair(pdir, svc, short)
-    (pdir / "active-ca").write_text("ca-short")
-    _republish_webhook_pki(ctx)
-    return {"days": days}
-
-
-def webhook_cert_expiring_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-    pdir = ctx.sdir / "pki"
-    for svc, _ns in systems.WEBHOOK_SERVICES.values():
-        long = pki.read_pair(pdir, f"{svc}-long")
-        if long is not None:
-            pki.write_pair(pdir, svc, long)
-    (pdir / "active-ca").unlink(missing_ok=True)
-    _republish_webhook_pki(ctx)
-    # Healed means admission works again: the API server picks up the restored caBundle from its webhook
-    # configuration informer a moment later, and until then its calls fail TLS and, failing open, admit unmutated.
-    wait_for("both mutating webhooks mutating a dry-run pod with the restored certificates", 60,
-             lambda: systems.webhooks_mutate(ctx.kube))
-
-
 def apiserver_cert_fault(days: float) -> tuple[Apply, Heal]:
     def apply(ctx: FaultContext) -> dict[str, Any]:
         not_after = utc_now() + dt.timedelta(days=days)

@@ -1,6 +1,5 @@
 """Koordinator and OpenKruise object faults: stale NodeMetrics, CPU utilization, PodGroups failed or
-stuck, eviction Events, webhook configurations deleted, a manager scaled to zero, a stale leader
-Lease.
+stuck, eviction Events, a manager scaled to zero.
 
 Guarantees: apply changes only the objects it records in its undo; heal restores them from the
 record or from the installed manifests, and waits until they are healthy again.
@@ -16,10 +15,7 @@ from typing import Any
 from outpost.kube.paths import (
     DEPLOYMENTS,
     EVENTS,
-    LEASES,
-    MUTATING_WEBHOOKS,
     POD_GROUPS,
-    VALIDATING_WEBHOOKS,
     object_path,
 )
 from outpost_sandbox import systems
@@ -31,9 +27,6 @@ from outpost_sandbox.backends.behaviour import (
 )
 from outpost_sandbox.faults.base import (
     FAULT_PREFIX,
-    LEADER_LEASES,
-    MANAGERS,
-    WEBHOOK_CONFIGS,
     Apply,
     FaultContext,
     FaultError,
@@ -124,11 +117,14 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
                                   "koordinator.sh/qosClass": "BE"}},
                                   "spec": {"nodeSelector": {"outpost.sandbox/no-such-node": "true"},
                                            "containers": [{"name": "w", "image": "library/busybox:1.36"}]}}}})
-            systems.set_podgroup_phase(k, "default", name, "Pending", schedule_start=start)
-        else:
             k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
                      "metadata": {"name": name, "namespace": "default"},
-                     "status": {"phase": "Failed", "failed": 3, "scheduleStartTime": start}}, "status")
+                     "status": {"phase": "Pending", "scheduleStartTime": start}})
+        else:
+            # The PodGroup CRD has no status subresource: status is written with the object.
+            k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "default"},
+                     "status": {"phase": "Failed", "failed": 3, "scheduleStartTime": start}})
         return {"name": name}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -169,63 +165,18 @@ def evictions_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
         ctx.kube.delete(object_path(EVENTS, name, "default"))
 
 
-def manifest_docs(ctx: FaultContext) -> list[dict[str, Any]]:
-    return systems.load_manifests(systems.template_values(ctx.sdir))
-
-
-def webhook_deleted_apply(ctx: FaultContext) -> dict[str, Any]:
-    system = required_target(ctx, sorted(WEBHOOK_CONFIGS), "system")
-    mut, val = WEBHOOK_CONFIGS[system]
-    ctx.kube.delete(object_path(MUTATING_WEBHOOKS, mut))
-    ctx.kube.delete(object_path(VALIDATING_WEBHOOKS, val))
-    return {"system": system}
-
-
-def webhook_deleted_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-    names = set(WEBHOOK_CONFIGS[undo["system"]])
-    for doc in manifest_docs(ctx):
-        if doc["metadata"]["name"] in names:
-            ctx.kube.apply(doc)
-
-
 def scaled_to_zero_apply(ctx: FaultContext) -> dict[str, Any]:
-    name = required_target(ctx, sorted(MANAGERS), "deployment")
-    ns = MANAGERS[name]
+    """The manager Deployment scaled to 0: its pods are deleted and the process node's kubelet stops each manager."""
+    name = required_target(ctx, sorted(systems.MANAGERS), "deployment")
+    ns, selector, _lease = systems.MANAGERS[name]
     ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": 0}})
     wait_for(f"deployment {ns}/{name} to have no pods", 60, lambda: not ctx.kube.get(
-        f"/api/v1/namespaces/{ns}/pods",
-        labelSelector="koord-app=koord-manager" if name == "koord-manager"
-        else "control-plane=controller-manager")["items"])
+        f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"])
     return {"name": name}
 
 
 def scaled_to_zero_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     name = undo["name"]
-    ns = MANAGERS[name]
-    ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns),
-                         {"spec": {"replicas": systems.DEFAULT_REPLICAS[name]}})
-    wait_for(f"deployment {ns}/{name} ready", 90, lambda: systems.deployment_ready(ctx.kube, ns, name))
-
-
-def leader_lease_apply(ctx: FaultContext) -> dict[str, Any]:
-    name = required_target(ctx, sorted(LEADER_LEASES), "leader lease")
-    data = read_behaviour(ctx.sdir)
-    data["stale_leases"] = sorted(set(data.get("stale_leases") or []) | {name})
-    write_behaviour(ctx.sdir, data)
-    time.sleep(0.5)
-    ctx.kube.merge_patch(object_path(LEASES, name, LEADER_LEASES[name]),
-                         {"spec": {"renewTime": rfc3339(utc_now() - dt.timedelta(seconds=120), micro=True)}})
-    return {"name": name}
-
-
-def leader_lease_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-    name = undo["name"]
-    data = read_behaviour(ctx.sdir)
-    data["stale_leases"] = [n for n in data.get("stale_leases") or [] if n != name]
-    write_behaviour(ctx.sdir, data)
-
-    def fresh() -> bool:
-        lease = ctx.kube.get(object_path(LEASES, name, LEADER_LEASES[name]))
-        return age_seconds(lease["spec"]["renewTime"]) < 15
-
-    wait_for(f"lease {LEADER_LEASES[name]}/{name} renewed", 30, fresh)
+    ns = systems.MANAGERS[name][0]
+    ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": systems.upstream_replicas(name)}})
+    systems.wait_managers(ctx.kube, 180)

@@ -1,0 +1,124 @@
+"""Pod networks on the process node: one network namespace per pod, owning the pod's IP.
+
+Why a namespace per pod: the managers bind 0.0.0.0 on fixed ports (8000, 8080, 8090, 9876), so two replicas can
+only run side by side each in its own network, as in a cluster; and the API server must reach each by the pod IP
+it finds in the EndpointSlice (webhooks, `--enable-aggregator-routing`) or in the pod proxy, with no kube-proxy.
+
+Plan (the node's pod range is `POD_RANGE`, outside kwok's 10.244.0.0/16 and the backend network's ranges):
+- the namespace `osbx-pod-<n>` holds `eth0` with the pod IP as a /32 and a default route via `GATEWAY`;
+- its peer `osbxp<n>` stays on the host with `GATEWAY` as a /32 and a /32 route to the pod IP. A /32 beats
+  the backend network's routes, and the host answers ARP for `GATEWAY` on every peer (it is a local address);
+- `<n>` is the pod IP's host part, so names stay within the 15 characters a link name may have.
+
+Guarantees: `create` is idempotent (an interrupted setup is completed, never duplicated) and `delete` removes the
+namespace, the veth pair and its route, also idempotent; every failure is a one-line `PodNetError` naming the
+command. `listening_socket` binds a TCP socket inside a pod's namespace for the API relay (the daemon's
+thread returns to its own namespace at once).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import os
+import socket
+import subprocess
+
+POD_RANGE = ipaddress.IPv4Network("10.246.0.0/24")
+GATEWAY = "10.246.0.1"
+NETNS_PREFIX = "osbx-pod-"
+HOST_LINK_PREFIX = "osbxp"
+_CLONE_NEWNET = 0x40000000
+
+
+class PodNetError(Exception):
+    """A step of a pod network's setup or teardown failed."""
+
+
+def _host_part(ip: str) -> int:
+    address = ipaddress.IPv4Address(ip)
+    if address not in POD_RANGE or str(address) == GATEWAY:
+        raise PodNetError(f"pod IP {ip} is not in the process node's pod range {POD_RANGE}")
+    return int(address) - int(POD_RANGE.network_address)
+
+
+def netns_name(ip: str) -> str:
+    return f"{NETNS_PREFIX}{_host_part(ip)}"
+
+
+def host_link(ip: str) -> str:
+    return f"{HOST_LINK_PREFIX}{_host_part(ip)}"
+
+
+def allocatable() -> list[str]:
+    """Pod IPs in allocation order (the gateway and the range's network/broadcast addresses excluded)."""
+    return [str(host) for host in POD_RANGE.hosts() if str(host) != GATEWAY]
+
+
+def _ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = ["ip", "-n", netns, *args] if netns else ["ip", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise PodNetError(f"pod network: '{' '.join(cmd)}' failed: {proc.stderr.strip()[:200]}")
+    return proc
+
+
+def existing() -> list[str]:
+    """The pod namespaces present on this machine (for cleaning up after a daemon that died)."""
+    names = [line.split()[0] for line in _ip("netns", "list").stdout.splitlines() if line.strip()]
+    return [name for name in names if name.startswith(NETNS_PREFIX)]
+
+
+def create(ip: str) -> str:
+    """The namespace for pod IP `ip`, created (or completed) with its veth pair, address and routes."""
+    ns, link = netns_name(ip), host_link(ip)
+    peer = f"{link}c"
+    if ns not in existing():
+        _ip("netns", "add", ns)
+    _ip("link", "set", "lo", "up", netns=ns)
+    if _ip("link", "show", "eth0", netns=ns, check=False).returncode != 0:
+        _ip("link", "del", link, check=False)  # a half-made pair from an interrupted setup
+        _ip("link", "add", link, "type", "veth", "peer", "name", peer)
+        _ip("link", "set", peer, "netns", ns)
+        _ip("link", "set", peer, "name", "eth0", netns=ns)
+    if f"{ip}/32" not in _ip("-4", "addr", "show", "dev", "eth0", netns=ns).stdout:
+        _ip("addr", "add", f"{ip}/32", "dev", "eth0", netns=ns)
+    _ip("link", "set", "eth0", "up", netns=ns)
+    _ip("route", "replace", f"{GATEWAY}/32", "dev", "eth0", "scope", "link", netns=ns)
+    _ip("route", "replace", "default", "via", GATEWAY, "dev", "eth0", netns=ns)
+    if f"{GATEWAY}/32" not in _ip("-4", "addr", "show", "dev", link).stdout:
+        _ip("addr", "add", f"{GATEWAY}/32", "dev", link)
+    _ip("link", "set", link, "up")
+    _ip("route", "replace", f"{ip}/32", "dev", link, "src", GATEWAY)
+    return ns
+
+
+def delete(ip: str) -> None:
+    ns, link = netns_name(ip), host_link(ip)
+    _ip("link", "del", link, check=False)  # its peer and its route go with it
+    if ns in existing():
+        _ip("netns", "del", ns)
+
+
+def listening_socket(ns: str, host: str, port: int) -> socket.socket:
+    """A non-blocking TCP socket listening on host:port inside namespace `ns`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(target, _CLONE_NEWNET) != 0:
+            raise PodNetError(f"setns into {ns} failed: {os.strerror(ctypes.get_errno())}")
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(128)
+            sock.setblocking(False)
+            return sock
+        finally:
+            if libc.setns(own, _CLONE_NEWNET) != 0:
+                # A thread left in a pod's namespace would send the daemon's traffic there: stop.
+                os._exit(70)
+    finally:
+        os.close(own)
+        os.close(target)
