@@ -31,7 +31,9 @@ _values: set[str] = set()
 _sorted: list[str] = []
 _lock = threading.Lock()
 
-_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s\"'<>]+)")
+# A URL ends where a quote, space, angle bracket or backslash begins: a backslash is never part of a URL, and in
+# JSON text it escapes the quote that ends one (the CLI redacts its JSON output as printed).
+_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s\"'<>\\]+)")
 # `Bearer X`, and `token: X` / `api_key=X` / `authorization: X` (a separator is required after those words,
 # so "token-tracking-controller" in a readyz line stays as it is).
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/=-]{8,})")

@@ -1,6 +1,9 @@
-"""What the node checks' e2e tests share: run one check as the read-only probe against the sandbox
-with a real heartbeat receiver, and hold a sandbox fault for the length of a `with` block.
+"""What the node checks' e2e tests share: run one check as the read-only probe against the sandbox with a real
+heartbeat receiver, with the params the sandbox's own environment gives it (or the check's defaults).
 
+The sandbox's nodes are KWOK fake nodes plus one real node (the process node that runs the managers), and its
+stand-in koordlet and kruise-daemon report for all of them; the node checks judge real nodes only by default,
+so `infra/environments/local.yaml` opts the fake nodes in, and so do these tests unless they test the defaults.
 Each run is a cold start of its own (fresh settings), as a scheduled function would be.
 """
 
@@ -10,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,31 +21,44 @@ import yaml
 from outpost.result import Result
 from outpost.runner import run_check
 from outpost.settings import load_settings
-from outpost_sandbox import faults
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
+
+LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
+REAL_NODES = 1
+"""The process node (`outpost_sandbox.kubelet`): the sandbox's one node that is not a KWOK fake node."""
 
 
 def heartbeat_env(check: str) -> str:
     return "OUTPOST_HEARTBEAT_E2E_" + check.upper().replace("-", "_")
 
 
-def write_config(directory: Path, check: str, probe_kubeconfig: Path, params: dict[str, Any] | None = None) -> Path:
+def shipped_params(check: str) -> dict[str, Any]:
+    """The check's params in the sandbox's environment as shipped (local.yaml)."""
+    entry = yaml.safe_load(LOCAL.read_text())["checks"].get(check) or {}
+    return dict(entry.get("params") or {})
+
+
+def write_config(directory: Path, check: str, probe_kubeconfig: Path, params: dict[str, Any] | None = None,
+                 *, shipped: bool = True) -> Path:
+    """`params` over local.yaml's for `check` (`shipped`), or over the check's defaults alone."""
+    merged = {**(shipped_params(check) if shipped else {}), **(params or {})}
     path = directory / f"{check}.yaml"
     path.write_text(yaml.safe_dump({
         "environment": "e2e",
         "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(probe_kubeconfig)},
                     "deadline_seconds": 45, "read_timeout_seconds": 10},
         "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": params or {}}},
+        "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": merged}},
     }))
     return path
 
 
 def run_as_probe(directory: Path, check: str, probe_kubeconfig: Path, receiver: HeartbeatReceiver,
-                 params: dict[str, Any] | None = None) -> Result:
+                 params: dict[str, Any] | None = None, *, shipped: bool = True) -> Result:
     """One run of `check` as the probe identity, reporting to `receiver`."""
     os.environ[heartbeat_env(check)] = receiver.url_for(check)
-    return run_check(load_settings(write_config(directory, check, probe_kubeconfig, params)), check, log=False)
+    config = write_config(directory, check, probe_kubeconfig, params, shipped=shipped)
+    return run_check(load_settings(config), check, log=False)
 
 
 def cli_run(config: Path, check: str, receiver: HeartbeatReceiver) -> tuple[int, dict[str, Any]]:
@@ -55,13 +69,3 @@ def cli_run(config: Path, check: str, receiver: HeartbeatReceiver) -> tuple[int,
 
     (result,) = json.loads(proc.stdout)
     return proc.returncode, result
-
-
-@contextmanager
-def fault(state_dir: Path, name: str, target: str | None = None) -> Iterator[dict[str, Any]]:
-    """The fault `name` is active inside the block (break returns once it is observable); healed after."""
-    record = faults.break_fault(name, target=target, state_dir=state_dir)
-    try:
-        yield record
-    finally:
-        faults.heal(name, state_dir=state_dir)

@@ -1,7 +1,11 @@
-"""koordlet-coverage end to end: the sandbox's real DaemonSet controller, the probe's own identity, a
-real heartbeat receiver. Healthy → ok and exactly one ping; koordlet-missing (the DaemonSet stops
-targeting one node, so its own counters stay "all ready") → failed on the first run after break,
-the node named, exit status 1 from the CLI, no ping."""
+"""koordlet-coverage end to end: the sandbox's real DaemonSet controller, the probe's own identity, a real
+heartbeat receiver.
+
+Healthy (local.yaml's params: real and fake nodes) → ok, every node covered, exactly one ping. With the
+defaults only the real node (the process node) is judged and the fake ones are counted as left out; a selection
+of no node at all is `error` (exit status 2 from the CLI, the opt-in named), never ok. A koordlet missing from a
+node is the fault catalogue's (test_fault_catalogue_e2e.py).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from node_e2e import cli_run, fault, run_as_probe, write_config
+from node_e2e import REAL_NODES, cli_run, run_as_probe, write_config
 
+from outpost.kube.nodes import FAKE_OPT_IN
 from outpost.result import Status
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
@@ -33,18 +38,28 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert result.status is Status.OK, result.errors
     assert result.reported is True
     assert receiver.pings_for(CHECK) == 1
-    assert result.details["coverage_by_class"]["fake"] == {"selected": sandbox.nodes, "covered": sandbox.nodes,
-                                                           "uncovered": 0}
+    assert result.details["coverage_by_class"] == {
+        "real": {"selected": REAL_NODES, "covered": REAL_NODES, "uncovered": 0},
+        "fake": {"selected": sandbox.nodes, "covered": sandbox.nodes, "uncovered": 0}}
 
 
-def test_koordlet_missing_is_failed_naming_the_node(tmp_path: Path, sandbox: SandboxInfo,
-                                                    receiver: HeartbeatReceiver) -> None:
-    config = write_config(tmp_path, CHECK, sandbox.probe_kubeconfig)
-    with fault(sandbox.state_dir, "koordlet-missing") as record:
-        node = record["undo"]["node"]
-        code, result = cli_run(config, CHECK, receiver)
-    assert code == 1, result
-    assert result["status"] == "failed"
-    assert result["errors"] == [f"daemonset koordinator-system/koordlet: node {node} has no pod"]
+def test_defaults_judge_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo,
+                                           receiver: HeartbeatReceiver) -> None:
+    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, shipped=False)
+    assert result.status is Status.OK, result.errors
+    assert result.details["coverage_by_class"] == {"real": {"selected": REAL_NODES, "covered": REAL_NODES,
+                                                            "uncovered": 0}}
+    assert result.details["excluded"] == {"class fake not selected": sandbox.nodes}
+    assert receiver.pings_for(CHECK) == 1
+
+
+def test_no_node_selected_is_error_with_exit_2(tmp_path: Path, sandbox: SandboxInfo,
+                                               receiver: HeartbeatReceiver) -> None:
+    config = write_config(tmp_path, CHECK, sandbox.probe_kubeconfig, {"nodes": {"classes": ["virtual"]}},
+                          shipped=False)
+    code, result = cli_run(config, CHECK, receiver)
+    assert (code, result["status"]) == (2, "error"), result
+    assert "no node selected (virtual nodes; " in result["summary"]
+    assert result["summary"].endswith(FAKE_OPT_IN)
     assert result["reported"] is False
     assert receiver.pings_for(CHECK) == 0

@@ -1,8 +1,12 @@
-"""kruise-daemon-coverage end to end: healthy → ok and one ping (with and without per-node /healthz);
-kruise-daemon-missing → failed naming the node; with per-node /healthz on (the opt-in node-proxy
-ClusterRole bound to the probe for the test), backend-down, backend-500 and backend-hang aimed at
-kruise-daemon → failed on the first run after break, naming the nodes, no ping; without the role,
-asking for /healthz is `error` (the probe could not observe), never ok."""
+"""kruise-daemon-coverage end to end, with local.yaml's params (real and fake nodes; /healthz asked of both, where
+the sandbox's stand-in answers for every node).
+
+Healthy → ok and one ping, with and without per-node /healthz (the opt-in node-proxy ClusterRole bound to the
+probe for the test): every node probed. With the default `healthz_classes` only the real node (the process
+node) is asked and the fake ones are counted as not probed. Without the role, asking for /healthz is `error`
+(the probe could not observe), never ok. A daemon missing from a node, or failing its /healthz, is the fault
+catalogue's (test_fault_catalogue_e2e.py).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from node_e2e import fault, run_as_probe
+from node_e2e import REAL_NODES, run_as_probe
 
 from outpost import rbac
 from outpost.rbac import NODE_PROXY_ROLE, PROBE_USER
@@ -23,7 +27,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.sandbox
 CHECK = "kruise-daemon-coverage"
-DS = "daemonset kruise-system/kruise-daemon"
 HEALTHZ: dict[str, Any] = {"probe_healthz": True, "healthz_timeout_seconds": 3}
 
 
@@ -57,6 +60,7 @@ def node_proxy_granted(sandbox: SandboxInfo) -> Iterator[None]:
 def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver)
     assert result.status is Status.OK, result.errors
+    assert result.details["covered"] == sandbox.nodes + REAL_NODES
     assert receiver.pings_for(CHECK) == 1
 
 
@@ -72,32 +76,17 @@ def test_healthy_with_healthz_pings_once(tmp_path: Path, sandbox: SandboxInfo, r
                                          node_proxy_granted: None) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
     assert result.status is Status.OK, result.errors
-    assert result.details["healthz"]["probed"] == sandbox.nodes
+    assert result.details["healthz"]["by_class"] == {"real": {"probed": REAL_NODES, "healthy": REAL_NODES},
+                                                     "fake": {"probed": sandbox.nodes, "healthy": sandbox.nodes}}
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_kruise_daemon_missing_is_failed_naming_the_node(tmp_path: Path, sandbox: SandboxInfo,
-                                                         receiver: HeartbeatReceiver) -> None:
-    with fault(sandbox.state_dir, "kruise-daemon-missing") as record:
-        node = record["undo"]["node"]
-        result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver)
-    assert result.status is Status.FAILED, result.summary
-    assert result.errors == [f"{DS}: node {node} has no pod"]
-    assert receiver.pings_for(CHECK) == 0
-
-
-@pytest.mark.parametrize(("name", "detail"), [
-    ("backend-down", "HTTP 503 (error trying to reach service"),
-    ("backend-500", "HTTP 500 '[-]ping failed: reason withheld"),
-    ("backend-hang", "no answer within 3 s through the API server proxy"),
-])
-def test_backend_fault_on_kruise_daemon_fails_healthz(tmp_path: Path, sandbox: SandboxInfo,
-                                                      receiver: HeartbeatReceiver, node_proxy_granted: None,
-                                                      name: str, detail: str) -> None:
-    with fault(sandbox.state_dir, name, target="kruise-daemon"):
-        result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
-    assert result.status is Status.FAILED, result.summary
-    assert result.errors[0].startswith(f"{DS}: node kwok-node-0 :10221/healthz: {detail}")
-    assert result.details["healthz"]["healthy"] == 0
-    assert result.reported is False
-    assert receiver.pings_for(CHECK) == 0
+def test_default_healthz_classes_ask_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo,
+                                                        receiver: HeartbeatReceiver, node_proxy_granted: None) -> None:
+    params = {**HEALTHZ, "healthz_classes": ["real"]}  # the default, over local.yaml's [real, fake]
+    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, params)
+    assert result.status is Status.OK, result.errors
+    assert result.details["healthz"]["probed"] == REAL_NODES
+    assert result.details["healthz"]["not_probed"] == {"fake": sandbox.nodes}
+    assert result.summary.endswith(f"healthy on all {REAL_NODES} real nodes probed, {sandbox.nodes} fake not probed")
+    assert receiver.pings_for(CHECK) == 1

@@ -1,7 +1,9 @@
-"""kruise-manager-replicas end to end: the sandbox's kruise-controller-manager Deployment, as the probe.
+"""kruise-manager-replicas end to end: the real kruise-controller-manager Deployment, as the probe.
 
-Healthy = ok (2/2 ready) and one ping; scaled to 0 (the API then omits readyReplicas) = failed on the first
-run after `break`, naming the Deployment, no ping.
+Healthy = ok (2/2 ready) and one ping. A `min_ready` above the Deployment's replicas = failed, naming it with
+its ready and desired counts, no ping; a Deployment of another name (a cluster set up another way) = failed,
+naming it, never taken as healthy. The Deployment scaled to 0 is the fault catalogue's
+(test_fault_catalogue_e2e.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from generated_rbac import probe_granted_for
-from managers_e2e import broken, heartbeat_env, run_once, write_config
+from managers_e2e import heartbeat_env, run_once, write_config
 
 from outpost.result import Status
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
@@ -25,40 +27,32 @@ CHECK = "kruise-manager-replicas"
 
 
 @pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
     with HeartbeatReceiver() as running:
+        monkeypatch.setenv(heartbeat_env(CHECK), running.url_for(CHECK))
         yield running
 
 
-@pytest.fixture
-def config(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(heartbeat_env(CHECK), receiver.url_for(CHECK))
-    return write_config(tmp_path, sandbox, CHECK)
-
-
-def test_healthy_is_ok_and_pings_once(config: Path, receiver: HeartbeatReceiver) -> None:
-    result = run_once(config, CHECK)
+def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
+    result = run_once(write_config(tmp_path, sandbox, CHECK), CHECK)
     assert result.status is Status.OK, result.errors
     assert result.summary == "deployment kruise-system/kruise-controller-manager: 2/2 replicas ready"
     assert result.reported is True
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_scaled_to_zero_fails_naming_the_deployment(config: Path, sandbox: SandboxInfo,
-                                                    receiver: HeartbeatReceiver) -> None:
-    with broken(sandbox, "manager-scaled-to-zero", "kruise-controller-manager", CHECK):
-        result = run_once(config, CHECK)
+def test_fewer_ready_than_min_ready_fails_naming_the_deployment(tmp_path: Path, sandbox: SandboxInfo,
+                                                               receiver: HeartbeatReceiver) -> None:
+    result = run_once(write_config(tmp_path, sandbox, CHECK, {"min_ready": 3}), CHECK)
     assert result.status is Status.FAILED
-    assert result.errors == ["deployment kruise-system/kruise-controller-manager: observed 0 ready replicas, "
-                             "spec.replicas 0 (want >= 1)"]
+    assert result.errors == ["deployment kruise-system/kruise-controller-manager: observed 2 ready replicas, "
+                             "spec.replicas 2 (want >= 3)"]
     assert result.reported is False
     assert receiver.pings_for(CHECK) == 0
 
 
-def test_the_deployment_absent_is_failed_naming_it(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cluster set up another way (here: a name that does not exist) is named, not taken as healthy."""
-    monkeypatch.setenv(heartbeat_env(CHECK), receiver.url_for(CHECK))
+def test_the_deployment_absent_is_failed_naming_it(tmp_path: Path, sandbox: SandboxInfo,
+                                                   receiver: HeartbeatReceiver) -> None:
     config = write_config(tmp_path, sandbox, CHECK, {"deployment": "kruise-manager"})
     with probe_granted_for(sandbox, config):  # an environment configured so: `get` on that name, 404 here
         result = run_once(config, CHECK)

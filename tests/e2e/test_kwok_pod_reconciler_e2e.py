@@ -5,8 +5,9 @@
 - the identity may do what the job does and nothing else;
 - kwok stopped (`kwok-down`): pods bound to fake nodes stay Pending. With two of those, one bound to a node
   kwok does not manage (no kwok annotation) and one unbound, a dry run moves nothing; the run moves exactly
-  the two fake-node pods to Running, names them, pings once; a second run finds nothing; run as the
-  read-only probe instead, the job is refused (error, no ping) and changes nothing.
+  the two fake-node pods, names them, pings once, and leaves each where kwok's pod-ready stage would (Running,
+  Ready, its node's address as host IP, no pod IP: kwok's pool is kwok's); a second run finds nothing; run as
+  the read-only probe instead, the job is refused (error, no ping) and changes nothing.
 The pods and the extra node are removed and kwok healed afterwards.
 """
 
@@ -34,10 +35,11 @@ pytestmark = pytest.mark.sandbox
 JOB = "kwok-pod-reconciler"
 NS = "default"
 OTHER_NODE = "outpost-e2e-not-kwok"
-FAKE_PODS = ("outpost-e2e-fake-a", "outpost-e2e-fake-b")
+FAKE_PODS = {"outpost-e2e-fake-a": "kwok-node-0", "outpost-e2e-fake-b": "kwok-node-1"}  # pod -> its fake node
 ON_OTHER_NODE = "outpost-e2e-other-node"
 UNBOUND = "outpost-e2e-unbound"
 EVERY_POD = (*FAKE_PODS, ON_OTHER_NODE, UNBOUND)
+MOVED = ", ".join(f"{NS}/{name}" for name in FAKE_PODS)
 
 
 @pytest.fixture
@@ -59,8 +61,8 @@ def kubectl_as_reconciler(sandbox: SandboxInfo, *args: str) -> str:
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "library/busybox:1.36"}],
-                            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}]}
+    # Bound by nodeName, past the scheduler: the fake nodes' NoSchedule taint does not apply.
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "library/busybox:1.36"}]}
     if node:
         spec["nodeName"] = node
     else:
@@ -68,10 +70,18 @@ def pod(name: str, node: str | None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
-def phases(sandbox: SandboxInfo) -> dict[str, str]:
+def statuses(sandbox: SandboxInfo) -> dict[str, dict[str, Any]]:
     out = sandbox.kubectl("get", "pods", "-n", NS, "-o", "json").stdout
-    return {p["metadata"]["name"]: p["status"].get("phase", "") for p in json.loads(out)["items"]
-            if p["metadata"]["name"] in EVERY_POD}
+    return {p["metadata"]["name"]: p["status"] for p in json.loads(out)["items"] if p["metadata"]["name"] in EVERY_POD}
+
+
+def phases(sandbox: SandboxInfo) -> dict[str, str]:
+    return {name: status.get("phase", "") for name, status in statuses(sandbox).items()}
+
+
+def internal_ip(sandbox: SandboxInfo, node: str) -> str:
+    addresses = json.loads(sandbox.kubectl("get", "node", node, "-o", "json").stdout)["status"]["addresses"]
+    return str(next(a["address"] for a in addresses if a["type"] == "InternalIP"))
 
 
 def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo,
@@ -109,7 +119,7 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
         # (their pods on it would never be ready, and healing kwok waits for them).
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": OTHER_NODE, "labels": {
             NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}}}
-        manifests = [node, pod(FAKE_PODS[0], "kwok-node-0"), pod(FAKE_PODS[1], "kwok-node-1"),
+        manifests = [node, *(pod(name, fake) for name, fake in FAKE_PODS.items()),
                      pod(ON_OTHER_NODE, OTHER_NODE), pod(UNBOUND, None)]
         for manifest in manifests:
             proc = subprocess.run([str(sandbox.bin_dir / "kubectl"), "--kubeconfig", str(sandbox.kubeconfig),
@@ -123,7 +133,8 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
                         *EVERY_POD, check=False)
         sandbox.kubectl("delete", "node", "--ignore-not-found", OTHER_NODE, check=False)
         faults.heal("kwok-down", state_dir=sandbox.state_dir)
-        # The sandbox's NodeMetric of the extra node is owned by it: gone with it, before the next test looks.
+        # koord-manager deletes the extra node's NodeMetric once the node is gone: wait, before the next test looks
+        # (github.com/koordinator-sh/koordinator@v1.6.0, pkg/slo-controller/nodemetric/nodemetric_controller.go).
         gone_by = time.monotonic() + 60
         while sandbox.kubectl("get", "nodemetric", OTHER_NODE, check=False).returncode == 0:
             assert time.monotonic() < gone_by, f"NodeMetric {OTHER_NODE} outlived its node"
@@ -135,8 +146,7 @@ def test_kwok_down_moves_exactly_the_fake_node_pods(tmp_path: Path, sandbox: San
                                                     receiver: HeartbeatReceiver) -> None:
     code, dry = run_cli(config(tmp_path, sandbox, dry_run=True), JOB, receiver)
     assert (code, dry["status"]) == (0, "ok"), dry
-    assert dry["summary"] == f"would move 2 Pending pod(s) on fake nodes to Running: {NS}/{FAKE_PODS[0]}, " \
-                             f"{NS}/{FAKE_PODS[1]}"
+    assert dry["summary"] == f"would move 2 Pending pod(s) on fake nodes to Running: {MOVED}"
     assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")  # the dry run moved nothing
 
     code, refused = run_cli(_as_probe(tmp_path, sandbox), JOB, receiver)
@@ -148,13 +158,22 @@ def test_kwok_down_moves_exactly_the_fake_node_pods(tmp_path: Path, sandbox: San
     code, result = run_cli(config(tmp_path, sandbox), JOB, receiver)
     assert (code, result["status"]) == (0, "ok"), result
     assert result["details"]["moved"] == [f"{NS}/{name}" for name in FAKE_PODS]
-    assert result["summary"] == f"moved 2 Pending pod(s) on fake nodes to Running: {NS}/{FAKE_PODS[0]}, " \
-                                f"{NS}/{FAKE_PODS[1]}"
+    assert result["summary"] == f"moved 2 Pending pod(s) on fake nodes to Running: {MOVED}"
     left_alone = result["details"]["left_alone"]
     assert left_alone["not_on_fake_nodes"] == 1, left_alone
     assert left_alone["unbound"] >= 1, left_alone
-    assert phases(sandbox) == {FAKE_PODS[0]: "Running", FAKE_PODS[1]: "Running", ON_OTHER_NODE: "Pending",
-                               UNBOUND: "Pending"}
+    assert left_alone["already_ready"] == 0, left_alone
+    after = statuses(sandbox)
+    assert {name: status.get("phase") for name, status in after.items()} == {
+        **dict.fromkeys(FAKE_PODS, "Running"), ON_OTHER_NODE: "Pending", UNBOUND: "Pending"}
+    for name, node in FAKE_PODS.items():
+        moved = after[name]
+        conditions = {c["type"]: c["status"] for c in moved["conditions"]}
+        assert conditions == {"Initialized": "True", "Ready": "True", "ContainersReady": "True"}, (name, conditions)
+        assert [(c["name"], c["ready"], "running" in c["state"]) for c in moved["containerStatuses"]] == [
+            ("c", True, True)], name
+        assert moved["hostIP"] == internal_ip(sandbox, node), name
+        assert "podIP" not in moved, name
 
     code, again = run_cli(config(tmp_path, sandbox), JOB, receiver)
     assert (code, again["status"], again["details"]["moved"]) == (0, "ok", []), again

@@ -2,9 +2,9 @@
 entry module (`functions/koord_manager_health/main.py`), imported as Lambda imports it and served by
 functions-framework as Cloud Functions serves it.
 
-Healthy → the scheduled Lambda run returns ok and the HTTP target answers 200, one ping each; koord-manager
-answering 500 (`backend-500` aimed at it) → the scheduled run raises, the HTTP target answers 503 naming the
-manager pods, and nobody pings.
+Healthy → the scheduled Lambda run returns ok and the HTTP target answers 200, one ping each; koord-manager down
+(`manager-down`: its processes killed and kept down) → the scheduled run raises, the HTTP target answers 503 naming
+the manager pods, and nobody pings.
 """
 
 from __future__ import annotations
@@ -69,12 +69,12 @@ def test_koord_manager_health_through_lambda_and_functions_framework(
     assert healthy_http.json()["status"] == "ok"
     assert receiver.pings_for(CHECK) == 2
 
-    faults.break_fault("backend-500", target="koord-manager", state_dir=sandbox.state_dir)
+    faults.break_fault("manager-down", target="koord-manager", state_dir=sandbox.state_dir)
     try:
         broken_schedule = scheduled(module)
         broken_http = httpx.post(gcf_url, json={}, timeout=60)
     finally:
-        faults.heal("backend-500", state_dir=sandbox.state_dir)
+        faults.heal("manager-down", state_dir=sandbox.state_dir)
     assert broken_schedule["raised"] is True
     assert broken_schedule["status"] == "failed"
     assert broken_http.status_code == 503

@@ -19,6 +19,9 @@ import httpx
 import pytest
 import yaml
 
+from outpost_sandbox import systems
+from outpost_sandbox.backends.kube import Kube
+
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
@@ -99,7 +102,10 @@ def test_deployment_scheduled_by_real_scheduler_and_running(sandbox: SandboxInfo
             "selector": {"matchLabels": {"app": "web"}},
             "template": {
                 "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "registry.invalid/web:1",
+                # Fake nodes carry kwok's taint; pods meant for them tolerate it (the process node runs the managers).
+                "spec": {"tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+                         "nodeSelector": {"type": "kwok"},
+                         "containers": [{"name": "web", "image": "registry.invalid/web:1",
                                          "resources": {"requests": {"cpu": "100m"}}}]},
             },
         },
@@ -202,6 +208,14 @@ def test_stop_and_start_etcd_turns_readyz_red_then_green(sandbox: SandboxInfo, p
     finally:
         assert sandbox.handle.start_component("etcd")
     _eventually("/readyz 200 after etcd restart", 60, lambda: probe.get("/readyz").status_code == 200)
+    _systems_back(sandbox)
+
+
+def _systems_back(sandbox: SandboxInfo) -> None:
+    """The real managers exit when they lose the API server for longer than their renew deadline; the process
+    node's kubelet restarts them. The next test starts once they lead again."""
+    with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
+        systems.wait_ready(kube, 180)
 
 
 def test_rotate_apiserver_cert_to_expired_and_back(sandbox: SandboxInfo) -> None:
@@ -219,3 +233,4 @@ def test_rotate_apiserver_cert_to_expired_and_back(sandbox: SandboxInfo) -> None
     with _client(sandbox, sandbox.probe_token) as c:
         assert c.get("/readyz").status_code == 200
     assert sandbox.handle.status().up
+    _systems_back(sandbox)

@@ -1,14 +1,19 @@
-"""E2e: Koordinator and OpenKruise as installed in the sandbox look and answer like upstream.
+"""E2e: Koordinator and OpenKruise in the sandbox are the real managers, installed from upstream's own objects.
 
-Everything is observed through the real API server (its service, pod and node proxy), mostly with
-the probe's own read-only identity, so these tests also prove the probe can see what checks need.
+Everything is observed through the real API server (its service, pod and node proxy), mostly with the probe's own
+read-only identity, so these tests also prove the probe can see what checks need; the process node's kubelet is
+proven by what a cluster's kubelet does: the manager processes run as their pods (hostname, IP), are restarted when
+they exit, and go when their pods go.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +21,9 @@ from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, age, api, dry_run_pod, 
 
 from outpost_sandbox import systems
 from outpost_sandbox.backends import netns
+from outpost_sandbox.kubelet import daemon as kubelet
+from outpost_sandbox.kubelet import images, podnet
+from outpost_sandbox.procs import ProcessTable
 
 pytestmark = pytest.mark.sandbox
 
@@ -47,24 +55,26 @@ def test_koord_manager_readyz_200_and_no_healthz(sandbox: Any) -> None:
         assert api(sandbox, base + "/healthz").status_code == 404
 
 
-def test_kruise_manager_healthz_and_readyz(sandbox: Any) -> None:
+def test_kruise_manager_readyz_200_and_no_healthz(sandbox: Any) -> None:
+    # kruise-manager v1.8.0 registers only a readyz check (main.go AddReadyzCheck("webhook-ready")).
     managers = pods(sandbox, "kruise-system", "control-plane=controller-manager")
     assert len(managers) == 2
     for pod in managers:
         base = f"/api/v1/namespaces/kruise-system/pods/{pod['metadata']['name']}:8000/proxy"
-        for path in ("/healthz", "/readyz"):
-            r = api(sandbox, base + path)
-            assert (r.status_code, r.text) == (200, "ok"), path
+        assert (api(sandbox, base + "/readyz").status_code, api(sandbox, base + "/readyz").text) == (200, "ok")
+        assert api(sandbox, base + "/healthz").status_code == 404
         verbose = api(sandbox, base + "/readyz?verbose")
-        assert "[+]webhook-ready ok" in verbose.text
+        assert verbose.text == "[+]webhook-ready ok\nhealthz check passed\n"
 
 
 def test_kruise_daemon_answers_on_every_node_through_node_proxy(sandbox: Any) -> None:
     nodes = get_json(sandbox, "/api/v1/nodes")["items"]
     daemons = pods(sandbox, "kruise-system", "control-plane=daemon")
     assert {p["spec"]["nodeName"] for p in daemons} == {n["metadata"]["name"] for n in nodes}
-    for node in nodes[:3]:  # node proxy needs nodes/proxy, which the probe does not hold: admin
-        r = api(sandbox, f"/api/v1/nodes/{node['metadata']['name']}:10221/proxy/healthz", probe=False)
+    names = [n["metadata"]["name"] for n in nodes]
+    assert kubelet.NODE_NAME in names  # the process node runs the DaemonSets' stand-ins too
+    for node in [*names[:2], kubelet.NODE_NAME]:  # node proxy needs nodes/proxy, which the probe lacks: admin
+        r = api(sandbox, f"/api/v1/nodes/{node}:10221/proxy/healthz", probe=False)
         assert (r.status_code, r.text) == (200, "ok")
 
 
@@ -94,22 +104,30 @@ def test_upstream_names_labels_and_ports(sandbox: Any) -> None:
     for svc, ns in (("koordinator-webhook-service", "koordinator-system"), ("kruise-webhook-service", "kruise-system")):
         s = get_json(sandbox, f"/api/v1/namespaces/{ns}/services/{svc}")
         assert [(p["port"], p["targetPort"]) for p in s["spec"]["ports"]] == [(443, 9876)]
+    pod_webhooks = {"mpod.kb.io", "vpod.kb.io", "mpod-create.koordinator.sh", "vpod.koordinator.sh"}
     for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         for system in ("koordinator", "kruise"):
             name = f"{system}-{kind.removesuffix('webhookconfigurations')}-webhook-configuration"
             cfg = get_json(sandbox, f"/apis/admissionregistration.k8s.io/v1/{kind}/{name}")
-            assert all(w["failurePolicy"] == "Ignore" and w["clientConfig"]["caBundle"] for w in cfg["webhooks"])
+            # Every caBundle is the one the manager wrote from its own CA; pod webhooks fail closed, as config/ has it.
+            assert all(w["clientConfig"]["caBundle"] for w in cfg["webhooks"]), name
+            assert all(w["failurePolicy"] == "Fail" for w in cfg["webhooks"] if w["name"] in pod_webhooks), name
+            assert "template" in cfg["metadata"]["annotations"], name  # the manager's Ensure keeps its template
     crds = {c["metadata"]["name"] for c in get_json(
         sandbox, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]}
-    assert {"podgroups.scheduling.sigs.k8s.io", "nodemetrics.slo.koordinator.sh"} <= crds
+    assert {"podgroups.scheduling.sigs.k8s.io", "nodemetrics.slo.koordinator.sh",
+            "clustercolocationprofiles.config.koordinator.sh", "clonesets.apps.kruise.io"} <= crds
+    assert len([c for c in crds if c.endswith(("kruise.io", "koordinator.sh", "scheduling.sigs.k8s.io"))]) >= 29
 
 
-def test_leader_leases_are_renewed(sandbox: Any) -> None:
-    for ns, name in (("koordinator-system", "koordinator-manager"), ("koordinator-system", "koord-scheduler"),
-                     ("koordinator-system", "koord-descheduler"), ("kruise-system", "kruise-manager")):
+def test_leader_leases_are_held_by_the_managers_pods(sandbox: Any) -> None:
+    for deployment, (ns, selector, name) in systems.MANAGERS.items():
         lease = get_json(sandbox, f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}")
         assert age(lease["spec"]["renewTime"]) < 15, name
-    # Renewed, not merely recent: the renewTime moves on within two renew periods (5 s each).
+        # client-go's identity is `<hostname>_<uuid>`: the process runs with its pod's name as hostname.
+        holder = lease["spec"]["holderIdentity"].rpartition("_")[0]
+        assert holder in {p["metadata"]["name"] for p in pods(sandbox, ns, selector)}, (deployment, holder)
+    # Renewed, not merely recent: the renewTime moves on within two retry periods (2 s each, main.go).
     path = "/apis/coordination.k8s.io/v1/namespaces/kruise-system/leases/kruise-manager"
     before = get_json(sandbox, path)["spec"]["renewTime"]
     deadline = time.monotonic() + 12
@@ -123,16 +141,23 @@ def test_every_node_has_a_fresh_nodemetric_in_band(sandbox: Any) -> None:
     metrics = get_json(sandbox, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")["items"]
     assert {m["metadata"]["name"] for m in metrics} >= set(nodes)
     for m in metrics:
-        assert age(m["status"]["updateTime"]) < 300, m["metadata"]["name"]
+        # koord-manager's spec (and no owner), the stand-in koordlet's status
+        assert m["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 60, m["metadata"]["name"]
+        assert "ownerReferences" not in m["metadata"], m["metadata"]["name"]
+        assert age(m["status"]["updateTime"]) < 180, m["metadata"]["name"]
     r = api(sandbox, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")  # the probe can read them
     assert r.status_code == 200
 
 
-def test_admission_dry_run_is_mutated_by_both_webhooks(sandbox: Any) -> None:
-    pod = dry_run_pod(sandbox, {"koordinator.sh/enable-colocation": "true",
-                                "apps.kruise.io/inject-readiness-gate": "true"})
-    assert pod["metadata"]["labels"]["koordinator.sh/qosClass"] == "BE"
-    assert pod["metadata"]["labels"]["koordinator.sh/priority-class"] == "koord-batch"
+def test_admission_dry_run_is_mutated_by_both_real_webhooks(sandbox: Any) -> None:
+    # Koordinator: the documented ClusterColocationProfile selects it; OpenKruise: a CloneSet controls it.
+    pod = dry_run_pod(sandbox, {systems.COLOCATION_LABEL: "true"}, owner=systems.DRY_RUN_OWNER)
+    labels = pod["metadata"]["labels"]
+    assert (labels["koordinator.sh/qosClass"], labels["koordinator.sh/priority"]) == ("BE", "1000")
+    assert (pod["spec"]["priorityClassName"], pod["spec"]["priority"]) == ("koord-batch", 5000)
+    assert pod["spec"]["schedulerName"] == "koord-scheduler"
+    assert "kubernetes.io/batch-cpu" in pod["spec"]["containers"][0]["resources"]["requests"]
+    assert "koordinator.sh/priority-class" not in labels  # the stand-in's invention; upstream never writes it
     assert {"conditionType": "KruisePodReady"} in pod["spec"]["readinessGates"]
     plain = dry_run_pod(sandbox, {"app": "not-opted-in"})
     assert "koordinator.sh/qosClass" not in plain["metadata"]["labels"]
@@ -143,6 +168,9 @@ def test_uninstall_removes_network_and_install_restores(sandbox: Any) -> None:
     try:
         systems.uninstall(sandbox.state_dir)
         assert systems.daemon_pid(sandbox.state_dir) is None
+        assert systems.daemon_pid(sandbox.state_dir, systems.KUBELET) is None
+        assert not list((sandbox.state_dir / "kubelet" / "run").glob("*.json"))  # no manager process left
+        assert podnet.existing() == []
         assert not netns.exists()
         links = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout
         assert netns.HOST_IF not in {link["ifname"] for link in json.loads(links)}
@@ -155,6 +183,7 @@ def test_uninstall_removes_network_and_install_restores(sandbox: Any) -> None:
         systems.install(sandbox.kubeconfig, sandbox.state_dir, log=lambda _m: None)
     systems.install(sandbox.kubeconfig, sandbox.state_dir, log=lambda _m: None)  # idempotent
     assert (api(sandbox, KRUISE_WEBHOOK_HEALTHZ).status_code, netns.exists()) == (200, True)
+    assert systems.running(sandbox.state_dir)
 
 
 def test_a_second_sandbox_is_refused_by_name(sandbox: Any, tmp_path: Any) -> None:
@@ -166,7 +195,58 @@ def test_a_second_sandbox_is_refused_by_name(sandbox: Any, tmp_path: Any) -> Non
 
 
 def test_network_plan_matches_the_launcher() -> None:
+    import ipaddress
+
     from outpost_sandbox import cluster
 
-    assert (netns.POD_CIDR, netns.SERVICE_CIDR) == (cluster.POD_CIDR, cluster.SERVICE_CIDR)
+    assert netns.POD_CIDR == cluster.POD_CIDR
     assert str(cluster.NODE_IP_BASE) + "/16" == netns.NODE_CIDR
+    # The process node's pods have networks of their own, outside kwok's pool and the backend network's ranges;
+    # its own address is a node address (the stand-ins' hostNetwork ports are answered there).
+    owned = [ipaddress.ip_network(cidr) for cidr in netns.OWNED_CIDRS]
+    assert not any(podnet.POD_RANGE.overlaps(cidr) for cidr in owned)
+    assert ipaddress.ip_address(kubelet.NODE_IP) in ipaddress.ip_network(netns.NODE_CIDR)
+
+
+# ---- the process node ------------------------------------------------------------------------------------------
+def manager_processes(sandbox: Any) -> dict[str, int]:
+    """pod name -> pid of its container process, from the process node's records (pid and start time checked)."""
+    table = ProcessTable(sandbox.state_dir / "kubelet" / "run", sandbox.state_dir / "logs" / "pods")
+    found = {}
+    for record in (sandbox.state_dir / "kubelet" / "run").glob("*.json"):
+        pid = table.pid(record.stem)
+        if pid is not None:
+            found[record.stem.partition("_")[2]] = pid
+    return found
+
+
+def test_every_manager_pod_runs_its_release_binary_on_the_process_node(sandbox: Any) -> None:
+    processes = manager_processes(sandbox)
+    for _deployment, (ns, selector, _lease) in systems.MANAGERS.items():
+        for pod in pods(sandbox, ns, selector):
+            name = pod["metadata"]["name"]
+            assert pod["spec"]["nodeName"] == kubelet.NODE_NAME, name
+            assert pod["status"]["podIP"].startswith("10.246.0."), name
+            pid = processes[name]
+            binary = Path(os.readlink(f"/proc/{pid}/exe")).name
+            image = pod["spec"]["containers"][0]["image"]
+            assert binary == images.RUNNABLE[image.rpartition(":")[0]][0], (name, binary, image)
+            assert Path(f"/proc/{pid}/root").resolve() != Path("/"), name  # chrooted into the pod's root
+
+
+def test_the_kubelet_restarts_a_manager_that_exits(sandbox: Any) -> None:
+    (pod,) = pods(sandbox, "koordinator-system", "koord-app=koord-descheduler")
+    name, restarts = pod["metadata"]["name"], pod["status"]["containerStatuses"][0]["restartCount"]
+    os.kill(manager_processes(sandbox)[name], signal.SIGKILL)
+
+    def restarted_and_ready() -> bool:
+        now = get_json(sandbox, f"/api/v1/namespaces/koordinator-system/pods/{name}")["status"]
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in now.get("conditions") or [])
+        return bool(now["containerStatuses"][0]["restartCount"] > restarts and ready)
+
+    deadline = time.monotonic() + 60
+    while not restarted_and_ready():
+        assert time.monotonic() < deadline, f"{name} not restarted and Ready within 60 s"
+        time.sleep(1)
+    last = get_json(sandbox, f"/api/v1/namespaces/koordinator-system/pods/{name}")["status"]["containerStatuses"][0]
+    assert last["lastState"]["terminated"]["exitCode"] == 137

@@ -1,11 +1,12 @@
-"""koord-webhook, kruise-webhook and admission-dry-run end to end: the real sandbox, the probe's own identity, a
-real heartbeat receiver.
+"""koord-webhook, kruise-webhook and admission-dry-run end to end: the real managers' webhooks, the probe's own
+identity, a real heartbeat receiver.
 
-Healthy → each check ok and exactly one ping. Every fault the sandbox catalogue says one of these checks must
-fail (per target: `Fault.checks_for`) → that check `failed` on the FIRST run after `break`, the
-webhook's object named in `errors`, no ping. Faults are healed, never restarted around. Also proved here: the
-dry-run probe stores nothing (the probe namespace is listed after the run), the probe may create pods only in
-its own namespace, and a refusal of the probe's identity is `error`, not `failed`.
+Healthy → each check ok and exactly one ping; both dry-run pods mutated, Koordinator's by the documented
+ClusterColocationProfile. Also proved here: the dry-run probe stores nothing (the probe namespace is listed after
+the run), the probe may create pods only in its own namespace, a refusal of the probe's identity is `error`, not
+`failed`, a deleted configuration fails with exit status 1 from the CLI, and a dead Koordinator manager makes the
+API server refuse both systems' dry-run pods (its pod webhook fails closed), which the check names. Every other
+fault of these checks is the fault catalogue's (test_fault_catalogue_e2e.py).
 """
 
 from __future__ import annotations
@@ -34,23 +35,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.sandbox
 CHECKS = ("koord-webhook", "kruise-webhook", "admission-dry-run")
 PROBE_NAMESPACE = "outpost-probe"
-
-# What each check's error lines must name while a fault is active on a target.
-NAMED: dict[tuple[str, str], str] = {
-    ("koord-webhook", "koord-webhook"): "service koordinator-system/koordinator-webhook-service",
-    ("koord-webhook", "koordinator"): "koordinator-mutating-webhook-configuration",
-    ("kruise-webhook", "kruise-webhook"): "service kruise-system/kruise-webhook-service",
-    ("kruise-webhook", "kruise"): "kruise-mutating-webhook-configuration",
-    ("admission-dry-run", "koord-webhook"): "koordinator-mutating-webhook-configuration webhook "
-                                            "mpod-create.koordinator.sh",
-    ("admission-dry-run", "koordinator"): "koordinator-mutating-webhook-configuration: not found",
-    ("admission-dry-run", "kruise-webhook"): "kruise-mutating-webhook-configuration webhook mpod.kb.io",
-    ("admission-dry-run", "kruise"): "kruise-mutating-webhook-configuration: not found",
-}
-BACKEND_FAULTS = ("backend-down", "backend-500", "backend-hang", "backend-wrong-body", "backend-tls-bad-ca",
-                  "backend-tls-expired", "webhook-no-mutate")
-FAULT_CASES = [(fault, target) for target in ("koord-webhook", "kruise-webhook") for fault in BACKEND_FAULTS]
-FAULT_CASES += [("webhook-config-deleted", "koordinator"), ("webhook-config-deleted", "kruise")]
 
 
 def env_name(check: str) -> str:
@@ -121,6 +105,8 @@ def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, rec
     dry_run = run_check(settings, "admission-dry-run", log=False, report=False)
     assert {s: d["mutated"] for s, d in dry_run.details["systems"].items()} == {"koordinator": True,
                                                                               "openkruise": True}
+    # The sandbox applies the documented profile and labels the probe namespace as its documentation asks.
+    assert dry_run.details["systems"]["koordinator"]["profiles"] == {"colocation-profile-example": "selects (100%)"}
 
 
 def test_dry_run_stores_nothing(sb: SandboxInfo, config: Path) -> None:
@@ -146,34 +132,26 @@ def test_probe_may_create_pods_only_in_its_own_namespace(sb: SandboxInfo) -> Non
                       check=False).stdout.strip() == "no"
 
 
+OPENKRUISE_ONLY = {"systems": [{"system": "openkruise", "configuration": "kruise-mutating-webhook-configuration",
+                                 "pod_owner": {"api_version": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                                               "name": "outpost-dry-run"},
+                                 "want_readiness_gates": ["KruisePodReady"]}]}
+
+
+@pytest.mark.parametrize(("params", "refused"), [
+    ({}, "GET /api/v1/namespaces/default "),  # Koordinator's profiles select by the namespace's labels
+    (OPENKRUISE_ONLY, "POST /api/v1/namespaces/default/pods"),
+], ids=["namespace-read", "create"])
 def test_probe_refused_by_rbac_is_error_and_silent(sb: SandboxInfo, tmp_path: Path, receiver: HeartbeatReceiver,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch, params: dict[str, Any],
+                                                  refused: str) -> None:
     monkeypatch.setenv(env_name("admission-dry-run"), receiver.url_for("admission-dry-run"))
-    config = write_config(tmp_path, sb, {"admission-dry-run": {"namespace": "default"}})
+    config = write_config(tmp_path, sb, {"admission-dry-run": {"namespace": "default", **params}})
     result = run_check(load_settings(config), "admission-dry-run", log=False)
-    assert result.status is Status.ERROR
+    assert result.status is Status.ERROR, result.summary
     assert "HTTP 403" in result.summary
-    assert "POST /api/v1/namespaces/default/pods" in result.summary
+    assert refused in result.summary
     assert receiver.pings_for("admission-dry-run") == 0
-
-
-@pytest.mark.parametrize(("fault", "target"), FAULT_CASES, ids=[f"{f}@{t}" for f, t in FAULT_CASES])
-def test_fault_fails_its_checks_on_the_first_run(sb: SandboxInfo, config: Path, receiver: HeartbeatReceiver,
-                                                 fault: str, target: str) -> None:
-    must_fail = [c for c in faults.FAULTS[fault].checks_for(target) if c in CHECKS]
-    assert must_fail, f"{fault}@{target} names none of {CHECKS}"
-    settings = load_settings(config)
-    faults.break_fault(fault, target, sb.state_dir)
-    results = {check: run_check(settings, check, log=False) for check in must_fail}
-    faults.heal(fault, state_dir=sb.state_dir)
-    for check, result in results.items():
-        # the webhook's fault is observed (failed), not "could not observe" (error)
-        assert result.status is Status.FAILED, (check, result.summary)
-        assert result.reported is False
-        assert receiver.pings_for(check) == 0, check
-        named = NAMED[(check, target)]
-        assert any(named in line for line in result.errors), (check, result.errors)
-    assert admin_get(sb, f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods")["items"] == []
 
 
 def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path) -> None:
@@ -191,35 +169,22 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
                                                                   "admission-dry-run": "failed"}
 
 
-KOORD_MUTATING = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-                  "koordinator-mutating-webhook-configuration")
-
-
-def set_failure_policy(sb: SandboxInfo, policy: str) -> None:
-    """Koordinator's pod mutating webhook (the first of its configuration) on `policy`, as admin."""
-    patch = [{"op": "test", "path": "/webhooks/0/name", "value": "mpod-create.koordinator.sh"},
-             {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": policy}]
-    response = httpx.patch(sb.server + KOORD_MUTATING, content=json.dumps(patch),
-                           headers={"Authorization": f"Bearer {sb.admin_token}",
-                                    "Content-Type": "application/json-patch+json"},
-                           verify=trust(sb), timeout=10)
-    assert response.status_code == 200, response.text[:200]
-
-
-@pytest.mark.parametrize("fault", ["backend-down", "backend-hang", "backend-tls-bad-ca"])
-def test_failure_policy_fail_refusal_is_failed_naming_the_webhook(sb: SandboxInfo, config: Path,
-                                                                  receiver: HeartbeatReceiver, fault: str) -> None:
-    set_failure_policy(sb, "Fail")
+def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(sb: SandboxInfo, config: Path,
+                                                           receiver: HeartbeatReceiver) -> None:
+    """Koordinator's pod webhook fails closed and selects every pod outside the control-plane namespaces, so with
+    koord-manager gone the API server refuses OpenKruise's dry-run pod too, naming Koordinator's webhook."""
+    faults.break_fault("manager-scaled-to-zero", "koord-manager", sb.state_dir)
     try:
-        faults.break_fault(fault, "koord-webhook", sb.state_dir)
-        try:
-            result = run_check(load_settings(config), "admission-dry-run", log=False)
-        finally:
-            faults.heal(fault, state_dir=sb.state_dir)
+        result = run_check(load_settings(config), "admission-dry-run", log=False)
     finally:
-        set_failure_policy(sb, "Ignore")
+        faults.heal("manager-scaled-to-zero", state_dir=sb.state_dir)
     assert result.status is Status.FAILED, result.errors
-    assert result.errors[0].startswith("webhook mpod-create.koordinator.sh (koordinator): refused the dry-run create")
-    assert 'failed calling webhook "mpod-create.koordinator.sh"' in result.errors[0]
-    assert result.details["systems"]["openkruise"]["mutated"] is True
+    refusal = ("mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
+               "mpod-create.koordinator.sh refused the dry-run create of pod outpost-probe/outpost-dry-run-* "
+               "(dry run, {system}): HTTP ")
+    assert [line.partition("HTTP ")[0] + "HTTP " for line in result.errors] == [
+        refusal.format(system=system) for system in ("koordinator", "openkruise")]
+    assert all('failed calling webhook "mpod-create.koordinator.sh"' in line for line in result.errors)
+    assert {s: d["webhook"] for s, d in result.details["systems"].items()} == {
+        "koordinator": "mpod-create.koordinator.sh", "openkruise": "mpod-create.koordinator.sh"}
     assert receiver.pings_for("admission-dry-run") == 0

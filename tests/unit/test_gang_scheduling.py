@@ -1,12 +1,14 @@
-"""gang-scheduling over PodGroups and Pending pods shaped as koord-scheduler v1.6.0 writes them (built from the Go
-types: tests/unit/fixtures/gang_scheduling/koord_objects.json says how), one table row per rule, plus the objects
-captured from the sandbox's stand-in (no koord-scheduler ran there) and the fetch over the kit's API server."""
+"""gang-scheduling over PodGroups and member pods (Pending, Running, Failed) shaped as koord-scheduler v1.6.0 and the
+kubelet write them (built from the Go types: tests/unit/fixtures/gang_scheduling/koord_objects.json says how, and
+which case was measured against the real koord-scheduler), one table row per rule, plus the objects captured from
+the sandbox's stand-in (no koord-scheduler ran there) and the fetch over the kit's API server."""
 
 from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,14 @@ from pydantic import ValidationError
 
 from kit import FakeApiServer, fake_cluster
 from outpost.checks import gang_scheduling
-from outpost.checks.gang_scheduling import GangSchedulingData, GangSchedulingParams, go_duration_seconds
+from outpost.checks.gang_scheduling import (
+    SETTLED_PHASES,
+    UNSETTLED_PHASES,
+    GangSchedulingData,
+    GangSchedulingParams,
+    go_duration_seconds,
+    recently_failed_namespaces,
+)
 from outpost.errors import ClusterError, MalformedResponse
 from outpost.kube import PodGroup, parse_items, parse_time
 from outpost.kube.objects import PodSchedulingOutline
@@ -44,10 +53,62 @@ def members(*gangs: str) -> list[dict[str, Any]]:
 
 
 def judge(raw_groups: list[dict[str, Any]], raw_pods: list[dict[str, Any]],
-          params: GangSchedulingParams = PARAMS, now: datetime = NOW) -> Any:
-    data = GangSchedulingData(PG_PATH, parse_items(PodGroup, raw_groups, "test"), PODS_PATH,
-                              parse_items(PodSchedulingOutline, raw_pods, "test"))
+          params: GangSchedulingParams = PARAMS, now: datetime = NOW, fetched_at: datetime | None = None) -> Any:
+    """evaluate over what fetch would have read at `fetched_at` (default `now`): the pods neither Running nor
+    Succeeded, and the Running and Succeeded ones of each namespace holding a recent failed member."""
+    pod_groups = parse_items(PodGroup, raw_groups, "test")
+    every_pod = parse_items(PodSchedulingOutline, raw_pods, "test")
+    unsettled = [pod for pod in every_pod if pod.status.phase not in ("Running", "Succeeded")]
+    listed = {(group.namespace, group.name) for group in pod_groups}
+    settled = {namespace: [pod for pod in every_pod
+                           if pod.namespace == namespace and pod.status.phase in ("Running", "Succeeded")]
+               for namespace in recently_failed_namespaces(unsettled, listed, params, fetched_at or now)}
+    data = GangSchedulingData(PG_PATH, pod_groups, PODS_PATH, unsettled, settled)
     return gang_scheduling.evaluate(data, params, now)
+
+
+def with_status(name: str, status: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fixture PodGroup `name` with another status (as koord-scheduler rewrites it)."""
+    raw = groups(name)
+    raw[0]["status"] = status
+    return raw
+
+
+def labelled(raw: list[dict[str, Any]], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """`raw` PodGroups carrying `labels` (what a label selector lists)."""
+    for group in raw:
+        group["metadata"].setdefault("labels", {}).update(labels)
+    return raw
+
+
+def changed(raw: list[dict[str, Any]], name: str, change: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """`raw` with the pod `name` changed in place by `change`."""
+    for pod in raw:
+        if pod["metadata"]["name"] == name:
+            change(pod)
+    return raw
+
+
+def succeeded(pod: dict[str, Any]) -> None:
+    """A running member that ended with exit code 0, as the kubelet writes it."""
+    status = pod["status"]
+    status["phase"] = "Succeeded"
+    started = status["containerStatuses"][0]["state"]["running"]["startedAt"]
+    status["containerStatuses"][0].update(ready=False, started=False, state={"terminated": {
+        "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": "2026-12-03T13:33:00Z"}})
+
+
+def untimed(pod: dict[str, Any]) -> None:
+    pod["status"]["containerStatuses"][0]["state"]["terminated"].pop("finishedAt")
+
+
+def deleting(pod: dict[str, Any]) -> None:
+    pod["metadata"]["deletionTimestamp"] = "2026-12-03T13:35:00Z"
+    pod["metadata"]["deletionGracePeriodSeconds"] = 30
+
+
+def other_scheduler(pod: dict[str, Any]) -> None:
+    pod["spec"]["schedulerName"] = "default-scheduler"
 
 
 def captured(state: str) -> list[dict[str, Any]]:
@@ -123,7 +184,7 @@ ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
         pytest.param(groups("train-crashed"), [], PARAMS, Status.FAILED,
                      "podgroup batch/train-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 succeeded "
                      "of minMember 3) (want running + succeeded >= minMember)",
-                     "1 PodGroup(s) Failed below minMember of 1 PodGroup(s)", {"failed": 1}, id="failed-now"),
+                     "1 gang(s) failed below minMember of 1 PodGroup(s)", {"failed": 1}, id="failed-now"),
         pytest.param(groups("train-spare-crashed"), [], PARAMS, Status.DEGRADED,
                      "podgroup batch/train-spare-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 "
                      "succeeded of minMember 2): minMember still met, a member beyond it failed", "worth reading", {},
@@ -134,7 +195,77 @@ ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
                                        "PodGroup"]}, id="failed-two-days-ago-is-stale"),
         pytest.param(groups("train-crash-untimed"), [], PARAMS, Status.FAILED,
                      "podgroup batch/train-crash-untimed: observed phase Failed at an unrecorded time (2 failed, 1 "
-                     "running", "1 PodGroup(s) Failed", {}, id="failed-at-an-unrecorded-time-counts-as-now"),
+                     "running", "1 gang(s) failed", {}, id="failed-at-an-unrecorded-time-counts-as-now"),
+        # -- a member failed: judged from the pods, whatever koord's stale status says ----------------------
+        pytest.param(groups("train-lost"), members("train-lost"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
+                     "(want running + succeeded >= minMember; phase Running, 3 scheduled, 3 running, 0 succeeded, 0 "
+                     "failed of minMember 3): pod train-lost-2 failed 40 s ago (container worker exited 1, Error)",
+                     "1 gang(s) failed below minMember of 1 PodGroup(s) and 0 gang(s) without one",
+                     {"failed": 1, "failed_pods": 1, "members_failed": 1, "pending_pods": 0,
+                      "quorum_counted_in": ["batch"], "by_phase": {"Running": 1}},
+                     id="measured-koord-left-Running-3-of-3-after-a-member-failed"),
+        pytest.param(with_status("train-lost", {"phase": "Scheduling", "scheduled": 2, "running": 2,
+                                                "scheduleStartTime": "2026-12-03T13:20:01Z"}),
+                     members("train-lost"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
+                     "(want running + succeeded >= minMember; phase Scheduling, 2 scheduled, 2 running",
+                     "1 gang(s) failed below minMember", {"stuck": 0},
+                     id="measured-after-koord-restarted-Scheduling-2-of-3-never-Failed"),
+        pytest.param(groups("train-lost"), changed(members("train-lost"), "train-lost-2", untimed), PARAMS,
+                     Status.FAILED, "pod train-lost-2 failed at an unrecorded time (container worker exited 1, Error)",
+                     "1 gang(s) failed", {}, id="member-failed-at-an-unrecorded-time-counts-as-now"),
+        pytest.param(groups("train-lost"), pods("train-lost-2"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-lost: observed 1 failed member(s), 0 running + 0 succeeded of minMember 3",
+                     "1 gang(s) failed", {"quorum_counted_in": ["batch"]}, id="member-failed-and-the-rest-are-gone"),
+        pytest.param(groups("train-lost"), changed(changed(members("train-lost"), "train-lost-0", succeeded),
+                                                   "train-lost-1", succeeded), PARAMS, Status.FAILED,
+                     "podgroup batch/train-lost: observed 1 failed member(s), 0 running + 2 succeeded of minMember 3",
+                     "1 gang(s) failed", {}, id="succeeded-members-count-but-not-enough"),
+        pytest.param(groups("train-spare-lost"), members("train-spare-lost"), PARAMS, Status.DEGRADED,
+                     "podgroup batch/train-spare-lost: observed 1 failed member(s), 2 running + 0 succeeded of "
+                     "minMember 2: minMember still met; phase Running, 3 scheduled, 3 running, 0 succeeded, 0 failed "
+                     "of minMember 2: pod train-spare-lost-0 failed 320 s ago (container worker exited 1, Error)",
+                     "1 of 1 PodGroup(s) and 0 gang(s) without one worth reading", {"failed": 0},
+                     id="member-failed-beyond-the-quorum"),
+        pytest.param(groups("train-spare-lost"), changed(members("train-spare-lost"), "train-spare-lost-1",
+                                                         succeeded), PARAMS, Status.DEGRADED,
+                     "observed 1 failed member(s), 1 running + 1 succeeded of minMember 2: minMember still met",
+                     "worth reading", {}, id="running-and-succeeded-together-meet-minMember"),
+        pytest.param(groups("train-spare-lost"), changed(members("train-spare-lost"), "train-spare-lost-1",
+                                                         deleting), PARAMS, Status.FAILED,
+                     "podgroup batch/train-spare-lost: observed 1 failed member(s), 1 running + 0 succeeded of "
+                     "minMember 2", "1 gang(s) failed", {}, id="a-running-member-being-deleted-does-not-count"),
+        pytest.param(groups("train-lost-long-ago"), members("train-lost-long-ago"), PARAMS, Status.OK, None,
+                     "1 stale Failed",
+                     {"stale_failed": ["podgroup batch/train-lost-long-ago: 1 member(s) failed more than 3600 s ago: "
+                                       "pod train-lost-long-ago-1 failed 181990 s ago (container worker exited 137, "
+                                       "OOMKilled)"],
+                      "quorum_counted_in": [], "members_failed": 1},
+                     id="member-failed-two-days-ago-is-stale-and-costs-no-read"),
+        pytest.param([], members("ann-lost"), PARAMS, Status.FAILED,
+                     "gang batch/ann-lost: observed 1 failed member(s), 1 running + 0 succeeded of minMember 2 (want "
+                     "running + succeeded >= minMember; declared by pod annotation): pod ann-lost-0 failed 589 s ago "
+                     "(Evicted: The node was low on resource: memory.",
+                     "1 gang(s) failed below minMember of 0 PodGroup(s) and 1 gang(s) without one",
+                     {"gangs_without_pod_group": 1}, id="annotation-gang-member-evicted"),
+        pytest.param(groups("train-lost"), changed(members("train-lost"), "train-lost-2", other_scheduler), PARAMS,
+                     Status.OK, None, "none failed below minMember in the last 3600 s",
+                     {"other_scheduler_pods": 1, "quorum_counted_in": []},
+                     id="failed-pod-of-another-scheduler-is-not-judged"),
+        pytest.param(labelled(groups("train-lost"), {"team": "ml"}), members("train-lost"),
+                     GangSchedulingParams(label_selector="team=ml"),
+                     Status.FAILED, "podgroup batch/train-lost: observed 1 failed member(s)", "1 gang(s) failed",
+                     {}, id="failed-member-of-a-listed-PodGroup-under-a-label-selector"),
+        pytest.param([], members("train-lost"), GangSchedulingParams(label_selector="team=ml"), Status.OK, None,
+                     "none failed", {"not_attributed_pods": 1, "quorum_counted_in": []},
+                     id="failed-member-of-an-unlisted-PodGroup-is-not-judged-nor-counted"),
+        pytest.param(with_status("train-lost", {"phase": "Failed", "scheduled": 3, "running": 2, "failed": 1,
+                                                "scheduleStartTime": "2026-12-03T13:20:01Z"}),
+                     members("train-lost"), PARAMS, Status.FAILED,
+                     "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
+                     "(want running + succeeded >= minMember; phase Failed,", "1 gang(s) failed below minMember",
+                     {"failed": 1}, id="a-PodGroup-Failed-with-its-failed-member-is-one-failure"),
         # -- phases koord never writes --------------------------------------------------------------------
         pytest.param(groups("train-unknown"), [], PARAMS, Status.DEGRADED,
                      "podgroup batch/train-unknown: observed phase Unknown (phase Unknown, 1 scheduled, 1 running",
@@ -143,7 +274,7 @@ ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
                      "podgroup batch/train-exploded: observed phase 'Exploded', not a PodGroup phase", "cannot judge",
                      {}, id="undefined-phase"),
         pytest.param(groups("train-exploded", "train-crashed"), [], PARAMS, Status.FAILED, "phase 'Exploded'",
-                     "1 PodGroup(s) Failed", {}, id="a-real-failure-wins-over-what-cannot-be-judged"),
+                     "1 gang(s) failed", {}, id="a-real-failure-wins-over-what-cannot-be-judged"),
         # -- gangs without a PodGroup ---------------------------------------------------------------------
         pytest.param([], members("ann-stuck"), PARAMS, Status.FAILED,
                      "gang batch/ann-stuck: observed 2 member(s) waiting to be scheduled longer than 600 s (want "
@@ -184,7 +315,7 @@ ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
                      id="sandbox-healthy"),
         pytest.param(captured("podgroup-failed"), [], PARAMS, Status.FAILED,
                      "podgroup default/outpost-fault-failed-gang: observed phase Failed at an unrecorded time (3 "
-                     "failed, 0 running, 0 succeeded of minMember 3)", "1 PodGroup(s) Failed", {},
+                     "failed, 0 running, 0 succeeded of minMember 3)", "1 gang(s) failed", {},
                      id="sandbox-podgroup-failed-managedFields-dropped-by-the-capture"),
         pytest.param(captured("podgroup-stuck"), [], PARAMS, Status.OK, None, "1 Pending without members",
                      {"pending_without_members": ["podgroup default/outpost-fault-pending-gang"]},
@@ -210,14 +341,18 @@ def test_everything_at_once_names_each_problem_once() -> None:
     stuck = ["podgroup batch/train-partial", "podgroup batch/train-stuck", "podgroup batch/train-unsynced",
              "gang batch/ann-badmin", "gang batch/ann-partial", "gang batch/ann-stuck", "gang batch/ghost",
              "gang batch/lw-stuck"]
+    failed = ["podgroup batch/train-crash-untimed", "podgroup batch/train-crashed", "podgroup batch/train-lost",
+              "gang batch/ann-lost"]
     assert result.details["stuck"] == len(stuck)
-    assert result.details["failed"] == 2  # train-crashed, train-crash-untimed
-    assert result.summary == ("8 gang(s) stuck waiting and 2 PodGroup(s) Failed below minMember of 16 PodGroup(s) "
-                              "and 8 gang(s) without one")
-    for ref in stuck:
+    assert result.details["failed"] == len(failed)
+    assert result.summary == ("8 gang(s) stuck waiting and 4 gang(s) failed below minMember of 19 PodGroup(s) "
+                              "and 9 gang(s) without one")
+    for ref in stuck + failed + ["podgroup batch/train-spare-lost", "podgroup batch/train-spare-crashed"]:
         assert sum(line.startswith(ref + ":") for line in result.errors) == 1, ref
-    assert result.details["by_phase"] == {"(unset)": 1, "Exploded": 1, "Failed": 4, "Pending": 3, "Running": 1,
-                                          "Scheduling": 5, "Unknown": 1}
+    assert result.details["by_phase"] == {"(unset)": 1, "Exploded": 1, "Failed": 4, "Pending": 3, "Running": 3,
+                                          "Scheduling": 6, "Unknown": 1}
+    assert result.details["stale_failed"][0].startswith("podgroup batch/train-lost-long-ago: 1 member(s) failed")
+    assert result.details["quorum_counted_in"] == ["batch"]
 
 
 @pytest.mark.parametrize(("params", "status"), [
@@ -238,11 +373,60 @@ def test_a_gangs_own_longer_wait_time_wins_over_the_bound() -> None:
     assert judge([], annotated).status is Status.FAILED  # koord falls back to its default: so do we
 
 
-@pytest.mark.parametrize(("window", "status"), [(600, Status.OK), (3600, Status.FAILED)])
-def test_the_failed_window_is_a_parameter(window: int, status: Status) -> None:
-    result = judge(groups("train-crashed"), [], GangSchedulingParams(failed_window_seconds=window))
+@pytest.mark.parametrize(("gang", "window", "status"), [
+    ("train-crashed", 600, Status.OK),  # phase Failed 920 s ago
+    ("train-crashed", 3600, Status.FAILED),
+    ("train-spare-lost", 300, Status.OK),  # member failed 320 s ago
+    ("train-spare-lost", 3600, Status.DEGRADED),
+])
+def test_the_failed_window_is_a_parameter(gang: str, window: int, status: Status) -> None:
+    result = judge(groups(gang), members(gang), GangSchedulingParams(failed_window_seconds=window))
     assert result.status is status
     assert len(result.details["stale_failed"]) == (1 if status is Status.OK else 0)
+    assert result.details["quorum_counted_in"] == (["batch"] if gang == "train-spare-lost" and window > 320 else [])
+
+
+def test_a_recent_failure_whose_quorum_was_not_read_is_error_not_ok() -> None:
+    # fetch's clock ran a day ahead of evaluate's (it went back): fetch found the failure old and read no quorum.
+    result = judge(groups("train-lost"), members("train-lost"), fetched_at=NOW + timedelta(days=1))
+    assert result.status is Status.ERROR
+    assert result.errors == ["podgroup batch/train-lost: 1 member(s) failed within 3600 s but the running members of "
+                             "namespace batch were not read (the probe's clock went back?): pod train-lost-2 failed "
+                             "40 s ago (container worker exited 1, Error)"]
+
+
+def _terminated(name: str, finished: str | None, exit_code: int = 1) -> dict[str, Any]:
+    end: dict[str, Any] = {"exitCode": exit_code, "reason": "Error", "startedAt": "2026-12-03T13:00:00Z"}
+    if finished:
+        end["finishedAt"] = finished
+    return {"name": name, "ready": False, "restartCount": 0, "state": {"terminated": end}}
+
+
+@pytest.mark.parametrize(("status", "failed_at", "cause"), [
+    pytest.param(DOC["pods"]["train-lost-2"]["status"], "2026-12-03T13:34:40Z", "container worker exited 1, Error",
+                 id="stale-Ready-True-is-ignored-the-container-end-counts"),
+    pytest.param(DOC["pods"]["ann-lost-0"]["status"], "2026-12-03T13:25:31Z", "Evicted: The node was low",
+                 id="evicted-by-the-kubelet"),
+    pytest.param({"phase": "Failed", "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed",
+                                                     "lastTransitionTime": "2026-12-03T13:31:00Z"}]},
+                 "2026-12-03T13:31:00Z", "no reason recorded", id="only-the-Ready-False-transition"),
+    pytest.param({"phase": "Failed", "initContainerStatuses": [_terminated("setup", "2026-12-03T13:10:00Z", 0)],
+                  "containerStatuses": [_terminated("worker", "2026-12-03T13:12:00Z", 2),
+                                        _terminated("sidecar", "2026-12-03T13:12:30Z", 0)]},
+                 "2026-12-03T13:12:30Z", "container worker exited 2, Error", id="newest-end-and-first-non-zero-exit"),
+    pytest.param({"phase": "Failed", "containerStatuses": [_terminated("worker", None)]}, None,
+                 "container worker exited 1, Error", id="no-time-recorded"),
+    pytest.param({"phase": "Failed", "reason": "DeadlineExceeded",
+                  "message": "Pod was active on the node longer than the specified deadline"}, None,
+                 "DeadlineExceeded: Pod was active on the node longer than the specified deadline",
+                 id="activeDeadlineSeconds"),
+])
+def test_a_failed_member_is_dated_and_explained_by_its_status(status: dict[str, Any], failed_at: str | None,
+                                                              cause: str) -> None:
+    pod = parse_items(PodSchedulingOutline, [{"metadata": {"name": "m", "namespace": "batch"}, "status": status}],
+                      "test")[0]
+    assert gang_scheduling.failed_at(pod) == parse_time(failed_at)
+    assert gang_scheduling.failed_member(pod, NOW).cause.startswith(cause)
 
 
 def test_a_label_selector_leaves_gangs_without_a_pod_group_unjudged_and_counted() -> None:
@@ -259,6 +443,9 @@ def test_now_is_what_waits_and_failures_are_judged_against() -> None:
     later = judge(raw_groups, raw_pods, now=NOW + timedelta(hours=1))
     assert [line.split(":")[0] for line in later.errors] == ["podgroup batch/train-stuck"]
     assert len(later.details["stale_failed"]) == 1
+    # The same for a failed member: stale an hour on, just now when it failed "after now".
+    assert judge(groups("train-lost"), members("train-lost"), now=NOW + timedelta(hours=1)).status is Status.OK
+    assert judge(groups("train-lost"), members("train-lost"), now=NOW - timedelta(hours=2)).status is Status.FAILED
 
 
 def test_a_member_without_any_time_cannot_be_judged() -> None:
@@ -311,37 +498,75 @@ def test_bad_params_are_refused() -> None:
         GangSchedulingParams(waiting_phases=["Pending"])  # type: ignore[call-arg]
 
 
-def _api() -> FakeApiServer:
+def _failed_ago(raw: list[dict[str, Any]], name: str, seconds: int, namespace: str = "") -> list[dict[str, Any]]:
+    """`raw` with pod `name` failed `seconds` before the real clock (fetch decides on it), in `namespace`."""
+    finished = (datetime.now(UTC) - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in raw:
+        if namespace:
+            pod["metadata"]["namespace"] = namespace
+        if pod["metadata"]["name"] == name:
+            pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = finished
+    return raw
+
+
+def _api(*extra: dict[str, Any]) -> FakeApiServer:
     running = copy.deepcopy(DOC["pods"]["bound-0"])
     running["metadata"]["name"] = "running-0"
     running["status"]["phase"] = "Running"
-    return FakeApiServer().add(*groups("train-stuck", "train-running"),
+    return FakeApiServer().add(*groups("train-stuck", "train-running", "train-lost"),
                                *[{"kind": "Pod", "apiVersion": "v1", **pod}
-                                 for pod in [*members("train-stuck", "ann-stuck"), running]])
+                                 for pod in [*members("train-stuck", "ann-stuck"), running, *extra]])
 
 
-def test_fetch_lists_podgroups_and_only_pending_pods_page_by_page() -> None:
-    api = _api()
+def _pod_reads(api: FakeApiServer) -> list[tuple[str, str | None]]:
+    return [(r.path, r.param("fieldSelector")) for r in api.requests if r.path.endswith("/pods")]
+
+
+def test_fetch_reads_pods_neither_running_nor_succeeded_once_page_by_page() -> None:
+    api = _api(*_failed_ago(members("train-lost"), "train-lost-2", 7200))  # failed two hours ago: stale
     with fake_cluster(api, page_size=1) as cluster:
         data = gang_scheduling.fetch(cluster, PARAMS)
-    assert [g.name for g in data.pod_groups] == ["train-running", "train-stuck"]
-    assert sorted(p.name for p in data.pending_pods) == ["ann-stuck-0", "ann-stuck-1", "train-stuck-0",
-                                                          "train-stuck-1", "train-stuck-2", "train-stuck-3"]
-    pod_requests = [r for r in api.requests if r.path == PODS_PATH]
-    assert {r.param("fieldSelector") for r in pod_requests} == {"status.phase=Pending"}
-    assert len(pod_requests) == 6
-    assert {r.param("limit") for r in pod_requests} == {"1"}  # paginated
-    assert [r.path for r in api.requests if r.path == PG_PATH] == [PG_PATH, PG_PATH]
-    assert gang_scheduling.evaluate(data, PARAMS, NOW).details["stuck"] == 2
+    assert [g.name for g in data.pod_groups] == ["train-lost", "train-running", "train-stuck"]
+    assert sorted(p.name for p in data.unsettled_pods) == ["ann-stuck-0", "ann-stuck-1", "train-lost-2",
+                                                            "train-stuck-0", "train-stuck-1", "train-stuck-2",
+                                                            "train-stuck-3"]
+    assert data.settled_pods == {}  # no recent failure: no quorum to count
+    assert _pod_reads(api) == [(PODS_PATH, UNSETTLED_PHASES)] * 7
+    assert {r.param("limit") for r in api.requests if r.path == PODS_PATH} == {"1"}  # paginated
+    assert [r.path for r in api.requests if r.path == PG_PATH] == [PG_PATH] * 3
+    result = gang_scheduling.evaluate(data, PARAMS, datetime.now(UTC))
+    assert result.details["stuck"] == 2
+    assert result.details["stale_failed"][0].startswith("podgroup batch/train-lost: 1 member(s) failed more than")
 
 
-def test_fetch_in_one_namespace_reads_both_lists_there() -> None:
-    api = _api()
+def test_fetch_counts_running_and_succeeded_members_only_where_one_failed_recently() -> None:
+    recent = _failed_ago(members("train-lost"), "train-lost-2", 30)
+    old_elsewhere = _failed_ago(members("ann-lost"), "ann-lost-0", 7200, namespace="ml")
+    api = _api(*recent, *old_elsewhere)
+    with fake_cluster(api, page_size=2) as cluster:
+        data = gang_scheduling.fetch(cluster, PARAMS)
+    batch = "/api/v1/namespaces/batch/pods"
+    assert list(dict.fromkeys(_pod_reads(api))) == [(PODS_PATH, UNSETTLED_PHASES), (batch, SETTLED_PHASES)]
+    assert {ns: sorted(p.name for p in pods) for ns, pods in data.settled_pods.items()} == {
+        "batch": ["running-0", "train-lost-0", "train-lost-1"]}
+    result = gang_scheduling.evaluate(data, PARAMS, datetime.now(UTC))
+    assert result.status is Status.FAILED
+    assert [line for line in result.errors if "failed member" in line] == [
+        "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 (want running "
+        "+ succeeded >= minMember; phase Running, 3 scheduled, 3 running, 0 succeeded, 0 failed of minMember 3): pod "
+        "train-lost-2 failed 30 s ago (container worker exited 1, Error)"]
+    assert result.details["quorum_counted_in"] == ["batch"]
+    assert result.details["stale_failed"][0].startswith("gang ml/ann-lost: 1 member(s) failed more than 3600 s ago")
+
+
+def test_fetch_in_one_namespace_reads_every_list_there() -> None:
+    api = _api(*_failed_ago(members("train-lost"), "train-lost-2", 30))
     with fake_cluster(api) as cluster:
         data = gang_scheduling.fetch(cluster, GangSchedulingParams(namespace="batch"))
-    assert {r.path for r in api.requests} == {
-        "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/batch/podgroups", "/api/v1/namespaces/batch/pods"}
-    assert data.pods_path == "/api/v1/namespaces/batch/pods"
+    batch = "/api/v1/namespaces/batch/pods"
+    assert {r.path for r in api.requests} == {"/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/batch/podgroups", batch}
+    assert _pod_reads(api) == [(batch, UNSETTLED_PHASES), (batch, SETTLED_PHASES)]
+    assert data.pods_path == batch
 
 
 def test_api_not_served_is_error_not_ok() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 
 from outpost import redaction
@@ -67,3 +68,11 @@ def test_results_are_scrubbed_when_built() -> None:
                     details={"body": f"<pre>{TOKEN}</pre>", "nested": [{"k": TOKEN}]})
     assert TOKEN not in result.model_dump_json()
     assert Result.error("c", "line one\nline two").summary == "line one line two"
+
+
+def test_json_text_stays_json_when_a_url_with_a_query_is_redacted_in_it() -> None:
+    # The API server's webhook errors quote the URL it called, query included; the CLI redacts the JSON it prints.
+    message = 'failed calling webhook "mpod.kb.io": Post "https://svc.ns.svc:443/mutate-pod?timeout=10s": EOF'
+    printed = redaction.redact(json.dumps({"summary": redaction.redact(message)}))
+    assert json.loads(printed) == {"summary": 'failed calling webhook "mpod.kb.io": '
+                                              'Post "https://svc.ns.svc:443/mutate-pod?***": EOF'}

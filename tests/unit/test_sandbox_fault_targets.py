@@ -1,8 +1,7 @@
 """What `outpost sandbox break` says a fault must fail depends on what it is aimed at.
 
-A backend fault fails only the checks that read that backend; a fault aimed at a system, a Deployment
-or a Lease fails that one's checks. A target name shared by two kinds of thing (`kruise-manager` is
-both a backend and a leader Lease) must not borrow the other's checks.
+A backend fault fails only the checks that read that backend; a fault aimed at a system, a manager
+Deployment or a Lease fails that one's checks (a scheduler's outage shows only in its Lease).
 """
 
 from __future__ import annotations
@@ -11,21 +10,29 @@ import pytest
 
 from outpost_sandbox.faults import FAULTS
 
+KOORD_DOWN = ("koord-manager-health", "koord-webhook", "admission-dry-run", "leader-leases")
+KRUISE_DOWN = ("kruise-manager-health", "kruise-webhook", "admission-dry-run", "kruise-manager-replicas",
+               "leader-leases")
+
 
 @pytest.mark.parametrize(
     ("fault", "target", "expected"),
     [
-        ("backend-500", "koord-manager", ("koord-manager-health",)),
-        ("backend-down", "kruise-webhook", ("kruise-webhook", "admission-dry-run")),
+        ("backend-500", "kruise-daemon", ("kruise-daemon-coverage",)),
+        ("backend-down", "ls-workload", ("ls-latency",)),
         ("backend-slow", "ls-workload", ("ls-latency",)),
         ("backend-500", "koordlet", ()),
-        ("leader-lease-stale", "kruise-manager", ("leader-leases",)),
-        ("leader-lease-stale", "koordinator-manager", ("leader-leases",)),
-        ("webhook-config-deleted", "kruise", ("kruise-webhook", "admission-dry-run")),
-        ("webhook-config-deleted", "koordinator", ("koord-webhook", "admission-dry-run")),
-        ("manager-scaled-to-zero", "koord-manager", ("koord-manager-health", "leader-leases")),
-        ("manager-scaled-to-zero", "kruise-controller-manager",
-         ("kruise-manager-health", "kruise-manager-replicas", "leader-leases")),
+        ("manager-down", "koord-manager", KOORD_DOWN),
+        ("manager-down", "kruise-controller-manager", KRUISE_DOWN),
+        ("manager-down", "koord-scheduler", ("leader-leases",)),
+        ("manager-frozen", "koord-descheduler", ("leader-leases",)),
+        ("manager-lease-stolen", "kruise-manager", ("leader-leases",)),
+        ("webhook-config-deleted", "kruise", ("kruise-webhook", "admission-dry-run", "webhook-cert-expiry")),
+        ("webhook-config-deleted", "koordinator", ("koord-webhook", "admission-dry-run", "webhook-cert-expiry")),
+        ("manager-scaled-to-zero", "koord-manager", KOORD_DOWN),
+        ("manager-scaled-to-zero", "kruise-controller-manager", KRUISE_DOWN),
+        ("webhook-cert-expiring", "kruise", ("webhook-cert-expiry", *KRUISE_DOWN)),
+        ("webhook-certs-deleted", "koordinator", ("webhook-cert-expiry", *KOORD_DOWN)),
         ("koordlet-missing", "kwok-node-0", ("koordlet-coverage",)),
     ],
 )

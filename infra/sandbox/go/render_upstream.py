@@ -138,8 +138,10 @@ def openkruise_overlay(docs: list[Doc], version: str) -> None:
     main["env"] = [env for env in main.get("env") or [] if env["name"] != "KUBE_CACHE_MUTATION_DETECTOR"]
     daemon = find(docs, "DaemonSet", "kruise-daemon")
     container(daemon, "daemon")["image"] = f"openkruise/kruise-daemon:{version}"
-    daemon["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]}]}}}
+    not_virtual = {"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}  # the chart's daemon.affinity
+    required = {"nodeSelectorTerms": [{"matchExpressions": [not_virtual]}]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    daemon["spec"]["template"]["spec"]["affinity"] = affinity
     stand_in(daemon, "10221=kruise-daemon:health", "outpost.sandbox/no-kruise-daemon")
 
 

@@ -976,8 +976,9 @@ class Sandbox:
         """The node Leases kwok is to renew, held or released, or None if they could not be listed.
 
         A Lease with a duration no scale profile gives kwok is not kwok's: the node-lease-stale fault
-        takes one over with a long one. A released Lease is, and counts: a new kwok sometimes fails to take one over on
-        its first try (its Lease cache is not filled yet) and retries only later.
+        takes one over with a long one; nor is the process node's, which its own kubelet renews. A released
+        Lease is, and counts: a new kwok sometimes fails to take one over on its first try (its Lease cache is
+        not filled yet) and retries only later.
         """
         try:
             leases = api.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
@@ -986,7 +987,8 @@ class Sandbox:
                 raise  # no answer at all: the caller decides
             return None
         return [lease for lease in leases
-                if (lease.get("spec") or {}).get("leaseDurationSeconds") in KWOK_LEASE_DURATIONS]
+                if (lease.get("spec") or {}).get("leaseDurationSeconds") in KWOK_LEASE_DURATIONS
+                and lease["metadata"]["name"] != PROCESS_NODE]
 
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._api(state, timeout=30) as api:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ from typing import Any
 import yaml
 
 from outpost.errors import OutpostError
+from outpost.kube import timestamps
 from outpost.kube.conditions import ESTABLISHED, Condition, is_true
 from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
 from outpost.kube.paths import CRDS, DAEMON_SETS, NAMESPACES, NODES, PODS, collection_path, object_path
@@ -405,14 +407,17 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
 
 
 def leases_settled(kube: Kube) -> bool:
-    """Each manager's leader Lease is held by one of its Running pods (holder `<pod name>_<uuid>`)."""
+    """Each manager's leader Lease is held by one of its Running pods (holder `<pod name>_<uuid>`) and renewed
+    within its duration: a process restarted in the same pod must have taken it over, not merely share the name."""
     for ns, selector, lease in MANAGERS.values():
         found = kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}", ok_missing=True)
-        holder = str(((found or {}).get("spec") or {}).get("holderIdentity") or "").rpartition("_")[0]
+        spec = (found or {}).get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "").rpartition("_")[0]
         pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
         running = {p["metadata"]["name"] for p in pods
                    if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
-        if holder not in running:
+        renewed = timestamps.age_seconds(spec.get("renewTime"), dt.datetime.now(dt.UTC))
+        if holder not in running or renewed is None or renewed > float(spec.get("leaseDurationSeconds") or 0):
             return False
     return True
 

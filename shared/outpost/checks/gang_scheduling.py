@@ -1,70 +1,83 @@
-"""gang-scheduling: does a Koordinator gang really fail to schedule, or has one really failed, now?
+"""gang-scheduling: does a Koordinator gang really fail to schedule, or has one really lost its quorum, now?
 
 A gang is a PodGroup (`scheduling.sigs.k8s.io/v1alpha1`, docs/contracts.md "Upstream facts": Koordinator) or a
-set of pods naming one by annotation. koord-scheduler (github.com/koordinator-sh/koordinator@v1.6.0) is the
-source of every rule below; `coscheduling/` stands for its `pkg/scheduler/plugins/coscheduling/`.
+set of pods naming one by annotation. The rules come from koord-scheduler (github.com/koordinator-sh/koordinator@v1.6.0;
+`coscheduling/` stands for its `pkg/scheduler/plugins/coscheduling/`) and the kube-scheduler it embeds
+(k8s.io/kubernetes@v1.28.7).
 
-What a PodGroup's status says (`coscheduling/controller/podgroup.go`, syncHandler; the CRD
+What a PodGroup's status says, and what it does not (`coscheduling/controller/podgroup.go`, syncHandler; the CRD
 `config/crd/bases/scheduling.sigs.k8s.io_podgroups.yaml` has no status subresource, so anyone who writes the
-object can write its status too):
-- `Pending`: fewer than `minMember` pods of the gang exist (or minMember is 0). A PodGroup whose pods all went
-  is reset to `Pending` keeping its old counters and `scheduleStartTime`. So neither the phase nor
-  `scheduleStartTime` (set once, on the first move to `Scheduling`, and never reset) measures a wait;
-- `PreScheduling` once minMember pods exist, `Scheduling` while fewer than minMember are bound (`scheduled`),
-  `Scheduled` once they are, `Running` once minMember run or succeeded, `Finished` once minMember succeeded;
-- `Failed` as soon as one member's pod failed while failed + running + succeeded >= minMember, and then never
-  again: `pgAdded` drops every `Failed` and `Finished` PodGroup, so its phase and counters stay frozen at that
-  moment until someone deletes it;
-- `Unknown` is defined in `apis/thirdparty/scheduler-plugins/pkg/apis/scheduling/v1alpha1/types.go` but
-  koord-scheduler never writes it.
+object can write its status):
+- koord counts a gang's pods from its pod informer, which never holds a terminated pod: it lists and watches
+  `status.phase!=Succeeded,status.phase!=Failed` (k8s.io/kubernetes@v1.28.7, `pkg/scheduler/scheduler.go`
+  newPodInformer, kept by `cmd/koord-scheduler/app/options/options.go`). A member that fails or succeeds is a
+  delete to koord (`coscheduling/core/gang_cache.go` onPodDelete, "Delete pod from gang"), its `failed` and
+  `succeeded` counters stay 0, and so koord v1.6.0 never writes `Failed` or `Finished`;
+- the controller handles no pod delete (NewPodGroupController registers Add and Update only): after a member
+  fails, the status keeps its phase and counters (measured: `Running`, 3 running of 3) until another event of
+  that gang or a restart recomputes them from the members left (`Scheduling`, 2 running, 2 scheduled);
+- `Pending`: fewer than minMember pods exist (or minMember is 0); a PodGroup whose pods all went is reset to
+  `Pending` keeping its counters and `scheduleStartTime` (set once, on the first `Scheduling`, never reset), so
+  neither measures a wait. Then `PreScheduling`, `Scheduling` while fewer than minMember are bound
+  (`scheduled`), `Scheduled`, `Running` once minMember run;
+- `Unknown` is defined (`apis/thirdparty/scheduler-plugins/pkg/apis/scheduling/v1alpha1/types.go`), never written.
 
-So a verdict about NOW comes from the members, read as Pending pods, plus the phase only where koord keeps it
-current:
-- **stuck** (failed): members of one gang wait unbound past its bound, either at least minMember of them
-  (the whole gang waits: whatever the reason, including no scheduler acting), or any that koord-scheduler
-  tried and found unschedulable (`PodScheduled=False`, reasons `Unschedulable`/`SchedulerError`, whose
-  message is not koord's own "gang child pod not collect enough" hold). The bound is `stuck_after_seconds`,
-  default 600 s: koord's gang wait time default (`pkg/scheduler/apis/config/v1/defaults.go`, `defaultTimeout`;
-  neither `config/manager/scheduler-config.yaml` nor koordinator-sh/charts
+So verdicts about NOW come from the member pods, and from the phase only where it can be current:
+- **stuck** (failed): members of one gang wait unbound past its bound, either at least (minMember - koord's
+  `scheduled` while `PreScheduling`/`Scheduling`) of them (whatever the reason, including no scheduler acting),
+  or any that koord-scheduler tried and found unschedulable (`PodScheduled=False`, reason `Unschedulable` or
+  `SchedulerError`, whose message is not koord's own "gang child pod not collect enough" hold). The bound is
+  `stuck_after_seconds`, default 600 s: koord's gang wait time (`pkg/scheduler/apis/config/v1/defaults.go`
+  `defaultTimeout`; neither `config/manager/scheduler-config.yaml` nor koordinator-sh/charts
   `versions/v1.6.0/templates/koord-scheduler-config.yaml` sets `CoschedulingArgs`), or the gang's own longer
-  wait time (`spec.scheduleTimeoutSeconds`, annotation `gang.scheduling.koordinator.sh/waiting-time`: koord
-  holds assumed members in Permit that long by design, `coscheduling/core/core.go` Permit). A member waits
-  since its `PodScheduled=False` transition (kube-scheduler keeps `lastTransitionTime` while it stays False,
-  k8s.io/kubernetes@v1.28.7, `pkg/api/v1/pod/util.go` UpdatePodCondition) or, never tried, since creation.
-  Members of a PodGroup in `Scheduled`, `Running` or `Finished` are beyond its quorum and are not judged;
-- **incomplete** (not a failure unless `fail_incomplete`): fewer than minMember members wait and koord has
-  not tried them: it holds such a gang (the kustomize config's PreEnqueue leaves them without a condition, the
-  Helm chart's PreFilter writes "gang child pod not collect enough"), because the workload has not created them
-  all or was scaled down. Listed in `details.incomplete`, as are Pending PodGroups without waiting members in
-  `details.pending_without_members` (deleted or finished workloads);
-- **Failed** (failed): a PodGroup whose phase turned `Failed` within `failed_window_seconds` (default 3600 s)
-  while running + succeeded < minMember: the gang lost its quorum. Its phase time is the newest
-  managedFields entry owning `status.phase` (the API server moves an entry's time only when its manager
-  changed the object; koord writes nothing after `Failed`); unrecorded counts as recent (fail closed). The
-  window must outlast the monitor's grace (schedule x tolerated misses + margin: 11-12 min at the catalogue's
-  5 min) so that a failure silences the heartbeat long enough to alert once, then clears, which koord never
-  does. A recent `Failed` whose running + succeeded still meet minMember (a member beyond the quorum failed)
-  is `degraded`; an older `Failed` is `ok`, listed in `details.stale_failed`;
-- `Unknown` is `degraded` (named); a phase upstream does not define is `error`, unless a real failure is
-  also observed.
+  wait time (`spec.scheduleTimeoutSeconds`, annotation `gang.scheduling.koordinator.sh/waiting-time`: Permit
+  holds assumed members that long, `coscheduling/core/core.go`). A member waits since its `PodScheduled=False`
+  transition (kept while it stays False: v1.28.7 `pkg/api/v1/pod/util.go` UpdatePodCondition) or, never tried,
+  since creation. Members of a PodGroup in `Scheduled`, `Running` or `Finished` are beyond its quorum;
+- **incomplete** (failed only with `fail_incomplete`): fewer than minMember members wait and koord has not tried
+  them; it holds such a gang (the kustomize config's PreEnqueue leaves no condition, the Helm chart's PreFilter
+  writes "gang child pod not collect enough"). Listed in `details.incomplete`; Pending PodGroups without
+  waiting members in `details.pending_without_members`;
+- **member failed** (failed): a member pod turned `Failed` within `failed_window_seconds` (default 3600 s) and
+  the gang's Running (not being deleted) plus Succeeded members are fewer than minMember, koord's own quorum
+  rule (syncHandler). It failed at the newest `finishedAt` of its terminated containers or its `Ready=False`
+  transition (the kubelet's `PodFailed`, v1.28.7 `pkg/kubelet/status/generate.go`); neither recorded counts as
+  recent (fail closed). Still at minMember: `degraded` (named). Older: listed in `details.stale_failed`, since a
+  failed pod stays until its owner deletes it. The window must outlast the monitor's grace (schedule x
+  tolerated misses + margin: 11-12 min at 5 min) so that a failure alerts once, then clears;
+- **PodGroup Failed** (failed), for PodGroups whose status something other than koord v1.6.0 writes `Failed`,
+  when no member failed recently: the newest managedFields entry owning `status.phase` is within the window
+  (the API server moves an entry's time only when its manager changes the object; unrecorded counts as recent)
+  and its running + succeeded < minMember; still at minMember `degraded`, older listed as stale;
+- `Unknown` is `degraded` (named); a phase upstream does not define is `error`, unless a failure is also seen.
 
 Gang members are found as koord-scheduler finds them (`coscheduling/util/gang_helper.go` GetGangNameByPod):
 label `pod-group.scheduling.sigs.k8s.io` (a PodGroup), else the deprecated label
 `pod-group.scheduling.sigs.k8s.io/name`, else annotation `gang.scheduling.koordinator.sh/name`
 (`apis/extension/coscheduling.go`), in the pod's namespace. A PodGroup of that name wins
 (`coscheduling/core/gang_cache.go` onPodGroupAdd); otherwise the gang is declared by its pods, with their
-`gang.scheduling.koordinator.sh/min-available` (or the deprecated label `.../min-available`). A gang koord
-never initialises (a pod labelled for a PodGroup that does not exist, or without a valid min-available:
-`coscheduling/core/gang.go` tryInitByPodConfig) never schedules: its minMember counts as 1. Only pods of
-`scheduler_names` (default `koord-scheduler`, the profile both configs above declare) are judged; pods held by
-their own `schedulingGates` (`PodScheduled` reason `SchedulingGated`) and pods being deleted are not waiting.
+`gang.scheduling.koordinator.sh/min-available` (or the deprecated label `.../min-available`). A gang koord never
+initialises (a pod labelled for a PodGroup that does not exist, or without a valid min-available:
+`coscheduling/core/gang.go` tryInitByPodConfig) never schedules: its minMember counts as 1. Only waiting and
+failed pods of `scheduler_names` (default `koord-scheduler`, the profile both configs above declare) are judged;
+running and succeeded members count whatever their scheduler, as koord's gang cache takes every pod. Pods held
+by their own `schedulingGates` (`PodScheduled` reason `SchedulingGated`) and pods being deleted do not wait.
 
-Cost: besides the PodGroups, one LIST of pods with `fieldSelector=status.phase=Pending`, paginated. The API
-server answers it by reading every pod in the scope (`status.phase` is a selectable field of pods, not an index:
-k8s.io/kubernetes@v1.37.2, `pkg/registry/core/pod/strategy.go`) and sends only the Pending ones, in pages that
-may come back short: on a cluster of 100,000 pods that is a scan of 100,000 pods per run for the API server,
-as for `kubectl get pods -A --field-selector status.phase=Pending`. Scope it with `namespace` where the gangs
-live in one namespace; the probe then needs `list pods` only there.
+Cost, besides the PodGroups:
+- every run, one LIST of pods with `fieldSelector=status.phase!=Running,status.phase!=Succeeded` (Pending,
+  Failed, Unknown), paginated. `status.phase` is a selectable field, not an index (k8s.io/kubernetes@v1.37.2,
+  `pkg/registry/core/pod/strategy.go`), so the API server reads every pod in scope for it and sends the selected
+  ones: one read, where a `=Pending` and a `=Failed` LIST would read the scope twice for the same pods (`!=` is
+  what kube-scheduler's own informer selects with). It also sends Failed pods, which stay until their owner
+  deletes them or PodGC passes 12,500 terminated pods (`pkg/controller/podgc/config/v1alpha1/defaults.go`);
+- only while a judged member failed within the window (by the probe's clock at fetch; evaluate, later, calls a
+  recent failure whose namespace was not read `error`), one LIST per such namespace with
+  `fieldSelector=status.phase!=Pending,status.phase!=Failed,status.phase!=Unknown`: its Running and Succeeded
+  pods, because the PodGroup's counters are stale (above). A namespaced LIST reads only that namespace's pods
+  (k8s.io/apiserver@v0.37.2, `pkg/storage/cacher/watch_cache.go`, OrderedListPrefix). It is not narrowed by
+  label: koord puts a pod in a gang by label or by annotation, annotations cannot be selected, and a running
+  member missed would turn a degraded gang into a false failure.
+Scope both with `namespace` where the gangs live in one namespace; the probe then needs `list pods` only there.
 
 The PodGroup API not being served (no CRD: HTTP 404) is `error`, never "no gangs, all fine". A timestamp in the
 future (clock skew) counts as "just now", never as "stuck" or "stale".
@@ -74,7 +87,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -93,7 +106,7 @@ from outpost.kube import (
     parse_items,
     parse_label_selector,
 )
-from outpost.kube.objects import PodSchedulingOutline
+from outpost.kube.objects import ContainerTerminated, PodSchedulingOutline
 from outpost.result import Result, Status
 
 NAME = "gang-scheduling"
@@ -119,24 +132,30 @@ GATED_REASON = "SchedulingGated"
 LISTED = 10
 """Errors and details name at most this many gangs per kind of problem, then say how many more."""
 MEMBERS_NAMED = 2
-"""A stuck gang's line describes this many of its members, then counts the rest."""
+"""A stuck or failed gang's line describes this many of its members, then counts the rest."""
 MESSAGE_CHARS = 160
-"""A member's scheduling message is cut to this length in a line (the full one is on the pod)."""
+"""A member's scheduling or failure message is cut to this length in a line (the full one is on the pod)."""
+UNSETTLED_PHASES = "status.phase!=Running,status.phase!=Succeeded"
+"""Pending (waiting members), Failed (failed members) and Unknown pods, in one read of the scope."""
+SETTLED_PHASES = "status.phase!=Pending,status.phase!=Failed,status.phase!=Unknown"
+"""Running and Succeeded pods: the members that keep a gang's quorum."""
 
 
 class GangSchedulingParams(Params):
-    namespace: str | None = Field(None, description="Only PodGroups and Pending pods in this namespace; default: "
-                                                    "every namespace.")
+    namespace: str | None = Field(None, description="Only PodGroups and pods in this namespace; default: every "
+                                                    "namespace.")
     label_selector: str = Field("", description="Only PodGroups matching this label selector (server side). With "
                                                 "one, gangs declared by pod annotation are not judged.")
     stuck_after_seconds: int = Field(KOORD_GANG_WAIT_SECONDS, ge=1, le=7 * 86400,
                                      description="How long a gang's members may wait to be scheduled before it "
                                                  "counts as stuck (a gang's own longer wait time wins).")
     failed_window_seconds: int = Field(3600, ge=60, le=7 * 86400,
-                                       description="A PodGroup Failed longer ago than this is stale (koord never "
-                                                   "clears Failed); keep it above the monitor's grace.")
+                                       description="A member (or a PodGroup) Failed longer ago than this is stale "
+                                                   "(failed pods stay until deleted); keep it above the monitor's "
+                                                   "grace.")
     scheduler_names: list[str] = Field(default_factory=lambda: ["koord-scheduler"],
-                                       description="Judge only pods of these schedulers; empty: every scheduler.")
+                                       description="Judge only waiting and failed pods of these schedulers; empty: "
+                                                   "every scheduler.")
     fail_incomplete: bool = Field(False, description="Also fail gangs whose fewer-than-minMember members wait "
                                                      "past the bound (the workload did not create them all).")
 
@@ -152,7 +171,10 @@ class GangSchedulingData:
     path: str
     pod_groups: list[PodGroup]
     pods_path: str = ""
-    pending_pods: list[PodSchedulingOutline] = field(default_factory=list)
+    unsettled_pods: list[PodSchedulingOutline] = field(default_factory=list)
+    """Pods neither Running nor Succeeded in scope: the waiting and the failed members."""
+    settled_pods: dict[str, list[PodSchedulingOutline]] = field(default_factory=dict)
+    """Running and Succeeded pods of each namespace read for a recent failed member (all of them, by namespace)."""
 
 
 def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
@@ -164,11 +186,21 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
             raise ClusterError(f"podgroups ({POD_GROUPS.api_version}) not served by cluster {cluster.name} "
                                f"(HTTP 404 for {path}): is the PodGroup CRD installed? gangs not observed") from None
         raise
+    pod_groups = parse_items(PodGroup, items, f"LIST {path}")
     pods_path = collection_path(PODS, params.namespace)
-    pods = cluster.list(pods_path, field_selector="status.phase=Pending")
-    return GangSchedulingData(path=path, pod_groups=parse_items(PodGroup, items, f"LIST {path}"),
-                              pods_path=pods_path,
-                              pending_pods=parse_items(PodSchedulingOutline, pods, f"LIST {pods_path}"))
+    unsettled = parse_items(PodSchedulingOutline, cluster.list(pods_path, field_selector=UNSETTLED_PHASES),
+                            f"LIST {pods_path}")
+    # What to read is decided on this clock; evaluate's `now` is later, so it never finds a failure recent that
+    # was old here, and calls any unread one `error`.
+    listed = {(group.namespace, group.name) for group in pod_groups}
+    settled: dict[str, list[PodSchedulingOutline]] = {}
+    for namespace in recently_failed_namespaces(unsettled, listed, params, datetime.now(UTC)):
+        namespace_path = collection_path(PODS, namespace)
+        settled[namespace] = parse_items(
+            PodSchedulingOutline, cluster.list(namespace_path, field_selector=SETTLED_PHASES),
+            f"LIST {namespace_path}")
+    return GangSchedulingData(path=path, pod_groups=pod_groups, pods_path=pods_path, unsettled_pods=unsettled,
+                              settled_pods=settled)
 
 
 def declared_access(params: GangSchedulingParams) -> list[access.Access]:
@@ -235,6 +267,10 @@ class Member:
         return f"pod {self.name} {self.state}"
 
 
+def _cut(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 3] + "..."
+
+
 def member(pod: PodSchedulingOutline, now: datetime) -> Member:
     scheduled = find_condition(pod.status.conditions, "PodScheduled")
     if scheduled is not None and scheduled.status == "False":
@@ -242,10 +278,8 @@ def member(pod: PodSchedulingOutline, now: datetime) -> Member:
         waited = age_seconds(since, now)
         held = HELD_UNTIL_COMPLETE in scheduled.message
         tried = scheduled.reason in TRIED_REASONS and not held
-        message = scheduled.message if len(scheduled.message) <= MESSAGE_CHARS else (
-            scheduled.message[:MESSAGE_CHARS - 3] + "...")
         state = (f"PodScheduled=False ({scheduled.reason or 'no reason'}) for {_seconds(waited)}"
-                 + (f": {message}" if message else ""))
+                 + (f": {_cut(scheduled.message)}" if scheduled.message else ""))
         return Member(pod.name, waited, tried, state)
     waited = age_seconds(pod.metadata.creation_timestamp, now)
     return Member(pod.name, waited, False, f"not tried yet, created {_seconds(waited)} ago")
@@ -255,14 +289,73 @@ def _seconds(value: float | None) -> str:
     return "an unknown time" if value is None else f"{max(0, int(value))} s"
 
 
+def judged_scheduler(pod: PodSchedulingOutline, params: GangSchedulingParams) -> bool:
+    return not params.scheduler_names or (pod.spec.scheduler_name or "default-scheduler") in params.scheduler_names
+
+
+def _ended(pod: PodSchedulingOutline) -> list[tuple[str, ContainerTerminated]]:
+    """(name, how it ended) of each init and app container that terminated, in the order the pod lists them."""
+    statuses = [*pod.status.init_container_statuses, *pod.status.container_statuses]
+    return [(c.name, c.state.terminated) for c in statuses if c.state.terminated is not None]
+
+
+def failed_at(pod: PodSchedulingOutline) -> datetime | None:
+    """When the pod failed: the newest end of its containers or its Ready=False transition; None if unrecorded."""
+    times = [end.finished_at for _, end in _ended(pod) if end.finished_at is not None]
+    ready = find_condition(pod.status.conditions, "Ready")
+    if ready is not None and ready.status == "False" and ready.last_transition_time is not None:
+        times.append(ready.last_transition_time)
+    return max(times, default=None)
+
+
+def _recent(age: float | None, params: GangSchedulingParams) -> bool:
+    return age is None or age <= params.failed_window_seconds  # unrecorded counts as recent (fail closed)
+
+
+def recently_failed_namespaces(pods: list[PodSchedulingOutline], listed: set[tuple[str, str]],
+                               params: GangSchedulingParams, now: datetime) -> list[str]:
+    """Namespaces holding a judged gang member that failed within the window: there the quorum must be counted."""
+    return sorted({pod.namespace for pod in pods
+                   if pod.status.phase == "Failed" and gang_name(pod) and judged_scheduler(pod, params)
+                   and (not params.label_selector or (pod.namespace, gang_name(pod)) in listed)
+                   and _recent(age_seconds(failed_at(pod), now), params)})
+
+
+@dataclass(frozen=True)
+class FailedMember:
+    name: str
+    age: float | None
+    """Seconds since it failed (negative under clock skew); None when the pod records no time."""
+    cause: str
+
+    def describe(self) -> str:
+        when = "at an unrecorded time" if self.age is None else f"{_seconds(self.age)} ago"
+        return f"pod {self.name} failed {when} ({self.cause})"
+
+
+def failed_member(pod: PodSchedulingOutline, now: datetime) -> FailedMember:
+    cause = pod.status.reason + (f": {_cut(pod.status.message)}" if pod.status.message else "")
+    ended = _ended(pod)
+    failing = [(name, end) for name, end in ended if end.exit_code != 0] or ended
+    if not cause and failing:
+        name, end = failing[0]
+        cause = (f"container {name} exited {end.exit_code}" + (f", {end.reason}" if end.reason else "")
+                 + (f", signal {end.signal}" if end.signal else ""))
+    return FailedMember(pod.name, age_seconds(failed_at(pod), now), cause or "no reason recorded")
+
+
 @dataclass
 class Gang:
     ref: str
+    namespace: str
     min_member: int
     bound: float
     note: str = ""
     pod_group: PodGroup | None = None
     members: list[Member] = field(default_factory=list)
+    failed: list[FailedMember] = field(default_factory=list)
+    running: int = 0
+    succeeded: int = 0
 
     @property
     def quorum_met(self) -> bool:
@@ -277,11 +370,18 @@ class Gang:
             return self.pod_group.status.scheduled
         return 0
 
+    @property
+    def context(self) -> str:
+        return self.note or (_counts(self.pod_group) if self.pod_group else "")
+
 
 @dataclass
 class Gangs:
     by_key: dict[tuple[str, str], Gang] = field(default_factory=dict)
+    pending: int = 0
+    failed_pods: int = 0
     waiting: int = 0
+    failed_members: int = 0
     other_scheduler: int = 0
     gated: int = 0
     not_attributed: int = 0
@@ -292,18 +392,24 @@ def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime
     for group in data.pod_groups:
         declared = group.spec.schedule_timeout_seconds  # util.GetWaitTimeDuration
         found.by_key[(group.namespace, group.name)] = Gang(
-            group.ref, group.spec.min_member, max(params.stuck_after_seconds, declared), pod_group=group)
-    for pod in sorted(data.pending_pods, key=lambda p: (p.namespace, p.metadata.creation_timestamp is None,
-                                                         p.metadata.creation_timestamp or now, p.name)):
+            group.ref, group.namespace, group.spec.min_member, max(params.stuck_after_seconds, declared),
+            pod_group=group)
+    for pod in sorted(data.unsettled_pods, key=lambda p: (p.namespace, p.metadata.creation_timestamp is None,
+                                                          p.metadata.creation_timestamp or now, p.name)):
+        # The server filtered on phase; judge again rather than trust it.
+        phase = pod.status.phase
+        found.pending += phase == "Pending"
+        found.failed_pods += phase == "Failed"
         name = gang_name(pod)
-        # The server filtered on phase; judge again rather than trust it. Bound or leaving pods do not wait.
-        if not name or pod.status.phase != "Pending" or pod.node_name or pod.terminating:
+        # Bound or leaving pods do not wait; Unknown ones neither wait nor failed.
+        waiting = phase == "Pending" and not pod.node_name and not pod.terminating
+        if not name or not (waiting or phase == "Failed"):
             continue
-        if params.scheduler_names and (pod.spec.scheduler_name or "default-scheduler") not in params.scheduler_names:
+        if not judged_scheduler(pod, params):
             found.other_scheduler += 1
             continue
         scheduled = find_condition(pod.status.conditions, "PodScheduled")
-        if scheduled is not None and scheduled.status == "False" and scheduled.reason == GATED_REASON:
+        if waiting and scheduled is not None and scheduled.status == "False" and scheduled.reason == GATED_REASON:
             found.gated += 1
             continue
         key = (pod.namespace, name)
@@ -313,25 +419,37 @@ def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime
                 found.not_attributed += 1  # its PodGroup may be one the selector left out
                 continue
             gang = found.by_key[key] = _declared_by_pods(pod, name, params)
-        gang.members.append(member(pod, now))
-        found.waiting += 1
+        if waiting:
+            gang.members.append(member(pod, now))
+            found.waiting += 1
+        else:
+            gang.failed.append(failed_member(pod, now))
+            found.failed_members += 1
+    for pods in data.settled_pods.values():
+        for pod in pods:
+            gang = found.by_key.get((pod.namespace, gang_name(pod)))
+            if gang is None or pod.terminating:  # a member being deleted is leaving the gang
+                continue
+            gang.running += pod.status.phase == "Running"
+            gang.succeeded += pod.status.phase == "Succeeded"
     return found
 
 
 def _declared_by_pods(first: PodSchedulingOutline, name: str, params: GangSchedulingParams) -> Gang:
     """A gang without a PodGroup, configured as koord does it: from the first of its pods it sees."""
-    ref = f"gang {first.namespace}/{name}"
+    ref, namespace = f"gang {first.namespace}/{name}", first.namespace
     if first.metadata.labels.get(POD_GROUP_LABEL):
-        return Gang(ref, 1, params.stuck_after_seconds,
+        return Gang(ref, namespace, 1, params.stuck_after_seconds,
                     note=f"pods labelled {POD_GROUP_LABEL}={name} but no such PodGroup: koord-scheduler never "
                          "initialises this gang")
     wait = go_duration_seconds(first.metadata.annotations.get(GANG_WAIT_ANNOTATION, "")) or 0.0
     bound = max(float(params.stuck_after_seconds), wait)
     minimum = declared_min(first)
     if minimum is None:
-        return Gang(ref, 1, bound, note=f"declared by pod annotation without a valid {GANG_MIN_ANNOTATION}: "
-                                        "koord-scheduler never initialises this gang")
-    return Gang(ref, minimum, bound, note="declared by pod annotation")
+        return Gang(ref, namespace, 1, bound, note=f"declared by pod annotation without a valid "
+                                                   f"{GANG_MIN_ANNOTATION}: koord-scheduler never initialises "
+                                                   "this gang")
+    return Gang(ref, namespace, minimum, bound, note="declared by pod annotation")
 
 
 # -- judgement ------------------------------------------------------------------------------------------
@@ -349,10 +467,19 @@ def _counts(group: PodGroup) -> str:
             f"{s.failed} failed of minMember {group.spec.min_member}")
 
 
+def _named(described: list[str]) -> str:
+    named = "; ".join(described[:MEMBERS_NAMED])
+    return named + (f"; +{len(described) - MEMBERS_NAMED} more" if len(described) > MEMBERS_NAMED else "")
+
+
 def _members(members: list[Member]) -> str:
     ordered = sorted(members, key=lambda m: (not m.tried, -(m.waited or 0.0), m.name))
-    named = "; ".join(m.describe() for m in ordered[:MEMBERS_NAMED])
-    return named + (f"; +{len(ordered) - MEMBERS_NAMED} more" if len(ordered) > MEMBERS_NAMED else "")
+    return _named([m.describe() for m in ordered])
+
+
+def _failures(failed: list[FailedMember]) -> str:
+    ordered = sorted(failed, key=lambda m: (m.age is not None, m.age or 0.0, m.name))  # newest first
+    return _named([m.describe() for m in ordered])
 
 
 @dataclass
@@ -370,10 +497,9 @@ class Verdicts:
 def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
     if not gang.members:
         return
-    context = gang.note or (_counts(gang.pod_group) if gang.pod_group else "")
     if gang.quorum_met:
         verdicts.beyond_quorum.append(f"{gang.ref}: {len(gang.members)} member(s) wait beyond the quorum "
-                                      f"({context}): {_members(gang.members)}")
+                                      f"({gang.context}): {_members(gang.members)}")
         return
     timeless = [m for m in gang.members if m.waited is None]
     if timeless:
@@ -386,24 +512,53 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
     if len(overdue) >= wanted or any(m.tried for m in overdue):
         verdicts.stuck.append(
             f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than {int(gang.bound)} s "
-            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {context}): {_members(overdue)}")
+            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {gang.context}): {_members(overdue)}")
     elif len(gang.members) < wanted:
         verdicts.incomplete.append(
             f"{gang.ref}: observed {len(gang.members)} member(s) waiting, fewer than the {wanted} minMember still "
-            f"needs, held by koord-scheduler until the workload creates the rest ({context}): {_members(overdue)}")
+            f"needs, held by koord-scheduler until the workload creates the rest ({gang.context}): "
+            f"{_members(overdue)}")
     # Otherwise the gang is complete and its younger members have not waited the bound yet.
 
 
-def _judge_phase(group: PodGroup, members: int, params: GangSchedulingParams, now: datetime,
+def _judge_failed_members(gang: Gang, counted: bool, params: GangSchedulingParams, verdicts: Verdicts) -> bool:
+    """Judge the gang's failed members; True when one failed within the window (its verdict is made here)."""
+    recent = [m for m in gang.failed if _recent(m.age, params)]
+    stale = [m for m in gang.failed if not _recent(m.age, params)]
+    if stale and not recent:
+        verdicts.stale_failed.append(f"{gang.ref}: {len(stale)} member(s) failed more than "
+                                     f"{params.failed_window_seconds} s ago: {_failures(stale)}")
+    if not recent:
+        return False
+    if not counted:
+        verdicts.unjudgeable.append(f"{gang.ref}: {len(recent)} member(s) failed within "
+                                    f"{params.failed_window_seconds} s but the running members of namespace "
+                                    f"{gang.namespace} were not read (the probe's clock went back?): "
+                                    f"{_failures(recent)}")
+        return True
+    quorum = f"{gang.running} running + {gang.succeeded} succeeded of minMember {gang.min_member}"
+    context = f"; {gang.context}" if gang.context else ""
+    if gang.running + gang.succeeded >= gang.min_member:
+        verdicts.degraded.append(f"{gang.ref}: observed {len(recent)} failed member(s), {quorum}: minMember still "
+                                 f"met{context}: {_failures(recent)}")
+    else:
+        verdicts.failed.append(f"{gang.ref}: observed {len(recent)} failed member(s), {quorum} (want running + "
+                               f"succeeded >= minMember{context}): {_failures(recent)}")
+    return True
+
+
+def _judge_phase(group: PodGroup, members: int, failure_judged: bool, params: GangSchedulingParams, now: datetime,
                  verdicts: Verdicts) -> None:
     phase = group.status.phase
     s = group.status
     if phase == "Failed":
+        if failure_judged:
+            return  # its members said more, and more recently, than the phase
         written = group.phase_written_at
         age = age_seconds(written, now)
         when = "at an unrecorded time" if age is None else f"{max(0, int(age))} s ago"
         counts = f"{s.failed} failed, {s.running} running, {s.succeeded} succeeded of minMember {group.spec.min_member}"
-        if age is not None and age > params.failed_window_seconds:
+        if not _recent(age, params):
             verdicts.stale_failed.append(f"{group.ref}: phase Failed {when} ({counts}); koord-scheduler never "
                                          "revisits a Failed PodGroup")
         elif s.running + s.succeeded >= group.spec.min_member:
@@ -428,10 +583,11 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     by_phase: dict[str, int] = {}
     for _, gang in sorted(gangs.by_key.items(), key=lambda item: item[0]):
         _judge_members(gang, verdicts)
+        failure_judged = _judge_failed_members(gang, gang.namespace in data.settled_pods, params, verdicts)
         if gang.pod_group is not None:
             phase = gang.pod_group.status.phase or "(unset)"
             by_phase[phase] = by_phase.get(phase, 0) + 1
-            _judge_phase(gang.pod_group, len(gang.members), params, now, verdicts)
+            _judge_phase(gang.pod_group, len(gang.members), failure_judged, params, now, verdicts)
     annotation_gangs = sum(1 for gang in gangs.by_key.values() if gang.pod_group is None)
     failing = verdicts.failed + verdicts.stuck + (verdicts.incomplete if params.fail_incomplete else [])
     details: dict[str, Any] = {
@@ -440,8 +596,11 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
         "pod_groups": len(data.pod_groups),
         "by_phase": dict(sorted(by_phase.items())),
         "gangs_without_pod_group": annotation_gangs,
-        "pending_pods": len(data.pending_pods),
+        "pending_pods": gangs.pending,
+        "failed_pods": gangs.failed_pods,
         "members_waiting": gangs.waiting,
+        "members_failed": gangs.failed_members,
+        "quorum_counted_in": sorted(data.settled_pods),
         "other_scheduler_pods": gangs.other_scheduler,
         "gated_pods": gangs.gated,
         "not_attributed_pods": gangs.not_attributed,
@@ -458,7 +617,7 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     scope = f"{len(data.pod_groups)} PodGroup(s) and {annotation_gangs} gang(s) without one"
     if failing:
         parts = [f"{len(verdicts.stuck)} gang(s) stuck waiting" if verdicts.stuck else "",
-                 f"{len(verdicts.failed)} PodGroup(s) Failed below minMember" if verdicts.failed else "",
+                 f"{len(verdicts.failed)} gang(s) failed below minMember" if verdicts.failed else "",
                  f"{len(verdicts.incomplete)} incomplete gang(s) waiting"
                  if params.fail_incomplete and verdicts.incomplete else ""]
         return Result(check=NAME, status=Status.FAILED, summary=f"{' and '.join(p for p in parts if p)} of {scope}",
@@ -480,7 +639,7 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
         return Result(check=NAME, status=Status.DEGRADED,
                       summary=f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
                       errors=_listed(verdicts.degraded), details=details)
-    summary = (f"{scope}: none stuck past {params.stuck_after_seconds} s, none Failed below minMember in the last "
+    summary = (f"{scope}: none stuck past {params.stuck_after_seconds} s, none failed below minMember in the last "
                f"{params.failed_window_seconds} s")
     return Result(check=NAME, status=Status.OK, summary=summary + (f" ({noted}: see details)" if noted else ""),
                   details=details)
@@ -493,8 +652,8 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=5,
     fails_when="a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
-               "(koord's 600 s default), or a PodGroup turned Failed in the last hour with fewer than minMember "
-               "running or succeeded",
+               "(koord's 600 s default), or a member pod failed in the last hour leaving fewer than minMember "
+               "running or succeeded (or a PodGroup's status turned Failed so)",
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -260,14 +260,36 @@ class PodSchedulingSpec(View):
     scheduler_name: str = ""
 
 
+class ContainerTerminated(View):
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    finished_at: datetime | None = None
+
+
+class ContainerEndState(View):
+    terminated: ContainerTerminated | None = None
+
+
+class ContainerEnd(View):
+    """A container status reduced to how it ended, if it did."""
+
+    name: str = ""
+    state: ContainerEndState = Field(default_factory=ContainerEndState)
+
+
 class PodSchedulingStatus(View):
     phase: str = ""
+    reason: str = ""
+    message: str = ""
     conditions: list[Condition] = Field(default_factory=list)
+    init_container_statuses: list[ContainerEnd] = Field(default_factory=list)
+    container_statuses: list[ContainerEnd] = Field(default_factory=list)
 
 
 class PodSchedulingOutline(KubeObject):
-    """What scheduling checks read of a Pod (labels and annotations, node, scheduler, phase, conditions): a LIST
-    of Pending pods validated into this never builds their containers, volumes and affinity."""
+    """What scheduling checks read of a Pod (labels and annotations, node, scheduler, phase, conditions, how its
+    containers ended): a LIST validated into this never builds their specs, volumes and affinity."""
 
     KIND: ClassVar[str] = "Pod"
 

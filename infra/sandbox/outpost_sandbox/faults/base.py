@@ -116,7 +116,9 @@ def required_target(ctx: FaultContext, choices: list[str] | tuple[str, ...] | No
 
 
 def fake_nodes(ctx: FaultContext) -> list[str]:
-    return sorted(n["metadata"]["name"] for n in ctx.kube.get("/api/v1/nodes")["items"])
+    """The KWOK fake nodes (the process node, which runs the managers, is not one)."""
+    return sorted(n["metadata"]["name"] for n in ctx.kube.get("/api/v1/nodes")["items"]
+                  if (n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") == "fake")
 
 
 def node_target(ctx: FaultContext) -> str:

@@ -35,6 +35,7 @@ from outpost_sandbox.faults.extension_objects import (
     utilization_fault,
 )
 from outpost_sandbox.faults.managers import (
+    LEADER_LEASES,
     cert_expiring_fault,
     certs_deleted_fault,
     down_fault,
@@ -99,7 +100,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
            MANAGER_DOWN),
     _fault("manager-lease-stolen", ("leader-leases",), "a foreign holder takes the manager's leader Lease for an "
            "hour: the manager exits, restarts and is ready but not leading", lease_stolen_fault(),
-           "lease: koordinator-manager, koord-scheduler, koord-descheduler or kruise-manager"),
+           "lease: " + ", ".join(sorted(LEADER_LEASES)), dict.fromkeys(LEADER_LEASES, ("leader-leases",))),
     _fault("koordlet-missing", ("koordlet-coverage",), "the koordlet DaemonSet leaves one node",
            daemonset_pod_missing(NO_KOORDLET_LABEL, "koordinator-system", "koordlet"), "node (default: first)"),
     _fault("kruise-daemon-missing", ("kruise-daemon-coverage",), "the kruise-daemon DaemonSet leaves one node",
@@ -113,15 +114,18 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
            utilization_fault(0.20)),
     _fault("node-utilization-high", ("node-utilization",), "NodeMetrics report 90 % CPU",
            utilization_fault(0.90)),
-    _fault("podgroup-failed", ("gang-scheduling",), "a PodGroup in phase Failed", podgroup_fault("Failed")),
-    _fault("podgroup-stuck", ("gang-scheduling",), "a PodGroup Pending for an hour, members unschedulable",
+    _fault("podgroup-failed", ("gang-scheduling",), "one of a running gang's 3 members fails (koord-scheduler "
+           "v1.6.0 leaves its PodGroup's status as it was)", podgroup_fault("Failed")),
+    _fault("podgroup-stuck", ("gang-scheduling",), "a gang's 3 members ask for a node that does not exist: "
+           "koord-scheduler finds them unschedulable (their wait backdated by an hour)",
            podgroup_fault("Pending")),
     _fault("be-evictions", ("be-eviction-rate",), "--count (default 10) evictPodSuccess Events on BE pods",
            (evictions_apply, evictions_heal)),
-    _fault("webhook-config-deleted", ("koord-webhook", "kruise-webhook", "admission-dry-run"),
+    _fault("webhook-config-deleted", ("koord-webhook", "kruise-webhook", "admission-dry-run", "webhook-cert-expiry"),
            "the system's mutating and validating webhook configurations are deleted (the running manager does "
            "not recreate them)", (webhook_deleted_apply, webhook_deleted_heal), "koordinator or kruise",
-           {"koordinator": ("koord-webhook", "admission-dry-run"), "kruise": ("kruise-webhook", "admission-dry-run")}),
+           {"koordinator": ("koord-webhook", "admission-dry-run", "webhook-cert-expiry"),
+            "kruise": ("kruise-webhook", "admission-dry-run", "webhook-cert-expiry")}),
     _fault("manager-scaled-to-zero", _ALL, "the manager Deployment is scaled to 0",
            (scaled_to_zero_apply, scaled_to_zero_heal), _MANAGER_TARGETS, MANAGER_DOWN),
     _system_fault("webhook-cert-expiring", ("webhook-cert-expiry",),

@@ -20,6 +20,7 @@ from outpost_sandbox.faults.base import (
     FaultError,
     Heal,
     age_seconds,
+    fake_nodes,
     utc_now,
     wait_for,
 )
@@ -44,7 +45,9 @@ NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
 def _every_node_lease_expired(ctx: FaultContext) -> bool:
-    specs = [lease.get("spec") or {} for lease in ctx.kube.list(NODE_LEASES)]
+    """Every fake node's Lease (kwok's; the process node's kubelet keeps renewing its own) has expired."""
+    fake = set(fake_nodes(ctx))
+    specs = [lease.get("spec") or {} for lease in ctx.kube.list(NODE_LEASES) if lease["metadata"]["name"] in fake]
     return bool(specs) and all(
         age_seconds(spec.get("renewTime")) > float(spec.get("leaseDurationSeconds") or 0) for spec in specs)
 

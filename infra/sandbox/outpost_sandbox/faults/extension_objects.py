@@ -16,6 +16,7 @@ from outpost.kube.paths import (
     DEPLOYMENTS,
     EVENTS,
     POD_GROUPS,
+    PODS,
     object_path,
 )
 from outpost_sandbox import systems
@@ -98,38 +99,94 @@ def utilization_fault(ratio: float) -> tuple[Apply, Heal]:
     return apply, heal
 
 
+GANG_LABEL = "pod-group.scheduling.sigs.k8s.io"
+"""The scheduler-plugins label naming a pod's PodGroup, which koord-scheduler's Coscheduling plugin reads
+(github.com/koordinator-sh/koordinator@v1.6.0 apis/extension/coscheduling.go)."""
+
+
+def _gang_pod(name: str, index: int, gang: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": "koord-scheduler", "restartPolicy": "Never",
+                            "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+                            "nodeSelector": node_selector or {"type": "kwok"},
+                            "containers": [{"name": "w", "image": "library/busybox:1.36",
+                                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{index}", "namespace": "default",
+                         "labels": {GANG_LABEL: gang, "app": name}}, "spec": spec}
+
+
+def _scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+
+
 def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
+    """A gang the real koord-scheduler handles: stuck (members that cannot be placed) or failed (a member failed).
+
+    Stuck: 3 members ask for a node that does not exist; koord-scheduler marks each PodScheduled=False,
+    Unschedulable, and the PodGroup Scheduling. The wait starts at that condition's lastTransitionTime, which
+    kube-scheduler keeps while the pod stays unschedulable, so it is moved an hour back: the only way for the first
+    run after `break` to meet a gang stuck longer than koord's 600 s wait without waiting 10 minutes.
+    Failed: 3 members run, then one fails. koord-scheduler v1.6.0 drops a terminated pod from its gang cache before
+    its PodGroup controller counts it (coscheduling/core/gang_cache.go onPodDelete), so the PodGroup keeps its last
+    status (Running, running 3) until the scheduler restarts, then reads Scheduling with running 2; it reaches
+    Failed only when the failed member is still cached. What shows the failure at once is the member pod itself.
+    """
     name = f"{FAULT_PREFIX}-{phase.lower()}-gang"
+    stuck = phase == "Pending"
+
+    def pods(ctx: FaultContext) -> list[dict[str, Any]]:
+        return list(ctx.kube.get("/api/v1/namespaces/default/pods", labelSelector=f"app={name}")["items"])
+
+    def group(ctx: FaultContext) -> dict[str, Any]:
+        found: dict[str, Any] = ctx.kube.get(object_path(POD_GROUPS, name, "default"))
+        return found
 
     def apply(ctx: FaultContext) -> dict[str, Any]:
+        try:
+            return staged(ctx)
+        except Exception:
+            heal(ctx, {"name": name})  # nothing half-made stays behind a break that failed
+            raise
+
+    def staged(ctx: FaultContext) -> dict[str, Any]:
         k = ctx.kube
+        selector = {"outpost.sandbox/no-such-node": "true"} if stuck else None
+        # Members first, then their PodGroup: koord-scheduler holds a member back while its gang has fewer pods
+        # than minMember and reconsiders held members when a PodGroup is added, not when a sibling is.
+        for i in range(3):
+            k.apply(_gang_pod(name, i, name, selector))
         k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                 "metadata": {"name": name, "namespace": "default"},
-                 "spec": {"minMember": 3, "scheduleTimeoutSeconds": 60}})
-        start = rfc3339(utc_now() - dt.timedelta(hours=1))
-        if phase == "Pending":
-            # The gang's members really cannot schedule: they ask for a node that does not exist.
-            k.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "spec": {"replicas": 3, "selector": {"matchLabels": {"app": name}},
-                              "template": {"metadata": {"labels": {
-                                  "app": name, "pod-group.scheduling.sigs.k8s.io": name,
-                                  "koordinator.sh/qosClass": "BE"}},
-                                  "spec": {"nodeSelector": {"outpost.sandbox/no-such-node": "true"},
-                                           "containers": [{"name": "w", "image": "library/busybox:1.36"}]}}}})
-            k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "status": {"phase": "Pending", "scheduleStartTime": start}})
+                 "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 3}})
+        if stuck:
+            def unschedulable() -> bool:
+                conditions = [_scheduled_condition(p) for p in pods(ctx)]
+                return len(conditions) == 3 and all(c is not None and c.get("reason") == "Unschedulable"
+                                                    for c in conditions)
+            wait_for(f"koord-scheduler to find the members of {name} unschedulable", 60, unschedulable)
+            hour_ago = rfc3339(utc_now() - dt.timedelta(hours=1))
+            for pod in pods(ctx):
+                condition = dict(_scheduled_condition(pod) or {}, lastTransitionTime=hour_ago)
+                others = [c for c in pod["status"].get("conditions") or [] if c.get("type") != "PodScheduled"]
+                k.merge_patch(object_path(PODS, pod["metadata"]["name"], "default") + "/status",
+                              {"status": {"conditions": [*others, condition]}})
         else:
-            # The PodGroup CRD has no status subresource: status is written with the object.
-            k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "status": {"phase": "Failed", "failed": 3, "scheduleStartTime": start}})
+            wait_for(f"koord-scheduler to report {name} Running", 60,
+                     lambda: (group(ctx).get("status") or {}).get("phase") == "Running")
+            failed = pods(ctx)[0]
+            now = rfc3339(utc_now())
+            k.merge_patch(object_path(PODS, failed["metadata"]["name"], "default") + "/status", {"status": {
+                "phase": "Failed",
+                "containerStatuses": [{"name": "w", "image": "library/busybox:1.36", "imageID": "", "ready": False,
+                                       "restartCount": 0, "started": False,
+                                       "state": {"terminated": {"exitCode": 1, "reason": "Error",
+                                                                "startedAt": now, "finishedAt": now}}}]}})
         return {"name": name}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        ctx.kube.delete(object_path(DEPLOYMENTS, undo["name"], "default"))
+        for pod in pods(ctx):
+            ctx.kube.delete(object_path(PODS, pod["metadata"]["name"], "default"), {"gracePeriodSeconds": "0"})
         ctx.kube.delete(object_path(POD_GROUPS, undo["name"], "default"))
+        wait_for(f"the members of {undo['name']} gone", 60, lambda: not pods(ctx))
 
     return apply, heal
 

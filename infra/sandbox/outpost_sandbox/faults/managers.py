@@ -43,6 +43,8 @@ from outpost_sandbox.faults.base import (
 LEASE_SLACK_S = 10.0
 """leader-leases' default slack past leaseDurationSeconds: a killed or frozen manager is observable once past it."""
 THIEF = "outpost-fault-thief"
+LEADER_LEASES = {lease: (manager, ns) for manager, (ns, _selector, lease) in systems.MANAGERS.items()}
+"""Each manager's leader Lease: its name -> (the manager Deployment, the namespace)."""
 SYSTEM_MANAGER = {"kruise": "kruise-controller-manager", "koordinator": "koord-manager"}
 CERT_SECRET = {"kruise": ("kruise-system", "kruise-webhook-certs"),
                "koordinator": ("koordinator-system", "koordinator-webhook-certs")}
@@ -141,18 +143,16 @@ def frozen_fault() -> tuple[Apply, Heal]:
 
 
 def lease_stolen_fault() -> tuple[Apply, Heal]:
-    leases = {lease: (manager, ns) for manager, (ns, _selector, lease) in systems.MANAGERS.items()}
-
     def apply(ctx: FaultContext) -> dict[str, Any]:
-        lease = required_target(ctx, sorted(leases), "leader lease")
-        manager, ns = leases[lease]
+        lease = required_target(ctx, sorted(LEADER_LEASES), "leader lease")
+        _manager, ns = LEADER_LEASES[lease]
         now = rfc3339(utc_now(), micro=True)
         ctx.kube.merge_patch(object_path(LEASES, lease, ns), {"spec": {
             "holderIdentity": THIEF, "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now}})
         return {"lease": lease}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        manager, ns = leases[undo["lease"]]
+        _manager, ns = LEADER_LEASES[undo["lease"]]
         ctx.kube.delete(object_path(LEASES, undo["lease"], ns))
         with systems_kube(ctx) as kube:
             systems.wait_managers(kube, 120)

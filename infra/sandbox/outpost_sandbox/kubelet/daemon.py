@@ -43,6 +43,7 @@ import ssl
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,18 +98,22 @@ class Probe:
         def port_of(value: Any) -> int:
             return int(ports.get(value, 0) if isinstance(value, str) and not value.isdigit() else value)
 
-        common = {"period": float(spec.get("periodSeconds", 10)), "timeout": float(spec.get("timeoutSeconds", 1)),
-                  "success_threshold": int(spec.get("successThreshold", 1)),
-                  "failure_threshold": int(spec.get("failureThreshold", 3)),
-                  "initial_delay": float(spec.get("initialDelaySeconds", 0))}
         if "httpGet" in spec:
             get = spec["httpGet"]
             path = str(get.get("path") or "/")
-            return cls("http", port_of(get["port"]), path if path.startswith("/") else f"/{path}",
-                       str(get.get("scheme", "HTTP")).upper(), **common)
-        if "tcpSocket" in spec:
-            return cls("tcp", port_of(spec["tcpSocket"]["port"]), **common)
-        return None
+            probe = cls("http", port_of(get["port"]), path if path.startswith("/") else f"/{path}",
+                        str(get.get("scheme", "HTTP")).upper())
+        elif "tcpSocket" in spec:
+            probe = cls("tcp", port_of(spec["tcpSocket"]["port"]))
+        else:
+            return None
+        # Upstream's defaults for whatever the probe leaves out (k8s.io/api core/v1 Probe).
+        probe.period = float(spec.get("periodSeconds", 10))
+        probe.timeout = float(spec.get("timeoutSeconds", 1))
+        probe.success_threshold = int(spec.get("successThreshold", 1))
+        probe.failure_threshold = int(spec.get("failureThreshold", 3))
+        probe.initial_delay = float(spec.get("initialDelaySeconds", 0))
+        return probe
 
 
 @dataclass
@@ -214,19 +219,10 @@ class Kubelet:
         reported = -1e9
         while True:
             try:
-                node = self.node_object()
                 if time.monotonic() - reported >= NODE_STATUS_S:
-                    await self.kube.run(lambda k: k.apply(node))
-                    await self.kube.run(lambda k: k.apply(node, subresource="status"))
+                    await self.kube.run(partial(_register, self.node_object()))
                     reported = time.monotonic()
-                uid = (await self.kube.run(lambda k: k.get(f"/api/v1/nodes/{NODE_NAME}")))["metadata"]["uid"]
-                lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                         "metadata": {"name": NODE_NAME, "namespace": "kube-node-lease",
-                                      "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE_NAME,
-                                                           "uid": uid}]},
-                         "spec": {"holderIdentity": NODE_NAME, "leaseDurationSeconds": NODE_LEASE_S,
-                                  "renewTime": format_time(dt.datetime.now(dt.UTC), micro=True)}}
-                await self.kube.run(lambda k: k.apply(lease))
+                await self.kube.run(_renew_node_lease)
             except SandboxApiError as exc:
                 log.warning("node %s: %s", NODE_NAME, exc)
                 reported = -1e9  # report the status again once the API server answers
@@ -237,7 +233,7 @@ class Kubelet:
         while True:
             self.reload_faults()
             try:
-                listed = await self.kube.run(lambda k: k.get("/api/v1/pods", fieldSelector=f"spec.nodeName={NODE_NAME}"))
+                listed = await self.kube.run(_pods_on_node)
                 pods = [p for p in listed.get("items") or [] if p.get("spec", {}).get("nodeName") == NODE_NAME]
                 await self.sync(pods)
                 if not ready_file.exists():
@@ -608,7 +604,7 @@ class Kubelet:
 
     async def cleanup_orphans(self) -> None:
         """Networks and processes a previous instance left for pods that no longer exist on this node."""
-        listed = await self.kube.run(lambda k: k.get("/api/v1/pods", fieldSelector=f"spec.nodeName={NODE_NAME}"))
+        listed = await self.kube.run(_pods_on_node)
         live_ips = {(p.get("status") or {}).get("podIP") for p in listed.get("items") or []}
         live_keys = {f"{p['metadata']['namespace']}_{p['metadata']['name']}" for p in listed.get("items") or []}
         for ns in await asyncio.to_thread(podnet.existing):
@@ -633,6 +629,26 @@ class Kubelet:
         finally:
             ready_file.unlink(missing_ok=True)
             await self.kube.aclose()
+
+
+def _pods_on_node(kube: Kube) -> Any:
+    return kube.get("/api/v1/pods", fieldSelector=f"spec.nodeName={NODE_NAME}")
+
+
+def _register(node: dict[str, Any], kube: Kube) -> None:
+    """The Node object and its status, as a kubelet registers and reports its node."""
+    kube.apply(node)
+    kube.apply(node, subresource="status")
+
+
+def _renew_node_lease(kube: Kube) -> None:
+    """The node's Lease in kube-node-lease, owned by the Node (as the kubelet's), renewed now."""
+    uid = kube.get(f"/api/v1/nodes/{NODE_NAME}")["metadata"]["uid"]
+    kube.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": NODE_NAME, "namespace": "kube-node-lease",
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE_NAME, "uid": uid}]},
+                "spec": {"holderIdentity": NODE_NAME, "leaseDurationSeconds": NODE_LEASE_S,
+                         "renewTime": format_time(dt.datetime.now(dt.UTC), micro=True)}})
 
 
 async def probe_succeeds(probe: Probe, ip: str) -> bool:

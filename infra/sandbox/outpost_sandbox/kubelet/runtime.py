@@ -24,7 +24,7 @@ import os
 import shlex
 import shutil
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,12 @@ class Launch:
     hosts: str
 
 
+Lookup = Callable[[str, str, str, str], "str | None"]
+"""(configmaps|secrets, namespace, name, key) -> the value, or None when the object or key is absent."""
+
+
 def resolve_env(container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: str, host_ip: str,
-                lookup: Any) -> dict[str, str]:
+                lookup: Lookup) -> dict[str, str]:
     """The container's `env`, as a kubelet resolves it (fieldRef, configMapKeyRef, secretKeyRef)."""
     meta = pod.get("metadata") or {}
     fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", ""),
@@ -83,7 +87,7 @@ def resolve_env(container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: st
             env[name] = str(fields[path])
         elif "configMapKeyRef" in source or "secretKeyRef" in source:
             kind = "configmaps" if "configMapKeyRef" in source else "secrets"
-            ref = source.get("configMapKeyRef") or source.get("secretKeyRef")
+            ref: dict[str, Any] = source.get("configMapKeyRef") or source.get("secretKeyRef") or {}
             value = lookup(kind, meta.get("namespace", ""), ref["name"], ref["key"])
             if value is None:
                 if ref.get("optional"):
@@ -97,7 +101,7 @@ def resolve_env(container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: st
 
 def launch_for(pod: Mapping[str, Any], container: Mapping[str, Any], binary: Path, pod_dir: Path, netns: str,
                pod_ip: str, host_ip: str, api_port: int, volume_dirs: Mapping[str, Path],
-               lookup: Any) -> Launch:
+               lookup: Lookup) -> Launch:
     meta = pod["metadata"]
     command = [str(c) for c in container.get("command") or []]
     if not command or not command[0].startswith("/"):
@@ -143,7 +147,7 @@ def _script(launch: Launch) -> str:
         f"printf %s {shlex.quote(launch.hostname)} > /proc/sys/kernel/hostname",
         f"{mount} -t proc proc {root}/proc",
         f"{mount} --rbind /dev {root}/dev",
-        f"{mount} -t tmpfs -o mode=1777 tmpfs {root}/tmp",
+        f"{mount} -t tmpfs -o mode=1777 tmpfs {root}/tmp",  # noqa: S108 - the container's own /tmp
         f"{mount} --bind {shlex.quote(str(launch.binary))} {root}/{shlex.quote(launch.command[0].lstrip('/'))}",
     ]
     # Shallow paths first, so a mount under /tmp lands on the fresh tmpfs, not beneath it.
@@ -160,8 +164,8 @@ def _script(launch: Launch) -> str:
 def start(table: ProcessTable, key: str, launch: Launch) -> int:
     """Start the container of `launch` as process `key` of `table`; returns its pid."""
     _prepare_root(launch)
-    argv = [TOOLS["ip"], "netns", "exec", launch.netns, TOOLS["unshare"], "--mount", "--uts", "--propagation", "private",
-            "--",
+    argv = [TOOLS["ip"], "netns", "exec", launch.netns,
+            TOOLS["unshare"], "--mount", "--uts", "--propagation", "private", "--",
             "/bin/sh", "-c", _script(launch), "sh", *launch.command]
     return table.start(key, argv, env=launch.env, cwd=Path("/"))
 
