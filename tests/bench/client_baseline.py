@@ -82,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenario", choices=["koordlet-coverage", "kruise-daemon-coverage", "kwok-node-consistency",
                                              "kwok-pod-reconciler"])
     parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--max-lease-seconds", type=float, default=60.0,
-                        help="kwok-node-consistency: bound on a Lease's age (the check's max_lease_duration_seconds)")
+    parser.add_argument("--max-lease-seconds", type=float, default=600.0,
+                        help="kwok-node-consistency: bound on a Lease's age (the check's max_lease_duration_seconds, "
+                             "600 s by default)")
     args = parser.parse_args(argv)
     if args.scenario == "koordlet-coverage":
         ok, summary = daemon_coverage(args.kubeconfig, "koordinator-system", "koordlet", "koord-app=koordlet")

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from outpost_sandbox import faults
+from outpost_sandbox import faults, systems
+from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.cluster import COMPONENTS, Sandbox, SandboxError
 
 
@@ -110,10 +111,13 @@ def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     info: SandboxInfo = request.getfixturevalue("sandbox")
+    before = _disturbance(info)
     yield
     stopped = [name for name in COMPONENTS if not info.handle.procs.alive(name)]
     left = [rec["fault"] for rec in faults.active(info.state_dir)]
     if not stopped and not left:
+        if info.systems and _disturbance(info) != before:
+            _systems_settled(request, info)
         return
     what = f"faults left active: {left or 'none'}, components stopped: {stopped or 'none'}"
     try:
@@ -127,6 +131,27 @@ def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
     if call is not None and call.passed:
         pytest.fail(f"this test passed but left the sandbox broken ({what}); restored for the next tests",
                     pytrace=False)
+
+
+def _disturbance(info: SandboxInfo) -> tuple[object, ...]:
+    """What changes when a test disturbs the sandbox: a component restarted, a fault broken or healed."""
+    records = [info.state_dir / "systems" / "faults.json", info.state_dir / "kubelet" / "faults.json"]
+    stamps = tuple(path.stat().st_mtime_ns if path.exists() else 0 for path in records)
+    return (*(info.handle.procs.pid(name) for name in COMPONENTS), *stamps)
+
+
+def _systems_settled(request: pytest.FixtureRequest, info: SandboxInfo) -> None:
+    """After a disturbance, wait for the real managers to lead and admit again before the next test.
+
+    They exit when they lose the API server or their Lease, and the process node's kubelet restarts them with
+    CrashLoopBackOff: a test that restarted a component, or healed a fault whose heal does not wait for them,
+    leaves them coming back. A test must not fail for its predecessor's aftermath.
+    """
+    try:
+        with Kube.from_kubeconfig(info.kubeconfig) as kube:
+            systems.wait_ready(kube, 180)
+    except systems.SystemsError as exc:
+        pytest.fail(f"sandbox systems not ready again after this test: {exc}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

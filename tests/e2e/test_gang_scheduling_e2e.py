@@ -1,6 +1,7 @@
-"""gang-scheduling end to end: the sandbox's PodGroups (scheduling.sigs.k8s.io/v1alpha1) read with the probe's
-identity. Healthy (be-gang Running) → ok and one ping; `podgroup-failed` and `podgroup-stuck` (Pending for an
-hour, members unschedulable) → failed on the first run, the PodGroup named, no ping."""
+"""gang-scheduling end to end against the real koord-scheduler: the sandbox's gangs read with the probe's identity.
+Healthy (be-gang Running) → ok and one ping; `podgroup-failed` (a member of a running gang fails; koord-scheduler
+leaves its PodGroup's status as it was, so the check reads the members) and `podgroup-stuck` (members that cannot
+be placed, unschedulable for an hour) → failed on the first run through the CLI (exit 1), the gang named, no ping."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
 @pytest.mark.parametrize(
     ("fault", "named"),
     [
-        ("podgroup-failed", "podgroup default/outpost-fault-failed-gang: observed phase Failed"),
-        ("podgroup-stuck", "podgroup default/outpost-fault-pending-gang: observed phase Pending for "),
+        ("podgroup-failed", "podgroup default/outpost-fault-failed-gang: observed 1 failed member(s), 2 running + 0 "
+                            "succeeded of minMember 3"),
+        ("podgroup-stuck", "podgroup default/outpost-fault-pending-gang: observed 3 member(s) waiting to be "
+                           "scheduled longer than 600 s"),
     ],
 )
 def test_fault_fails_on_the_first_run(fault: str, named: str, tmp_path: Path, sandbox: SandboxInfo,

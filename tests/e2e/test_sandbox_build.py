@@ -1,6 +1,7 @@
 """The sandbox's binaries are built from pinned upstream modules plus the patches in
 infra/sandbox/go/patches, and the Go tests that guard those patches pass against exactly what
-build.sh compiles.
+build.sh compiles. The real managers are their pinned releases built as main modules (their own
+replace directives held), and the upstream objects the sandbox applies are what the pins render.
 
 kwok v0.8.0 aborts at random right after it starts ("fatal error: concurrent map writes" in
 easycel, seen in CI); the patch fixes that, and its Go test re-runs the race 1000 times.
@@ -8,7 +9,13 @@ easycel, seen in CI); the patch fixes that, and its Go test re-runs the race 100
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from outpost_sandbox.cluster import build_script, ensure_binaries
 
@@ -41,3 +48,44 @@ def test_the_built_kwok_uses_the_patched_easycel() -> None:
                           check=True).stdout
     easycel = [line for line in info.splitlines() if "github.com/wzshiming/easycel" in line]
     assert any(line.strip().startswith("=>") and "/patched/" in line for line in easycel), info
+
+
+RELEASES = {  # binary -> (module, its version pin in versions.env, main package)
+    "kruise-manager": ("github.com/openkruise/kruise", "KRUISE_VERSION", "github.com/openkruise/kruise"),
+    "koord-manager": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
+                      "github.com/koordinator-sh/koordinator/cmd/koord-manager"),
+    "koord-scheduler": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
+                        "github.com/koordinator-sh/koordinator/cmd/koord-scheduler"),
+    "koord-descheduler": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
+                          "github.com/koordinator-sh/koordinator/cmd/koord-descheduler"),
+}
+
+
+def pins() -> dict[str, str]:
+    lines = (GO_DIR / "versions.env").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+@pytest.mark.parametrize("binary", sorted(RELEASES))
+def test_each_manager_is_its_pinned_release_built_as_the_main_module(binary: str) -> None:
+    module, pin, package = RELEASES[binary]
+    bin_dir = ensure_binaries()
+    assert json.loads((bin_dir / "versions.json").read_text())[module] == pins()[pin]
+    info = subprocess.run(["go", "version", "-m", str(bin_dir / binary)], capture_output=True, text=True,
+                          check=True).stdout
+    assert f"\tpath\t{package}\n" in info
+    assert f"\tmod\t{module}\t" in info  # the release itself is the main module, not a dependency
+    # Its go.mod's replace directives held: every replaced dependency linked in is replaced as the release says.
+    release_dir = json.loads(subprocess.run(["go", "mod", "download", "-json", f"{module}@{pins()[pin]}"],
+                                            capture_output=True, text=True, check=True).stdout)["Dir"]
+    go_mod = (Path(release_dir) / "go.mod").read_text()
+    replaced = re.findall(r"^\t=>\t(\S+)\t(\S+)", info, flags=re.MULTILINE)
+    assert replaced, f"{binary}: no replaced module linked in: built outside its release's go.mod?"
+    for path, version in replaced:
+        assert re.search(rf"=> {re.escape(path)} {re.escape(version)}\b", go_mod), (binary, path, version)
+
+
+def test_the_upstream_objects_are_what_the_pins_render() -> None:
+    proc = subprocess.run([sys.executable, str(GO_DIR / "render_upstream.py"), "--check"], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -296,15 +296,16 @@ def start_kubelet(state_dir: Path) -> int:
     return start_daemon(KUBELET, state_dir, args, state_dir / "kubelet" / "kubelet.ready")
 
 
-def stop_process_node(state_dir: Path) -> list[str]:
-    """Stop every container process the process node started and remove the pod networks; returns what ran."""
+def stop_process_node(state_dir: Path, networks: bool = True) -> list[str]:
+    """Stop every container process this sandbox's process node started and (with `networks`: the pod networks
+    are machine-wide, as the backend network is) remove the pod networks; returns what ran."""
     table = ProcessTable(state_dir / "kubelet" / "run", state_dir / "logs" / "pods")
     stopped = []
     for record in sorted((state_dir / "kubelet" / "run").glob("*.json")):
         if table.stop(record.stem, timeout=5.0):
             stopped.append(record.stem)
         record.unlink(missing_ok=True)
-    for ns in podnet.existing():
+    for ns in podnet.existing() if networks else []:
         ip = str(podnet.POD_RANGE.network_address + int(ns.removeprefix(podnet.NETNS_PREFIX)))
         podnet.delete(ip)
     return stopped
@@ -494,11 +495,12 @@ def uninstall(state_dir: Path | str) -> None:
     state = Path(state_dir)
     (systems_dir(state) / INSTALLED).unlink(missing_ok=True)
     stop_daemon(state, KUBELET)
-    stop_process_node(state)
+    others = bool(other_daemons(state))
+    stop_process_node(state, networks=not others)
     stop_daemon(state)
     (systems_dir(state) / "backend.ready").unlink(missing_ok=True)
-    if other_daemons(state):
-        return  # the network belongs to another running sandbox now; leave it alone
+    if others:
+        return  # the networks belong to another running sandbox now; leave them alone
     try:
         netns.down()
     except netns.NetnsError as exc:

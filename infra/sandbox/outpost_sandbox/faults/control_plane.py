@@ -37,6 +37,8 @@ def apiserver_cert_fault(days: float) -> tuple[Apply, Heal]:
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
         cluster.rotate_apiserver_cert(not_after=None, state_dir=ctx.state_dir)
+        # The API server restarted twice: the real managers may have lost it past their renew deadline and exited.
+        restore_systems(ctx)
 
     return apply, heal
 

@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import ipaddress
 import json
 import logging
 import os
@@ -275,9 +276,9 @@ class Kubelet:
     def adopt(self, state: PodState, pod: dict[str, Any]) -> None:
         """Take over what a previous instance of this kubelet left: the IP, restart count, a live process."""
         status = pod.get("status") or {}
-        state.ip = status.get("podIP") or None
-        if state.ip and not state.ip.startswith(str(podnet.POD_RANGE.network_address).rsplit(".", 1)[0]):
-            state.ip = None if not pod.get("spec", {}).get("hostNetwork") else state.ip
+        ip = status.get("podIP") or None
+        if ip == NODE_IP or (ip is not None and ipaddress.ip_address(ip) in podnet.POD_RANGE):
+            state.ip = ip  # an address this node gave; anything else is given anew
         for cs in status.get("containerStatuses") or []:
             state.restarts = int(cs.get("restartCount") or 0)
             running = (cs.get("state") or {}).get("running")
@@ -317,10 +318,11 @@ class Kubelet:
             state.probe = Probe.of(container)
         if state.ip is None:
             state.ip = self.allocate_ip()
-        if state.netns is None:
-            state.netns = await asyncio.to_thread(podnet.create, state.ip)
-        if state.relay is None:
-            state.relay = await self.start_relay(state.netns)
+        ip = state.ip
+        if state.netns is None or state.relay is None:
+            made_netns, _made = await asyncio.to_thread(podnet.create, ip)
+            state.netns = made_netns
+            state.relay = state.relay or await self.start_relay(made_netns)
         await self.refresh_volumes(state, pod)
         self.observe_process(state)
         if self._held("crashloop", pod):
@@ -331,6 +333,14 @@ class Kubelet:
                              f"{container['name']} pod={state.name}_{state.namespace}({state.uid})")
             state.restart_at = time.monotonic()
             return
+        pid = self.table.pid(state.key)
+        if pid is not None and not podnet.in_namespace(pid, state.netns or ""):
+            # Its pod's network went from under it (deleted, made again): as a kubelet does for a pod whose sandbox
+            # is gone, the container is killed and started again in the pod's network.
+            log.warning("pod %s/%s: process %d is not in the pod's network %s; restarting it", state.namespace,
+                        state.name, pid, state.netns)
+            await asyncio.to_thread(self.table.stop, state.key, 5.0)
+            self.observe_process(state)
         if self.table.alive(state.key):
             frozen = self._held("frozen", pod)
             if frozen != state.frozen:
@@ -339,8 +349,14 @@ class Kubelet:
             return
         if time.monotonic() < state.restart_at:
             return
+        # The pod's network is made again if it went (a kubelet sets up the sandbox of a container it restarts).
+        pod_netns, made = await asyncio.to_thread(podnet.create, ip)
+        state.netns = pod_netns
+        if made and state.relay is not None:
+            state.relay.close()
+            state.relay = await self.start_relay(pod_netns)
         volumes = self.volume_dirs(state, pod)
-        launch = runtime.launch_for(pod, container, image.binary, self.pod_dir(state), state.netns, state.ip,
+        launch = runtime.launch_for(pod, container, image.binary, self.pod_dir(state), pod_netns, ip,
                                     NODE_IP, self.api_port, volumes, self.lookup_sync)
         pid = await asyncio.to_thread(runtime.start, self.table, state.key, launch)
         self._children.add(pid)
@@ -355,18 +371,26 @@ class Kubelet:
 
     def observe_process(self, state: PodState) -> None:
         """Notice a container that exited since the last look, and schedule its restart."""
-        if state.started_at is None or self.table.alive(state.key):
+        if state.started_at is None:
             return
         record = self.table.record(state.key)
-        code, reason = 137, "Error"
+        status: int | None = None
         if record is not None and record.pid in self._children:
-            with contextlib.suppress(ChildProcessError):
-                pid, status = os.waitpid(record.pid, os.WNOHANG)
+            # Reaped here, before the process table's liveness check would reap it and lose its exit status.
+            try:
+                pid, raw = os.waitpid(record.pid, os.WNOHANG)
+            except ChildProcessError:
+                self._children.discard(record.pid)
+            else:
                 if pid:
-                    code = os.waitstatus_to_exitcode(status)
-                    code = 128 - code if code < 0 else code
-                    reason = "Completed" if code == 0 else "Error"
-            self._children.discard(record.pid)
+                    status = os.waitstatus_to_exitcode(raw)
+                    self._children.discard(record.pid)
+        if status is None and self.table.alive(state.key):
+            return
+        # A signal is reported as 128 + its number, as a container runtime does; unknown (a process a previous
+        # instance started) as SIGKILL's 137.
+        code = 137 if status is None else (128 - status if status < 0 else status)
+        reason = "Completed" if code == 0 else "Error"
         ran = time.monotonic() - state.started_mono
         state.last_terminated = {"exitCode": code, "reason": reason, "startedAt": state.started_at,
                                  "finishedAt": now_text()}

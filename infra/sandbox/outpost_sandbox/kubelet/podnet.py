@@ -69,11 +69,13 @@ def existing() -> list[str]:
     return [name for name in names if name.startswith(NETNS_PREFIX)]
 
 
-def create(ip: str) -> str:
-    """The namespace for pod IP `ip`, created (or completed) with its veth pair, address and routes."""
+def create(ip: str) -> tuple[str, bool]:
+    """The namespace for pod IP `ip`, created (or completed) with its veth pair, address and routes; and whether
+    the namespace itself had to be made (anything bound inside an earlier one, such as a relay, is gone)."""
     ns, link = netns_name(ip), host_link(ip)
     peer = f"{link}c"
-    if ns not in existing():
+    made = ns not in existing()
+    if made:
         _ip("netns", "add", ns)
     _ip("link", "set", "lo", "up", netns=ns)
     if _ip("link", "show", "eth0", netns=ns, check=False).returncode != 0:
@@ -90,7 +92,15 @@ def create(ip: str) -> str:
         _ip("addr", "add", f"{GATEWAY}/32", "dev", link)
     _ip("link", "set", link, "up")
     _ip("route", "replace", f"{ip}/32", "dev", link, "src", GATEWAY)
-    return ns
+    return ns, made
+
+
+def in_namespace(pid: int, ns: str) -> bool:
+    """Whether process `pid` lives in the network namespace `ns` (not in one that was deleted and made again)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{ns}").st_ino
+    except OSError:
+        return False
 
 
 def delete(ip: str) -> None:
