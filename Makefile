@@ -49,8 +49,9 @@ terraform-cli:
 	  echo "the terraform CLI is missing (expected on PATH or at /usr/local/bin/terraform, from the machine image):" \
 	       "tests/functional/test_gcp_deployment.py needs it for terraform fmt -check on infra/gcp"; exit 1; }
 
-# Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok into a cache outside
-# the repo (~/.cache/outpost); a no-op when the pinned versions are already built.
+# Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok and the real managers
+# (kruise-manager; koord-manager, koord-scheduler, koord-descheduler, from their release zips) into a cache
+# outside the repo (~/.cache/outpost); a no-op when the pinned versions are already built (cold: about 20 min).
 sandbox-binaries: system-packages
 	infra/sandbox/go/build.sh >/dev/null
 

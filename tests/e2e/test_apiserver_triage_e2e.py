@@ -1,8 +1,8 @@
 """apiserver-triage end to end: the real sandbox API server, the probe's own identity, a real receiver.
 
-Healthy → ok (class healthy, every step timed) and exactly one ping. On the FIRST run after each of its faults
-(faults/catalogue.py): apiserver-overload → overloaded (429 for the probe while /readyz is 200),
-apiserver-cert-expired → tls, etcd-down → not-ready, apiserver-down → network; failed, the API server named, no ping.
+Healthy → ok (class healthy, every step timed) and exactly one ping. Its faults' classes on the first run
+(apiserver-overload → overloaded, apiserver-cert-expired → tls, etcd-down → not-ready, apiserver-down → network) are
+asserted by test_fault_catalogue_e2e.py, with one break each.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from probe_runs import assert_silent, broken, heartbeat_env, run, write_config
+from probe_runs import heartbeat_env, run, write_config
 
 from outpost.result import Status
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
@@ -52,26 +52,3 @@ def test_healthy_ladder_is_ok_timed_and_pings_once(config: Path, sandbox: Sandbo
     assert steps["list"]["status_code"] == 200
     assert result.details["address"] == address(sandbox)
     assert receiver.pings_for(CHECK) == 1
-
-
-@pytest.mark.parametrize(
-    ("fault", "triage_class", "error_part"),
-    [
-        pytest.param("apiserver-overload", "overloaded", "answered 429 Too Many Requests while /readyz is 200",
-                     id="apiserver-overload"),
-        pytest.param("apiserver-cert-expired", "tls", "certificate verification failed: certificate has expired",
-                     id="apiserver-cert-expired"),
-        pytest.param("etcd-down", "not-ready", "etcd failed", id="etcd-down"),
-        pytest.param("apiserver-down", "network", "Connection refused", id="apiserver-down"),
-    ],
-)
-def test_fault_is_classified_on_the_first_run(fault: str, triage_class: str, error_part: str, config: Path,
-                                              sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    with broken(fault, sandbox.state_dir):
-        result = run(config, CHECK)
-    assert result.status is Status.FAILED, result.summary
-    assert result.details["class"] == triage_class
-    assert result.summary.startswith(f"apiserver {triage_class}: apiserver {address(sandbox)}")
-    (line,) = result.errors
-    assert error_part in line
-    assert_silent(result, receiver, CHECK)

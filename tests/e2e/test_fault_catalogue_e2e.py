@@ -1,5 +1,8 @@
 """The fault catalogue, proven: every fault, on every target it takes, is caught on the FIRST run after `break` by
-every check it names, each failure naming the object; after `heal` those checks are ok again.
+every check it names, each failure naming the object (and, where a check classifies, saying the class); after
+`heal` those checks are ok again. Where a fault is real, what the real component did is observed too, while the
+fault holds (`WHILE_BROKEN`: a manager held in CrashLoopBackOff, frozen, exiting on its stolen Lease) and after heal
+(`AFTER_HEAL`: a new CA generated, an expiring certificate replaced): one break per fault for both questions.
 
 The checks run as deployed: the probe identity, the shipped `local.yaml` params (pointed at this session's
 sandbox), each run a cold start, the checks of one fault side by side. The one addition: kruise-daemon-coverage
@@ -10,21 +13,27 @@ or `error` where the fault takes the API server away (the probe then observes no
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import base64
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from cryptography import x509
 from generated_rbac import probe_granted_for
+from sandbox_http import age, get_json
 
 from outpost.config import Settings
 from outpost.result import Result, Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
-from outpost_sandbox import faults
+from outpost_sandbox import faults, systems
 from outpost_sandbox.cluster import pointed_at
+from outpost_sandbox.faults.managers import CERT_SECRET, LEADER_LEASES
+from outpost_sandbox.procs import ProcessTable
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
@@ -84,6 +93,107 @@ def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> 
         yield load_settings(config)
 
 
+SAID = {  # (fault, check) -> what that check's summary must say: its class of the failure
+    ("apiserver-overload", "apiserver-triage"): "apiserver overloaded:",
+    ("apiserver-cert-expired", "apiserver-triage"): "apiserver tls:",
+    ("etcd-down", "apiserver-triage"): "apiserver not-ready:",
+    ("apiserver-down", "apiserver-triage"): "apiserver network:",
+    ("apiserver-cert-expiring", "apiserver-cert-expiry"): "expires in 5.0 days",
+    ("apiserver-cert-expired", "apiserver-cert-expiry"): "expired",
+    ("etcd-down", "apiserver-health"): "etcd",
+}
+
+
+# ---- what the real components did ------------------------------------------------------------------------------
+def pods_of(sandbox: SandboxInfo, manager: str) -> list[dict[str, Any]]:
+    ns, selector, _lease = systems.MANAGERS[manager]
+    items: list[dict[str, Any]] = get_json(sandbox, f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}")["items"]
+    return items
+
+
+def process_state(sandbox: SandboxInfo, pod: dict[str, Any]) -> str:
+    """The kernel's state letter of a manager pod's process (S/R alive, T stopped), '' if none runs."""
+    table = ProcessTable(sandbox.state_dir / "kubelet" / "run", sandbox.state_dir / "logs" / "pods")
+    pid = table.pid(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}")
+    if pid is None:
+        return ""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def lease_of(sandbox: SandboxInfo, name: str) -> dict[str, Any]:
+    _manager, ns = LEADER_LEASES[name]
+    spec: dict[str, Any] = get_json(sandbox, f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}")["spec"]
+    return spec
+
+
+def crash_looping(sandbox: SandboxInfo, target: str | None) -> None:
+    for pod in pods_of(sandbox, target or ""):
+        waiting = pod["status"]["containerStatuses"][0]["state"].get("waiting") or {}
+        assert waiting.get("reason") == "CrashLoopBackOff", pod["metadata"]["name"]
+        assert process_state(sandbox, pod) == "", pod["metadata"]["name"]
+
+
+def frozen(sandbox: SandboxInfo, target: str | None) -> None:
+    for pod in pods_of(sandbox, target or ""):
+        assert process_state(sandbox, pod) == "T", pod["metadata"]["name"]  # stopped, not gone
+
+
+def leader_restarted_not_leading(sandbox: SandboxInfo, target: str | None) -> None:
+    """The real manager loses its Lease, exits after its renew deadline and is restarted; nobody may take the
+    Lease until the thief's hour is up."""
+    manager = LEADER_LEASES[target or ""][0]
+    deadline = time.monotonic() + 60
+    while not any(p["status"]["containerStatuses"][0].get("lastState", {}).get("terminated", {}).get("finishedAt")
+                  and age(p["status"]["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"]) < 60
+                  for p in pods_of(sandbox, manager)):
+        assert time.monotonic() < deadline, f"no pod of {manager} exited after its Lease was stolen"
+        time.sleep(1)
+    assert lease_of(sandbox, target or "")["holderIdentity"] == "outpost-fault-thief"
+
+
+def secret_of(sandbox: SandboxInfo, system: str | None) -> dict[str, Any]:
+    ns, name = CERT_SECRET[system or ""]
+    found: dict[str, Any] = get_json(sandbox, f"/api/v1/namespaces/{ns}/secrets/{name}")
+    return found
+
+
+def ca_days(secret: dict[str, Any]) -> float:
+    ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca-cert.pem"]))
+    return (ca.not_valid_after_utc - ca.not_valid_before_utc).total_seconds() / 86400
+
+
+def republished_by_the_manager(sandbox: SandboxInfo, system: str | None) -> None:
+    """After heal the manager's own CA (10 years; it replaces any certificate expiring within 6 months) is in its
+    Secret and in every caBundle of its configurations."""
+    secret = secret_of(sandbox, system)
+    assert ca_days(secret) > 3600
+    config = get_json(sandbox, f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                               f"{CONFIGURATION[system or '']}")
+    assert {w["clientConfig"]["caBundle"] for w in config["webhooks"]} == {secret["data"]["ca-cert.pem"]}
+
+
+def control_plane_status(sandbox: SandboxInfo, _target: str | None) -> None:
+    """The launcher's own view: etcd stopped, the sandbox not up."""
+    status = sandbox.handle.status()
+    assert not status.up
+    assert [c.alive for c in status.components if c.name == "etcd"] == [False]
+
+
+def observers_only(sandbox: SandboxInfo, _target: str | None) -> None:
+    """An expired public certificate breaks what observers see, not the cluster (it uses the internal one)."""
+    assert sandbox.handle.status().apiserver_readyz == 200
+
+
+WHILE_BROKEN: dict[str, Callable[[SandboxInfo, str | None], None]] = {
+    "manager-down": crash_looping, "manager-frozen": frozen, "manager-lease-stolen": leader_restarted_not_leading,
+    "etcd-down": control_plane_status, "apiserver-cert-expired": observers_only,
+}
+AFTER_HEAL: dict[str, Callable[[SandboxInfo, str | None], None]] = {
+    "webhook-cert-expiring": republished_by_the_manager, "webhook-certs-deleted": republished_by_the_manager,
+}
+
+
 def run_all(settings: Settings, checks: tuple[str, ...]) -> dict[str, Result]:
     with ThreadPoolExecutor(max_workers=max(1, len(checks))) as pool:
         results = pool.map(lambda check: run_check(settings, check, report=False, log=False), checks)
@@ -101,6 +211,8 @@ def test_fault_is_caught_on_the_first_run_and_healed(fault: str, target: str | N
     record = faults.break_fault(fault, target, sandbox.state_dir)
     try:
         broken = run_all(settings, checks)
+        if fault in WHILE_BROKEN:
+            WHILE_BROKEN[fault](sandbox, record["target"])
     finally:
         faults.heal(fault, record["target"], sandbox.state_dir)
     missed = {name: r for name, r in broken.items() if r.status.healthy}
@@ -108,6 +220,10 @@ def test_fault_is_caught_on_the_first_run_and_healed(fault: str, target: str | N
     unnamed = {name: r for name, r in broken.items()
                if not any(named(fault, target, name) in line for line in [r.summary, *r.errors])}
     assert not unnamed, f"{fault} ({target}): failures do not name the object:\n{shown(unnamed)}"
+    unsaid = {name: r for name, r in broken.items() if SAID.get((fault, name), "") not in r.summary}
+    assert not unsaid, f"{fault} ({target}): a failure does not say its class:\n{shown(unsaid)}"
+    if fault in AFTER_HEAL:
+        AFTER_HEAL[fault](sandbox, record["target"])
     healed = run_all(settings, checks)
     not_ok = {name: r for name, r in healed.items() if r.status is not Status.OK}
     assert not not_ok, f"after healing {fault} ({target}):\n{shown(not_ok)}"

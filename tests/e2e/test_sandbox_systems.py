@@ -228,9 +228,11 @@ def test_every_manager_pod_runs_its_release_binary_on_the_process_node(sandbox: 
             assert pod["spec"]["nodeName"] == kubelet.NODE_NAME, name
             assert pod["status"]["podIP"].startswith("10.246.0."), name
             pid = processes[name]
-            binary = Path(os.readlink(f"/proc/{pid}/exe")).name
-            image = pod["spec"]["containers"][0]["image"]
-            assert binary == images.RUNNABLE[image.rpartition(":")[0]][0], (name, binary, image)
+            container = pod["spec"]["containers"][0]
+            # The binary build.sh built for the image, seen at the container's command path in the pod's own root.
+            binary = sandbox.bin_dir / images.RUNNABLE[container["image"].rpartition(":")[0]][0]
+            assert os.stat(f"/proc/{pid}/exe").st_ino == binary.stat().st_ino, (name, container["image"])
+            assert os.readlink(f"/proc/{pid}/exe").endswith(f"/rootfs{container['command'][0]}"), name
             assert Path(f"/proc/{pid}/root").resolve() != Path("/"), name  # chrooted into the pod's root
 
 

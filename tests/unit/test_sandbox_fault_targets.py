@@ -25,7 +25,7 @@ KRUISE_DOWN = ("kruise-manager-health", "kruise-webhook", "admission-dry-run", "
         ("manager-down", "koord-manager", KOORD_DOWN),
         ("manager-down", "kruise-controller-manager", KRUISE_DOWN),
         ("manager-down", "koord-scheduler", ("leader-leases",)),
-        ("manager-frozen", "koord-descheduler", ("leader-leases",)),
+        ("manager-frozen", "koord-manager", KOORD_DOWN),
         ("manager-lease-stolen", "kruise-manager", ("leader-leases",)),
         ("webhook-config-deleted", "kruise", ("kruise-webhook", "admission-dry-run", "webhook-cert-expiry")),
         ("webhook-config-deleted", "koordinator", ("koord-webhook", "admission-dry-run", "webhook-cert-expiry")),

@@ -70,6 +70,9 @@ MANAGER_DOWN = {"koord-manager": _KOORD_DOWN, "kruise-controller-manager": _KRUI
 (both pod webhooks fail closed, so the API server refuses the dry-run pod naming the webhook), its replicas,
 its leader Lease (expired before `break` returns)."""
 SYSTEM_DOWN = {"koordinator": _KOORD_DOWN, "kruise": _KRUISE_DOWN}
+SERVING = ("koord-manager", "kruise-controller-manager")
+"""The managers that serve health and webhook ports: freezing one is a hang those checks must tell from a refusal
+(a frozen scheduler is seen only in its Lease, as a killed one is)."""
 _MANAGER_TARGETS = "manager deployment: " + ", ".join(sorted(MANAGER_DOWN))
 _ALL = tuple(sorted({check for checks in MANAGER_DOWN.values() for check in checks}))
 
@@ -96,8 +99,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
            "returns once its pods are NotReady and its leader Lease has expired", down_fault(), _MANAGER_TARGETS,
            MANAGER_DOWN),
     _fault("manager-frozen", _ALL, "the manager's processes are stopped (SIGSTOP): ports accept, nothing answers; "
-           "break returns once its readiness probe failed and its Lease expired", frozen_fault(), _MANAGER_TARGETS,
-           MANAGER_DOWN),
+           "break returns once its readiness probe failed and its Lease expired", frozen_fault(),
+           "manager deployment: " + ", ".join(sorted(SERVING)), {name: MANAGER_DOWN[name] for name in SERVING}),
     _fault("manager-lease-stolen", ("leader-leases",), "a foreign holder takes the manager's leader Lease for an "
            "hour: the manager exits, restarts and is ready but not leading", lease_stolen_fault(),
            "lease: " + ", ".join(sorted(LEADER_LEASES)), dict.fromkeys(LEADER_LEASES, ("leader-leases",))),

@@ -127,7 +127,7 @@ def down_fault() -> tuple[Apply, Heal]:
 
 def frozen_fault() -> tuple[Apply, Heal]:
     def apply(ctx: FaultContext) -> dict[str, Any]:
-        manager = manager_target(ctx)
+        manager = required_target(ctx, sorted(SYSTEM_MANAGER.values()), "manager deployment")
         _hold(ctx, "frozen", manager, True)
         # The kubelet's readiness probe needs failureThreshold x periodSeconds (3 x 10 s by default) to give up.
         wait_for(f"every pod of {manager} NotReady (readiness probe failing)", 60,
