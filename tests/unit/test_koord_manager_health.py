@@ -1,18 +1,55 @@
-"""koord-manager-health over captured sandbox states: `/readyz` only (upstream registers no `/healthz`),
-through the pod proxy, the real fetch on the kit's fake API server, then evaluate."""
+"""koord-manager-health over states captured from the real koord-manager v1.6.0 in the sandbox: `/readyz` only
+(upstream registers no `/healthz`), through the pod proxy, the real fetch on the kit's fake API server, then
+evaluate.
+
+What the captures prove: a healthy manager is ok; frozen (SIGSTOPped: the port accepts, nothing answers, the proxy
+gave no answer within capture.py's 5 s) is failed with every pod named as not answering, because the API server
+itself still answers (the check's docstring: a pod that hangs is not ready; none ready = failed); killed and kept in
+CrashLoopBackOff is failed with the API server's own 503 for each pod; faults aimed at kruise-manager leave this
+check ok. The koordinator-system captures also hold koord-scheduler and koord-descheduler pods, which this check must
+never ask: only the Deployment's own selector counts.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import load, serve
+from kit.managers import STATES, State, load, serve
 from outpost.checks import koord_manager_health
 from outpost.checks.koord_manager_health import KoordManagerHealthParams
 from outpost.cluster import pod_proxy
+from outpost.cluster.probes import CONTROL_PATH
+from outpost.errors import ClusterError
 from outpost.result import Result, Status
 
 NS = "koordinator-system"
+DEPLOYMENT = "deployment koordinator-system/koord-manager"
+MANAGER = "koord-manager-"
+"""Name prefix of the manager's pods, to tell them from the scheduler's and descheduler's in the same namespace."""
+CKX4F, WJGHZ = "koord-manager-6b4f5dd6d7-ckx4f", "koord-manager-6b4f5dd6d7-wjghz"
+TIMEOUT = 0.5
+"""Per-pod timeout of the table's runs: the fake serves a captured hang as an immediate read timeout, so this only
+sets the "within N s" the lines name; kept small so that a real wait, should the kit ever make one, is short."""
+
+CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
+    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    # Faults aimed at kruise-manager: koord-manager is not touched.
+    "scaled_to_zero_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "manager_down_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    # SIGSTOP: the API server waits on the pod for ever; it answers its own /version, so the silence is the pod's.
+    "manager_frozen_koord": (
+        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
+        [f"pod {NS}/{CKX4F} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy",
+         f"pod {NS}/{WJGHZ} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy"]),
+    "manager_down_koord": (
+        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
+        [f"pod {NS}/{CKX4F} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.3:8000: "
+         "connect: connection refused) (want 200)",
+         f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.4:8000: "
+         "connect: connection refused) (want 200)"]),
+}
 
 
 def run(api: FakeApiServer, params: KoordManagerHealthParams | None = None) -> Result:
@@ -22,35 +59,75 @@ def run(api: FakeApiServer, params: KoordManagerHealthParams | None = None) -> R
     return koord_manager_health.evaluate(data, params, load("healthy").captured_at)
 
 
-@pytest.mark.parametrize(("state_name", "status", "error_has"), [
-    ("healthy", Status.OK, None),
-    ("backend_500_kruise", Status.OK, None),  # aimed at kruise-manager: koord-manager is not touched
-    ("backend_wrong_body_koord", Status.FAILED, ":8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')"),
-])
-def test_captured_states(state_name: str, status: Status, error_has: str | None) -> None:
+def test_every_captured_state_is_judged_here() -> None:
+    assert sorted(CAPTURED) == sorted(STATES)
+
+
+@pytest.mark.parametrize(("state_name", "status", "summary", "errors"),
+                         [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED))
+def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
-    result = run(api)
-    assert result.status is status, result.errors
+    result = run(api, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
+    assert (result.status, result.summary, result.errors) == (status, summary, errors)
     proxied = sorted(r.path for r in api.requests if "/proxy/" in r.path)
-    assert proxied == sorted(pod_proxy(NS, pod, 8000, "readyz") for pod in state.pods(NS))  # /readyz only
-    if error_has:
-        assert result.summary.startswith("deployment koordinator-system/koord-manager: 0/2 pods healthy; failing: ")
-        assert [line.partition(" :")[0] for line in result.errors] == [f"pod {NS}/{p}" for p in state.pods(NS)]
-        assert all(error_has in line for line in result.errors)
-    else:
-        assert result.summary == "deployment koordinator-system/koord-manager: 2/2 pods answer /readyz"
+    assert proxied == [pod_proxy(NS, pod, 8000, "/readyz") for pod in state.pods(NS, MANAGER)]  # /readyz only
+    assert sorted(result.details["pods"]) == [CKX4F, WJGHZ]  # never the scheduler's or descheduler's pods
+    # The control request is made exactly when some pod did not answer: only the frozen capture.
+    assert (CONTROL_PATH in [r.path for r in api.requests]) is (state_name == "manager_frozen_koord")
+
+
+def test_the_frozen_capture_is_an_error_when_the_api_server_is_silent_too() -> None:
+    """The same two silent pods, but `/version` unanswered as well: nothing was observed, so no verdict on them."""
+    api = serve(load("manager_frozen_koord")).hang(CONTROL_PATH)
+    with fake_cluster(api) as cluster, pytest.raises(ClusterError, match=(
+            f"pod {NS}/{CKX4F} :8000/readyz: no answer within 0.5 s, and the API server itself does not answer: "
+            r".* \(and 1 more endpoint\(s\) not observed\)")):
+        koord_manager_health.fetch(cluster, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
+
+
+def test_the_kit_serves_only_a_captured_timeout_as_a_hang() -> None:
+    """The frozen capture's silences are read timeouts (served as hangs, judged above); a silence of another kind
+    (here the API server itself unreachable) is refused by the kit rather than blamed on the pod."""
+    state = load("manager_frozen_koord")
+    key = f"{NS}/{CKX4F} /readyz"
+    assert state.health[key] == (None, f"ClusterTimeout: GET {pod_proxy(NS, CKX4F, 8000, '/readyz')} on cluster "
+                                       "outpost-sandbox: read timed out after 5.0 s")
+    unreachable = (None, "ClusterUnreachable: cannot connect to https://127.0.0.1:6443")
+    odd = State(state.name, state.captured_at, state.objects, {**state.health, key: unreachable})
+    with pytest.raises(AssertionError, match=f"{key} was not answered when captured, for a reason the kit cannot "
+                                             "serve: ClusterUnreachable"):
+        serve(odd)
+
+
+@pytest.mark.parametrize(("answers", "status", "errors"), [
+    # controller-runtime's failure body (docs/contracts.md) on one pod: the other still serves.
+    ({WJGHZ: (500, "[-]webhook-ready failed: reason withheld\nhealthz check failed\n")}, Status.DEGRADED,
+     [f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld healthz check failed' "
+      "(want 200)"]),
+    # A 200 from something else on the port is not readiness (the check's `expect_body`).
+    ({CKX4F: (200, "[-]not-this-body\n"), WJGHZ: (200, "[-]not-this-body\n")}, Status.FAILED,
+     [f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')" for pod in (CKX4F, WJGHZ)]),
+])
+def test_failing_answers_over_the_healthy_capture(answers: dict[str, tuple[int, str]], status: Status,
+                                                 errors: list[str]) -> None:
+    api = serve(load("healthy"))
+    for pod, (code, body) in answers.items():
+        api.respond(pod_proxy(NS, pod, 8000, "/readyz"), code, body)
+    result = run(api)
+    assert (result.status, result.errors) == (status, errors)
 
 
 def test_koord_manager_healthz_404_is_not_mistaken_for_readiness() -> None:
     """A configuration asking /healthz (the tutorial's) sees upstream's 404 and says so per pod."""
     state = load("healthy")
     api = serve(state)
-    for pod in state.pods(NS):
+    for pod in state.pods(NS, MANAGER):
         api.respond(pod_proxy(NS, pod, 8000, "/healthz"), 404, "404 page not found\n")
     result = run(api, KoordManagerHealthParams(paths=["/healthz"]))
     assert result.status is Status.FAILED
-    assert all(line.endswith(":8000/healthz: HTTP 404 '404 page not found' (want 200)") for line in result.errors)
+    assert result.errors == [f"pod {NS}/{pod} :8000/healthz: HTTP 404 '404 page not found' (want 200)"
+                             for pod in (CKX4F, WJGHZ)]
 
 
 def test_scaled_to_zero_is_failed() -> None:
@@ -61,8 +138,7 @@ def test_scaled_to_zero_is_failed() -> None:
     api.add(deployment)
     result = run(api)
     assert result.status is Status.FAILED
-    assert result.errors == ["deployment koordinator-system/koord-manager: observed 0 pods (scaled to 0) "
-                             "(want at least 1 answering /readyz)"]
+    assert result.errors == [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"]
 
 
 def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
@@ -82,10 +158,10 @@ def test_readyz_without_the_webhook_framework_gate_fails_every_pod(ready_answer:
                                                                     status: Status) -> None:
     state = load("healthy")
     api = serve(state)
-    for pod in state.pods(NS):
+    for pod in state.pods(NS, MANAGER):
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), *ready_answer)
     result = run(api)
     assert result.status is status
     if status is Status.FAILED:
         assert result.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 404 '404 page not found' (want 200)"
-                                 for pod in state.pods(NS)]
+                                 for pod in (CKX4F, WJGHZ)]

@@ -1,7 +1,13 @@
-"""kruise-manager-health over captured sandbox states: the real fetch through the real `Cluster` on the kit's
-fake API server (Deployment, pods, the pod proxy's captured answers), then evaluate. `/readyz` only by default:
-kruise-manager v1.8.0 registers no healthz check, so its `/healthz` answers 404 (the fixtures' kruise `/healthz`
-answers are the real manager's, see tests/unit/fixtures/managers/capture.py).
+"""kruise-manager-health over states captured from the real kruise-manager v1.8.0 in the sandbox: the real fetch
+through the real `Cluster` on the kit's fake API server (Deployment, pods, the pod proxy's captured answers), then
+evaluate. `/readyz` only by default: kruise-manager v1.8.0 registers no healthz check, so its `/healthz` answers 404
+(the fixtures' kruise `/healthz` answers are the real manager's, see tests/unit/fixtures/managers/capture.py).
+
+What the captures prove: a healthy manager is ok; scaled to 0 is failed; killed and kept in CrashLoopBackOff
+(`manager_down_kruise`) is failed with the API server's own 503 for each pod named; a stolen Lease is invisible
+here (the restarted manager is ready, merely not leading: leader-leases' job); faults aimed at koord-manager leave
+this check ok. The real failure body (500 `[-]webhook-ready failed: reason withheld` / `healthz check failed`,
+docs/contracts.md) is served on top of the healthy capture, since no fault makes the real manager give it.
 
 Also covers what `outpost.checks.manager_pods` does for both manager checks: the Deployment's selector,
 terminating pods, degraded vs failed, the optional body match, and what is `error`.
@@ -15,7 +21,7 @@ from typing import Any
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import State, load, serve
+from kit.managers import MANAGERS_FIXTURES, STATES, State, load, serve
 from outpost.checks import kruise_manager_health
 from outpost.checks.kruise_manager_health import KruiseManagerHealthParams
 from outpost.cluster import pod_proxy
@@ -25,6 +31,31 @@ from outpost.kube import DEPLOYMENTS
 from outpost.result import Result, Status
 
 NS = "kruise-system"
+DEPLOYMENT = "deployment kruise-system/kruise-controller-manager"
+READYZ_FAILED = "[-]webhook-ready failed: reason withheld\nhealthz check failed\n"
+"""The real manager's /readyz body when its webhook-ready check fails (docs/contracts.md, OpenKruise)."""
+
+# The replicas after the sandbox scaled the Deployment back up (every capture after scaled_to_zero_kruise).
+KMRH9, ZF4BW = "kruise-controller-manager-cf4747b9-kmrh9", "kruise-controller-manager-cf4747b9-zf4bw"
+
+CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
+    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "scaled_to_zero_kruise": (
+        Status.FAILED, f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)",
+        [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"]),
+    # The thief's Lease makes the manager exit and restart ready but not leading: /readyz cannot tell.
+    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    # Both processes killed: the API server cannot dial the port and says so itself (a Status body, 503).
+    "manager_down_kruise": (
+        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {KMRH9}, {ZF4BW}",
+        [f"pod {NS}/{KMRH9} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.5:8000: "
+         "connect: connection refused) (want 200)",
+         f"pod {NS}/{ZF4BW} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.6:8000: "
+         "connect: connection refused) (want 200)"]),
+    # Aimed at koord-manager: kruise-manager is not touched (the hanging koord pods are never asked).
+    "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+}
 
 
 def run(api: FakeApiServer, params: KruiseManagerHealthParams | None = None, state: State | None = None) -> Result:
@@ -34,43 +65,51 @@ def run(api: FakeApiServer, params: KruiseManagerHealthParams | None = None, sta
     return kruise_manager_health.evaluate(data, params, state.captured_at if state else load("healthy").captured_at)
 
 
-@pytest.mark.parametrize(("state_name", "status", "summary", "error_has"), [
-    ("healthy", Status.OK, "deployment kruise-system/kruise-controller-manager: 2/2 pods answer /readyz", None),
-    ("backend_500_kruise", Status.FAILED, "0/2 pods healthy; failing: kruise-controller-manager-",
-     ":8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld healthz check failed' (want 200)"),
-    ("backend_down_kruise", Status.FAILED, "0/2 pods healthy",
-     ":8000/readyz: HTTP 503 (error trying to reach service: read tcp"),
-    ("scaled_to_zero_kruise", Status.FAILED,
-     "deployment kruise-system/kruise-controller-manager: observed 0 pods (scaled to 0)", None),
-    ("backend_wrong_body_koord", Status.OK, "2/2 pods answer", None),  # the fault is aimed at koord-manager
-])
-def test_captured_states(state_name: str, status: Status, summary: str, error_has: str | None) -> None:
+def test_every_captured_state_is_known_to_the_kit_and_judged_here() -> None:
+    """A new capture must be added to the kit's STATES and to this table; a stale one must go from the disk."""
+    assert sorted(p.stem for p in MANAGERS_FIXTURES.glob("*.json")) == sorted(STATES)
+    assert sorted(CAPTURED) == sorted(STATES)
+
+
+@pytest.mark.parametrize(("state_name", "status", "summary", "errors"),
+                         [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED))
+def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
     result = run(api, state=state)
-    assert result.status is status, result.errors
-    assert summary in result.summary
+    assert (result.status, result.summary, result.errors) == (status, summary, errors)
     proxied = sorted(r.path for r in api.requests if "/proxy/" in r.path)
-    assert proxied == sorted(pod_proxy(NS, pod, 8000, "/readyz") for pod in state.pods(NS))  # never /healthz
-    if error_has:
-        assert len(result.errors) == 2  # two pods, every one named
-        assert all(line.startswith("pod kruise-system/kruise-controller-manager-") for line in result.errors)
-        assert any(error_has in line for line in result.errors)
-    if status is Status.FAILED:
-        assert "kruise-controller-manager" in result.errors[0]
+    assert proxied == [pod_proxy(NS, pod, 8000, "/readyz") for pod in state.pods(NS)]  # never /healthz
+    assert result.details["left_out"] == []  # CrashLoopBackOff pods are phase Running: probed, not left out
 
 
-def test_one_pod_failing_is_degraded_and_named() -> None:
+def test_a_crash_looping_manager_is_running_but_not_ready_in_the_capture() -> None:
+    """Why the 503s of manager_down_kruise are the pods' and not a selector slip: they are the Deployment's pods,
+    phase Running, NotReady, container waiting in CrashLoopBackOff."""
+    state = load("manager_down_kruise")
+    for pod in (state.one("Pod", name) for name in state.pods(NS)):
+        assert pod["status"]["phase"] == "Running"
+        assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "False"
+        assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+
+
+@pytest.mark.parametrize(("sick", "status", "summary"), [
+    (1, Status.DEGRADED, f"{DEPLOYMENT}: 1/2 pods healthy; failing: kruise-controller-manager-cf4747b9-c4wrh"),
+    (2, Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: kruise-controller-manager-cf4747b9-8qm55, "
+                       "kruise-controller-manager-cf4747b9-c4wrh"),
+])
+def test_the_real_failure_body_fails_each_pod_and_names_it(sick: int, status: Status, summary: str) -> None:
     state = load("healthy")
-    sick = state.pods(NS)[1]
-    api = serve(state).respond(pod_proxy(NS, sick, 8000, "/readyz"), 500, "[-]webhook-ready failed: reason withheld\n")
+    failing = state.pods(NS)[-sick:]
+    api = serve(state)
+    for pod in failing:
+        api.respond(pod_proxy(NS, pod, 8000, "/readyz"), 500, READYZ_FAILED)
     result = run(api)
-    assert result.status is Status.DEGRADED
-    assert result.summary.endswith(f"1/2 pods healthy; failing: {sick}")
-    assert result.errors == [f"pod {NS}/{sick} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld' "
-                             "(want 200)"]
-    healthy_pod = state.pods(NS)[0]
-    assert [o["verdict"] for o in result.details["pods"][healthy_pod]] == ["healthy"]
+    assert (result.status, result.summary) == (status, summary)
+    assert result.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld "
+                             "healthz check failed' (want 200)" for pod in failing]
+    for pod in state.pods(NS):
+        assert [o["verdict"] for o in result.details["pods"][pod]] == ["unhealthy" if pod in failing else "healthy"]
 
 
 def test_a_hanging_pod_is_unhealthy_once_the_api_server_answers() -> None:
@@ -105,7 +144,8 @@ def test_wrong_body_fails_with_the_body_match_and_passes_without() -> None:
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), 200, "[-]not-this-body\n")
     matched = run(api)
     assert matched.status is Status.FAILED
-    assert all("HTTP 200 with body '[-]not-this-body' (want 'ok')" in line for line in matched.errors)
+    assert matched.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')"
+                              for pod in state.pods(NS)]
     assert run(api, KruiseManagerHealthParams(expect_body=None)).status is Status.OK
 
 
@@ -113,17 +153,16 @@ def test_the_deployment_absent_is_failed_naming_it() -> None:
     api = FakeApiServer()  # a cluster set up the tutorial's way has no such Deployment
     result = run(api)
     assert result.status is Status.FAILED
-    assert result.errors == ["deployment kruise-system/kruise-controller-manager: not found "
-                             "(want the manager Deployment)"]
+    assert result.errors == [f"{DEPLOYMENT}: not found (want the manager Deployment)"]
 
 
 def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_ones_are_left_out() -> None:
     state = load("healthy")
     objects: list[dict[str, Any]] = copy.deepcopy(state.objects)
     leaving = next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == state.pods(NS)[0])
-    leaving["metadata"]["deletionTimestamp"] = "2026-12-03T13:34:20Z"
+    leaving["metadata"]["deletionTimestamp"] = "2026-12-04T18:04:40Z"
     evicted = copy.deepcopy(leaving)
-    evicted["metadata"] = {**evicted["metadata"], "name": "kruise-controller-manager-79857bc4f7-evict"}
+    evicted["metadata"] = {**evicted["metadata"], "name": "kruise-controller-manager-cf4747b9-evict"}
     del evicted["metadata"]["deletionTimestamp"]
     evicted["status"] = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
     stranger = copy.deepcopy(evicted)
@@ -132,9 +171,9 @@ def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_one
     api = serve(State(state.name, state.captured_at, [*objects, evicted, stranger], state.health))
     result = run(api)
     assert result.status is Status.OK
-    assert result.summary.endswith("1/1 pods answer /readyz")
+    assert result.summary == f"{DEPLOYMENT}: 1/1 pods answer /readyz"
     assert result.details["left_out"] == [f"{state.pods(NS)[0]} (terminating)",
-                                          "kruise-controller-manager-79857bc4f7-evict (phase Failed)"]
+                                          "kruise-controller-manager-cf4747b9-evict (phase Failed)"]
     pods_list = next(r for r in api.requests if r.path == f"/api/v1/namespaces/{NS}/pods")
     assert pods_list.param("labelSelector") == "control-plane=controller-manager"
     probed = sorted(r.path for r in api.requests if "/proxy/" in r.path)  # concurrent: any order

@@ -22,8 +22,8 @@ that the process serves HTTP.
 Verdict (shared with kruise-manager-health, `outpost.checks.manager_pods`): every pod ready = ok; some =
 degraded, naming the failing pods; none, no pod at all (scaled to 0) or no Deployment = failed. A pod that
 hangs or answers later than `timeout_seconds` (2 s) is not ready. The body must be controller-runtime's
-`ok` by default (`expect_body`), so a 200 from something else on the port (the sandbox's
-`backend-wrong-body`) is not taken for readiness; `expect_body: null` judges by status code alone.
+`ok` by default (`expect_body`), so a 200 from something else on the port (another process bound
+to 8000 in the pod's network) is not taken for readiness; `expect_body: null` judges by status code alone.
 """
 
 from __future__ import annotations

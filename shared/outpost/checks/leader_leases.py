@@ -197,7 +197,8 @@ def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate]
     slack = params.slack_seconds
     if lease.expired(now, slack):
         return (Status.FAILED,
-                f"{name}: observed renewTime {age:.0f} s ago (want within {duration} s + {slack:g} s slack); "
+                # One decimal: a Lease just past its bound (25.2 s) must not read as within it ("25 s").
+                f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); "
                 f"{last}", detail)
     bound = params.max_lease_duration_seconds
     if duration > bound:

@@ -147,8 +147,11 @@ def lease_stolen_fault() -> tuple[Apply, Heal]:
         lease = required_target(ctx, sorted(LEADER_LEASES), "leader lease")
         _manager, ns = LEADER_LEASES[lease]
         now = rfc3339(utc_now(), micro=True)
+        held = ctx.kube.get(object_path(LEASES, lease, ns))
+        transitions = int((held.get("spec") or {}).get("leaseTransitions") or 0) + 1  # as client-go counts a take-over
         ctx.kube.merge_patch(object_path(LEASES, lease, ns), {"spec": {
-            "holderIdentity": THIEF, "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now}})
+            "holderIdentity": THIEF, "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now,
+            "leaseTransitions": transitions}})
         return {"lease": lease}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
