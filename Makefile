@@ -51,7 +51,7 @@ terraform-cli:
 
 # Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok and the real managers
 # (kruise-manager; koord-manager, koord-scheduler, koord-descheduler, from their release zips) into a cache
-# outside the repo (~/.cache/outpost); a no-op when the pinned versions are already built (cold: about 20 min).
+# outside the repo (~/.cache/outpost); a no-op when the pinned versions are already built (cold: about 13 min on 2 cores).
 sandbox-binaries: system-packages
 	infra/sandbox/go/build.sh >/dev/null
 

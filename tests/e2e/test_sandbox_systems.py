@@ -149,6 +149,52 @@ def test_every_node_has_a_fresh_nodemetric_in_band(sandbox: Any) -> None:
     assert r.status_code == 200
 
 
+def test_a_new_nodes_nodemetric_is_reported_as_soon_as_koord_manager_creates_it(sandbox: Any) -> None:
+    """A node that joins after the backend daemon started (as every node of a fresh sandbox does, koord-manager
+    creating its NodeMetric a moment later) is reported within seconds, not a report interval later: a freshly
+    installed sandbox must not read as every node stale."""
+    from outpost_sandbox import cluster
+    from outpost_sandbox.backends import server
+    from outpost_sandbox.backends.kube import Kube
+
+    index = len(get_json(sandbox, "/api/v1/nodes?labelSelector=type%3Dkwok")["items"])
+    node = cluster.node_manifest(index)
+    name = node["metadata"]["name"]
+    metric_path = f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{name}"
+    with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
+        assert kube.get(f"/api/v1/nodes/{name}", ok_missing=True) is None, f"node {name} already exists"
+        try:
+            kube.create("/api/v1/nodes", node)
+            created_at = None
+            reported_after = None
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                metric = kube.get(metric_path, ok_missing=True)
+                if metric is not None and created_at is None:
+                    created_at = time.monotonic()
+                if metric is not None and (metric.get("status") or {}).get("updateTime"):
+                    assert created_at is not None
+                    reported_after = time.monotonic() - created_at
+                    break
+                time.sleep(0.25)
+            assert created_at is not None, f"koord-manager created no NodeMetric for {name} in 60 s"
+            assert reported_after is not None, f"NodeMetric {name} not reported in 60 s"
+            assert reported_after < server.NODEMETRIC_REFRESH_S / 4, \
+                f"NodeMetric {name} reported {reported_after:.1f} s after it was created"
+        finally:
+            kube.delete(f"/api/v1/nodes/{name}")
+            # The DaemonSet pods kwok ran there go now, not after the pod GC's quarantine.
+            for pod in kube.list("/api/v1/pods"):
+                if pod["spec"].get("nodeName") == name:
+                    meta = pod["metadata"]
+                    kube.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                                {"gracePeriodSeconds": "0"})
+            deadline = time.monotonic() + 60
+            while kube.get(metric_path, ok_missing=True) is not None and time.monotonic() < deadline:
+                time.sleep(0.5)
+        assert kube.get(metric_path, ok_missing=True) is None, f"koord-manager kept NodeMetric {name} after its node"
+
+
 def test_admission_dry_run_is_mutated_by_both_real_webhooks(sandbox: Any) -> None:
     # Koordinator: the documented ClusterColocationProfile selects it; OpenKruise: a CloneSet controls it.
     pod = dry_run_pod(sandbox, {systems.COLOCATION_LABEL: "true"}, owner=systems.DRY_RUN_OWNER)

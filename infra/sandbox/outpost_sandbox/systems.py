@@ -17,9 +17,10 @@
 Guarantees:
 - `install` returns only when every manager and workload Deployment and both DaemonSets are fully ready, every
   manager answers /readyz through the pod proxy, both webhook Services answer through the service proxy, every
-  leader Lease is held by a running pod of its manager, every node has a NodeMetric and a dry-run pod comes back
-  mutated by both real webhooks; otherwise it raises `SystemsError` naming what is not ready. It is idempotent
-  (apply is server-side; running daemons are replaced).
+  leader Lease is held by a running pod of its manager, every node has a NodeMetric that the backend daemon has
+  reported into (koordlet's part), and a dry-run pod comes back mutated by both real webhooks; otherwise it
+  raises `SystemsError` naming what is not ready. It is idempotent (apply is server-side; running daemons are
+  replaced).
 - `uninstall` stops exactly the daemons it started (pid checked against the command line), every manager
   process the process node started, and removes the network namespaces; all idempotent.
 - The backend network is one per machine: `install` refuses (naming the other state dir) while another
@@ -61,6 +62,8 @@ from outpost_sandbox.kubelet import daemon as kubelet
 from outpost_sandbox.kubelet import podnet
 from outpost_sandbox.poll import PollTimeout, poll_until
 from outpost_sandbox.procs import ProcessTable
+
+NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 
 SYSTEMS_DIR = "systems"
 HOLD_SERVICE = ("outpost-sandbox-hold", "outpost-sandbox")
@@ -386,7 +389,7 @@ def wait_managers(kube: Kube, timeout: float = INSTALL_TIMEOUT_S, mutating: bool
         _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
     _wait("every leader Lease held by a running pod of its manager", left(), partial(leases_settled, kube))
     _wait("a NodeMetric for every node", left(),
-          lambda: count(kube, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics") >= count(kube, "/api/v1/nodes"))
+          lambda: count(kube, NODEMETRICS) >= count(kube, "/api/v1/nodes"))
     if mutating:
         _wait("both real mutating webhooks mutating a dry-run pod", left(), partial(webhooks_mutate, kube))
 
@@ -405,6 +408,14 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
         _wait(f"daemonset {ns}/{name} ready", left(), partial(daemonset_ready, kube, ns, name))
     path = "/api/v1/namespaces/default/services/ls-web:80/proxy/"
     _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
+    poll_until("koordlet's report (status.updateTime) in every node's NodeMetric", left(),
+               partial(nodemetrics_reported, kube), interval=2.0, retry_on=(SandboxApiError,), fail=SystemsError)
+
+
+def nodemetrics_reported(kube: Kube) -> bool:
+    """Every NodeMetric has been reported at least once (the backend daemon's koordlet part); a stale one (the
+    nodemetric-stale fault's) still counts, so this also holds while that fault is on."""
+    return all((metric.get("status") or {}).get("updateTime") for metric in kube.list(NODEMETRICS))
 
 
 def leases_settled(kube: Kube) -> bool:

@@ -55,6 +55,11 @@ cluster each koordlet writes its own node's (5,000 nodes at 60 s: 83 writes a se
 of them on the same 2 cores as the control plane. Koordinator sets the interval per cluster (slo-controller-config
 nodeMetricCollectPolicy.reportIntervalSeconds); at 5,000 nodes it is 125 s, well inside the 300 s expiry."""
 NODEMETRIC_WORKERS = 4
+NODEMETRIC_PENDING_RETRY_S = 2.0
+"""While some node has no NodeMetric yet (koord-manager creates them a moment after the node, and after the daemon
+starts), the next round comes this soon: the node is reported as soon as its NodeMetric exists, as a koordlet
+reports once it starts, not a whole report interval later (which a freshly installed sandbox would read as
+every node stale)."""
 NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 POD_REFRESH_S = 2.0
 POD_REFRESH_DUTY = 0.1
@@ -397,6 +402,8 @@ class Daemon:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+        if set(nodes) - set(existing):
+            return NODEMETRIC_PENDING_RETRY_S
         return float(interval)
 
     async def apf_load(self) -> None:
