@@ -95,7 +95,7 @@ def test_kwok_down_is_invisible_right_after_the_stop_and_caught_after_the_lease_
     result = run(data("kwok-down-after-lease-duration"), "kwok-down-after-lease-duration")
     assert result.status is Status.FAILED
     assert result.details["stale_lease_count"] == 5
-    assert result.errors[0].startswith("lease kube-node-lease/kwok-node-0: observed renewTime 41 s ago, holder vm_")
+    assert result.errors[0].startswith("lease kube-node-lease/kwok-node-0: observed renewTime 41.4 s ago, holder vm_")
     assert result.errors[0].endswith("(want within 40 s, its leaseDurationSeconds)")
 
 

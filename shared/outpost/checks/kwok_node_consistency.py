@@ -129,7 +129,7 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
             stale.append(f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)")
         elif age > limit:
             own = "its leaseDurationSeconds" if duration and duration <= bound else "max_lease_duration_seconds"
-            stale.append(f"{lease_ref}: observed renewTime {age:.0f} s ago, holder {holder} "
+            stale.append(f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} "
                          f"(want within {limit:g} s, {own})")
         if duration > bound:
             long_held.append(f"{lease_ref}: observed leaseDurationSeconds {duration}, holder {holder} "

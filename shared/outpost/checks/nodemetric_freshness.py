@@ -105,7 +105,7 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
         if age is None:
             stale.append((node, "observed no status.updateTime, koordlet has not reported"))
         elif age > params.expiry_seconds:
-            stale.append((node, f"observed updateTime {age:.0f} s ago"))
+            stale.append((node, f"observed updateTime {age:.1f} s ago"))
         else:
             oldest = max(oldest, age)
             if age < -params.max_future_skew_seconds:
