@@ -195,6 +195,71 @@ def test_a_new_nodes_nodemetric_is_reported_as_soon_as_koord_manager_creates_it(
         assert kube.get(metric_path, ok_missing=True) is None, f"koord-manager kept NodeMetric {name} after its node"
 
 
+def _gang_member(gang: str, index: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{gang}-{index}", "namespace": "default", "labels": {systems.GANG_LABEL: gang}},
+            "spec": {"schedulerName": "koord-scheduler", "nodeSelector": {"type": "kwok"},
+                     "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+                     "containers": [{"name": "w", "image": "library/busybox:1.36",
+                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+
+
+def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """koord-scheduler holds back the members of a gang it counts as incomplete, with no condition, and
+    reconsiders them on an update of their PodGroup: what `systems.requeue_gang` relies on to free a complete gang
+    held back by its informer race. The gang here is incomplete (2 of minMember 3), so once koord's PodGroup
+    controller has written Pending the requeue is the only PodGroup update: the scheduler's own log shows it moving
+    both members, which it holds again; the third member then completes the gang and all three are bound."""
+    from outpost_sandbox.backends.kube import Kube
+
+    gang = "e2e-requeued-gang"
+    group_path = f"/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/{gang}"
+    logs = sorted((sandbox.state_dir / "logs" / "pods").glob("koordinator-system_koord-scheduler-*.log"))
+    assert logs, "no koord-scheduler log under the sandbox's logs/pods"
+
+    def members(kube: Kube) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = kube.get("/api/v1/namespaces/default/pods",
+                                               labelSelector=f"{systems.GANG_LABEL}={gang}")["items"]
+        return found
+
+    def wait(what: str, predicate: Any, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+            time.sleep(0.25)
+
+    with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
+        try:
+            kube.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
+                        "metadata": {"name": gang, "namespace": "default"}, "spec": {"minMember": 3}})
+            for i in range(2):
+                kube.apply(_gang_member(gang, i))
+            wait("koord's PodGroup controller to write Pending",
+                 lambda: (kube.get(group_path).get("status") or {}).get("phase") == "Pending")
+            time.sleep(2)  # both members held by PreEnqueue; nothing else is to update the PodGroup
+            assert [p["spec"].get("nodeName") for p in members(kube)] == [None, None]
+            offsets = {log: log.stat().st_size for log in logs}
+            monkeypatch.setattr(systems, "GANG_REQUEUE_S", 0.0)
+            assert systems.requeuing(kube, "default", gang, lambda: False)() is False
+            assert systems.REQUEUE_ANNOTATION in kube.get(group_path)["metadata"].get("annotations", {})
+
+            def moved() -> set[str]:
+                text = "".join(log.read_bytes()[offsets[log]:].decode(errors="replace") for log in logs)
+                return {f"{gang}-{i}" for i in range(2)
+                        if f'"Pod moved to an internal scheduling queue" pod="default/{gang}-{i}" '
+                           'event="PodgroupsUpdate"' in text}
+            wait("koord-scheduler to move both held members on the PodGroup update", lambda: len(moved()) == 2)
+            assert [p["spec"].get("nodeName") for p in members(kube)] == [None, None], "an incomplete gang was bound"
+            kube.apply(_gang_member(gang, 2))
+            wait("the completed gang bound", lambda: all(p["spec"].get("nodeName") for p in members(kube))
+                 and len(members(kube)) == 3)
+        finally:
+            for pod in members(kube):
+                kube.delete(f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}", {"gracePeriodSeconds": "0"})
+            kube.delete(group_path)
+            wait(f"the members of {gang} gone", lambda: not members(kube), timeout=60)
+
+
 def test_admission_dry_run_is_mutated_by_both_real_webhooks(sandbox: Any) -> None:
     # Koordinator: the documented ClusterColocationProfile selects it; OpenKruise: a CloneSet controls it.
     pod = dry_run_pod(sandbox, {systems.COLOCATION_LABEL: "true"}, owner=systems.DRY_RUN_OWNER)

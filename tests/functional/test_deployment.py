@@ -14,6 +14,7 @@ import concurrent.futures
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -249,8 +250,11 @@ class Refusal:
 
 def rewrite(path: Path, change: Callable[[str], str]) -> None:
     text = path.read_text()
+    changed = change(text)
+    # A change that no longer matches (the example's value moved on) would leave the build fresh and the case moot.
+    assert changed != text, f"the case's change does not apply to {path}"
     path.unlink()  # the copy may share the inode with the build it was copied from
-    path.write_text(change(text))
+    path.write_text(changed)
 
 
 def _replace_bundle(path: Path) -> None:
@@ -265,7 +269,7 @@ REFUSALS = {
     "environment file edited after the build": Refusal(
         ("--stage", "dev"), "build/dev is stale: infra/environments/dev.yaml changed since it was built",
         lambda root: rewrite(root / "infra/environments/dev.yaml",
-                             lambda text: text.replace("deadline_seconds: 30", "deadline_seconds: 600"))),
+                             lambda text: re.sub(r"deadline_seconds: *\d+", "deadline_seconds: 600", text))),
     "source changed after the build": Refusal(
         ("--stage", "dev"), "build/dev is stale: shared/outpost/runner.py changed since it was built",
         lambda root: rewrite(root / "shared/outpost/runner.py", lambda text: text + "\n# changed\n")),

@@ -52,7 +52,7 @@ from outpost.errors import OutpostError
 from outpost.kube import timestamps
 from outpost.kube.conditions import ESTABLISHED, Condition, is_true
 from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
-from outpost.kube.paths import CRDS, DAEMON_SETS, NAMESPACES, NODES, PODS, collection_path, object_path
+from outpost.kube.paths import CRDS, DAEMON_SETS, NAMESPACES, NODES, POD_GROUPS, PODS, collection_path, object_path
 from outpost.kube.paths import DEPLOYMENTS as DEPLOYMENT_KIND
 from outpost_sandbox import pki
 from outpost_sandbox.backends import netns
@@ -78,6 +78,13 @@ HEALTH_PORT = {"kruise-controller-manager": 8000, "koord-manager": 8000}
 """Managers whose controller-runtime health port serves /readyz (the schedulers' readiness is their probe)."""
 WEBHOOK_SERVICES = (("kruise-system", "kruise-webhook-service"), ("koordinator-system", "koordinator-webhook-service"))
 WORKLOADS = (("default", "ls-web"), ("default", "be-batch"), ("outpost-sandbox", "outpost-sandbox-hold"))
+GANGS = {("default", "be-batch"): "be-gang"}
+"""Workload Deployments whose pods form a gang: the PodGroup they belong to."""
+GANG_LABEL = "pod-group.scheduling.sigs.k8s.io"
+"""The scheduler-plugins label naming a pod's PodGroup, which koord-scheduler's Coscheduling plugin reads
+(github.com/koordinator-sh/koordinator@v1.6.0 apis/extension/coscheduling.go)."""
+GANG_REQUEUE_S = 10.0
+REQUEUE_ANNOTATION = "outpost.sandbox/requeued-at"
 DAEMONSETS = (("koordinator-system", "koordlet"), ("kruise-system", "kruise-daemon"))
 DAEMON_MARK = "outpost_sandbox.backends"
 INSTALLED = "installed"
@@ -159,6 +166,73 @@ def deployment_ready(kube: Kube, ns: str, name: str) -> bool:
     d = parse(Deployment, kube.get(object_path(DEPLOYMENT_KIND, name, ns)), "deployment-ready")
     want = d.spec.replicas
     return d.status.ready_replicas == want and d.status.updated_replicas == want and d.observed_current
+
+
+def requeue_gang(kube: Kube, ns: str, podgroup: str) -> None:
+    """Have koord-scheduler reconsider a gang's held-back members, by an update of their PodGroup.
+
+    koord-scheduler v1.6.0 checks a new pod against its gang (Coscheduling PreEnqueue: "gang child pod not collect
+    enough") from the scheduling queue's pod handler, and counts the pod into the gang from the gang cache's, two
+    informer handlers in no fixed order: the member that completes a gang can be held back as if it did not, with
+    its siblings. Held pods come back on a PodGroup Add or Update (the events Coscheduling registers), else on the
+    queue's 5-minute flush (github.com/koordinator-sh/koordinator@v1.6.0
+    pkg/scheduler/plugins/coscheduling/coscheduling.go EventsToRegister, PreEnqueue; core/gang_cache.go
+    onPodAddInternal). The PodGroup controller's own status write usually frees them; when it came first, this
+    annotation does what an operator's `kubectl annotate` would."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    kube.merge_patch(object_path(POD_GROUPS, podgroup, ns), {"metadata": {"annotations": {REQUEUE_ANNOTATION: now}}})
+
+
+def requeuing(kube: Kube, ns: str, podgroup: str, predicate: Callable[[], bool]) -> Callable[[], bool]:
+    """`predicate`, which while false and some member of the gang is unscheduled requeues the gang every
+    GANG_REQUEUE_S seconds (see `requeue_gang`)."""
+    last = time.monotonic()
+
+    def check() -> bool:
+        nonlocal last
+        if predicate():
+            return True
+        if time.monotonic() - last >= GANG_REQUEUE_S:
+            last = time.monotonic()
+            members = kube.get(collection_path(PODS, ns), labelSelector=f"{GANG_LABEL}={podgroup}")["items"]
+            if any(not (p.get("spec") or {}).get("nodeName") for p in members):
+                requeue_gang(kube, ns, podgroup)
+        return False
+
+    return check
+
+
+def pods_summary(kube: Kube, ns: str, selector: str) -> str:
+    """One line on the pods a selector matches, for a timeout message: each pod's phase, node and, while
+    unscheduled, the scheduler's reason."""
+    parts = []
+    for pod in kube.get(collection_path(PODS, ns), labelSelector=selector)["items"]:
+        status = pod.get("status") or {}
+        scheduled: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+        node = (pod.get("spec") or {}).get("nodeName") or "unscheduled"
+        why = ""
+        if scheduled.get("status") == "False":
+            why = f" ({scheduled.get('reason')}: {scheduled.get('message')})"
+        parts.append(f"{pod['metadata']['name']} {status.get('phase', '?')} on {node}{why}")
+    return "; ".join(parts) or "no pods"
+
+
+def wait_workload(kube: Kube, ns: str, name: str, timeout: float) -> None:
+    """A workload Deployment ready (its gang requeued when held back); a timeout names its pods' state."""
+    predicate: Callable[[], bool] = partial(deployment_ready, kube, ns, name)
+    if (ns, name) in GANGS:
+        predicate = requeuing(kube, ns, GANGS[ns, name], predicate)
+    try:
+        _wait(f"deployment {ns}/{name} ready", timeout, predicate)
+    except SystemsError as exc:
+        try:
+            d = kube.get(object_path(DEPLOYMENT_KIND, name, ns))
+            labels = ((d.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            pods = pods_summary(kube, ns, ",".join(f"{k}={v}" for k, v in labels.items()))
+        except SandboxApiError:
+            raise exc from None
+        raise SystemsError(f"{exc}: pods {pods}") from None
 
 
 def daemonset_ready(kube: Kube, ns: str, name: str) -> bool:
@@ -403,7 +477,7 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
 
     wait_managers(kube, left())
     for ns, name in WORKLOADS:
-        _wait(f"deployment {ns}/{name} ready", left(), partial(deployment_ready, kube, ns, name))
+        wait_workload(kube, ns, name, left())
     for ns, name in DAEMONSETS:
         _wait(f"daemonset {ns}/{name} ready", left(), partial(daemonset_ready, kube, ns, name))
     path = "/api/v1/namespaces/default/services/ls-web:80/proxy/"

@@ -53,13 +53,15 @@ NODEMETRIC_WRITES_PER_S = 40.0
 """Past 2,400 nodes the report interval grows so that the NodeMetric status writes stay at this rate: on a real
 cluster each koordlet writes its own node's (5,000 nodes at 60 s: 83 writes a second), here one process writes all
 of them on the same 2 cores as the control plane. Koordinator sets the interval per cluster (slo-controller-config
-nodeMetricCollectPolicy.reportIntervalSeconds); at 5,000 nodes it is 125 s, well inside the 300 s expiry."""
+nodeMetricCollectPolicy.reportIntervalSeconds); at 5,000 nodes it is 125 s, inside nodemetric-freshness's 180 s
+expiry."""
 NODEMETRIC_WORKERS = 4
-NODEMETRIC_PENDING_RETRY_S = 2.0
-"""While some node has no NodeMetric yet (koord-manager creates them a moment after the node, and after the daemon
-starts), the next round comes this soon: the node is reported as soon as its NodeMetric exists, as a koordlet
-reports once it starts, not a whole report interval later (which a freshly installed sandbox would read as
-every node stale)."""
+NODEMETRIC_NEW_CHECK_S = 2.0
+"""Between report rounds the NodeMetric count is checked this often (one LIST of limit 1; a thirtieth of the
+interval past 2,400 nodes): a NodeMetric koord-manager creates (for a new node, or for every node of a fresh
+sandbox, a moment after the daemon starts) is reported within seconds, as a koordlet reports once it starts, not a
+whole interval later (which a freshly installed sandbox would read as every node stale). A failed round is retried
+as soon."""
 NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 POD_REFRESH_S = 2.0
 POD_REFRESH_DUTY = 0.1
@@ -207,6 +209,7 @@ class Daemon:
         self._last_refresh = 0.0
         self._refresh_took = 0.0
         self._changed = asyncio.Event()
+        self._reported_uids: set[str] = set()
 
     # ---- behaviour -------------------------------------------------------------------------
     def reload_behaviour(self) -> None:
@@ -355,32 +358,61 @@ class Daemon:
 
     # ---- koordlet's report -----------------------------------------------------------------
     async def refresh_nodemetrics(self) -> None:
+        """koordlet's report, forever: every NodeMetric once per report interval (at once when the behaviour
+        changes) and, in between, the NodeMetrics created meanwhile as soon as the count shows them."""
         loop = asyncio.get_running_loop()
-        interval = NODEMETRIC_REFRESH_S
+        interval = float(NODEMETRIC_REFRESH_S)
+        next_full = 0.0
+        known = -1  # NodeMetrics that existed at the last round
         while True:
             self.reload_behaviour()
+            changed = self._changed.is_set()
             self._changed.clear()
             started = loop.time()
+            full = changed or started >= next_full
             try:
-                interval = await self._nodemetrics_once()
+                interval, known = await self._nodemetrics_once(only_new=not full)
             except SandboxApiError as exc:
                 log.error("nodemetric refresh failed: %s", exc)
-            # Every node is reported once per interval, however long the round itself took.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), max(0.0, interval - (loop.time() - started)))
+                known = -1  # retried at the next check, whole if it was whole
+                if full:
+                    next_full = 0.0
+                until = loop.time() + NODEMETRIC_NEW_CHECK_S
+            else:
+                if full:  # every node is reported once per interval, however long the round itself took
+                    next_full = started + interval
+                until = next_full
+            step = max(NODEMETRIC_NEW_CHECK_S, interval / 30)
+            while (left := until - loop.time()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), min(left, step))
+                if self._changed.is_set():
+                    break
+                try:
+                    if await self._nodemetric_count() != known:
+                        break
+                except SandboxApiError as exc:  # the next check or round tells again
+                    log.error("nodemetric count failed: %s", exc)
 
-    async def _nodemetrics_once(self) -> float:
-        """koordlet's report into every node's NodeMetric, once; returns the interval to wait before the next round.
+    async def _nodemetric_count(self) -> int:
+        page = await self.kube.run(lambda kube: kube.get(NODEMETRICS, limit="1"))
+        return len(page.get("items") or []) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+    async def _nodemetrics_once(self, only_new: bool = False) -> tuple[float, int]:
+        """koordlet's report into every node's NodeMetric (with `only_new`, into those not reported yet), once;
+        returns the report interval and how many NodeMetrics exist.
 
         koord-manager creates each node's NodeMetric (spec only: what koordlet is to report) and removes it with
         the node; koordlet writes the status. So only the status subresource of an existing NodeMetric is
-        written: a node koord-manager has not reached yet is reported on the next round.
+        written: a node koord-manager has not reached yet is reported once it has. Reported NodeMetrics are
+        known by uid, so one deleted and created again with its node counts as new.
         """
         nodes = {node["metadata"]["name"]: node for node in await self.kube.list("/api/v1/nodes")}
-        interval = int(max(NODEMETRIC_REFRESH_S, len(nodes) / NODEMETRIC_WRITES_PER_S))
+        interval = float(int(max(NODEMETRIC_REFRESH_S, len(nodes) / NODEMETRIC_WRITES_PER_S)))
         stale = set(self.behaviour.get("stale_nodemetrics") or [])
         ratio = float(self.behaviour.get("cpu_ratio", 0.62))
-        existing = [metric["metadata"]["name"] for metric in await self.kube.list(NODEMETRICS)]
+        existing = {metric["metadata"]["name"]: str(metric["metadata"].get("uid", ""))
+                    for metric in await self.kube.list(NODEMETRICS)}
         workers = asyncio.Semaphore(NODEMETRIC_WORKERS)
 
         async def report(name: str) -> None:
@@ -396,15 +428,16 @@ class Daemon:
                 except SandboxApiError as exc:
                     if exc.status != 404:  # deleted with its node a moment ago
                         raise
+            self._reported_uids.add(existing[name])
 
-        outcomes = await asyncio.gather(*(report(name) for name in existing if name in nodes and name not in stale),
-                                        return_exceptions=True)
+        due = [name for name, uid in existing.items()
+               if name in nodes and name not in stale and not (only_new and uid in self._reported_uids)]
+        outcomes = await asyncio.gather(*(report(name) for name in due), return_exceptions=True)
+        self._reported_uids &= set(existing.values())
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        if set(nodes) - set(existing):
-            return NODEMETRIC_PENDING_RETRY_S
-        return float(interval)
+        return interval, len(existing)
 
     async def apf_load(self) -> None:
         """While behaviour.apf_load is set, keep one dry-run request holding the starved level's seat."""

@@ -99,11 +99,6 @@ def utilization_fault(ratio: float) -> tuple[Apply, Heal]:
     return apply, heal
 
 
-GANG_LABEL = "pod-group.scheduling.sigs.k8s.io"
-"""The scheduler-plugins label naming a pod's PodGroup, which koord-scheduler's Coscheduling plugin reads
-(github.com/koordinator-sh/koordinator@v1.6.0 apis/extension/coscheduling.go)."""
-
-
 def _gang_pod(name: str, index: int, gang: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulerName": "koord-scheduler", "restartPolicy": "Never",
                             "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
@@ -112,7 +107,7 @@ def _gang_pod(name: str, index: int, gang: str, node_selector: dict[str, str] | 
                                             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{name}-{index}", "namespace": "default",
-                         "labels": {GANG_LABEL: gang, "app": name}}, "spec": spec}
+                         "labels": {systems.GANG_LABEL: gang, "app": name}}, "spec": spec}
 
 
 def _scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -152,7 +147,8 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
         k = ctx.kube
         selector = {"outpost.sandbox/no-such-node": "true"} if stuck else None
         # Members first, then their PodGroup: koord-scheduler holds a member back while its gang has fewer pods
-        # than minMember and reconsiders held members when a PodGroup is added, not when a sibling is.
+        # than minMember and reconsiders held members when a PodGroup is added or updated, not when a sibling is
+        # (and the waits below requeue the gang should the last member still be held: systems.requeue_gang).
         for i in range(3):
             k.apply(_gang_pod(name, i, name, selector))
         k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
@@ -162,7 +158,8 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
                 conditions = [_scheduled_condition(p) for p in pods(ctx)]
                 return len(conditions) == 3 and all(c is not None and c.get("reason") == "Unschedulable"
                                                     for c in conditions)
-            wait_for(f"koord-scheduler to find the members of {name} unschedulable", 60, unschedulable)
+            wait_for(f"koord-scheduler to find the members of {name} unschedulable", 60,
+                     systems.requeuing(k, "default", name, unschedulable))
             hour_ago = rfc3339(utc_now() - dt.timedelta(hours=1))
             for pod in pods(ctx):
                 condition = dict(_scheduled_condition(pod) or {}, lastTransitionTime=hour_ago)
@@ -171,7 +168,8 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
                               {"status": {"conditions": [*others, condition]}})
         else:
             wait_for(f"koord-scheduler to report {name} Running", 60,
-                     lambda: (group(ctx).get("status") or {}).get("phase") == "Running")
+                     systems.requeuing(k, "default", name,
+                                       lambda: (group(ctx).get("status") or {}).get("phase") == "Running"))
             failed = pods(ctx)[0]
             now = rfc3339(utc_now())
             k.merge_patch(object_path(PODS, failed["metadata"]["name"], "default") + "/status", {"status": {
