@@ -106,13 +106,43 @@ def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a test that used the sandbox and left a fault active or a component stopped, heal and
     restart what is missing, so the tests after it start from a working sandbox instead of failing
     for its reason. A test that failed half-way stays red for its own reason; one that passed but
-    left the sandbox broken is a bug in that test, and gets a teardown error saying so."""
+    left the sandbox broken is a bug in that test, and gets a teardown error saying so. A real manager that
+    panicked meanwhile (its pod's log under logs/pods) is a teardown error naming the panic: a crash the managers'
+    own restart hides would otherwise surface as some later test's refused webhook."""
     if "sandbox" not in request.fixturenames:
         yield
         return
     info: SandboxInfo = request.getfixturevalue("sandbox")
     before = _disturbance(info)
+    logs_before = _manager_log_sizes(info)
     yield
+    crashed = _manager_panics(info, logs_before)
+    _restore(request, info, before)
+    if crashed:
+        if info.systems:
+            _systems_settled(request, info)  # the kubelet restarts it; the next test starts from it leading again
+        more = f" (+{len(crashed) - 1} more)" if len(crashed) > 1 else ""
+        pytest.fail(f"a real manager panicked during this test, {crashed[0]}{more}: what the test made is not what a "
+                    "cluster holds, or upstream has a bug worth naming", pytrace=False)
+
+
+def _manager_log_sizes(info: SandboxInfo) -> dict[Path, int]:
+    return {path: path.stat().st_size for path in (info.state_dir / "logs" / "pods").glob("*.log")}
+
+
+def _manager_panics(info: SandboxInfo, sizes: dict[Path, int]) -> list[str]:
+    """The Go panics that ended a manager process since `sizes` were taken, each as `pod log: panic line`. A
+    panic recovered per request (`http: panic serving ...`) ends nothing and is not one."""
+    found = []
+    for path in sorted((info.state_dir / "logs" / "pods").glob("*.log")):
+        with path.open("rb") as log:
+            log.seek(sizes.get(path, 0))
+            text = log.read().decode(errors="replace")
+        found += [f"{path.name}: {line.strip()}" for line in text.splitlines() if line.startswith("panic: ")]
+    return found
+
+
+def _restore(request: pytest.FixtureRequest, info: SandboxInfo, before: tuple[object, ...]) -> None:
     stopped = [name for name in COMPONENTS if not info.handle.procs.alive(name)]
     left = [rec["fault"] for rec in faults.active(info.state_dir)]
     if not stopped and not left:

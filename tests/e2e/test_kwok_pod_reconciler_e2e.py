@@ -116,9 +116,13 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
     faults.break_fault("kwok-down", state_dir=sandbox.state_dir)
     try:
         # A node kwok does not manage (no kwok annotation), which the sandbox's DaemonSets leave alone
-        # (their pods on it would never be ready, and healing kwok waits for them).
-        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": OTHER_NODE, "labels": {
-            NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}}}
+        # (their pods on it would never be ready, and healing kwok waits for them). It registers with a capacity,
+        # as every kubelet does: koord-manager v1.6.0 panics on a node without allocatable (noderesource
+        # plugins/util/util.go PrepareNodeForResource writes into the nil map), and its webhooks go with it.
+        resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": OTHER_NODE, "labels": {NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}},
+                "status": {"capacity": resources, "allocatable": resources}}
         manifests = [node, *(pod(name, fake) for name, fake in FAKE_PODS.items()),
                      pod(ON_OTHER_NODE, OTHER_NODE), pod(UNBOUND, None)]
         for manifest in manifests:

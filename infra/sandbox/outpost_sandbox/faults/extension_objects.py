@@ -48,9 +48,11 @@ def nodemetric_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     data["stale_nodemetrics"] = sorted(set(data.get("stale_nodemetrics") or []) | {node})
     write_behaviour(ctx.sdir, data)
     time.sleep(0.5)  # let a refresh already in flight finish before we backdate
-    ctx.kube.apply({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
-                    "metadata": {"name": node},
-                    "status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=600))}}, "status")
+    # Only the time moves back; the report stays, as a koordlet that stopped leaves it. (An apply of the time alone
+    # would drop `status.nodeMetric`, which the daemon's applies own, and koord-manager v1.6.0 panics on a
+    # NodeMetric status without it: noderesource plugins/midresource/plugin.go calculate.)
+    ctx.kube.merge_patch(f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}/status",
+                         {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=600))}})
     return {"node": node}
 
 
