@@ -117,10 +117,23 @@ def test_not_ready_missing_and_timeless() -> None:
     assert result.summary.startswith("KWOK fake nodes (5): 2 not Ready (kwok-node-1, kwok-node-2); ")
 
 
-@pytest.mark.parametrize(("skew", "status"), [(-600, Status.OK), (20, Status.OK), (40, Status.FAILED)])
+@pytest.mark.parametrize(("skew", "status"), [(-600, Status.FAILED), (-10, Status.OK), (20, Status.OK),
+                                              (40, Status.FAILED)])
 def test_clock_skew(skew: float, status: Status) -> None:
-    # healthy Leases were renewed 0.5-10 s before capture; a renewal "in the future" (skew) is fresh
+    # healthy Leases were renewed 0.5-10 s before capture: a renewal up to 10 s "in the future" is clock skew and
+    # fresh; 600 s ahead is no clock's error, and a holder that stopped would hide until then
     assert run(data("healthy"), skew=skew).status is status
+
+
+def test_a_renewal_a_day_ahead_is_stale_and_named() -> None:
+    leases = copy.deepcopy(document("healthy", "node_leases"))
+    leases[0]["spec"]["renewTime"] = "2026-12-04T13:30:14.053210Z"  # a day after the capture
+    result = run(data("healthy", leases=leases))
+    assert result.status is Status.FAILED
+    line = next(e for e in result.errors if "in the future" in e)
+    assert line.startswith(f"lease kube-node-lease/{leases[0]['metadata']['name']}: observed renewTime 86")
+    assert line.endswith("s in the future, holder " + leases[0]["spec"]["holderIdentity"] + " (want at most 10 s "
+                         "ahead of this probe's clock: a holder that stopped would hide until then)")
 
 
 def test_only_selected_nodes_are_judged() -> None:

@@ -264,11 +264,28 @@ def test_lateness_is_judged_against_duration_plus_slack(lease: str, late: int, s
         f"lease {namespace}/{lease}: observed renewTime 26.0 s ago {STEADY}; last holder {spec['holderIdentity']}"])
 
 
-def test_clock_skew_a_renewal_in_the_future_is_fresh() -> None:
+def test_clock_skew_a_renewal_up_to_10_s_in_the_future_is_fresh() -> None:
     state = load("healthy")
-    result = run(state, state.captured_at - timedelta(minutes=5))
-    assert result.status is Status.OK
-    assert result.details["leases"]["kruise-system/kruise-manager"]["renew_age_seconds"] < -290
+    result = run(state, state.captured_at - timedelta(seconds=5))
+    assert result.status is Status.OK, result.errors
+    assert result.details["leases"]["kruise-system/kruise-manager"]["renew_age_seconds"] < 0
+
+
+@pytest.mark.parametrize("ahead", [timedelta(minutes=5), timedelta(days=365)])
+def test_a_renewal_further_in_the_future_fails_naming_the_lease_and_how_far(ahead: timedelta) -> None:
+    """A holder that stopped with a renewTime a year ahead would otherwise look alive for a year."""
+    state = load("healthy")
+    spec = state.one("Lease", "kruise-manager")["spec"]
+    renewed = parse_time(spec["renewTime"])
+    assert renewed is not None
+    result = run(state, renewed - ahead, params=only("kruise-manager"))
+    assert (result.status, result.errors) == (Status.FAILED, [
+        f"lease {KRUISE}/kruise-manager: observed renewTime {ahead.total_seconds():.1f} s in the future (want at "
+        f"most 10 s ahead of this probe's clock: a holder that stopped would hide until then); last holder "
+        f"{spec['holderIdentity']}"])
+    tolerant = only("kruise-manager").model_copy(update={"max_future_skew_seconds": 300})
+    assert run(state, renewed - ahead, params=tolerant).status is (
+        Status.OK if ahead <= timedelta(minutes=5) else Status.FAILED)
 
 
 @pytest.mark.parametrize(("app", "pod", "holder"), [

@@ -51,7 +51,9 @@ def test_nodemetric_stale_fault_names_the_node() -> None:
 
 @pytest.mark.parametrize(
     ("skew", "params", "status"),
-    [(-3600, {}, Status.OK),   # our clock an hour behind: reports from "the future" are fresh, noted in details
+    [(-30, {}, Status.OK),  # reports up to 30 s ahead of our clock (skew; 9.2 s old at capture): fresh
+     (-3600, {}, Status.FAILED),  # an hour ahead: no clock is that far off, and a stopped koordlet would hide
+     (-200, {"max_future_skew_seconds": 300}, Status.OK),
      (170, {}, Status.OK), (175, {}, Status.FAILED),  # the healthy reports were 9.2 s old when captured
      (290, {"expiry_seconds": 300}, Status.OK), (295, {"expiry_seconds": 300}, Status.FAILED)],  # the shipped 300 s
 )
@@ -59,7 +61,16 @@ def test_clock_skew_and_expiry(skew: float, params: dict[str, Any], status: Stat
     result = run(data("healthy"), skew=skew, **SANDBOX, **params)
     assert result.status is status
     if skew < 0:
-        assert len(result.details["future_update_time"]) == 5
+        ahead = status is Status.FAILED
+        assert len(result.details["future_update_time"]) == (5 if ahead else 0)
+        assert result.details["stale_count"] == (5 if ahead else 0)
+
+
+def test_an_update_time_far_in_the_future_is_named_stale() -> None:
+    result = run(data("healthy"), skew=-86400, **SANDBOX)
+    assert result.status is Status.FAILED
+    assert result.errors[0].startswith("nodemetric kwok-node-0: observed updateTime 863")
+    assert result.errors[0].endswith(" s in the future (at most 30 s ahead of this probe's clock) (want within 180 s)")
 
 
 @pytest.mark.parametrize(

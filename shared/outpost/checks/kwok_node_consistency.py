@@ -10,7 +10,9 @@ Liveness is the node Lease in `kube-node-lease`, renewed every quarter of its du
 (`sigs.k8s.io/kwok@v0.8.0, pkg/kwok/controllers/controller.go` `renewInterval := leaseDuration / 4`),
 not the Ready condition's `lastHeartbeatTime` (with Leases on, kwok refreshes that only every 10-20
 minutes). A Lease is stale when its `renewTime` is older than its own `leaseDurationSeconds`, bounded
-by `max_lease_duration_seconds`; a Lease whose own duration exceeds the bound is itself a finding.
+by `max_lease_duration_seconds`; a Lease whose own duration exceeds the bound is itself a finding. A
+`renewTime` more than `max_future_skew_seconds` ahead (default 10 s, `outpost.kube.timestamps.FUTURE_SKEW_SECONDS`)
+is stale too, named with how far ahead: no clock is that far off, and a holder that stopped would hide until then.
 
 - Why the bound: the Lease's duration is written by whoever holds it. The sandbox's node-lease-stale
   fault hands the Lease to a foreign holder with `leaseDurationSeconds: 86400`: kwok acquires only a
@@ -55,6 +57,7 @@ from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts,
 from outpost.kube.objects import Lease
 from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
+from outpost.kube.timestamps import FUTURE_SKEW_SECONDS
 from outpost.result import Result, Status
 
 NAME = "kwok-node-consistency"
@@ -71,6 +74,9 @@ class KwokNodeConsistencyParams(Params):
                                  "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
                                  "this is reported. 600 s passes kwok's 40 s, kwokctl's 200 s (40 s x heartbeat "
                                  "factor 5) and the sandbox's 40/160/400 s, and flags a foreign day-long Lease.")
+    max_future_skew_seconds: float = Field(
+        FUTURE_SKEW_SECONDS, ge=0, le=300,
+        description="A renewTime further in the future than this is stale, not fresh (clock skew beyond it).")
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,10 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
         limit = min(duration, bound) if duration > 0 else bound
         if age is None:
             stale.append(f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)")
+        elif age < -params.max_future_skew_seconds:
+            stale.append(f"{lease_ref}: observed renewTime {-age:.1f} s in the future, holder {holder} (want at most "
+                         f"{params.max_future_skew_seconds:g} s ahead of this probe's clock: a holder that stopped "
+                         "would hide until then)")
         elif age > limit:
             own = "its leaseDurationSeconds" if duration and duration <= bound else "max_lease_duration_seconds"
             stale.append(f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} "

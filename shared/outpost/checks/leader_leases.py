@@ -54,7 +54,9 @@ Per Lease:
 - `leaseDurationSeconds` above `max_lease_duration_seconds` = failed, naming holder and duration;
 - with a `holder_selector`: no candidate = failed ("nobody can renew it", e.g. scaled to 0, before the Lease
   has had time to expire); a holder that is no candidate while others run = degraded (a failover is due).
-A renewTime in the future (clock skew) is fresh; its age is kept (negative) in `details`.
+A renewTime in the future is fresh within `max_future_skew_seconds` (clock skew, default 10 s,
+`outpost.kube.timestamps.FUTURE_SKEW_SECONDS`; its age is kept, negative, in `details`); further ahead it is failed,
+naming the Lease and how far ahead: a holder that stopped with a renewal a day ahead would hide for a day.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import LEASES, PODS, Lease, Pod, access, collection_path, object_path, parse, parse_list, ref
 from outpost.kube.selectors import parse_label_selector
+from outpost.kube.timestamps import FUTURE_SKEW_SECONDS
 from outpost.result import Result, Status
 
 NAME = "leader-leases"
@@ -112,6 +115,9 @@ class LeaderLeasesParams(Params):
     max_lease_duration_seconds: float = Field(
         60.0, gt=0, le=86400,
         description="A Lease whose own leaseDurationSeconds exceeds this is failed (upstream's are 15 s).")
+    max_future_skew_seconds: float = Field(
+        FUTURE_SKEW_SECONDS, ge=0, le=300,
+        description="A renewTime further in the future than this is failed, not fresh (clock skew beyond it).")
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,12 @@ def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate]
         missing = "leaseDurationSeconds" if not duration else "renewTime"
         return Status.FAILED, f"{name}: no {missing} ({last}; want renewals within its duration)", detail
     slack = params.slack_seconds
-    if lease.expired(now, slack):
+    skew = params.max_future_skew_seconds
+    if age < -skew:
+        return (Status.FAILED,
+                f"{name}: observed renewTime {-age:.1f} s in the future (want at most {skew:g} s ahead of this "
+                f"probe's clock: a holder that stopped would hide until then); {last}", detail)
+    if lease.expired(now, slack, skew):
         return (Status.FAILED,
                 # One decimal: a Lease just past its bound (25.2 s) must not read as within it ("25 s").
                 f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); "

@@ -25,9 +25,10 @@ The nodes judged are the same `NodeSelection` as koordlet-coverage: real nodes b
 fake node is opt-in: no koordlet runs there, so its NodeMetric never gets a status and it would fail
 here forever. A NodeMetric older than the expiry, without `status.updateTime`, or missing for a
 selected node is named (first ten, and the count); NodeMetrics of nodes not selected are ignored.
-An updateTime in the future (clock skew) is fresh but reported in `details` once past the allowed
-skew. No node selected (the message says how to opt fake nodes in), or the NodeMetric API not
-served, is `error`.
+An updateTime in the future is fresh within `max_future_skew_seconds` (clock skew between koordlet's node
+and this probe); further ahead it is stale, named with how far ahead (a koordlet that stopped would hide until
+then). No node selected (the message says how to opt fake nodes in), or the NodeMetric API not served, is
+`error`.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class NodeMetricFreshnessParams(Params):
                     "code default for nodeMetricExpirationSeconds (3 koordlet reports of 60 s); the shipped "
                     "koord-scheduler configs use 300 s. Raise it with koordlet's reportIntervalSeconds.")
     max_future_skew_seconds: float = Field(
-        30.0, ge=0, description="An updateTime further in the future than this is reported in details (clock skew).")
+        30.0, ge=0, le=300, description="An updateTime further in the future than this is stale, not fresh (clock "
+                                        "skew beyond it).")
     nodes: NodeSelection = Field(default_factory=NodeSelection)
     page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics (each carries every "
                                                            "pod's usage of its node, so pages stay small).")
@@ -106,10 +108,12 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             stale.append((node, "observed no status.updateTime, koordlet has not reported"))
         elif age > params.expiry_seconds:
             stale.append((node, f"observed updateTime {age:.1f} s ago"))
+        elif age < -params.max_future_skew_seconds:
+            stale.append((node, f"observed updateTime {-age:.1f} s in the future (at most "
+                                f"{params.max_future_skew_seconds:g} s ahead of this probe's clock)"))
+            skewed.append(node)
         else:
             oldest = max(oldest, age)
-            if age < -params.max_future_skew_seconds:
-                skewed.append(node)
     details.update({"fresh": len(selected.nodes) - len(missing) - len(stale), "stale_count": len(stale),
                     "missing_count": len(missing), "stale": [n for n, _ in stale[:FIRST_NAMED]],
                     "missing": missing[:FIRST_NAMED], "oldest_fresh_age_seconds": round(oldest, 1),

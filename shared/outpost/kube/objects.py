@@ -21,14 +21,14 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from outpost.errors import MalformedResponse
 from outpost.kube.conditions import AVAILABLE, READY, Condition, find_condition, is_true
 from outpost.kube.messages import ref
 from outpost.kube.selectors import LabelSelector, Requirement
-from outpost.kube.timestamps import age_seconds
+from outpost.kube.timestamps import FUTURE_SKEW_SECONDS, age_seconds
 
 
 class View(BaseModel):
@@ -58,8 +58,8 @@ class ObjectMeta(View):
     uid: str = ""
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: AwareDatetime | None = None
+    deletion_timestamp: AwareDatetime | None = None
     generation: int = 0
     owner_references: list[OwnerReference] = Field(default_factory=list)
     resource_version: str = ""
@@ -138,7 +138,7 @@ class Taint(View):
     key: str
     value: str = ""
     effect: str = ""
-    time_added: datetime | None = None
+    time_added: AwareDatetime | None = None
 
     def __str__(self) -> str:
         return f"{self.key}{'=' + self.value if self.value else ''}:{self.effect}"
@@ -193,7 +193,7 @@ class PodStatus(View):
     message: str = ""
     pod_ip: str = Field("", alias="podIP")
     host_ip: str = Field("", alias="hostIP")
-    start_time: datetime | None = None
+    start_time: AwareDatetime | None = None
     conditions: list[Condition] = Field(default_factory=list)
     container_statuses: list[ContainerStatus] = Field(default_factory=list)
 
@@ -264,7 +264,7 @@ class ContainerTerminated(View):
     exit_code: int = 0
     signal: int = 0
     reason: str = ""
-    finished_at: datetime | None = None
+    finished_at: AwareDatetime | None = None
 
 
 class ContainerEndState(View):
@@ -434,8 +434,8 @@ class NodeOutline(KubeObject):
 class LeaseSpec(View):
     holder_identity: str = ""
     lease_duration_seconds: int = 0
-    acquire_time: datetime | None = None
-    renew_time: datetime | None = None
+    acquire_time: AwareDatetime | None = None
+    renew_time: AwareDatetime | None = None
     lease_transitions: int = 0
 
 
@@ -448,15 +448,17 @@ class Lease(KubeObject):
         """Seconds since the last renewal (negative under clock skew); None if never renewed."""
         return age_seconds(self.spec.renew_time, now)
 
-    def renewed_within(self, now: datetime, seconds: float) -> bool:
-        """Renewed no longer than `seconds` ago. Never renewed is False; a renewal in the future (skew) is True."""
+    def renewed_within(self, now: datetime, seconds: float, max_future_skew: float = FUTURE_SKEW_SECONDS) -> bool:
+        """Renewed no longer than `seconds` ago. Never renewed is False; so is a renewal further in the future than
+        `max_future_skew` (no clock is that far off, and a holder that stopped would hide until then)."""
         age = self.age_seconds(now)
-        return age is not None and age <= seconds
+        return age is not None and -max_future_skew <= age <= seconds
 
-    def expired(self, now: datetime, slack: float = 0.0) -> bool:
-        """Not renewed within its own `leaseDurationSeconds` (+ `slack`); a lease without one is expired."""
+    def expired(self, now: datetime, slack: float = 0.0, max_future_skew: float = FUTURE_SKEW_SECONDS) -> bool:
+        """Not renewed within its own `leaseDurationSeconds` (+ `slack`), or renewed implausibly far in the future;
+        a lease without a duration is expired."""
         return not self.spec.lease_duration_seconds or not self.renewed_within(
-            now, self.spec.lease_duration_seconds + slack)
+            now, self.spec.lease_duration_seconds + slack, max_future_skew)
 
 
 # -- services and endpoints ---------------------------------------------------------------------------
@@ -624,7 +626,7 @@ class WebhookConfiguration(KubeObject):
 
 class EventSeries(View):
     count: int = 0
-    last_observed_time: datetime | None = None
+    last_observed_time: AwareDatetime | None = None
 
 
 class EventSource(View):
@@ -642,9 +644,9 @@ class Event(KubeObject):
     message: str = ""
     type: str = ""
     count: int = 0
-    first_timestamp: datetime | None = None
-    last_timestamp: datetime | None = None
-    event_time: datetime | None = None
+    first_timestamp: AwareDatetime | None = None
+    last_timestamp: AwareDatetime | None = None
+    event_time: AwareDatetime | None = None
     series: EventSeries | None = None
     source: EventSource = Field(default_factory=EventSource)
     reporting_component: str = ""
@@ -697,7 +699,7 @@ def core_event_shape(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class NodeMetricStatus(View):
-    update_time: datetime | None = None
+    update_time: AwareDatetime | None = None
     node_metric: dict[str, Any] = Field(default_factory=dict)
     pods_metric: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -726,7 +728,7 @@ def _node_usage(node_metric: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class NodeUsageStatus(View):
-    update_time: datetime | None = None
+    update_time: AwareDatetime | None = None
     node_metric: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -757,7 +759,7 @@ class PodGroupStatus(View):
     running: int = 0
     succeeded: int = 0
     failed: int = 0
-    schedule_start_time: datetime | None = None
+    schedule_start_time: AwareDatetime | None = None
 
 
 class ManagedFieldsEntry(View):
@@ -766,7 +768,7 @@ class ManagedFieldsEntry(View):
     manager: str = ""
     operation: str = ""
     subresource: str = ""
-    time: datetime | None = None
+    time: AwareDatetime | None = None
     fields_v1: dict[str, Any] = Field(default_factory=dict, alias="fieldsV1")
 
     def owns(self, *path: str) -> bool:

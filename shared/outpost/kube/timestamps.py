@@ -5,7 +5,8 @@ Guarantees:
   RFC 3339 offset; None or "" is None (an omitted timestamp), anything else unparseable is ValueError;
 - ages are computed against a `now` passed in, never the clock, so every verdict is reproducible;
   a negative age means the object's clock is ahead of ours (skew): the sign is kept and the caller
-  decides, because silently clamping to zero would make a skewed timestamp look fresh.
+  decides, because silently clamping to zero would make a skewed timestamp look fresh; past
+  `FUTURE_SKEW_SECONDS` ahead, checks judge it not fresh.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 _FRACTION_DIGITS = 6
+
+FUTURE_SKEW_SECONDS = 10.0
+"""How far in the future a renewal or report time may be and still count as fresh: clock skew between the writer
+(a manager's or kwok's host, which sets `renewTime` from its own clock) and this probe. NTP keeps hosts within
+milliseconds of each other, so 10 s is already a broken clock; past it a time is not fresh but named, because a
+writer that stopped with a renewal a day or a year ahead would otherwise look alive until then. Upstream's own
+leader election never compares renewTime with its clock (client-go@v0.30.10 tools/leaderelection
+leaderelection.go judges expiry by when it observed a change), so it needs no such bound; an outside observer
+does."""
 
 
 def parse_time(value: str | None) -> datetime | None:

@@ -236,3 +236,12 @@ def test_views_are_frozen() -> None:
     pod = parse(Pod, {"metadata": {"name": "a"}}, "t")
     with pytest.raises(ValueError, match="frozen"):
         pod.metadata.name = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("renew_time", ["2026-12-04T13:30:14", "2026-12-04T13:30:14.053210"])
+def test_a_time_without_a_zone_is_a_malformed_object_naming_the_field(renew_time: str) -> None:
+    """The API server always writes UTC with `Z`; a zoneless time cannot be placed on our clock (fail closed)."""
+    raw = {"metadata": {"name": "kwok-node-0", "namespace": "kube-node-lease"}, "spec": {"renewTime": renew_time}}
+    with pytest.raises(MalformedResponse, match=r"^kwok-node-consistency: lease kube-node-lease/kwok-node-0: field "
+                                                r"spec\.renewTime: Input should have timezone info"):
+        parse(Lease, raw, "kwok-node-consistency")
