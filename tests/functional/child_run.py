@@ -1,0 +1,118 @@
+"""Run Outpost in a child process and measure what the fault matrix asserts about it.
+
+Why a child: a case that tries to make Outpost hold a gigabyte must not make the test process hold it,
+and a child's peak resident set is measured exactly by the kernel (`wait4`'s `ru_maxrss`), with no
+sampling to miss a short peak.
+
+`run_child(argv, ...)` starts `argv` in a session of its own, with stdout and stderr going to files
+(never a pipe that a silent parent could let fill up), waits at most `timeout` seconds, kills the whole
+session past it, and returns the exit code, the output, the wall time and the peak RSS.
+`run_cli(args)` runs the real `outpost` command line, `run_python(code)` any snippet.
+`assert_bounded(outcome, budget, secrets)` is the matrix's common contract: ended by itself within
+`budget` plus `SLACK_SECONDS`, peak RSS under `MAX_RSS_MB`, no secret in stdout or stderr, and no
+Python traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+SLACK_SECONDS = 5.0
+"""What a case may take beyond its deadline (interpreter start-up, imports, a killed plugin)."""
+MAX_RSS_MB = 200.0
+"""The ceiling of a child's peak resident set, whatever the peer sends."""
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss_mb: float
+    killed: bool
+    """True when the child outlived `timeout` and was killed (the case then fails)."""
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_child(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 60.0,
+              stdin: bytes | None = None, cwd: str | None = None,
+              after_start: float | None = None, send_signal: int | None = None) -> ChildOutcome:
+    """Run `argv`; optionally send `send_signal` to it `after_start` seconds after it started."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+        if stdin is not None:
+            inp.write(stdin)
+            inp.seek(0)
+        started = time.monotonic()
+        process = subprocess.Popen(list(argv), stdin=inp, stdout=out, stderr=err, cwd=cwd,
+                                   env=dict(env) if env is not None else None, start_new_session=True)
+        killed = False
+        signalled = False
+        status = 0
+        usage = None
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            elapsed = time.monotonic() - started
+            if send_signal is not None and not signalled and after_start is not None and elapsed >= after_start:
+                os.kill(process.pid, send_signal)
+                signalled = True
+            if elapsed > timeout:
+                killed = True
+                os.killpg(process.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.01)
+        seconds = time.monotonic() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting on a reaped pid
+        out.seek(0)
+        err.seek(0)
+        return ChildOutcome(
+            returncode=process.returncode,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+            seconds=seconds,
+            peak_rss_mb=(usage.ru_maxrss / 1024.0) if usage is not None else 0.0,  # Linux: kilobytes
+            killed=killed,
+        )
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment (so the child finds the same packages), plus `extra`."""
+    environment = dict(os.environ)
+    environment.pop("PYTEST_CURRENT_TEST", None)
+    environment.update(extra or {})
+    return environment
+
+
+def run_cli(args: Sequence[str], **kwargs: object) -> ChildOutcome:
+    """The real command line: `outpost ARGS` in a child."""
+    code = "import sys; from outpost.cli import main; sys.exit(main(sys.argv[1:]))"
+    return run_child([sys.executable, "-c", code, *args], **kwargs)  # type: ignore[arg-type]
+
+
+def run_python(code: str, **kwargs: object) -> ChildOutcome:
+    return run_child([sys.executable, "-c", code], **kwargs)  # type: ignore[arg-type]
+
+
+def assert_bounded(outcome: ChildOutcome, budget: float, secrets: Sequence[str] = ()) -> None:
+    """The matrix's common contract (see the module doc); the message says which part broke."""
+    assert not outcome.killed, (
+        f"still running {outcome.seconds:.1f} s after start (killed); output: {outcome.output[-500:]}")
+    assert outcome.seconds <= budget + SLACK_SECONDS, (
+        f"took {outcome.seconds:.1f} s, more than the budget {budget:g} s + {SLACK_SECONDS:g} s")
+    assert outcome.peak_rss_mb < MAX_RSS_MB, f"peak RSS {outcome.peak_rss_mb:.0f} MB, over {MAX_RSS_MB:g} MB"
+    assert "Traceback (most recent call last)" not in outcome.output, outcome.output[-2000:]
+    for secret in secrets:
+        assert secret not in outcome.output, "a credential appeared in the output"
