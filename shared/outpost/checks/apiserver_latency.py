@@ -32,7 +32,6 @@ reported, not judged; if no verb can be judged at all, or the metric is absent, 
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -164,6 +163,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     verbs: dict[str, Any] = {}
     errors: list[str] = []
     incomplete: list[str] = []
+    unusable: list[str] = []
     judged = 0
     for verb in sorted(by_verb):
         combined = aggregate(by_verb[verb])
@@ -171,9 +171,16 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         value = quantile(params.quantile, combined.buckets) if combined.buckets else None
         threshold = _threshold(params, verb)
         entry: dict[str, Any] = {"requests": combined.observations, "series": combined.series,
-                                 "quantile_seconds": None if value is None or math.isnan(value) else round(value, 6),
+                                 "quantile_seconds": None if value is None else round(value, 6),
                                  "threshold_seconds": threshold, "coarsened_buckets": combined.coarsened}
         verbs[verb] = entry
+        if value is None and not combined.observations < params.min_requests:  # a NaN count lands here too
+            # Requests were made but the histogram yields no quantile (no +Inf bucket, a NaN or non-positive
+            # total): skipping the verb would let the others say "within thresholds" (fail open).
+            entry["judged"] = False
+            unusable.append(f"apiserver verb {verb}: {label} has no value over {combined.observations:g} requests "
+                            "(histogram not usable: no +Inf bucket, or a NaN or non-positive total)")
+            continue
         if value is None or combined.observations < params.min_requests:
             entry["judged"] = False
             continue
@@ -195,6 +202,8 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         slow = ", ".join(line.split(":")[0].removeprefix("apiserver verb ") for line in errors)
         return Result(check=NAME, status=Status.FAILED, summary=f"apiserver {label} latency over threshold: {slow}",
                       errors=errors, details=details)
+    if unusable:
+        return Result(check=NAME, status=Status.ERROR, summary=unusable[0], errors=unusable, details=details)
     if judged == 0:
         line = (f"{where}: no verb had >= {params.min_requests} request(s) with a complete histogram in the window; "
                 "latency not observed")

@@ -5,13 +5,31 @@ handshake, as DER) and `webhook-cert-expiry` (webhook `caBundle`s, base64 PEM, a
 certificate of a webhook, PEM).
 
 Guarantees:
-- every certificate of a bundle is read (a `caBundle` often holds the old and the new CA during a
-  rotation); the earliest `notAfter` is what matters, because whichever certificate expires first
-  breaks trust first;
-- something that is not a certificate (empty, not base64, not PEM, a PEM block that does not
-  parse) raises `NotACertificate` with the reason, never the content: a mislabelled field could hold
-  a private key, so not one byte of the input is quoted. PEM blocks of other types (e.g. a private
-  key in the same file) are ignored, never parsed;
+- PEM is framed exactly as Go's `encoding/pem` `Decode` frames it (`pem_decode`, a line-for-line port of
+  go1.26 `src/encoding/pem/pem.go`; tests/unit/kube/test_upstream_pem.py ports `pem_test.go`): text before,
+  between and after blocks is skipped; a block whose BEGIN or END line is malformed (`-----END CERTIFICATE----`,
+  `-----END CERTIFICATE----- trailing`, a different END type, a missing END), whose headers lack the blank
+  line before END, or whose body is not standard padded base64 (spaces, tabs, CR and LF ignored) is no block
+  at all, and Decode moves on to the next BEGIN;
+- a `caBundle` is judged as the API server judges it (`parse_ca_bundle`, `parse_base64_pem_bundle`): its
+  webhook client builds the CA pool with `x509.CertPool.AppendCertsFromPEM` (`k8s.io/apiserver@v0.37.2`
+  `pkg/util/webhook/client.go` hookClientConfig -> `k8s.io/client-go@v0.37.2` `transport/transport.go`
+  rootCertPool; admission validation calls the same through `pkg/util/webhook/validation.go`
+  ValidateCABundle), which walks `pem.Decode` and trusts every block of type CERTIFICATE WITHOUT headers
+  that `x509.ParseCertificate` accepts, skipping everything else silently. The bundle is REJECTED ("unable
+  to load root certificates", every call to the webhook fails) exactly when no certificate is trusted: the
+  reason is client-go's `createErrorParsingCAData` text. Otherwise the trusted certificates are returned (a
+  bundle often holds the old and the new CA during a rotation) and the earliest `notAfter` among them is
+  what matters: whichever trusted certificate expires first breaks trust first. A certificate the API
+  server skips is not judged, because it is not trusted;
+- `parse_pem_bundle`/`parse_base64_pem_chain` read a serving certificate (PEM from a Secret) strictly: the
+  same framing, every CERTIFICATE block must parse, at least one must be there;
+- something that is not a certificate (empty, not base64, not PEM, no trusted certificate) raises
+  `NotACertificate` with the reason, never the content: a mislabelled field could hold a private key, so
+  not one byte of the input is quoted. PEM blocks of other types (e.g. a private key in the same file) are
+  skipped, never parsed;
+- DER is parsed by `cryptography`, not by Go's `crypto/x509`: a certificate one accepts and the other
+  refuses (Go refuses e.g. negative serial numbers) can still be judged differently;
 - times are timezone-aware UTC.
 
 `cryptography` is imported when a certificate is first parsed, not when this module is loaded: it is
@@ -31,9 +49,10 @@ from typing import Any
 
 from outpost.errors import ConfigError
 
-_PEM_CERTIFICATE = re.compile(
-    rb"-----BEGIN CERTIFICATE-----\r?\n(?P<body>.*?)-----END CERTIFICATE-----", re.DOTALL
-)
+_PEM_START = b"\n-----BEGIN "
+_PEM_END = b"\n-----END "
+_PEM_END_OF_LINE = b"-----"
+_BASE64_BODY = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 
 
 class NotACertificate(ValueError):
@@ -127,34 +146,191 @@ def parse_der_chain(chain: Iterable[bytes]) -> list[CertificateInfo]:
     return [parse_der(der) for der in chain]
 
 
-def parse_pem_bundle(data: bytes | str) -> list[CertificateInfo]:
-    """Every `CERTIFICATE` block of a PEM bundle, in order; none, or one that does not parse, raises."""
-    raw = data.encode("ascii", errors="replace") if isinstance(data, str) else data
+@dataclass(frozen=True)
+class PemBlock:
+    """`pem.Block`: the type from the BEGIN line, the headers, the decoded body."""
+
+    type: str
+    headers: dict[str, str]
+    data: bytes
+
+
+def _get_line(data: bytes) -> tuple[bytes, bytes, int]:
+    """`getLine`: the first line without its CR LF / LF and trailing spaces and tabs, the rest, bytes consumed."""
+    index = data.find(b"\n")
+    if index < 0:
+        index = consumed = len(data)
+    else:
+        consumed = index + 1
+        if index > 0 and data[index - 1:index] == b"\r":
+            index -= 1
+    return data[:index].rstrip(b" \t"), data[consumed:], consumed
+
+
+def _go_base64(data: bytes) -> bytes | None:
+    """`base64.StdEncoding.Decode`: padded standard alphabet, CR and LF ignored anywhere; None on an error."""
+    compact = data.replace(b"\r", b"").replace(b"\n", b"")
+    if len(compact) % 4 or not _BASE64_BODY.fullmatch(compact):
+        return None
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
+    """Go's `pem.Decode(data)`: the first well-formed block and the bytes after it, or (None, data)."""
+    rest = data
+    end_trailer_index = 0
+    while True:
+        if end_trailer_index < 0 or end_trailer_index > len(rest):
+            return None, data
+        rest = rest[end_trailer_index:]
+        end_index = rest.find(_PEM_END)
+        if end_index < 0:
+            return None, data
+        end_trailer_index = end_index + len(_PEM_END)
+        begin_index = rest.rfind(_PEM_START[1:], 0, end_index)
+        if begin_index < 0 or (begin_index > 0 and rest[begin_index - 1:begin_index] != b"\n"):
+            continue
+        skip = begin_index + len(_PEM_START) - 1
+        rest = rest[skip:]
+        end_index -= skip
+        end_trailer_index -= skip
+        type_line, rest, consumed = _get_line(rest)
+        end_index -= consumed
+        end_trailer_index -= consumed
+        if not type_line.endswith(_PEM_END_OF_LINE):
+            continue
+        type_line = type_line[:-len(_PEM_END_OF_LINE)]
+        headers: dict[str, str] = {}
+        truncated = False
+        while True:
+            if not rest:
+                truncated = True
+                break
+            line, following, consumed = _get_line(rest)
+            key, colon, value = line.partition(b":")
+            if not colon:
+                break
+            headers[key.strip().decode("latin-1")] = value.strip().decode("latin-1")
+            rest = following
+            end_index -= consumed
+            end_trailer_index -= consumed
+        if truncated:
+            return None, data
+        if headers and end_index < 0:
+            continue
+        end_trailer = rest[end_trailer_index:] if end_trailer_index >= 0 else b""
+        trailer_length = len(type_line) + len(_PEM_END_OF_LINE)
+        if end_trailer_index < 0 or len(end_trailer) < trailer_length:
+            continue
+        rest_of_end_line = end_trailer[trailer_length:]
+        end_trailer = end_trailer[:trailer_length]
+        if not end_trailer.startswith(type_line) or not end_trailer.endswith(_PEM_END_OF_LINE):
+            continue
+        if _get_line(rest_of_end_line)[0]:
+            continue
+        body = b""
+        if end_index > 0:
+            decoded = _go_base64(rest[:end_index].replace(b" ", b"").replace(b"\t", b""))
+            if decoded is None:
+                continue
+            body = decoded
+        _, rest, _ = _get_line(rest[end_index + len(_PEM_END) - 1:])
+        return PemBlock(type_line.decode("latin-1"), headers, body), rest
+
+
+def pem_blocks(data: bytes) -> list[PemBlock]:
+    """Every block `pem.Decode` finds, walking as `AppendCertsFromPEM` walks (stopping at the first None)."""
+    blocks: list[PemBlock] = []
+    rest = data
+    while rest:
+        block, rest = pem_decode(rest)
+        if block is None:
+            break
+        blocks.append(block)
+    return blocks
+
+
+def _raw(data: bytes | str) -> bytes:
+    return data.encode("utf-8", errors="replace") if isinstance(data, str) else data
+
+
+def parse_ca_bundle(data: bytes | str) -> list[CertificateInfo]:
+    """The certificates the API server trusts from this `caBundle` (module doc), in order; NotACertificate
+    when it trusts none (it then refuses the bundle), with client-go's reason."""
+    raw = _raw(data)
     if not raw.strip():
         raise NotACertificate("empty")
-    blocks = list(_PEM_CERTIFICATE.finditer(raw))
+    x509 = _x509()
+    trusted: list[CertificateInfo] = []
+    for block in pem_blocks(raw):
+        if block.type != "CERTIFICATE" or block.headers:
+            continue
+        try:
+            trusted.append(_info(x509.load_der_x509_certificate(block.data)))
+        except ValueError:
+            continue
+    if trusted:
+        return trusted
+    # client-go transport.go createErrorParsingCAData: why AppendCertsFromPEM trusted nothing, in its order
+    refused = "the API server refuses this bundle"
+    candidates = sum(1 for block in pem_blocks(raw) if block.type == "CERTIFICATE" and not block.headers)
+    number, rest = 0, raw
+    while rest:
+        found, rest = pem_decode(rest)
+        if found is None:
+            raise NotACertificate("no PEM CERTIFICATE block")  # client-go: "unable to parse bytes as PEM block"
+        if found.type != "CERTIFICATE" or found.headers:
+            continue
+        number += 1
+        try:
+            x509.load_der_x509_certificate(found.data)
+        except ValueError as error:
+            raise NotACertificate(f"PEM block {number} of {candidates} does not parse ({type(error).__name__}): "
+                                  f"failed to parse certificate; {refused}") from None
+    raise NotACertificate("no PEM CERTIFICATE block")  # client-go: "no valid certificate authority data seen"
+
+
+def parse_pem_bundle(data: bytes | str) -> list[CertificateInfo]:
+    """Every `CERTIFICATE` block of a PEM bundle, in order, framed as Go frames PEM; none, or one that does not
+    parse, raises (a serving certificate: strict)."""
+    raw = _raw(data)
+    if not raw.strip():
+        raise NotACertificate("empty")
+    blocks = [block for block in pem_blocks(raw) if block.type == "CERTIFICATE"]
     if not blocks:
-        raise NotACertificate("no PEM CERTIFICATE block")
+        raise NotACertificate("no PEM CERTIFICATE block (none that Go's pem.Decode accepts)")
     x509 = _x509()
     certificates = []
     for number, block in enumerate(blocks, start=1):
         try:
-            certificates.append(_info(x509.load_pem_x509_certificate(block.group(0))))
+            certificates.append(_info(x509.load_der_x509_certificate(block.data)))
         except ValueError as error:
             raise NotACertificate(f"PEM block {number} of {len(blocks)} does not parse "
                                   f"({type(error).__name__})") from None
     return certificates
 
 
-def parse_base64_pem_bundle(text: str) -> list[CertificateInfo]:
-    """A base64-encoded PEM bundle, as in a webhook's `caBundle` or a Secret's `data` values."""
+def _base64(text: str) -> bytes:
     if not text.strip():
         raise NotACertificate("empty")
     try:
-        raw = base64.b64decode(text, validate=True)
+        return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise NotACertificate("not base64") from None
-    return parse_pem_bundle(raw)
+
+
+def parse_base64_pem_bundle(text: str) -> list[CertificateInfo]:
+    """A base64-encoded `caBundle` (as a webhook configuration's JSON carries it), judged as the API server
+    judges it: `parse_ca_bundle`."""
+    return parse_ca_bundle(_base64(text))
+
+
+def parse_base64_pem_chain(text: str) -> list[CertificateInfo]:
+    """A base64-encoded serving certificate PEM (a Secret's `data` value), read strictly: `parse_pem_bundle`."""
+    return parse_pem_bundle(_base64(text))
 
 
 def earliest_expiry(certificates: Sequence[CertificateInfo]) -> CertificateInfo:

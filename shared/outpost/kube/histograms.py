@@ -3,8 +3,16 @@
 Pure (no I/O). The text is parsed by `prometheus_client.parser` (the maintained parser of the
 Prometheus text format), never by hand; this module only does the arithmetic.
 
-Guarantees:
-- `le` is parsed as a number, `+Inf` included;
+Guarantees (upstream: `github.com/prometheus/prometheus@v0.316.0` (Prometheus v3.16.0), `promql/quantile.go`
+`BucketQuantile`, `promql/engine.go` `resetHistograms`, `model/textparse/openmetricsparse.go`
+`normalizeFloatsInLabelValues`, `scrape/scrape.go`; tests/unit/kube/test_upstream_histograms.py ports its tables):
+- `le` is read as Go's `strconv.ParseFloat` reads it (`go_parse_float`: `+Inf`, `inf`, `1e0`, `.2`, `0x1p-2`,
+  digit-separating `_`; no surrounding whitespace, no `+nan`). A bucket whose `le` does not parse, is out of
+  float64 range, or is NaN is IGNORED, as PromQL's histogram_quantile ignores it (with a warning there; named in
+  `Series.ignored` here), never sorted among the others;
+- two buckets of one series whose `le` parse to the same number (`le="1"` and `le="1.0"`) are one series to
+  Prometheus (it normalises `le` at scrape time), and a scrape keeps the FIRST sample of a series it has already
+  seen (`ErrDuplicateSampleForTimestamp`): so does `parse_histogram`; a repeated `_count` likewise;
 - `delta(before, after)` subtracts per series (a series = one label set without `le`), the way
   Prometheus' `increase()` treats counters: a series whose buckets or count went DOWN (the API server
   restarted: a counter reset), or whose bucket boundaries changed (an upgrade changed the bucket
@@ -15,15 +23,23 @@ Guarantees:
   summing cumulative counts at a common boundary is exact, so a mix of old and new bucket sets is
   coarsened, never mis-added;
 - a series without a `+Inf` bucket uses its `_count` as `+Inf` (the same number by definition of a
-  Prometheus histogram); without either it is dropped and named in `incomplete`, never guessed;
-- `quantile(q, buckets)` is PromQL's `histogram_quantile`: linear interpolation inside the bucket
-  holding the rank, the lower edge 0 for the first bucket, the highest finite boundary when the rank
-  falls into `+Inf`, and no value (None) with fewer than two buckets, no `+Inf`, or no observations.
+  Prometheus histogram; PromQL would answer NaN for it); without either it is dropped and named in
+  `incomplete`, never guessed;
+- `bucket_quantile(q, buckets)` is `BucketQuantile` line for line (sort by bound, `+Inf` required, buckets of
+  one bound coalesced by adding, `ensureMonotonicAndIgnoreSmallDeltas` with tolerance 1e-12, NaN for fewer
+  than two buckets or no observations, linear interpolation, the lower edge 0 for a positive first bucket,
+  the highest finite bound when the rank falls into `+Inf`);
+- `quantile(q, buckets)` is what a check may judge: that value, or None whenever it is not a finite number
+  (NaN: no `+Inf`, fewer than two buckets, no observations, NaN counts; -Inf from a `le="-Inf"` bucket) or the
+  histogram's total is not a positive number (Prometheus still interpolates over a negative or NaN total).
+  None is "no value": a caller must never read it as within a threshold. A q outside [0, 1] raises
+  ValueError (PromQL answers -Inf/+Inf, which a comparison would misjudge).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -42,6 +58,8 @@ class Series:
     labels: LabelSet
     buckets: Mapping[float, float]
     count: float | None = None
+    ignored: tuple[str, ...] = ()
+    """`le` values that are not a number PromQL would use (NaN, unparseable, out of range): left out."""
 
     def label(self, name: str) -> str:
         return dict(self.labels).get(name, "")
@@ -52,7 +70,7 @@ class Series:
             return self
         if self.count is None:
             return None
-        return Series(self.labels, {**self.buckets, INF: self.count}, self.count)
+        return Series(self.labels, {**self.buckets, INF: self.count}, self.count, self.ignored)
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,7 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
         raise MalformedResponse(f"{where}: not Prometheus text format ({type(error).__name__}: "
                                 f"{str(error).splitlines()[0][:120] if str(error) else ''})") from None
     buckets: dict[LabelSet, dict[float, float]] = {}
+    ignored: dict[LabelSet, list[str]] = {}
     counts: dict[LabelSet, float] = {}
     for family in families:
         if family.name != name:
@@ -79,14 +98,45 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
         for sample in family.samples:
             labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
             if sample.name == f"{name}_bucket":
-                try:
-                    bound = float(sample.labels["le"])
-                except (KeyError, ValueError):
-                    raise MalformedResponse(f"{where}: {name}_bucket without a numeric le label") from None
-                buckets.setdefault(labels, {})[bound] = float(sample.value)
+                if "le" not in sample.labels:
+                    raise MalformedResponse(f"{where}: {name}_bucket without a le label")
+                bound = go_parse_float(sample.labels["le"])
+                series = buckets.setdefault(labels, {})
+                if bound is None or math.isnan(bound):
+                    ignored.setdefault(labels, []).append(sample.labels["le"])
+                elif bound not in series:  # a scrape keeps the first sample of a series (module doc)
+                    series[bound] = float(sample.value)
             elif sample.name == f"{name}_count":
-                counts[labels] = float(sample.value)
-    return {labels: Series(labels, bucket, counts.get(labels)) for labels, bucket in buckets.items()}
+                counts.setdefault(labels, float(sample.value))
+    return {labels: Series(labels, bucket, counts.get(labels), tuple(ignored.get(labels, ())))
+            for labels, bucket in buckets.items()}
+
+
+_GO_DIGITS = r"[0-9](?:_?[0-9])*"
+_GO_HEX = r"[0-9a-fA-F](?:_?[0-9a-fA-F])*"
+_GO_DECIMAL = re.compile(rf"[+-]?(?:{_GO_DIGITS}(?:\.(?:{_GO_DIGITS})?)?|\.{_GO_DIGITS})(?:[eE][+-]?{_GO_DIGITS})?")
+_GO_HEXFLOAT = re.compile(rf"[+-]?0[xX]_?(?:{_GO_HEX}(?:\.(?:{_GO_HEX})?)?|\.{_GO_HEX})[pP][+-]?{_GO_DIGITS}")
+_GO_SPECIAL = re.compile(r"([+-]?)(inf|infinity)|(nan)", re.IGNORECASE)
+
+
+def go_parse_float(text: str) -> float | None:
+    """Go's `strconv.ParseFloat(text, 64)`: the value, or None where Go returns an error (bad syntax, or beyond
+    float64's range, where Go answers ±Inf with ErrRange). NaN is returned as NaN (`nan` in any case, unsigned)."""
+    special = _GO_SPECIAL.fullmatch(text)
+    if special:
+        if special.group(3):
+            return math.nan
+        return -math.inf if special.group(1) == "-" else math.inf
+    try:
+        if _GO_DECIMAL.fullmatch(text):
+            value = float(text.replace("_", ""))
+        elif _GO_HEXFLOAT.fullmatch(text):
+            value = float.fromhex(text.replace("_", ""))
+        else:
+            return None
+    except (ValueError, OverflowError):
+        return None
+    return None if math.isinf(value) else value
 
 
 def _family_lines(text: str, name: str) -> str:
@@ -161,35 +211,98 @@ def aggregate(series: Iterable[Series]) -> Aggregate:
     return Aggregate(totals, len(complete), incomplete, coarsened)
 
 
+SMALL_DELTA_TOLERANCE = 1e-12
+"""promql/quantile.go `smallDeltaTolerance`."""
+_MIN_NORMAL = 2.2250738585072014e-308
+_MAX_FLOAT = 1.7976931348623157e308
+
+
+def _almost_equal(a: float, b: float, epsilon: float) -> bool:
+    """`util/almost.Equal` (the StaleNaN marker never reaches here: a scrape has no staleness markers)."""
+    if math.isnan(a) and math.isnan(b):
+        return True
+    if a == b:
+        return True
+    abs_sum = abs(a) + abs(b)
+    diff = abs(a - b)
+    if a == 0 or b == 0 or abs_sum < _MIN_NORMAL:
+        return diff < epsilon * _MIN_NORMAL
+    return diff / min(abs_sum, _MAX_FLOAT) < epsilon
+
+
+@dataclass(frozen=True)
+class BucketQuantile:
+    value: float
+    forced_monotonic: bool = False
+    fixed_precision: bool = False
+    observations: float = math.nan
+    """The `+Inf` count after coalescing and the monotonic envelope (NaN where Go returns before computing it)."""
+
+
+def bucket_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> BucketQuantile:
+    """PromQL's `BucketQuantile(q, buckets)` for (upper bound, cumulative count) pairs, NaN included (module doc)."""
+    if math.isnan(q):
+        return BucketQuantile(math.nan)
+    if q < 0:
+        return BucketQuantile(-math.inf)
+    if q > 1:
+        return BucketQuantile(math.inf)
+    ordered = sorted(buckets, key=lambda bucket: bucket[0])  # stable, by bound only, as slices.SortFunc
+    if not ordered:
+        return BucketQuantile(math.nan)
+    if ordered[-1][0] != INF:
+        return BucketQuantile(math.nan)
+    coalesced: list[list[float]] = []
+    for bound, count in ordered:
+        if coalesced and coalesced[-1][0] == bound:
+            coalesced[-1][1] += count
+        else:
+            coalesced.append([bound, count])
+    forced = fixed = False
+    previous = coalesced[0][1]
+    for bucket in coalesced[1:]:
+        current = bucket[1]
+        if current == previous:
+            continue
+        if _almost_equal(previous, current, SMALL_DELTA_TOLERANCE):
+            bucket[1] = previous
+            fixed = True
+            continue
+        if current < previous:
+            bucket[1] = previous
+            forced = True
+            continue
+        previous = current
+    observations = coalesced[-1][1]
+    if len(coalesced) < 2 or observations == 0:
+        return BucketQuantile(math.nan, forced, fixed, observations)
+    rank = q * observations
+    # sort.Search over all but the last bucket: the first index whose count is >= rank, else len-1.
+    index = next((i for i in range(len(coalesced) - 1) if coalesced[i][1] >= rank), len(coalesced) - 1)
+    if index == len(coalesced) - 1:
+        return BucketQuantile(coalesced[-2][0], forced, fixed, observations)
+    if index == 0 and coalesced[0][0] <= 0:
+        return BucketQuantile(coalesced[0][0], forced, fixed, observations)
+    start, end, count = 0.0, coalesced[index][0], coalesced[index][1]
+    if index > 0:
+        start = coalesced[index - 1][0]
+        count -= coalesced[index - 1][1]
+        rank -= coalesced[index - 1][1]
+    try:
+        return BucketQuantile(start + (end - start) * (rank / count), forced, fixed, observations)
+    except ZeroDivisionError:  # Go's float division: x/0 is ±Inf, 0/0 is NaN
+        ratio = math.nan if rank == 0 or math.isnan(rank) else math.copysign(math.inf, rank)
+        return BucketQuantile(start + (end - start) * ratio, forced, fixed, observations)
+
+
 def quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
-    """PromQL `histogram_quantile(q, ...)` over (upper bound, cumulative count) pairs; None = NaN."""
+    """The quantile a check may judge, or None for "no value" (module doc); never NaN or ±Inf."""
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile {q} is outside [0, 1]")
-    ordered = sorted(buckets)
-    if len(ordered) < 2 or ordered[-1][0] != INF:
+    result = bucket_quantile(q, [bucket for bucket in buckets if not math.isnan(bucket[0])])
+    if not (result.observations > 0 and math.isfinite(result.observations)):
         return None
-    # Cumulative counts must not decrease (rounding, or a scrape racing an observation): as
-    # Prometheus does, carry the running maximum forward.
-    monotonic: list[tuple[float, float]] = []
-    running = 0.0
-    for bound, count in ordered:
-        running = max(running, count)
-        monotonic.append((bound, running))
-    observations = monotonic[-1][1]
-    if observations <= 0:
-        return None
-    rank = q * observations
-    index = next(i for i, (_, count) in enumerate(monotonic) if count >= rank)
-    if index == len(monotonic) - 1:
-        return monotonic[-2][0]
-    if index == 0 and monotonic[0][0] <= 0:
-        return monotonic[0][0]
-    start, below = (0.0, 0.0) if index == 0 else monotonic[index - 1]
-    end, count = monotonic[index]
-    in_bucket = count - below
-    if in_bucket <= 0:
-        return end
-    return start + (end - start) * ((rank - below) / in_bucket)
+    return result.value if math.isfinite(result.value) else None
 
 
 def select(series: Mapping[LabelSet, Series], keep: Callable[[Series], bool]) -> list[Series]:

@@ -7,8 +7,19 @@ Guarantees:
   the server or locally with the same result;
 - an EMPTY selector matches EVERYTHING (Kubernetes semantics for `{}`; a DaemonSet or webhook with no
   selector applies to every object). Callers that mean "nothing" must not pass an empty selector;
-- `parse_label_selector` reads the string form (as written in configuration) and refuses what it
-  cannot read (ValueError quoting the text) rather than guessing;
+- `parse_label_selector` reads the string form (as written in configuration, and as the API server reads
+  the `labelSelector` query parameter) with upstream's own lexer and parser, ported token for token
+  (`k8s.io/apimachinery@v0.37.2`, `pkg/labels/selector.go` `Lexer`, `Parser`, `NewRequirement`): `=`, `==`,
+  `!=`, `in (...)`, `notin (...)`, `key`, `!key`, `>`, `<`; empty values (`x=`, `x in (a,,b)`, `x in ()` is
+  the value ""); `in`/`notin` are values where a value is expected; spaces, tabs, CR and LF separate tokens.
+  Whatever upstream refuses (`x=a||y=b`, `x==a==b`, `!x=a`, `x<a`, a trailing `,`) is a ValueError quoting
+  the text, rather than a guess. tests/unit/kube/test_upstream_selectors.py ports upstream's test tables;
+- keys and values are validated as upstream validates them (`pkg/api/validate/content/kube.go` `IsLabelKey`,
+  `IsLabelValue`, `dns.go` `IsDNS1123Subdomain`): name part 1-63 characters, optional prefix a lowercase
+  DNS subdomain of at most 253 characters, value at most 63 characters; a whole-string match (Python's `$`
+  would also accept a trailing newline, Go's does not);
+- `Gt`/`Lt` (string form only, as upstream: the object form `matchExpressions` has no such operators) take
+  one int64 value and match a label whose value is an int64 (`strconv.ParseInt`) beyond it;
 - `MetadataSelector` picks objects by a label OR an annotation (KWOK fake nodes are marked by the
   annotation `kwok.x-k8s.io/node=fake`, which no label selector can select).
 """
@@ -20,22 +31,59 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
-_OPERATORS: tuple[str, ...] = ("In", "NotIn", "Exists", "DoesNotExist")
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+_OPERATORS: tuple[str, ...] = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_API_OPERATORS: tuple[str, ...] = ("In", "NotIn", "Exists", "DoesNotExist")
+"""`metav1.LabelSelectorOperator`: the object form has no Gt/Lt (`LabelSelectorAsSelector` refuses them)."""
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _key_problem(key: str) -> str | None:
+    """upstream `IsLabelKey`: None when valid, else why not."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return "a valid label key has at most one '/' (an optional DNS subdomain prefix and a name)"
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "prefix part must be non-empty"
+        if len(prefix) > 253:
+            return "prefix part must be no more than 253 characters"
+        if not _DNS_SUBDOMAIN.fullmatch(prefix):
+            return "prefix part must be a lowercase RFC 1123 subdomain"
+    name = parts[-1]
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not _NAME.fullmatch(name):
+        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                "with an alphanumeric character")
+    return None
 
 
 def _key(key: str) -> str:
-    if not isinstance(key, str) or not _KEY.match(key):
-        raise ValueError(f"invalid label key: {key!r}")
+    problem = _key_problem(key) if isinstance(key, str) else "not a string"
+    if problem:
+        raise ValueError(f"invalid label key {key!r}: {problem}")
     return key
 
 
 def _value(value: str) -> str:
-    if not isinstance(value, str) or not _VALUE.match(value) or len(value) > 63:
+    """upstream `IsLabelValue`: empty, or a name of at most 63 characters."""
+    if not isinstance(value, str) or len(value) > 63 or not (value == "" or _NAME.fullmatch(value)):
         raise ValueError(f"invalid label value: {value!r}")
     return value
+
+
+def _int64(text: str) -> int | None:
+    """`strconv.ParseInt(text, 10, 64)`, or None where Go returns an error."""
+    if not _INT64.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
 
 
 @dataclass(frozen=True)
@@ -54,6 +102,12 @@ class Requirement:
             raise ValueError(f"selector operator {self.operator} on {self.key!r} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"selector operator {self.operator} on {self.key!r} takes no values")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                raise ValueError(f"selector operator {self.operator} on {self.key!r} takes exactly one value")
+            if _int64(self.values[0]) is None:
+                raise ValueError(f"selector operator {self.operator} on {self.key!r} needs an integer value, "
+                                 f"got {self.values[0]!r}")
         for value in self.values:
             _value(value)
 
@@ -64,6 +118,12 @@ class Requirement:
             return self.key not in labels
         if self.operator == "In":
             return self.key in labels and labels[self.key] in self.values
+        if self.operator in ("Gt", "Lt"):
+            present = _int64(labels[self.key]) if self.key in labels else None
+            wanted = _int64(self.values[0])
+            if present is None or wanted is None:
+                return False
+            return present > wanted if self.operator == "Gt" else present < wanted
         return self.key not in labels or labels[self.key] not in self.values  # NotIn
 
     def to_query(self) -> str:
@@ -71,10 +131,12 @@ class Requirement:
             return self.key
         if self.operator == "DoesNotExist":
             return f"!{self.key}"
-        if self.operator == "In" and len(self.values) == 1:
+        if self.operator in ("Gt", "Lt"):
+            return f"{self.key}{'>' if self.operator == 'Gt' else '<'}{self.values[0]}"
+        if self.operator == "In" and len(set(self.values)) == 1:
             return f"{self.key}={self.values[0]}"
         verb = "in" if self.operator == "In" else "notin"
-        return f"{self.key} {verb} ({','.join(sorted(self.values))})"
+        return f"{self.key} {verb} ({','.join(sorted(set(self.values)))})"
 
 
 @dataclass(frozen=True)
@@ -105,6 +167,10 @@ class LabelSelector:
             values = expression.get("values") or []
             if not isinstance(values, list):
                 raise ValueError(f"matchExpressions values for {expression.get('key')!r} must be a list")
+            if expression.get("operator") not in _API_OPERATORS:
+                raise ValueError(f"unknown selector operator {expression.get('operator')!r} for key "
+                                 f"{expression.get('key')!r} (not a valid label selector operator: "
+                                 f"{', '.join(_API_OPERATORS)})")
             requirements.append(Requirement(str(expression.get("key", "")), expression.get("operator"),  # type: ignore[arg-type]
                                             tuple(str(v) for v in values)))
         return cls(tuple(requirements))
@@ -130,57 +196,179 @@ class LabelSelector:
         return self.to_query() or "(everything)"
 
 
-_SET = re.compile(r"^(?P<key>\S+)\s+(?P<op>in|notin)\s+\((?P<values>[^()]*)\)$")
+_WHITESPACE = " \t\r\n"
+_SPECIAL = "=!(),><"
+_TOKENS = {")": "ClosedPar", ",": "Comma", "!": "DoesNotExist", "==": "DoubleEquals", "=": "Equals",
+           ">": "GreaterThan", "in": "In", "<": "LessThan", "!=": "NotEquals", "notin": "NotIn", "(": "OpenPar"}
+"""upstream `string2token` (selector.go): every token but Identifier, EndOfString and Error."""
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas that are not inside parentheses."""
-    parts: list[str] = []
-    depth, start = 0, 0
-    for index, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced parentheses in label selector {text!r}")
-        elif char == "," and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    if depth:
-        raise ValueError(f"unbalanced parentheses in label selector {text!r}")
-    parts.append(text[start:])
-    return parts
+def lex(text: str) -> list[tuple[str, str]]:
+    """upstream `Lexer.Lex` until EndOfString (or the first Error): (kind, literal) pairs, the kind named as
+    upstream names its constant without the `Token` suffix (`Identifier`, `Comma`, `NotIn`, ...).
+
+    Go's lexer reads a NUL byte as it reads the end of the string: where a kind starts it ends the input;
+    inside an identifier or a run of symbols it ends that kind and is consumed (`k\\x00=v` is `k=v`)."""
+    tokens: list[tuple[str, str]] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in _WHITESPACE:
+            pos += 1
+        if pos >= end or text[pos] == "\0":
+            tokens.append(("EndOfString", ""))
+            return tokens
+        if text[pos] in _SPECIAL:
+            buffer, last = "", ("", "")
+            while pos < end:
+                char = text[pos]
+                if char == "\0":
+                    pos += 1
+                    break
+                if char not in _SPECIAL:
+                    break
+                buffer += char
+                if buffer in _TOKENS:
+                    last = (_TOKENS[buffer], buffer)
+                elif last[0]:
+                    break
+                pos += 1
+            if not last[0]:
+                tokens.append(("Error", f"error expected: keyword found '{buffer}'"))
+                return tokens
+            tokens.append(last)
+            continue
+        start = pos
+        while pos < end and text[pos] not in _SPECIAL and text[pos] not in _WHITESPACE and text[pos] != "\0":
+            pos += 1
+        literal = text[start:pos]
+        if pos < end and text[pos] == "\0":
+            pos += 1
+        tokens.append((_TOKENS.get(literal, "Identifier"), literal))
+
+
+class _Parser:
+    """upstream `Parser`: lookahead/consume over the scanned tokens, `in`/`notin` read as identifiers where a
+    value (or a key) is expected (ParserContext Values)."""
+
+    def __init__(self, text: str) -> None:
+        self.items = lex(text)
+        self.position = 0
+
+    def _token(self, index: int, values: bool) -> tuple[str, str]:
+        kind, literal = self.items[min(index, len(self.items) - 1)]
+        if values and kind in ("In", "NotIn"):
+            kind = "Identifier"
+        return kind, literal
+
+    def lookahead(self, values: bool = True) -> tuple[str, str]:
+        return self._token(self.position, values)
+
+    def consume(self, values: bool = True) -> tuple[str, str]:
+        self.position += 1
+        return self._token(self.position - 1, values)
+
+    def parse(self) -> list[Requirement]:
+        requirements: list[Requirement] = []
+        while True:
+            kind, literal = self.lookahead()
+            if kind in ("Identifier", "DoesNotExist"):
+                try:
+                    requirements.append(self.requirement())
+                except ValueError as error:
+                    raise ValueError(f"unable to parse requirement: {error}") from None
+                kind, literal = self.consume()
+                if kind == "EndOfString":
+                    return requirements
+                if kind == "Comma":
+                    after, after_literal = self.lookahead()
+                    if after not in ("Identifier", "DoesNotExist"):
+                        raise ValueError(f"found '{after_literal}', expected: identifier after ','")
+                    continue
+                raise ValueError(f"found '{literal}', expected: ',' or 'end of string'")
+            if kind == "EndOfString":
+                return requirements
+            raise ValueError(f"found '{literal}', expected: !, identifier, or 'end of string'")
+
+    def requirement(self) -> Requirement:
+        kind, literal = self.consume()
+        negated = kind == "DoesNotExist"
+        if negated:
+            kind, literal = self.consume()
+        if kind != "Identifier":
+            raise ValueError(f"found '{literal}', expected: identifier")
+        key = _key(literal)
+        if negated:  # whatever follows `!key` is for the caller to judge (`!x=a`: "found '='")
+            return Requirement(key, "DoesNotExist")
+        if self.lookahead()[0] in ("EndOfString", "Comma"):
+            return Requirement(key, "Exists")
+        kind, literal = self.consume(values=False)
+        operators: dict[str, Operator] = {"In": "In", "NotIn": "NotIn", "Equals": "In", "DoubleEquals": "In",
+                                          "NotEquals": "NotIn", "GreaterThan": "Gt", "LessThan": "Lt"}
+        if kind not in operators:
+            raise ValueError(f"found '{literal}', expected: in, notin, =, ==, !=, gt, lt")
+        operator = operators[kind]
+        values = self.value_set() if kind in ("In", "NotIn") else self.exact_value()
+        return Requirement(key, operator, tuple(sorted(values)))
+
+    def value_set(self) -> set[str]:
+        kind, literal = self.consume()
+        if kind != "OpenPar":
+            raise ValueError(f"found '{literal}' expected: '('")
+        kind, literal = self.lookahead()
+        if kind in ("Identifier", "Comma"):
+            values = self.identifiers()
+            if self.consume()[0] != "ClosedPar":
+                raise ValueError(f"found '{literal}', expected: ')'")
+            return values
+        if kind == "ClosedPar":  # "()" is the empty value
+            self.consume()
+            return {""}
+        raise ValueError(f"found '{literal}', expected: ',', ')' or identifier")
+
+    def identifiers(self) -> set[str]:
+        values: set[str] = set()
+        while True:
+            kind, literal = self.consume()
+            if kind == "Identifier":
+                values.add(literal)
+                after, after_literal = self.lookahead()
+                if after == "Comma":
+                    continue
+                if after == "ClosedPar":
+                    return values
+                raise ValueError(f"found '{after_literal}', expected: ',' or ')'")
+            if kind == "Comma":
+                if not values:
+                    values.add("")  # "(,"
+                after = self.lookahead()[0]
+                if after == "ClosedPar":
+                    values.add("")  # ",)"
+                    return values
+                if after == "Comma":
+                    values.add("")  # ",,"
+                continue
+            raise ValueError(f"found '{literal}', expected: ',', or identifier")
+
+    def exact_value(self) -> set[str]:
+        if self.lookahead()[0] in ("EndOfString", "Comma"):
+            return {""}
+        kind, literal = self.consume()
+        if kind == "Identifier":
+            return {literal}
+        raise ValueError(f"found '{literal}', expected: identifier")
 
 
 def parse_label_selector(text: str) -> LabelSelector:
-    """The string form: `a=b`, `a==b`, `a!=b`, `a`, `!a`, `a in (x,y)`, `a notin (x)`, comma-joined.
+    """The string form, parsed as upstream's `labels.Parse` parses it (module doc). "" is empty.
 
-    `a!=b` is NotIn (it also matches objects without the label, as in Kubernetes). "" is empty.
+    `a=b` and `a==b` are In with one value, `a!=b` NotIn with one value (it also matches objects without the
+    label, as in Kubernetes). Requirements keep their written order (upstream sorts them by key; the
+    conjunction means the same).
     """
-    requirements: list[Requirement] = []
-    if not text.strip():
-        return LabelSelector()
+    if not isinstance(text, str):
+        raise ValueError(f"invalid label selector {text!r}: not a string")
     try:
-        for raw_part in _split_top_level(text):
-            part = raw_part.strip()
-            if not part:
-                raise ValueError("empty requirement")
-            set_based = _SET.match(part)
-            if set_based:
-                values = tuple(v.strip() for v in set_based["values"].split(",") if v.strip())
-                operator: Operator = "In" if set_based["op"] == "in" else "NotIn"
-                requirements.append(Requirement(set_based["key"], operator, values))
-            elif "!=" in part:
-                key, _, value = part.partition("!=")
-                requirements.append(Requirement(key.strip(), "NotIn", (value.strip(),)))
-            elif "=" in part:
-                key, _, value = part.partition("==") if "==" in part else part.partition("=")
-                requirements.append(Requirement(key.strip(), "In", (value.strip(),)))
-            elif part.startswith("!"):
-                requirements.append(Requirement(part[1:].strip(), "DoesNotExist"))
-            else:
-                requirements.append(Requirement(part, "Exists"))
+        requirements = _Parser(text).parse()
     except ValueError as error:
         raise ValueError(f"invalid label selector {text!r}: {error}") from None
     return LabelSelector(tuple(requirements))
