@@ -18,11 +18,18 @@ Guarantees:
   ClusterRole of its own with a warning: it reaches the kubelet API of every node;
 - non-resource URLs only where bootstrap RBAC does not already grant them to every identity
   (`/livez`, `/readyz`, `/version` are `system:public-info-viewer`'s): `/metrics` for apiserver-latency;
-- the one right beyond reading: admission-dry-run's `create pods` in its own namespace (created here) only;
-  RBAC cannot tell a dry run from a real create, so the namespace is dedicated and empty, and Outpost's
-  cluster seam can only send that create with `dryRun=All` (`Cluster.dry_run_create`);
-- Secrets only by name in their namespace (webhook-cert-expiry's serving certificates; the check keeps
-  the certificate, never the key); never list, never another Secret;
+- the one right beyond reading: admission-dry-run's `create pods` in its own namespace (created here) only.
+  RBAC cannot tell a dry run from a real create, so the cluster holds the line as well as Outpost's seam
+  (`Cluster.dry_run_create` only sends `dryRun=All`): a ValidatingAdmissionPolicy (`admissionregistration.k8s.io/v1`,
+  GA in Kubernetes 1.30) with its binding, `outpost-probe-dry-run-only`, refuses every pod CREATE by the probe's
+  identity in that namespace unless it is a dry run (`request.dryRun`, `failurePolicy: Fail`, action Deny). The
+  `request` variable's `dryRun` is `admission.Attributes.IsDryRun()` (`k8s.io/apiserver@v0.37.2`,
+  `pkg/admission/plugin/cel/compile.go` buildRequestType, `condition.go` CreateAdmissionRequest); the identity is
+  matched by `matchConditions` on `request.userInfo` as the bindings name it (user name, ServiceAccount user name,
+  or EKS group);
+- Secrets only when an enabled check opts in (webhook-cert-expiry's `read_serving_secrets`; off by default),
+  then only by name in their namespace, never listed, never another Secret. A Secret GET returns the whole
+  object, private keys included: such a rule carries a WARNING comment and `outpost rbac` says so on stderr;
 - jobs that write (`kwok-pod-reconciler`) never run as the probe: their declared access goes to
   `outpost-reconciler`, an identity of its own (`reconciler_manifests`).
 
@@ -34,6 +41,8 @@ service account's email (gke). `instructions` says how to map the cloud identity
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +54,7 @@ from outpost import registry
 from outpost.config import ClusterAuth, EksAuth, GkeAuth, Settings, TokenAuth, environment_file
 from outpost.deploy import SERVICE, service_accounts
 from outpost.kube.access import Access, NonResourceAccess
+from outpost.kube.paths import Kind
 from outpost.settings import DEFAULT_ENVIRONMENT, add_source_arguments, check_params, load_settings, settings_from_args
 
 PROBE_USER = "outpost-probe"
@@ -53,15 +63,28 @@ PROBE_GROUP = "outpost-probe"
 """The Kubernetes group an EKS access entry maps the probe's IAM role to (it may not start with `system:`)."""
 NODE_PROXY_ROLE = "outpost-probe-node-proxy"
 PROBE_NAMESPACE = "outpost-probe"
+DRY_RUN_POLICY = "outpost-probe-dry-run-only"
+"""The ValidatingAdmissionPolicy (and its binding) that lets the probe create pods only as dry runs."""
 RECONCILER_USER = "outpost-reconciler"
 RECONCILER_ROLE = "outpost-reconciler"
 RECONCILER_GROUP = "outpost-reconciler"
 
 _RBAC = "rbac.authorization.k8s.io"
+_ADMISSION = "admissionregistration.k8s.io"
+ADMISSION_POLICY_KINDS = {
+    "ValidatingAdmissionPolicy": Kind("ValidatingAdmissionPolicy", _ADMISSION, "v1", "validatingadmissionpolicies",
+                                      namespaced=False),
+    "ValidatingAdmissionPolicyBinding": Kind("ValidatingAdmissionPolicyBinding", _ADMISSION, "v1",
+                                             "validatingadmissionpolicybindings", namespaced=False),
+}
+"""The policy's kinds, for whoever applies these manifests through `outpost.kube.paths.object_path` (the sandbox)."""
 _LABELS = {"app.kubernetes.io/part-of": "outpost"}
 NODE_PROXY_WARNING = ("nodes/proxy reaches the kubelet API of every node (on real kubelets including exec and "
                       "run paths): granted only because an enabled check needs it (kruise-daemon-coverage with "
                       "probe_healthz); turn that off and regenerate to drop it.")
+SECRETS_WARNING = ("a Secret GET returns the whole object, private keys included: the probe may read the named "
+                   "Secrets only because an enabled check opts in (webhook-cert-expiry with read_serving_secrets); "
+                   "turn that off and regenerate to drop it.")
 
 
 @dataclass
@@ -115,6 +138,10 @@ class Plan:
 
     def in_namespace(self, namespace: str) -> list[Grant]:
         return [g for g in self.grants if g.namespace == namespace]
+
+    def secrets(self) -> list[Grant]:
+        """Grants on Secrets (opt-in only; they hold key material)."""
+        return [g for g in self.grants if g.group == "" and g.resource == "secrets"]
 
     def rules(self) -> list[tuple[str | None, Grant | UrlGrant]]:
         """Every rule with where it lives (None: a ClusterRole), as the minimality tests remove them."""
@@ -267,7 +294,58 @@ class Document:
 
 
 def _notes(grants: Sequence[Grant | UrlGrant]) -> tuple[str, ...]:
-    return tuple(", ".join(g.checks) + (f" (only when {'; or '.join(g.when)})" if g.when else "") for g in grants)
+    return tuple(("WARNING (private keys): " if isinstance(g, Grant) and g.group == "" and g.resource == "secrets"
+                  else "") + ", ".join(g.checks) + (f" (only when {'; or '.join(g.when)})" if g.when else "")
+                 for g in grants)
+
+
+def _cel_string(value: str) -> str:
+    """A CEL string literal (CEL's double-quoted escapes are JSON's)."""
+    return json.dumps(value)
+
+
+def _identity_condition(who: dict[str, Any]) -> str:
+    """CEL over `request.userInfo` that is true exactly for the subject the bindings name."""
+    if who["kind"] == "Group":
+        return f"{_cel_string(who['name'])} in request.userInfo.groups"
+    if who["kind"] == "ServiceAccount":
+        username = "system:serviceaccount:{namespace}:{name}".format(**who)
+        return f"request.userInfo.username == {_cel_string(username)}"
+    return f"request.userInfo.username == {_cel_string(who['name'])}"
+
+
+def dry_run_policy(namespaces: Sequence[str], who: dict[str, Any]) -> list[Document]:
+    """The ValidatingAdmissionPolicy and binding that refuse the probe's real pod creates in `namespaces`."""
+    subject = f"{who['kind']} {who['name']}"
+    message = (f"{subject} may create pods in {', '.join(namespaces)} only as a dry run (dryRun=All): "
+               f"ValidatingAdmissionPolicy {DRY_RUN_POLICY}, generated by `outpost rbac`")
+    policy = {
+        "apiVersion": f"{_ADMISSION}/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": DRY_RUN_POLICY, "labels": dict(_LABELS), "annotations": {"outpost.dev/description": (
+            "RBAC cannot tell a dry run from a create: the probe's create pods right is for admission-dry-run's "
+            "dryRun=All creates only, and this policy refuses any other pod create by the probe.")}},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": {"matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"],
+                                   "resources": ["pods"]}],
+            },
+            "matchConditions": [{"name": "outpost-probe-identity", "expression": _identity_condition(who)}],
+            "validations": [{"expression": "request.dryRun", "message": message, "reason": "Forbidden"}],
+        },
+    }
+    binding = {
+        "apiVersion": f"{_ADMISSION}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": DRY_RUN_POLICY, "labels": dict(_LABELS)},
+        "spec": {"policyName": DRY_RUN_POLICY, "validationActions": ["Deny"]},
+    }
+    return [Document(policy, (
+        f"The probe may create pods in {', '.join(namespaces)} (admission-dry-run), which RBAC cannot limit to dry "
+        "runs: this policy refuses its real creates.",
+        "Needs Kubernetes 1.30+ (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, on by default).")),
+        Document(binding)]
 
 
 def probe_documents(settings: Settings, gcp_service_account: str | None = None) -> list[Document]:
@@ -282,7 +360,8 @@ def probe_documents(settings: Settings, gcp_service_account: str | None = None) 
             "name": namespace, "labels": dict(_LABELS),
             "annotations": {"outpost.dev/description": (
                 "Outpost's own namespace: admission dry-run pods are created here with dryRun=All (never "
-                "stored). Keep it empty: the probe may create pods in this namespace only.")}}},
+                "stored). Keep it empty: the probe may create pods in this namespace only, and only as dry runs "
+                f"(ValidatingAdmissionPolicy {DRY_RUN_POLICY}).")}}},
             ("Outpost's own namespace (the probe's dry-run pods; its ServiceAccount where auth is a token).",)))
     if who["kind"] == "ServiceAccount":
         docs.append(Document({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
@@ -307,12 +386,28 @@ def probe_documents(settings: Settings, gcp_service_account: str | None = None) 
         docs.append(Document(_binding("ClusterRoleBinding", NODE_PROXY_ROLE, None, who)))
     for namespace in generated.namespaces():
         grants = generated.in_namespace(namespace)
+        secrets = [g for g in generated.secrets() if g.namespace == namespace]
         docs.append(Document(
             _role("Role", PROBE_ROLE, namespace, grants,
                   f"Outpost probe: what the enabled checks read (or dry-run create) in {namespace}."),
-            (f"Namespace {namespace}.",), _notes(grants)))
+            (f"Namespace {namespace}.", *((f"WARNING: {SECRETS_WARNING}",) if secrets else ())), _notes(grants)))
         docs.append(Document(_binding("RoleBinding", PROBE_ROLE, namespace, who)))
+    pod_creating = sorted({g.namespace for g in generated.grants
+                           if g.group == "" and g.resource == "pods" and "create" in g.verbs and g.namespace})
+    if pod_creating:
+        docs += dry_run_policy(pod_creating, who)
     return docs
+
+
+def secrets_warning(settings: Settings) -> str | None:
+    """What `outpost rbac` says on stderr when the probe is granted Secrets (None when it is not)."""
+    grants = plan(declared(settings)).secrets()
+    if not grants:
+        return None
+    names = ", ".join(f"{g.namespace}/{name}" for g in grants for name in (g.names or ("(any)",)))
+    checks = ", ".join(dict.fromkeys(c for g in grants for c in g.checks))
+    return (f"WARNING: the probe is granted get on Secrets {names} for {checks}: {SECRETS_WARNING} Without it, "
+            "webhook-cert-expiry judges the caBundles (and cert-manager Certificates, which hold no key).")
 
 
 def reconciler_documents(settings: Settings) -> list[Document]:
@@ -429,6 +524,9 @@ def register(commands: Any) -> None:
 
 def cmd_rbac(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    warning = secrets_warning(settings)
+    if warning:
+        print(warning, file=sys.stderr)
     print(yaml_text(settings, args.gcp_service_account), end="")
     print("---\n" + "\n".join(f"# {line}" if line and not line.startswith("#") else line
                                for line in instructions(settings, args.gcp_service_account).splitlines()))

@@ -91,6 +91,8 @@ def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> 
         check.pop("heartbeat", None)
     daemon = environment["checks"]["kruise-daemon-coverage"]
     daemon["params"] = {**daemon.get("params", {}), "probe_healthz": True}
+    certificates = environment["checks"]["webhook-cert-expiry"]  # the certificate faults need the Secrets read
+    certificates["params"] = {**certificates.get("params", {}), "read_serving_secrets": True}
     latency = environment["checks"]["apiserver-latency"]
     latency["params"] = {**latency.get("params", {}), "interval_seconds": HEALED_LATENCY_WINDOW_S}
     config = tmp_path_factory.mktemp("catalogue") / "local.yaml"

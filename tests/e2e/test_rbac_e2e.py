@@ -6,8 +6,13 @@
   of the checks that declared it to `error` (only those checks run; the rule is restored after each); a rule
   only sent in some situations (the webhook checks' Endpoints fallback) is listed by the generator as such and
   asserted here to be exactly the known ones;
-- nothing else: Secrets other than the named certificates, other namespaces, other objects, other verbs, the
-  node proxy and non-resource URLs not declared answer 403 to the probe.
+- nothing else: no Secret at all (webhook-cert-expiry reads its certificate Secrets only when opted in, and
+  local.yaml does not), other namespaces, other objects, other verbs, the node proxy and non-resource URLs not
+  declared answer 403 to the probe;
+- dry runs only: the probe's `create pods` in its own namespace is held to dry runs by the generated
+  ValidatingAdmissionPolicy `outpost-probe-dry-run-only`: as the probe, a real create is refused naming the
+  policy (and nothing is stored), a dry-run create is admitted; the policy and binding live in the sandbox
+  exactly as generated.
 """
 
 from __future__ import annotations
@@ -145,6 +150,8 @@ def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: San
 
 # (verb, resource[/name], namespace or None) the probe must NOT be allowed.
 FORBIDDEN = [
+    ("get", "secrets/koordinator-webhook-certs", "koordinator-system"),  # opt-in only (read_serving_secrets)
+    ("get", "secrets/kruise-webhook-certs", "kruise-system"),
     ("list", "secrets", "koordinator-system"),
     ("get", "secrets/koord-scheduler-token", "koordinator-system"),
     ("get", "secrets/webhook-certs", "koordinator-system"),  # not Koordinator's: its Secret has another name
@@ -172,7 +179,6 @@ FORBIDDEN = [
     ("create", "serviceaccounts/token", "default"),
 ]
 ALLOWED = [
-    ("get", "secrets/koordinator-webhook-certs", "koordinator-system"),
     ("list", "nodes", None),
     ("list", "pods", None),  # gang-scheduling's Pending pods, cluster-wide
     ("get", "namespaces/outpost-probe", None),  # admission-dry-run: the probe namespace's labels
@@ -206,6 +212,8 @@ def test_declared_access_is_allowed(sandbox: SandboxInfo, verb: str, what: str, 
 
 @pytest.mark.parametrize("path", [
     "/api/v1/namespaces/koordinator-system/secrets",
+    "/api/v1/namespaces/koordinator-system/secrets/koordinator-webhook-certs",
+    "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs",
     "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs-other",
     "/api/v1/secrets",
     "/api/v1/configmaps",
@@ -217,3 +225,85 @@ def test_declared_access_is_allowed(sandbox: SandboxInfo, verb: str, what: str, 
 def test_direct_gets_of_what_no_check_reads_answer_403(sandbox: SandboxInfo, path: str) -> None:
     with _client(sandbox, sandbox.probe_token) as probe:
         assert probe.get(path).status_code == 403
+
+
+# ---- dry runs only: the ValidatingAdmissionPolicy ------------------------------------------------------------
+POLICY = "outpost-probe-dry-run-only"
+PROBE_NAMESPACE = "outpost-probe"
+
+
+def _pod(prefix: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": prefix, "namespace": PROBE_NAMESPACE},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
+
+
+def _stored(admin: httpx.Client, prefix: str) -> list[str]:
+    listed = admin.get(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods")
+    listed.raise_for_status()
+    return [p["metadata"]["name"] for p in listed.json()["items"] if p["metadata"]["name"].startswith(prefix)]
+
+
+def _holds(live: Any, wanted: Any) -> bool:
+    """`live` is `wanted` plus what the API server defaults (matchPolicy, objectSelector, a rule's scope)."""
+    if isinstance(wanted, dict):
+        return isinstance(live, dict) and all(k in live and _holds(live[k], v) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return isinstance(live, list) and len(live) == len(wanted) and all(map(_holds, live, wanted))
+    return bool(live == wanted)
+
+
+def test_the_sandbox_holds_the_generated_dry_run_policy(sandbox: SandboxInfo, local: Settings) -> None:
+    generated = {m["kind"]: m for m in rbac.manifests(local) if m["kind"].startswith("ValidatingAdmissionPolicy")}
+    assert set(generated) == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, (
+        "outpost rbac --env local generates no dry-run policy for the probe's create pods right")
+    for kind, wanted in generated.items():
+        assert wanted["metadata"]["name"] == POLICY
+        live = json.loads(sandbox.kubectl("get", kind.lower(), POLICY, "-o", "json").stdout)
+        assert _holds(live["spec"], wanted["spec"]), f"{kind}: live {live['spec']}, generated {wanted['spec']}"
+    policy = json.loads(sandbox.kubectl("get", "validatingadmissionpolicy", POLICY, "-o", "json").stdout)
+    assert not policy.get("status", {}).get("typeChecking", {}).get("expressionWarnings"), policy["status"]
+
+
+def test_as_the_probe_a_real_pod_create_is_refused_naming_the_policy(sandbox: SandboxInfo) -> None:
+    """RBAC allows the create (admission-dry-run needs it); the policy refuses it unless it is a dry run."""
+    assert _can_i(sandbox, "create", "pods", PROBE_NAMESPACE)
+    prefix = "outpost-e2e-real-create-"
+    with _client(sandbox, sandbox.probe_token) as probe, _admin(sandbox) as admin:
+        try:
+            answer = probe.post(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", json=_pod(prefix))
+            assert answer.status_code == 403, f"a real create by the probe answered {answer.status_code}"
+            message = answer.json()["message"]
+            assert f"ValidatingAdmissionPolicy '{POLICY}' with binding '{POLICY}' denied request" in message, message
+            assert "only as a dry run" in message, message
+            assert _stored(admin, prefix) == []
+        finally:
+            for name in _stored(admin, prefix):  # a create that got through must not stay
+                admin.delete(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{name}", params={"gracePeriodSeconds": 0})
+
+
+def test_as_the_probe_a_dry_run_pod_create_is_admitted_and_stores_nothing(sandbox: SandboxInfo) -> None:
+    prefix = "outpost-e2e-dry-run-"
+    with _client(sandbox, sandbox.probe_token) as probe, _admin(sandbox) as admin:
+        answer = probe.post(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", params={"dryRun": "All"},
+                            json=_pod(prefix))
+        assert answer.status_code == 201, answer.text[:300]
+        assert answer.json()["metadata"]["name"].startswith(prefix)
+        assert _stored(admin, prefix) == []
+
+
+def test_the_policy_binds_the_probe_only(sandbox: SandboxInfo) -> None:
+    """Impersonated with the admin kubeconfig: the probe's real create is refused naming the policy; another
+    identity's real create in the same namespace is not the policy's business (RBAC is what holds it there)."""
+    probe_pod, other_pod = "outpost-e2e-as-probe", "outpost-e2e-as-other"
+    try:
+        as_probe = sandbox.kubectl("run", probe_pod, "-n", PROBE_NAMESPACE, "--image=registry.k8s.io/pause:3.10",
+                                   "--restart=Never", "--as", rbac.PROBE_USER, check=False)
+        assert as_probe.returncode != 0, "the probe's real create (impersonated) was admitted"
+        assert f"ValidatingAdmissionPolicy '{POLICY}'" in as_probe.stderr, as_probe.stderr
+        as_other = sandbox.kubectl("run", other_pod, "-n", PROBE_NAMESPACE, "--image=registry.k8s.io/pause:3.10",
+                                   "--restart=Never", "--as", "outpost-e2e-operator", "--as-group", "system:masters",
+                                   check=False)
+        assert as_other.returncode == 0, as_other.stderr
+    finally:
+        sandbox.kubectl("delete", "pod", probe_pod, other_pod, "-n", PROBE_NAMESPACE, "--ignore-not-found",
+                        "--grace-period=0", "--force", check=False)

@@ -1,20 +1,25 @@
-"""webhook-cert-expiry end to end: the four webhook configurations' caBundles and the two certificate Secrets the
-real managers generated (each from its own 10-year CA, CN `webhook-cert-ca`), read by the probe identity, which
-may `get` exactly those Secrets and no other.
+"""webhook-cert-expiry end to end: the four webhook configurations' caBundles, and (opt-in only) the two certificate
+Secrets the real managers generated (each from its own 10-year CA, CN `webhook-cert-ca`).
 
-Healthy → ok, about ten years left on every certificate, one ping. A threshold above what is left
-(`threshold_days: 3650`) → failed on the same healthy sandbox, every configuration's caBundle and every Secret
-named, no ping. Certificates put there expiring, or the Secrets deleted, are the fault catalogue's
-(test_fault_catalogue_e2e.py).
+By default (local.yaml's params) the probe reads no Secret and may read none: healthy → ok on the caBundles, about
+ten years left, one ping. A threshold above what is left (`threshold_days: 3650`) → failed on the same healthy
+sandbox, every configuration's caBundle named, no ping. With `read_serving_secrets: true` and without the RBAC
+`outpost rbac` generates for it, the Secret read is a 403 (`error`, silent); with that RBAC granted (as an environment
+opting in would hold it) the Secrets are read: ok with both serving certificates, or failed naming them. The keyless
+source: a cert-manager Certificate (its CRD installed for the test, no cert-manager running) read by name, never
+issued → failed, its status.notAfter set → ok, the probe holding no Secret right. Certificates put there expiring, or
+the Secrets deleted, are the fault catalogue's (test_fault_catalogue_e2e.py, with the opt-in).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from generated_rbac import probe_granted_for
 from probe_runs import assert_silent, heartbeat_env, run, write_config
 
 from outpost.result import Status
@@ -43,10 +48,67 @@ def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
         yield running
 
 
-def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
+def can_i(sandbox: SandboxInfo, *args: str) -> str:
+    return str(sandbox.kubectl("auth", "can-i", *args, probe=True, check=False).stdout).strip()
+
+
+def test_probe_may_get_no_secret_by_default(sandbox: SandboxInfo) -> None:
+    assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
+    assert can_i(sandbox, "get", "secrets/koordinator-webhook-certs", "-n", "koordinator-system") == "no"
+    assert can_i(sandbox, "list", "secrets", "-n", "kruise-system") == "no"
+    assert can_i(sandbox, "get", "secrets/some-other-secret", "-n", "kruise-system") == "no"
+
+
+def test_healthy_is_ok_and_pings_once_without_secret_rights(tmp_path: Path, sandbox: SandboxInfo,
+                                                             receiver: HeartbeatReceiver) -> None:
+    assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
     result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK), CHECK)
     assert result.status is Status.OK, result.errors
     assert set(result.details["configurations"]) == set(CONFIGURATIONS)
+    assert result.details["serving_secrets"] == {}
+    assert result.details["serving_certificates"] == "not read (read_serving_secrets is off)"
+    for configuration in result.details["configurations"].values():
+        for bundle in configuration["bundles"]:
+            (certificate,) = bundle["certificates"]
+            assert "webhook-cert-ca" in certificate["subject"]
+            assert TEN_YEARS_DAYS - 365 < certificate["days_left"] <= TEN_YEARS_DAYS
+    assert receiver.pings_for(CHECK) == 1
+
+
+def test_a_threshold_beyond_the_certificates_names_every_bundle(tmp_path: Path, sandbox: SandboxInfo,
+                                                                receiver: HeartbeatReceiver) -> None:
+    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"threshold_days": TEN_YEARS_DAYS})
+    result = run(config, CHECK)
+    assert result.status is Status.FAILED, result.summary
+    for name in CONFIGURATIONS:
+        assert any(line.startswith(f"{name}: webhook ") and " caBundle certificate " in line
+                   for line in result.errors), (name, result.errors)
+    assert not [line for line in result.errors if line.startswith("secret ")]
+    assert all(line.endswith(f"(want > {TEN_YEARS_DAYS} days)") for line in result.errors), result.errors
+    assert_silent(result, receiver, CHECK)
+
+
+def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(tmp_path: Path, sandbox: SandboxInfo,
+                                                                   receiver: HeartbeatReceiver) -> None:
+    result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True}), CHECK)
+    assert result.status is Status.ERROR, result.summary
+    assert "403" in result.summary, result.summary
+    assert "koordinator-webhook-certs" in result.summary, result.summary
+    assert_silent(result, receiver, CHECK)
+
+
+def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(tmp_path: Path, sandbox: SandboxInfo,
+                                                           receiver: HeartbeatReceiver) -> None:
+    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True})
+    (tmp_path / "threshold").mkdir()
+    with probe_granted_for(sandbox, config):
+        assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "yes"
+        result = run(config, CHECK)
+        expiring = run(write_config(tmp_path / "threshold", sandbox.probe_kubeconfig, CHECK,
+                                    {"read_serving_secrets": True, "threshold_days": TEN_YEARS_DAYS}), CHECK)
+    assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
+    assert result.status is Status.OK, result.errors
+    assert result.details["serving_certificates"] == "secrets"
     assert set(result.details["serving_secrets"]) == set(SECRETS)
     for secret in result.details["serving_secrets"].values():
         assert secret["key"] == "cert.pem"
@@ -54,30 +116,63 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
         assert "webhook-cert-ca" in certificate["issuer"]
         assert TEN_YEARS_DAYS - 365 < certificate["days_left"] <= TEN_YEARS_DAYS  # issued within the year
     assert receiver.pings_for(CHECK) == 1
-
-
-def test_a_threshold_beyond_the_certificates_names_every_bundle_and_secret(tmp_path: Path, sandbox: SandboxInfo,
-                                                                          receiver: HeartbeatReceiver) -> None:
-    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"threshold_days": TEN_YEARS_DAYS})
-    result = run(config, CHECK)
-    assert result.status is Status.FAILED, result.summary
-    for name in CONFIGURATIONS:
-        assert any(line.startswith(f"{name}: webhook ") and " caBundle certificate " in line
-                   for line in result.errors), (name, result.errors)
+    assert expiring.status is Status.FAILED, expiring.summary
     for name in SECRETS.values():
-        (line,) = [error for error in result.errors if error.startswith(f"{name}: ")]
+        (line,) = [error for error in expiring.errors if error.startswith(f"{name}: ")]
         assert line.startswith(f"{name}: serving certificate cert.pem: ")
-    assert all(line.endswith(f"(want > {TEN_YEARS_DAYS} days)") for line in result.errors), result.errors
-    assert_silent(result, receiver, CHECK)
+    assert expiring.reported is False
+    assert receiver.pings_for(CHECK) == 1
 
 
-def test_probe_may_get_only_the_named_certificate_secrets(sandbox: SandboxInfo) -> None:
-    def can(*args: str) -> str:
-        return sandbox.kubectl("auth", "can-i", *args, probe=True, check=False).stdout.strip()
+CERTIFICATE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "certificates.cert-manager.io"},
+    "spec": {"group": "cert-manager.io", "scope": "Namespaced",
+             "names": {"plural": "certificates", "singular": "certificate", "kind": "Certificate",
+                       "listKind": "CertificateList"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+"""cert-manager's Certificate as the API server serves it (cert-manager.io/v1, status a subresource), with an open
+schema: what is proven is the probe's keyless read of status.notAfter, not cert-manager's validation."""
 
-    assert can("get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "yes"
-    assert can("get", "secrets/koordinator-webhook-certs", "-n", "koordinator-system") == "yes"
-    assert can("get", "secrets/webhook-certs", "-n", "koordinator-system") == "no"
-    assert can("list", "secrets", "-n", "kruise-system") == "no"
-    assert can("get", "secrets/some-other-secret", "-n", "kruise-system") == "no"
-    assert can("get", "secrets/kruise-webhook-certs", "-n", "default") == "no"
+
+def test_a_cert_manager_certificate_is_read_without_any_secret(tmp_path: Path, sandbox: SandboxInfo,
+                                                                receiver: HeartbeatReceiver) -> None:
+    if sandbox.kubectl("get", "crd", "certificates.cert-manager.io", check=False).returncode == 0:
+        pytest.skip("cert-manager's CRD is already installed: not this test's to replace")
+    crd, certificate = tmp_path / "crd.json", tmp_path / "certificate.json"
+    crd.write_text(json.dumps(CERTIFICATE_CRD))
+    certificate.write_text(json.dumps({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "kruise-webhook-cert", "namespace": "kruise-system"},
+        "spec": {"secretName": "kruise-webhook-certs", "issuerRef": {"name": "selfsigned", "kind": "Issuer"}}}))
+    params = {"cert_manager_certificates": [{"namespace": "kruise-system", "name": "kruise-webhook-cert"}]}
+    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, params)
+    try:
+        sandbox.kubectl("apply", "-f", str(crd))
+        sandbox.kubectl("wait", "--for=condition=Established", "crd/certificates.cert-manager.io", "--timeout=30s")
+        sandbox.kubectl("apply", "-f", str(certificate))
+        with probe_granted_for(sandbox, config):
+            never_issued = run(config, CHECK)
+            sandbox.kubectl("patch", "certificate", "kruise-webhook-cert", "-n", "kruise-system", "--subresource",
+                            "status", "--type", "merge", "-p", json.dumps({"status": {
+                                "notAfter": "2036-01-01T00:00:00Z",
+                                "conditions": [{"type": "Ready", "status": "True"}]}}))
+            issued = run(config, CHECK)
+            assert can_i(sandbox, "get", "certificates.cert-manager.io/kruise-webhook-cert", "-n",
+                         "kruise-system") == "yes"
+            assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
+    finally:
+        sandbox.kubectl("delete", "crd", "certificates.cert-manager.io", "--ignore-not-found", "--wait=true")
+    assert never_issued.status is Status.FAILED, never_issued.summary
+    assert never_issued.errors == ["certificate kruise-system/kruise-webhook-cert: status.notAfter absent, never "
+                                   "issued (Ready absent) (want an issued certificate)"]
+    assert issued.status is Status.OK, issued.errors
+    assert issued.details["serving_certificates"] == "cert-manager"
+    assert issued.details["serving_secrets"] == {}
+    seen = issued.details["cert_manager_certificates"]["kruise-system/kruise-webhook-cert"]
+    assert seen["ready"] == "True"
+    assert seen["not_after"] == "2036-01-01T00:00:00+00:00"
+    assert receiver.pings_for(CHECK) == 1

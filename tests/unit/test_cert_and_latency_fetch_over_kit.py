@@ -48,9 +48,13 @@ def webhook_objects() -> list[dict[str, Any]]:
     return objects
 
 
+OPTED_IN = WebhookCertExpiryParams(read_serving_secrets=True)
+"""The Secrets are read only with the opt-in (the check's module doc: they hold the private keys)."""
+
+
 def test_webhook_fetch_keeps_only_the_certificate_never_the_key() -> None:
     api = FakeApiServer().add(*webhook_objects())
-    params = WebhookCertExpiryParams()
+    params = OPTED_IN
     with fake_cluster(api) as cluster:
         data = webhook_cert_expiry.fetch(cluster, params)
     result = webhook_cert_expiry.evaluate(data, params, NOW)
@@ -70,8 +74,8 @@ def test_absent_configuration_and_secret_are_named_failures() -> None:
                ("kruise-validating-webhook-configuration", "koordinator-webhook-certs")]
     api = FakeApiServer().add(*objects)
     with fake_cluster(api) as cluster:
-        data = webhook_cert_expiry.fetch(cluster, WebhookCertExpiryParams())
-    result = webhook_cert_expiry.evaluate(data, WebhookCertExpiryParams(), NOW)
+        data = webhook_cert_expiry.fetch(cluster, OPTED_IN)
+    result = webhook_cert_expiry.evaluate(data, OPTED_IN, NOW)
     assert result.status is Status.FAILED
     assert result.errors == [
         "validatingwebhookconfiguration kruise-validating-webhook-configuration: not found "
@@ -86,7 +90,7 @@ def test_secret_forbidden_is_an_error_not_a_verdict() -> None:
     api.respond(object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"), 403,
                 {"kind": "Status", "message": "secrets \"koordinator-webhook-certs\" is forbidden"})
     with fake_cluster(api) as cluster, pytest.raises(ClusterAuthError, match="HTTP 403"):
-        webhook_cert_expiry.fetch(cluster, WebhookCertExpiryParams())
+        webhook_cert_expiry.fetch(cluster, OPTED_IN)
 
 
 TEN_YEARS = dt.timedelta(hours=24 * 365 * 10)  # both managers' CA and leaf lifetime (module doc of the check)
@@ -120,7 +124,7 @@ def test_upstream_managers_pairs_are_read_from_their_secrets_and_pass() -> None:
         prefix = next(p for p in bundles if configuration["metadata"]["name"].startswith(p))
         for webhook in configuration["webhooks"]:
             webhook["clientConfig"]["caBundle"] = bundles[prefix]  # the managers inject ca-cert.pem
-    params = WebhookCertExpiryParams()
+    params = OPTED_IN
     with fake_cluster(FakeApiServer().add(*objects)) as cluster:
         data = webhook_cert_expiry.fetch(cluster, params)
     result = webhook_cert_expiry.evaluate(data, params, NOW)

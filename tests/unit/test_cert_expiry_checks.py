@@ -1,6 +1,8 @@
 """apiserver-cert-expiry and webhook-cert-expiry `evaluate`: certificates generated in the test, and the webhook
 configurations and certificate Secret captured from the sandbox (their real caBundle and serving certificate, and
-the same objects with generated bundles swapped in)."""
+the same objects with generated bundles swapped in). webhook-cert-expiry's params: the Secrets (which hold the
+private keys) are read only when opted in, and a cert-manager Certificate's status.notAfter is the keyless source
+(fetched over the kit's fake API server)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,17 @@ from typing import Any
 
 import pytest
 
+from kit import FakeApiServer, fake_cluster
 from kit.certs import Issued, b64, issue
+from outpost.checks import webhook_cert_expiry
 from outpost.checks.apiserver_cert_expiry import ApiserverCertData, ApiserverCertExpiryParams
 from outpost.checks.apiserver_cert_expiry import evaluate as evaluate_apiserver
 from outpost.checks.webhook_cert_expiry import (
+    CERT_MANAGER_CERTIFICATES,
     DEFAULT_CONFIGURATIONS,
     DEFAULT_SERVING_SECRETS,
+    CertificateRef,
+    CertificateSeen,
     ConfigurationSeen,
     SecretSeen,
     ServingSecretRef,
@@ -28,7 +35,9 @@ from outpost.checks.webhook_cert_expiry import (
 from outpost.checks.webhook_cert_expiry import evaluate as evaluate_webhooks
 from outpost.cluster import TlsProbe
 from outpost.cluster.tls import X509_V_ERR_CERT_HAS_EXPIRED
+from outpost.errors import MalformedResponse
 from outpost.kube.objects import WebhookConfiguration, parse
+from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, object_path
 from outpost.result import Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "webhook_cert_expiry"
@@ -213,3 +222,170 @@ def test_nothing_configured_is_error() -> None:
     result = evaluate_webhooks(WebhookCertData([], []), WebhookCertExpiryParams(configurations=[], serving_secrets=[]),
                                NOW)
     assert result.status is Status.ERROR
+
+
+# -- webhook-cert-expiry: no key material by default -------------------------------------------------------
+
+
+def test_by_default_no_secret_is_read_declared_or_judged() -> None:
+    params = WebhookCertExpiryParams()
+    assert params.read_serving_secrets is False
+    assert params.secrets_read() == []
+    assert params.cert_manager_certificates == []
+    assert not [a for a in webhook_cert_expiry.declared_access(params) if getattr(a, "resource", "") == "secrets"]
+    assert params.serving_secrets == DEFAULT_SERVING_SECRETS  # what the opt-in reads, unless named otherwise
+
+
+def test_opt_in_reads_the_named_secrets_by_name() -> None:
+    params = WebhookCertExpiryParams(read_serving_secrets=True)
+    assert params.secrets_read() == DEFAULT_SERVING_SECRETS
+    assert [a.describe() for a in webhook_cert_expiry.declared_access(params) if a.describe().startswith("get secrets")
+            ] == ["get secrets koordinator-webhook-certs in koordinator-system",
+                  "get secrets kruise-webhook-certs in kruise-system"]
+
+
+@pytest.mark.parametrize(("params", "says"), [
+    pytest.param({"serving_secrets": [{"namespace": "n", "name": "s"}]},
+                 "serving_secrets is read only with read_serving_secrets: true", id="secrets-without-opt-in"),
+    pytest.param({"read_serving_secrets": True, "serving_secrets": []}, "read_serving_secrets is true but "
+                 "serving_secrets is empty", id="opt-in-without-secrets"),
+    pytest.param({"read_serving_secrets": "yes please"}, "read_serving_secrets", id="not-a-bool"),
+    pytest.param({"cert_manager_certificates": [{"namespace": "n"}]}, "name", id="certificate-without-name"),
+    pytest.param({"serving_secret": []}, "serving_secret", id="typo"),
+])
+def test_params_are_strict_about_the_opt_in(params: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        WebhookCertExpiryParams.model_validate(params)
+
+
+def test_an_empty_secret_list_without_the_opt_in_is_accepted() -> None:
+    """Environments written for the old default (`serving_secrets: []` to skip the Secrets) still load."""
+    assert WebhookCertExpiryParams.model_validate({"serving_secrets": []}).secrets_read() == []
+
+
+def _webhooks_api() -> FakeApiServer:
+    api = FakeApiServer()
+    raws = [VALIDATING, VALIDATING, MUTATING, MUTATING]
+    for wanted, raw in zip(DEFAULT_CONFIGURATIONS, raws, strict=True):
+        obj = copy.deepcopy(raw)
+        obj["kind"] = "MutatingWebhookConfiguration" if wanted.kind == "mutating" else "ValidatingWebhookConfiguration"
+        obj["metadata"]["name"] = wanted.name
+        api.add(obj)
+    for secret_ref in DEFAULT_SERVING_SECRETS:
+        secret = copy.deepcopy(SECRET)
+        secret["metadata"].update(name=secret_ref.name, namespace=secret_ref.namespace)
+        api.add(secret)
+    return api
+
+
+def test_default_fetch_reads_the_configurations_and_never_a_secret() -> None:
+    api = _webhooks_api()
+    params = WebhookCertExpiryParams()
+    with fake_cluster(api) as cluster:
+        data = webhook_cert_expiry.fetch(cluster, params)
+    result = webhook_cert_expiry.evaluate(data, params, NOW)
+    assert result.status is Status.OK, result.errors
+    assert [r.path for r in api.requests] == [
+        object_path(MUTATING_WEBHOOKS if w.kind == "mutating" else VALIDATING_WEBHOOKS, w.name)
+        for w in DEFAULT_CONFIGURATIONS]
+    assert result.details["serving_certificates"] == "not read (read_serving_secrets is off)"
+    assert result.details["serving_secrets"] == {}
+    assert result.summary == ("4 webhook configuration(s) valid beyond 21 days; serving certificates not read "
+                              "(read_serving_secrets off)")
+
+
+def test_opted_in_fetch_reads_exactly_the_named_secrets() -> None:
+    api = _webhooks_api()
+    params = WebhookCertExpiryParams(read_serving_secrets=True)
+    with fake_cluster(api) as cluster:
+        data = webhook_cert_expiry.fetch(cluster, params)
+    result = webhook_cert_expiry.evaluate(data, params, NOW)
+    assert result.status is Status.OK, result.errors
+    assert [r.path for r in api.requests if "/secrets/" in r.path] == [
+        object_path(SECRETS, s.name, s.namespace) for s in DEFAULT_SERVING_SECRETS]
+    assert set(result.details["serving_secrets"]) == {"koordinator-system/koordinator-webhook-certs",
+                                                      "kruise-system/kruise-webhook-certs"}
+    assert result.summary.startswith("4 webhook configuration(s) and 2 serving certificate Secret(s) valid beyond")
+
+
+CERTIFICATE = CertificateRef(namespace="webhooks", name="kruise-webhook-cert")
+
+
+def certificate_object(status: dict[str, Any] | None) -> dict[str, Any]:
+    """A cert-manager.io/v1 Certificate as the API server returns it (no key material: spec and status only)."""
+    obj: dict[str, Any] = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                           "metadata": {"name": CERTIFICATE.name, "namespace": CERTIFICATE.namespace},
+                           "spec": {"secretName": "kruise-webhook-certs", "dnsNames": ["kruise-webhook-service"],
+                                    "issuerRef": {"name": "selfsigned", "kind": "Issuer"}}}
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+def fetch_certificate(obj: dict[str, Any] | None) -> tuple[FakeApiServer, webhook_cert_expiry.WebhookCertData]:
+    api = FakeApiServer()
+    path = object_path(CERT_MANAGER_CERTIFICATES, CERTIFICATE.name, CERTIFICATE.namespace)
+    if obj is None:
+        api.respond(path, 404, {"kind": "Status", "code": 404})
+    else:
+        api.respond(path, 200, obj)
+    params = WebhookCertExpiryParams(configurations=[], cert_manager_certificates=[CERTIFICATE])
+    with fake_cluster(api) as cluster:
+        return api, webhook_cert_expiry.fetch(cluster, params)
+
+
+def _iso(days: float) -> str:
+    return (NOW + dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(("status", "want", "line"), [
+    pytest.param({"notAfter": _iso(90), "conditions": [{"type": "Ready", "status": "True"}]}, Status.OK, None,
+                 id="issued-90-days"),
+    pytest.param({"notAfter": _iso(5), "conditions": [{"type": "Ready", "status": "True"}]}, Status.FAILED,
+                 "certificate webhooks/kruise-webhook-cert: serving certificate (status.notAfter) expires in 5.0 days "
+                 f"({(NOW + dt.timedelta(days=5)).isoformat()}) (want > 21 days)", id="expiring"),
+    pytest.param({"conditions": [{"type": "Ready", "status": "False"}]}, Status.FAILED,
+                 "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never issued (Ready False) "
+                 "(want an issued certificate)", id="never-issued"),
+    pytest.param(None, Status.FAILED, "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never "
+                 "issued (Ready absent) (want an issued certificate)", id="no-status"),
+])
+def test_a_cert_manager_certificate_is_judged_by_its_status_not_after(status: dict[str, Any] | None, want: Status,
+                                                                      line: str | None) -> None:
+    api, data = fetch_certificate(certificate_object(status))
+    params = WebhookCertExpiryParams(configurations=[], cert_manager_certificates=[CERTIFICATE])
+    result = webhook_cert_expiry.evaluate(data, params, NOW)
+    assert result.status is want, result.errors
+    assert result.errors == ([line] if line else [])
+    assert [r.path for r in api.requests] == ["/apis/cert-manager.io/v1/namespaces/webhooks/certificates/"
+                                              "kruise-webhook-cert"]
+    assert result.details["serving_certificates"] == "cert-manager"
+    if want is Status.OK:
+        assert result.summary == "0 webhook configuration(s) and 1 cert-manager Certificate(s) valid beyond 21 days"
+        assert result.details["cert_manager_certificates"]["webhooks/kruise-webhook-cert"]["ready"] == "True"
+
+
+def test_a_missing_certificate_or_cert_manager_is_failed_and_named() -> None:
+    _api, data = fetch_certificate(None)
+    result = webhook_cert_expiry.evaluate(data, WebhookCertExpiryParams(configurations=[]), NOW)
+    assert result.status is Status.FAILED
+    assert result.errors == ["certificate webhooks/kruise-webhook-cert: not found (want the cert-manager Certificate "
+                             "of the webhook's serving certificate; is cert-manager installed?)"]
+
+
+def test_a_not_after_without_a_zone_is_a_malformed_object_naming_its_field() -> None:
+    with pytest.raises(MalformedResponse, match=r"status\.notAfter: timestamp without a time zone"):
+        fetch_certificate(certificate_object({"notAfter": "2027-01-01T00:00:00"}))
+
+
+def test_certificates_are_declared_by_name_in_their_namespace() -> None:
+    params = WebhookCertExpiryParams(configurations=[], cert_manager_certificates=[CERTIFICATE])
+    assert [a.describe() for a in webhook_cert_expiry.declared_access(params)] == [
+        "get cert-manager.io/certificates kruise-webhook-cert in webhooks"]
+
+
+def test_nothing_judged_without_configurations_certificates_or_opt_in_is_error() -> None:
+    data = WebhookCertData([], [], [CertificateSeen(CERTIFICATE, found=False)][:0])
+    result = evaluate_webhooks(data, WebhookCertExpiryParams(configurations=[]), NOW)
+    assert result.status is Status.ERROR
+    assert "nothing configured to judge" in result.summary

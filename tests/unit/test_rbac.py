@@ -78,9 +78,7 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
         "get admissionregistration.k8s.io/validatingwebhookconfigurations "
         "koordinator-validating-webhook-configuration",
         "get admissionregistration.k8s.io/mutatingwebhookconfigurations kruise-mutating-webhook-configuration",
-        "get admissionregistration.k8s.io/validatingwebhookconfigurations kruise-validating-webhook-configuration",
-        "get secrets koordinator-webhook-certs in koordinator-system",
-        "get secrets kruise-webhook-certs in kruise-system"],
+        "get admissionregistration.k8s.io/validatingwebhookconfigurations kruise-validating-webhook-configuration"],
     "kwok-pod-reconciler": ["list nodes", "list pods", "patch pods/status [when]"],
 }
 
@@ -126,6 +124,11 @@ def test_each_check_declares_what_its_fetch_sends_for_the_default_params(name: s
      ["get admissionregistration.k8s.io/mutatingwebhookconfigurations c",
       "list config.koordinator.sh/clustercolocationprofiles", "get namespaces dry", "create pods in dry"]),
     ("webhook-cert-expiry", {"configurations": [], "serving_secrets": []}, []),
+    ("webhook-cert-expiry", {"configurations": [], "read_serving_secrets": True},
+     ["get secrets koordinator-webhook-certs in koordinator-system",
+      "get secrets kruise-webhook-certs in kruise-system"]),
+    ("webhook-cert-expiry", {"configurations": [], "cert_manager_certificates": [{"namespace": "w", "name": "c"}]},
+     ["get cert-manager.io/certificates c in w"]),
     ("kwok-pod-reconciler", {"namespaces": ["a", "b"]},
      ["list nodes", "list pods in a", "list pods in b", "patch pods/status in a [when]",
       "patch pods/status in b [when]"]),
@@ -228,9 +231,14 @@ def test_the_golden_output_is_valid_yaml_of_exactly_the_manifests() -> None:
     assert documents == rbac.manifests() + rbac.reconciler_manifests()
 
 
+def opted_in() -> Settings:
+    """local with webhook-cert-expiry reading its serving-certificate Secrets (the opt-in)."""
+    return with_params(local(), "webhook-cert-expiry", {"read_serving_secrets": True})
+
+
 def test_only_enabled_checks_are_granted() -> None:
-    full = all_rules(rbac.manifests(local()))
-    reduced = all_rules(rbac.manifests(without(local(), "webhook-cert-expiry", "apiserver-latency")))
+    full = all_rules(rbac.manifests(opted_in()))
+    reduced = all_rules(rbac.manifests(without(opted_in(), "webhook-cert-expiry", "apiserver-latency")))
     assert any(rule["resources"] == ["secrets"] for _, rule in full if "resources" in rule)
     assert not any(rule.get("resources") == ["secrets"] for _, rule in reduced)
     assert not any("nonResourceURLs" in rule for _, rule in reduced)
@@ -257,8 +265,40 @@ def test_the_probe_never_writes_and_may_only_create_pods_in_its_own_namespace() 
     assert writes == [("outpost-probe", {"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]})]
 
 
+def test_no_secret_is_granted_by_default_and_nothing_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    assert not [rule for _, rule in all_rules(rbac.manifests(local())) if "secrets" in rule.get("resources", [])]
+    assert rbac.secrets_warning(local()) is None
+    assert main(["rbac", "--env", "local"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "secrets" not in captured.out
+
+
+def test_the_opt_in_grants_the_secrets_with_a_warning_in_the_yaml_and_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    documents = rbac.probe_documents(opted_in())
+    text = rbac.render(documents)
+    assert "# WARNING (private keys): webhook-cert-expiry\n- apiGroups:\n  - ''\n  resources:\n  - secrets" in text
+    assert text.count("# WARNING: a Secret GET returns the whole object, private keys included") == 2
+    environment = yaml.safe_load(environment_file("local").read_text())
+    environment["checks"]["webhook-cert-expiry"]["params"] = {"read_serving_secrets": True}
+    config = tmp_path / "local.yaml"
+    config.write_text(yaml.safe_dump(environment))
+    assert main(["rbac", "--config", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "WARNING: the probe is granted get on Secrets koordinator-system/koordinator-webhook-certs, "
+        "kruise-system/kruise-webhook-certs for webhook-cert-expiry: a Secret GET returns the whole object, private "
+        "keys included: the probe may read the named Secrets only because an enabled check opts in "
+        "(webhook-cert-expiry with read_serving_secrets); turn that off and regenerate to drop it. Without it, "
+        "webhook-cert-expiry judges the caBundles (and cert-manager Certificates, which hold no key).\n")
+    assert "WARNING" not in captured.out.split("---")[-1]  # the instructions are not the warning
+    assert "kruise-webhook-certs" in captured.out
+
+
 def test_secrets_only_by_name_and_never_listed() -> None:
-    secrets = [(ns, rule) for ns, rule in all_rules(rbac.manifests(local())) if rule.get("resources") == ["secrets"]]
+    secrets = [(ns, rule) for ns, rule in all_rules(rbac.manifests(opted_in()))
+               if rule.get("resources") == ["secrets"]]
     assert secrets == [
         ("koordinator-system", {"apiGroups": [""], "resources": ["secrets"],
                                 "resourceNames": ["koordinator-webhook-certs"], "verbs": ["get"]}),
@@ -312,3 +352,62 @@ def test_gke_binds_the_runtime_service_account_email() -> None:
     assert all(b["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": email}]
                for b in bindings)
     assert email in rbac.instructions(settings, email)
+
+
+# -- the dry-run-only policy -------------------------------------------------------------------------------------
+def policy_of(manifests: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    (policy,) = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicy"]
+    (binding,) = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicyBinding"]
+    return policy, binding
+
+
+def test_the_create_right_comes_with_a_policy_refusing_the_probes_real_pod_creates() -> None:
+    policy, binding = policy_of(rbac.manifests(local()))
+    assert policy["apiVersion"] == binding["apiVersion"] == "admissionregistration.k8s.io/v1"
+    assert policy["metadata"]["name"] == binding["metadata"]["name"] == rbac.DRY_RUN_POLICY
+    assert rbac.DRY_RUN_POLICY == "outpost-probe-dry-run-only"
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"] == {
+        "namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["outpost-probe"]}]},
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["pods"]}],
+    }
+    assert spec["matchConditions"] == [{"name": "outpost-probe-identity",
+                                        "expression": 'request.userInfo.username == "outpost-probe"'}]
+    (validation,) = spec["validations"]
+    assert validation["expression"] == "request.dryRun"
+    assert validation["reason"] == "Forbidden"
+    assert "only as a dry run" in validation["message"]
+    assert rbac.DRY_RUN_POLICY in validation["message"]
+    assert binding["spec"] == {"policyName": rbac.DRY_RUN_POLICY, "validationActions": ["Deny"]}
+    assert "paramKind" not in spec  # nothing else to install for it
+
+
+def test_no_create_right_no_policy() -> None:
+    manifests = rbac.manifests(without(local(), "admission-dry-run"))
+    assert not [m for m in manifests if m["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert not [m for m in manifests if m["kind"] == "Namespace"]
+
+
+def test_the_policy_follows_the_checks_namespace() -> None:
+    policy, _ = policy_of(rbac.manifests(with_params(local(), "admission-dry-run", {"namespace": "dry"})))
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["dry"]
+
+
+@pytest.mark.parametrize(("environment", "expression"), [
+    ("dev", 'request.userInfo.username == "system:serviceaccount:outpost-probe:outpost-probe"'),  # token auth
+    ("staging", '"outpost-probe" in request.userInfo.groups'),  # EKS access entry group
+    ("gcp-dev", 'request.userInfo.username == "outpost-gcp-dev-run@outpost-example.iam.gserviceaccount.com"'),
+])
+def test_the_policy_matches_the_identity_the_bindings_name(environment: str, expression: str) -> None:
+    policy, _ = policy_of(rbac.manifests(load_settings(environment_file(environment))))
+    assert policy["spec"]["matchConditions"][0]["expression"] == expression
+
+
+def test_the_policy_kinds_have_their_api_paths() -> None:
+    from outpost.kube.paths import object_path
+
+    assert [object_path(kind, "x") for kind in rbac.ADMISSION_POLICY_KINDS.values()] == [
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/x",
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/x"]

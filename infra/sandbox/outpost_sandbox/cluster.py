@@ -47,9 +47,10 @@ import yaml
 from outpost import rbac
 from outpost.errors import MalformedResponse, OutpostError
 from outpost.kube.objects import Node, parse_items
+from outpost.kube.paths import object_path
 from outpost.kube.timestamps import parse_time
 from outpost_sandbox import systems
-from outpost_sandbox.backends.kube import Kube, SandboxApiError
+from outpost_sandbox.backends.kube import FIELD_MANAGER, Kube, SandboxApiError
 from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
 from outpost_sandbox.kubelet.images import built_versions
 from outpost_sandbox.kwok_stages import STAGES_YAML
@@ -861,6 +862,12 @@ class Sandbox:
                 and self._nodes_ready(state, nodes) >= nodes
                 and (not install_systems or systems.running(self.state_dir))
             ):
+                # The generated RBAC follows the code, not the day the sandbox came up: re-applied (server-side, so
+                # a rule no longer generated leaves its role; the dry-run policy included).
+                probe_rbac = rbac.manifests()
+                own = _own_namespaces(probe_rbac)
+                self._apply(state, [obj for obj in probe_rbac if install_systems or _namespace_of(obj) in own])
+                self._apply(state, rbac.reconciler_manifests())
                 return self._result(state, nodes, time.monotonic() - started, already_up=True)
             self._claim_machine()
             bin_dir = ensure_binaries(self.log)
@@ -1079,10 +1086,18 @@ class Sandbox:
         """Server-side apply: creates or updates, so re-running `up` converges."""
         with self._api(state) as api:
             for obj in objects:
+                policy = rbac.ADMISSION_POLICY_KINDS.get(obj["kind"])  # the probe's dry-run policy: its own kinds
                 try:
-                    api.apply(obj)
+                    if policy is None:
+                        api.apply(obj)
+                    else:
+                        api.writer.apply(object_path(policy, obj["metadata"]["name"]), obj,
+                                         field_manager=FIELD_MANAGER)
                 except SandboxApiError as exc:
                     raise self._error(f"applying {obj['kind']} {obj['metadata']['name']} answered {exc.status}",
+                                      "kube-apiserver") from None
+                except OutpostError as exc:
+                    raise self._error(f"applying {obj['kind']} {obj['metadata']['name']}: {exc}",
                                       "kube-apiserver") from None
 
     def _claim_machine(self) -> None:

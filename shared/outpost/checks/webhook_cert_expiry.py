@@ -2,40 +2,55 @@
 
 Two things expire, and either one stops admission (or, with failurePolicy Ignore, silently skips it):
 - the `caBundle` of every webhook of each configured Mutating/ValidatingWebhookConfiguration
-  (Koordinator's and OpenKruise's by default): the CA the API server trusts for that webhook;
+  (Koordinator's and OpenKruise's by default): the CA the API server trusts for that webhook. Always judged;
 - the serving certificate the webhook presents. The API server does not show it to its clients: its
   service proxy terminates TLS itself (and does not verify the backend), so no outside-in handshake
-  reaches the webhook's certificate. What the webhook serves is what its manager generated into its
-  certificate Secret, so the check reads that Secret, by name only: the probe identity gets `get` on
-  exactly those resourceNames, in their namespaces (`outpost.rbac`), and nothing else on Secrets.
+  reaches the webhook's certificate. Two sources can show it:
+  - keyless, `cert_manager_certificates` (default none): a cert-manager `Certificate`
+    (`cert-manager.io/v1`) by namespace and name, whose `status.notAfter` is "the expiration time of the
+    certificate stored in the secret named by this resource in spec.secretName"
+    (`github.com/cert-manager/cert-manager`, `pkg/apis/certmanager/v1/types_certificate.go`
+    `CertificateStatus.NotAfter`). The object holds no key material, so this is granted `get` by name
+    without a warning. Use it where cert-manager issues the webhook's certificate (its cainjector then
+    fills the caBundle from the annotation `cert-manager.io/inject-ca-from: NS/NAME`). A Certificate not
+    found (or no cert-manager installed), or one without `status.notAfter` (never issued), is `failed`;
+  - opt-in, `read_serving_secrets: true` (default **false**): the certificate Secret the manager
+    generated, by name only (`serving_secrets`). A Secret GET returns the whole object, the private
+    keys included, and RBAC cannot grant one data key: with the opt-in the probe identity holds the
+    webhooks' private keys (`get` on exactly those resourceNames, in their namespaces), and `outpost rbac`
+    warns so. Neither Koordinator v1.6.0 nor OpenKruise v1.8.0 uses cert-manager (each manager signs its
+    own), so for them this is the only source of the serving certificate; by default it is not read and the
+    check judges the caBundles (the `admission-dry-run` check catches a serving certificate the API server
+    no longer accepts, as a refused or unmutated dry-run create).
 
-  Upstream's Secrets: `kruise-system/kruise-webhook-certs` (`github.com/openkruise/kruise@v1.8.0,
-  pkg/webhook/util/util.go` `GetSecretName`) and `koordinator-system/koordinator-webhook-certs`
-  (`github.com/koordinator-sh/koordinator@v1.6.0, pkg/webhook/util/util.go` `GetSecretName`; the Helm
-  chart creates it under that name, `koordinator-sh/charts versions/v1.6.0/templates/koord-manager.yaml`);
-  both names follow the manager's `SECRET_NAME` environment variable. Both managers write the same six
-  keys, `ca-cert.pem`, `ca-key.pem`, `cert.pem`, `key.pem`, `tls.crt` (= `cert.pem`) and `tls.key`
-  (= `key.pem`) (`pkg/webhook/util/writer/secret.go` `certsToSecret`, `writer/certwriter.go` in both
-  modules), and inject `ca-cert.pem` into every `caBundle`. The pair comes from each manager's own
-  self-signed CA (CN `webhook-cert-ca`, `k8s.io/client-go@v0.30.10` (v0.28.7 for Koordinator),
-  `util/cert/cert.go` `NewSelfSignedCACert`: 10 years) and a leaf valid 10 years
-  (`pkg/webhook/util/generator/selfsigned.go` `NewSignedCert`, both modules), so a healthy install shows
-  about 3650 days left. Both regenerate a pair due within about six months (kruise
-  `pkg/webhook/util/util.go` `GetRenewBeforeTime`, koord `pkg/webhook/util/writer/certwriter.go`
-  `validCert`), far before the threshold: a finding means that renewal is broken or the pair was put
-  there by something else. `cert.pem` is read, `tls.crt` when it is absent.
+  Upstream's Secrets (the `serving_secrets` default): `kruise-system/kruise-webhook-certs`
+  (`github.com/openkruise/kruise@v1.8.0, pkg/webhook/util/util.go` `GetSecretName`) and
+  `koordinator-system/koordinator-webhook-certs` (`github.com/koordinator-sh/koordinator@v1.6.0,
+  pkg/webhook/util/util.go` `GetSecretName`; the Helm chart creates it under that name,
+  `koordinator-sh/charts versions/v1.6.0/templates/koord-manager.yaml`); both names follow the manager's
+  `SECRET_NAME` environment variable. Both managers write the same six keys, `ca-cert.pem`, `ca-key.pem`,
+  `cert.pem`, `key.pem`, `tls.crt` (= `cert.pem`) and `tls.key` (= `key.pem`)
+  (`pkg/webhook/util/writer/secret.go` `certsToSecret`, `writer/certwriter.go` in both modules), and
+  inject `ca-cert.pem` into every `caBundle`. The pair comes from each manager's own self-signed CA (CN
+  `webhook-cert-ca`, `k8s.io/client-go@v0.30.10` (v0.28.7 for Koordinator), `util/cert/cert.go`
+  `NewSelfSignedCACert`: 10 years) and a leaf valid 10 years (`pkg/webhook/util/generator/selfsigned.go`
+  `NewSignedCert`, both modules), so a healthy install shows about 3650 days left. Both regenerate a pair
+  due within about six months (kruise `pkg/webhook/util/util.go` `GetRenewBeforeTime`, koord
+  `pkg/webhook/util/writer/certwriter.go` `validCert`), far before the threshold: a finding means that
+  renewal is broken or the pair was put there by something else. `cert.pem` is read, `tls.crt` when it is
+  absent. `fetch` keeps the one certificate value it needs and drops the object at once; no other key's
+  value is stored, logged, put in a result or quoted in an error (certificate parsing never quotes its
+  input).
 
-  A Secret GET returns the whole object, private key included: `fetch` keeps the one certificate
-  value it needs and drops the object at once; no other key's value is stored, logged, put in a
-  result or quoted in an error (certificate parsing never quotes its input). Deployments that will
-  not grant even that set `serving_secrets: []` and keep the caBundle half (the `admission-dry-run`
-  check still catches a serving certificate the API server no longer accepts).
+Params are strict: `serving_secrets` other than `[]` without `read_serving_secrets: true` is refused (it would
+read nothing, silently), and so is the opt-in with no Secret named.
 
 Judgement (`threshold_days`, 21 by default): every certificate of a bundle counts (a bundle often
 holds the old and new CA during a rotation) and the earliest `notAfter` is judged. A caBundle that
 is empty (for a service-referenced webhook), not base64 or not a PEM certificate is `failed` and
-named, never skipped; so are a configuration or Secret that does not exist, and a Secret without a
-certificate key. 401/403 (e.g. the Secret's RBAC not granted) are `error`.
+named, never skipped; so are a configuration, Certificate or Secret that does not exist, and a Secret without a
+certificate key. 401/403 (e.g. the Secret's RBAC not granted) are `error`; so is a Certificate whose
+`status.notAfter` is not an RFC 3339 time with a zone (a malformed object, named).
 """
 
 from __future__ import annotations
@@ -44,10 +59,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
+from outpost.errors import MalformedResponse
 from outpost.kube import access
 from outpost.kube.certificates import (
     CertificateInfo,
@@ -55,21 +71,35 @@ from outpost.kube.certificates import (
     describe_left,
     earliest_expiry,
     parse_base64_pem_bundle,
+    parse_base64_pem_chain,
 )
 from outpost.kube.messages import ref
 from outpost.kube.objects import WebhookConfiguration, parse
-from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, object_path
+from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, Kind, object_path
+from outpost.kube.timestamps import parse_time
 from outpost.result import Result, Status
 
 NAME = "webhook-cert-expiry"
 SHOWN = 3
 """Webhook names listed per problem line (a kruise configuration has dozens sharing one caBundle)."""
+CERT_MANAGER_CERTIFICATES = Kind("Certificate", "cert-manager.io", "v1", "certificates", namespaced=True)
+"""cert-manager's Certificate (a CRD: not in `outpost.kube.paths.KINDS`, which holds the kinds every cluster has or
+the systems' own)."""
 
 
 class WebhookConfigurationRef(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["mutating", "validating"]
+    name: str = Field(min_length=1)
+
+
+class CertificateRef(BaseModel):
+    """A cert-manager Certificate (`cert-manager.io/v1`) that issues a webhook's serving certificate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str = Field(min_length=1)
     name: str = Field(min_length=1)
 
 
@@ -97,9 +127,29 @@ DEFAULT_SERVING_SECRETS = [
 class WebhookCertExpiryParams(Params):
     threshold_days: float = Field(21.0, gt=0, le=3650, description="Fail when a certificate expires within this.")
     configurations: list[WebhookConfigurationRef] = Field(default_factory=lambda: list(DEFAULT_CONFIGURATIONS))
+    cert_manager_certificates: list[CertificateRef] = Field(
+        default_factory=list,
+        description="Keyless serving-certificate source: cert-manager Certificates whose status.notAfter is judged.")
+    read_serving_secrets: bool = Field(
+        False, description="Opt-in: read the serving certificate from `serving_secrets`; the probe then holds the "
+                           "webhooks' private keys (a Secret GET returns the whole object; see the module doc).")
     serving_secrets: list[ServingSecretRef] = Field(
         default_factory=lambda: list(DEFAULT_SERVING_SECRETS),
-        description="Secrets the webhooks serve their certificate from ([] to skip; see the module doc).")
+        description="Secrets the webhooks serve their certificate from, read only with read_serving_secrets.")
+
+    @model_validator(mode="after")
+    def _secrets_only_when_opted_in(self) -> WebhookCertExpiryParams:
+        if self.read_serving_secrets and not self.serving_secrets:
+            raise ValueError("read_serving_secrets is true but serving_secrets is empty (name the Secrets, or "
+                             "leave read_serving_secrets off)")
+        if "serving_secrets" in self.model_fields_set and self.serving_secrets and not self.read_serving_secrets:
+            raise ValueError("serving_secrets is read only with read_serving_secrets: true, which grants the probe "
+                             "the webhooks' private keys (set it to opt in, or drop serving_secrets)")
+        return self
+
+    def secrets_read(self) -> list[ServingSecretRef]:
+        """The Secrets `fetch` reads: none unless opted in."""
+        return list(self.serving_secrets) if self.read_serving_secrets else []
 
 
 @dataclass(frozen=True)
@@ -117,9 +167,19 @@ class SecretSeen:
 
 
 @dataclass(frozen=True)
+class CertificateSeen:
+    ref: CertificateRef
+    found: bool
+    not_after: datetime | None = None
+    ready: str | None = None
+    """The Ready condition's status (`True`/`False`/`Unknown`), None when absent: shown, not judged."""
+
+
+@dataclass(frozen=True)
 class WebhookCertData:
     configurations: list[ConfigurationSeen]
     secrets: list[SecretSeen]
+    certificates: list[CertificateSeen] = field(default_factory=list)
 
 
 def _kind(ref_: WebhookConfigurationRef) -> str:
@@ -134,17 +194,37 @@ def fetch(cluster: Cluster, params: WebhookCertExpiryParams) -> WebhookCertData:
         raw = cluster.get_object(path)
         configurations.append(ConfigurationSeen(wanted, None if raw is None else
                                                 parse(WebhookConfiguration, raw, f"GET {path}")))
-    secrets = [_serving_certificate(cluster, wanted) for wanted in params.serving_secrets]
-    return WebhookCertData(configurations, secrets)
+    certificates = [_certificate(cluster, wanted) for wanted in params.cert_manager_certificates]
+    secrets = [_serving_certificate(cluster, wanted) for wanted in params.secrets_read()]
+    return WebhookCertData(configurations, secrets, certificates)
 
 
 def declared_access(params: WebhookCertExpiryParams) -> list[access.Access]:
-    """Each configuration by name, and each serving-certificate Secret by name in its namespace, nothing else."""
+    """Each configuration by name, each cert-manager Certificate by name in its namespace, and, only with
+    `read_serving_secrets`, each serving-certificate Secret by name in its namespace; nothing else."""
     needed: list[access.Access] = [
         access.get(MUTATING_WEBHOOKS if w.kind == "mutating" else VALIDATING_WEBHOOKS, w.name)
         for w in params.configurations]
-    needed += [access.get(SECRETS, s.name, s.namespace) for s in params.serving_secrets]
+    needed += [access.get(CERT_MANAGER_CERTIFICATES, c.name, c.namespace) for c in params.cert_manager_certificates]
+    needed += [access.get(SECRETS, s.name, s.namespace) for s in params.secrets_read()]
     return needed
+
+
+def _certificate(cluster: Cluster, wanted: CertificateRef) -> CertificateSeen:
+    path = object_path(CERT_MANAGER_CERTIFICATES, wanted.name, wanted.namespace)
+    raw = cluster.get_object(path)
+    if raw is None:
+        return CertificateSeen(wanted, found=False)
+    status = raw.get("status")
+    status = status if isinstance(status, dict) else {}
+    try:
+        not_after = parse_time(status.get("notAfter"))
+    except ValueError as error:
+        raise MalformedResponse(f"GET {path}: status.notAfter: {error}") from None
+    conditions = status.get("conditions")
+    ready = next((str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"),
+                 None) if isinstance(conditions, list) else None
+    return CertificateSeen(wanted, found=True, not_after=not_after, ready=ready)
 
 
 def _serving_certificate(cluster: Cluster, wanted: ServingSecretRef) -> SecretSeen:
@@ -217,7 +297,7 @@ def _judge_secret(seen: SecretSeen, params: WebhookCertExpiryParams, now: dateti
         return {"found": True}, [f"{where}: none of the keys {', '.join(seen.ref.keys)} present "
                                  "(want the serving certificate)"]
     try:
-        certificates = parse_base64_pem_bundle(seen.certificate_b64)
+        certificates = parse_base64_pem_chain(seen.certificate_b64)
     except NotACertificate as error:
         return ({"found": True, "key": seen.key, "problem": f"not a certificate: {error}"},
                 [f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"])
@@ -231,6 +311,33 @@ def _judge_secret(seen: SecretSeen, params: WebhookCertExpiryParams, now: dateti
     return details, []
 
 
+def _judge_certificate(seen: CertificateSeen, params: WebhookCertExpiryParams,
+                       now: datetime) -> tuple[dict[str, Any], list[str]]:
+    where = ref("Certificate", seen.ref.name, seen.ref.namespace)
+    if not seen.found:
+        return {"found": False}, [f"{where}: not found (want the cert-manager Certificate of the webhook's serving "
+                                  "certificate; is cert-manager installed?)"]
+    if seen.not_after is None:
+        return ({"found": True, "ready": seen.ready},
+                [f"{where}: status.notAfter absent, never issued (Ready {seen.ready or 'absent'}) "
+                 "(want an issued certificate)"])
+    days = (seen.not_after - now).total_seconds() / 86400.0
+    when = seen.not_after.isoformat()
+    described = f"expired {-days:.1f} days ago ({when})" if days <= 0 else f"expires in {days:.1f} days ({when})"
+    details = {"found": True, "ready": seen.ready, "not_after": when, "days_left": round(days, 2),
+               "earliest": described}
+    if days <= params.threshold_days:
+        return details, [f"{where}: serving certificate (status.notAfter) {described} "
+                         f"(want > {params.threshold_days:g} days)"]
+    return details, []
+
+
+def _serving_source(params: WebhookCertExpiryParams) -> str:
+    sources = [*(["cert-manager"] if params.cert_manager_certificates else []),
+               *(["secrets"] if params.read_serving_secrets else [])]
+    return " and ".join(sources) or "not read (read_serving_secrets is off)"
+
+
 def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: datetime) -> Result:
     errors: list[str] = []
     configurations: dict[str, Any] = {}
@@ -238,22 +345,34 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
         details, problems = _judge_configuration(seen, params, now)
         configurations[ref(_kind(seen.ref), seen.ref.name)] = details
         errors += problems
+    certificates: dict[str, Any] = {}
+    for certificate in data.certificates:
+        details, problems = _judge_certificate(certificate, params, now)
+        certificates[f"{certificate.ref.namespace}/{certificate.ref.name}"] = details
+        errors += problems
     secrets: dict[str, Any] = {}
     for secret in data.secrets:
         details, problems = _judge_secret(secret, params, now)
         secrets[f"{secret.ref.namespace}/{secret.ref.name}"] = details
         errors += problems
     details_all = {"threshold_days": params.threshold_days, "configurations": configurations,
-                   "serving_secrets": secrets}
+                   "serving_certificates": _serving_source(params),
+                   "cert_manager_certificates": certificates, "serving_secrets": secrets}
     if errors:
         summary = f"{len(errors)} webhook certificate problem(s): {errors[0]}"
         return Result(check=NAME, status=Status.FAILED, summary=summary, errors=errors, details=details_all)
-    if not data.configurations and not data.secrets:
-        line = f"{NAME}: nothing configured to judge (configurations and serving_secrets are empty)"
+    if not data.configurations and not data.secrets and not data.certificates:
+        line = (f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
+                "and no serving_secrets are read)")
         return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details_all)
+    judged = [f"{len(data.configurations)} webhook configuration(s)"]
+    if data.certificates:
+        judged.append(f"{len(data.certificates)} cert-manager Certificate(s)")
+    if data.secrets:
+        judged.append(f"{len(data.secrets)} serving certificate Secret(s)")
+    unread = "" if data.secrets or data.certificates else "; serving certificates not read (read_serving_secrets off)"
     return Result(check=NAME, status=Status.OK,
-                  summary=f"{len(data.configurations)} webhook configuration(s) and {len(data.secrets)} serving "
-                          f"certificate(s) valid beyond {params.threshold_days:g} days",
+                  summary=f"{' and '.join(judged)} valid beyond {params.threshold_days:g} days{unread}",
                   details=details_all)
 
 
@@ -263,7 +382,8 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="warning",
     schedule_minutes=60,
-    fails_when="webhook caBundle or serving cert expires within the threshold",
+    fails_when="webhook caBundle, or serving cert where read (cert-manager Certificate status.notAfter; opt-in: "
+               "its Secret), expires within the threshold (21 days)",
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,

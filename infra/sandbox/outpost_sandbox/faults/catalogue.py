@@ -136,7 +136,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
                   "expiring in --days (default 5); heal lets the manager replace them", cert_expiring_fault()),
     _system_fault("webhook-certs-deleted", ("webhook-cert-expiry",),
                   "with the manager down, its webhook certificate Secret is deleted; heal lets the manager "
-                  "generate a new CA and certificate", certs_deleted_fault()),
+                  "generate a new CA and certificate (caught by webhook-cert-expiry with read_serving_secrets: the "
+                  "caBundles alone still hold the old CA)", certs_deleted_fault()),
     _fault("apiserver-overload", ("apiserver-triage",),
            "Priority and Fairness rejects the subject's requests with 429 while /readyz stays 200",
            (overload_apply, overload_heal), f"user:NAME, group:NAME or sa:NS/NAME (default {DEFAULT_PROBE_SUBJECT})"),
