@@ -6,6 +6,12 @@ Guarantees:
   only when a check runs, so `outpost validate` needs no cloud credentials and never prints a secret;
 - unknown keys are refused (a typo must not silently fall back to a default), and so are duplicate keys
   (YAML would silently keep the last one);
+- the file is read through `outpost.local_files` (a regular file of at most 1 MiB: a FIFO, a device or a huge
+  file is refused naming the path); YAML anchors and aliases are accepted only while the document they expand
+  to stays within `MAX_YAML_EXPANDED` (an alias bomb is a few hundred bytes that expand to gigabytes), and
+  nesting deeper than `MAX_YAML_DEPTH` is refused, expanded or not;
+- a `server` URL carrying user information (`https://user:password@host`) is refused naming the field, the URL
+  shown without it: httpx would send it as Basic auth, and Outpost never sends a password;
 - an environment name is validated before any path is built from it (`infra/environments/<env>.yaml`
   must never become a path outside that directory).
 
@@ -30,8 +36,14 @@ from pydantic import (
     field_validator,
 )
 
+from outpost import local_files
 from outpost.errors import ConfigError
 from outpost.secrets import parse_secret_ref
+
+try:  # libyaml's parser: about 10x faster than PyYAML's own (a 1 MiB kubeconfig: 24 ms instead of 360 ms)
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 CHECK_NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 
@@ -104,7 +116,40 @@ class GkeAuth(_Model):
 def _https_url(value: str) -> str:
     if not value.startswith("https://"):
         raise ValueError("must be an https:// URL (TLS verification is never turned off)")
+    if has_userinfo(value):
+        raise ValueError(f"must not carry user information (user:password@): {without_userinfo(value)} is "
+                         "what may be given; Outpost never sends a password (give a token)")
     return value.rstrip("/")
+
+
+def _authority(url: str) -> tuple[str, str, str] | None:
+    """(scheme, authority, rest) of `url`, the authority ending at the first `/`, `?` or `#` (RFC 3986)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    end = min((index for index in (rest.find(c) for c in "/?#") if index >= 0), default=len(rest))
+    return scheme, rest[:end], rest[end:]
+
+
+def has_userinfo(url: str) -> bool:
+    """True when `url`'s authority holds `user[:password]@` (which httpx would send as Basic auth)."""
+    parts = _authority(url)
+    return parts is not None and "@" in parts[1]
+
+
+def userinfo(url: str) -> str:
+    """The `user[:password]` of `url`'s authority, or "" (to register with redaction, never to print)."""
+    parts = _authority(url)
+    return parts[1].rpartition("@")[0] if parts is not None else ""
+
+
+def without_userinfo(url: str) -> str:
+    """`url` with any `user[:password]@` removed, safe to print."""
+    parts = _authority(url)
+    if parts is None:
+        return "(not a URL)"
+    scheme, authority, rest = parts
+    return f"{scheme}://{authority.rpartition('@')[2]}{rest}"
 
 
 ClusterAuth = Annotated[KubeconfigAuth | TokenAuth | EksAuth | GkeAuth, Field(discriminator="mode")]
@@ -125,6 +170,14 @@ class ClusterSettings(_Model):
     max_response_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, le=128 * 1024 * 1024,
         description="Largest response body accepted from the API server; a larger one is an error naming the path.",
+    )
+    # 256 MiB, 8x the per-response cap: every page of every LIST and every request of one run, counted decoded
+    # as the bytes arrive. Far above what a check reads at 5,000 nodes (its pages are tens of MB in all), far
+    # below what an endless LIST (continue tokens forever) or a gzip bomb would make a function read.
+    max_run_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024 * 1024, le=4 * 1024 * 1024 * 1024,
+        description="Most response bytes (decoded) one check run reads from the cluster, all requests and LIST "
+                    "pages together; past it the run is an error naming the path.",
     )
 
 
@@ -236,28 +289,121 @@ def parse_settings(raw: Any, source: str = "configuration") -> Settings:
 
 
 def read_settings_file(path: str | os.PathLike[str]) -> Any:
-    """Read YAML; a missing file or a YAML syntax error is a ConfigError naming the file and line."""
+    """Read YAML; a missing or refused file (`outpost.local_files`), a YAML syntax error, an alias or a duplicate
+    key is a ConfigError naming the file (and line)."""
     file = Path(path).expanduser()
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read configuration {file}: {error.strerror}") from None
+        text = local_files.read_text(file, local_files.CONFIGURATION)
+    except local_files.LocalFileError as error:
+        raise ConfigError(f"cannot read configuration {file}: {error.reason}") from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except DuplicateKeyError as error:
+        return load_yaml(text, duplicate_keys=False)
+    except (DuplicateKeyError, RefusedYamlError) as error:
         raise ConfigError(f"configuration {file} is invalid", [f"{file} {error}"]) from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or "not valid YAML"
-        raise ConfigError(f"configuration {file} is not valid YAML", [f"{file}{where}: {problem}"]) from None
+        raise ConfigError(f"configuration {file} is not valid YAML", [f"{file}{yaml_error_where(error)}: "
+                                                                       f"{_problem(error)}"]) from None
+
+
+MAX_YAML_DEPTH = 64
+"""Deepest nesting of mappings and sequences accepted, aliases expanded (configurations and kubeconfigs nest
+fewer than 10)."""
+MAX_YAML_EXPANDED = 16 * 1024 * 1024
+"""The most a document may weigh with every alias expanded: one per node plus the characters of every scalar.
+A document without aliases weighs about its own size, which the file limits keep far below this; an alias bomb
+(each anchor a list of aliases of the one before) weighs 9**9 or more and is refused."""
+
+
+class RefusedYamlError(yaml.YAMLError):
+    """Valid YAML Outpost does not accept: aliases expanding past `MAX_YAML_EXPANDED`, an alias inside what it
+    names, or nesting deeper than `MAX_YAML_DEPTH`."""
+
+
+def load_yaml(text: str, *, duplicate_keys: bool) -> Any:
+    """One YAML document with the safe loader, alias expansion and nesting bounded.
+
+    Anchors and aliases are legitimate YAML (a shared block of params, written once), so they are not refused;
+    what is refused is their expansion past `MAX_YAML_EXPANDED`: PyYAML builds an alias as a shared object, so
+    loading a bomb costs nothing, but anything that then walks, validates or prints the value (pydantic, an
+    exec plugin's argv, a log line) pays the expanded size. The weight and depth are computed on the composed
+    node graph, each node once (memoised), before any Python object is built; the parse events are checked for
+    nesting first, because the composer itself recurses. `duplicate_keys=False` refuses a repeated key
+    (configuration); True keeps the last one, as client-go's non-strict kubeconfig decoding does.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise RefusedYamlError(f"{_where(event.start_mark)}: nested deeper than {MAX_YAML_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    loader = (_SafeLoader if duplicate_keys else _StrictLoader)(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse `root` if, aliases expanded, it weighs over `MAX_YAML_EXPANDED` or nests over `MAX_YAML_DEPTH`."""
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (weight, height), each node measured once
+    open_nodes: set[int] = set()
+
+    def measure(node: yaml.Node) -> tuple[int, int]:
+        key = id(node)
+        if key in measured:
+            return measured[key]
+        if key in open_nodes:  # an alias inside the very node it names: an endless document
+            raise RefusedYamlError(f"{_where(node.start_mark)}: a YAML alias refers to a node that contains it")
+        open_nodes.add(key)
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        weight, height = 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0), 1
+        for child in children:
+            child_weight, child_height = measure(child)
+            weight += child_weight
+            height = max(height, child_height + 1)
+            if weight > MAX_YAML_EXPANDED:
+                raise RefusedYamlError(f"{_where(node.start_mark)}: YAML aliases expand this value past "
+                                       f"{MAX_YAML_EXPANDED} nodes and characters (an alias bomb?)")
+            if height > MAX_YAML_DEPTH:
+                raise RefusedYamlError(f"{_where(node.start_mark)}: nested deeper than {MAX_YAML_DEPTH} levels "
+                                       "once its aliases are expanded")
+        open_nodes.discard(key)
+        measured[key] = (weight, height)
+        return weight, height
+
+    measure(root)
+
+
+def _where(mark: Any) -> str:
+    return f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else "(somewhere)"
+
+
+def yaml_error_where(error: yaml.YAMLError) -> str:
+    """` line L column C` of a YAML syntax error, or nothing."""
+    mark = getattr(error, "problem_mark", None)
+    return f" {_where(mark)}" if mark is not None else ""
+
+
+def _problem(error: yaml.YAMLError) -> str:
+    return str(getattr(error, "problem", None) or "not valid YAML")
 
 
 class DuplicateKeyError(yaml.YAMLError):
     """A mapping names the same key twice (YAML's own loader would silently keep the last one)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(_SafeLoader):
     """PyYAML's safe loader, refusing duplicate keys: a repeated `deadline_seconds` must not silently win."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -111,3 +111,30 @@ def test_jobs_run_like_checks() -> None:
     local = load_settings(root / "infra" / "environments" / "local.yaml")
     assert JOB in local.enabled_checks()
     assert local.checks[JOB].heartbeat == "env:OUTPOST_HEARTBEAT_KWOK_POD_RECONCILER"
+
+
+def test_a_checks_own_kubeconfig_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """The check's own identity is read like any kubeconfig (`outpost.local_files`): a FIFO in its place is an
+    `error` naming it at once, where reading it would block forever."""
+    import os
+    import time
+
+    fifo = tmp_path / "reconciler.kubeconfig"
+    os.mkfifo(fifo)
+    settings = load_settings(write(tmp_path, {JOB: {"cluster_auth": {"mode": "kubeconfig", "path": str(fifo)}}}))
+    started = time.monotonic()
+    result = run_check(settings, JOB, report=False, log=False)
+    assert time.monotonic() - started < 2.0
+    assert result.status is Status.ERROR
+    assert f"kubeconfig {fifo}: is a FIFO (named pipe), not a regular file" in result.summary
+
+
+def test_a_password_in_a_checks_own_server_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = write(tmp_path, {JOB: {"cluster_auth": {"mode": "token", "server": "https://job:hunter2-Xy7@k.example",
+                                                   "token": "env:JOB_TOKEN"}}})
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    problems = "\n".join(caught.value.problems)
+    assert f"checks.{JOB}.cluster_auth.token.server: must not carry user information (user:password@): " \
+           "https://k.example is what may be given" in problems
+    assert "hunter2" not in problems
