@@ -22,7 +22,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpcore
@@ -146,3 +147,152 @@ def bounded_transport(deadline: Deadline, verify: ssl.SSLContext | bool = True) 
         raise RuntimeError("this httpx version's transport cannot take a deadline-bounded network backend")
     pool._network_backend = DeadlineBackend(deadline)
     return transport
+
+
+# -- bytes: one budget per run, counted while they arrive -------------------------------------------------
+
+
+class ByteBudget:
+    """How many decoded body bytes one run may still read, shared by every request (and thread) of the run.
+
+    Why per run and not only per response: a LIST whose pages never end (a new `continue` token every time),
+    or a check that asks many endpoints, stays under any per-response cap while it reads without end.
+    """
+
+    def __init__(self, total: int, setting: str) -> None:
+        if total < 1:
+            raise ValueError("a byte budget must be at least 1 byte")
+        self.total = total
+        self.setting = setting
+        """The configuration key that raises it (named in every refusal)."""
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def remaining(self) -> int:
+        return max(0, self.total - self._used)
+
+    def spend(self, count: int) -> bool:
+        """Count `count` bytes as read; False once the total is exceeded (the bytes are counted anyway)."""
+        with self._lock:
+            self._used += count
+            return self._used <= self.total
+
+
+GZIP = "gzip"
+"""The only content coding Outpost decodes (see `content_codings`)."""
+
+
+class BodyRefused(Exception):
+    """A body read by `read_body` could not be accepted; `reason` says which rule (the caller maps it)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason  # "response-cap", "run-budget", "encoding", "corrupt", "deadline"
+        super().__init__(message)
+
+
+def content_codings(header: str) -> list[str]:
+    """The content codings of a `Content-Encoding` value, outermost last, `identity` left out."""
+    return [token.strip().lower() for token in header.split(",") if token.strip() and
+            token.strip().lower() != "identity"]
+
+
+def read_body(response: httpx.Response, *, cap: int, cap_setting: str, budget: ByteBudget | None = None,
+              deadline: Deadline | None = None, decode: bool = True) -> bytes:
+    """The body of a streamed `response`, decoded by us, refused the moment it would pass a cap.
+
+    httpx's own decoders inflate each network chunk whole and are asked for the size only afterwards, so an
+    8 KB `Content-Encoding: gzip, gzip` answer becomes a gigabyte before any cap is looked at. Here the raw
+    bytes come from `iter_raw()` and a single gzip layer is inflated with zlib's `max_length` set to what is
+    left under the caps (+1, to see the excess), so no step produces more than the caps allow: memory is
+    bounded by `cap` however small the compressed input.
+
+    Strict like Go's net/http client (src/net/http/transport.go: the transport asks for `gzip` only and
+    decodes a response only when `Content-Encoding` is exactly `gzip`; anything else is handed up undecoded,
+    where client-go's JSON decoder fails on it): identity and one `gzip` layer are read; stacked codings
+    (`gzip, gzip`) and any other coding (`deflate`, `br`, `zstd`, ...) are refused with a named error rather
+    than guessed at. Concatenated gzip members are read like Go's gzip.Reader (multistream) does.
+
+    `cap` bounds the decoded body (and its raw size), `budget` the run's decoded total, `deadline` the time;
+    `decode=False` counts and returns the raw bytes (a caller that does not read the body, e.g. a heartbeat).
+    Raises `BodyRefused` naming the rule and, for the caps, the setting to raise.
+    """
+    # A response built in memory (an httpx.MockTransport's) was read, and decoded, by httpx already: its content is
+    # counted as it is. A response from the network is a stream, read here and only here.
+    in_memory = response.is_stream_consumed
+    codings = content_codings(response.headers.get("Content-Encoding", "")) if decode and not in_memory else []
+    if len(codings) > 1:
+        raise BodyRefused("encoding", f"stacked content codings {', '.join(codings)!r} refused (one gzip layer "
+                                      "at most, as Go's net/http client decodes)")
+    if codings and codings[0] != GZIP:
+        raise BodyRefused("encoding", f"content coding {codings[0][:40]!r} refused (identity or gzip only, "
+                                      "as Go's net/http client decodes)")
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise BodyRefused("response-cap", f"response of {int(declared)} bytes exceeds the cap of {cap} bytes "
+                                          f"({cap_setting})")
+    reader = _Inflater(cap, budget) if codings else None
+    chunks: list[bytes] = []
+    size = 0
+    raw = 0
+
+    def take(data: bytes) -> None:
+        nonlocal size
+        if not data:
+            return
+        size += len(data)
+        if size > cap:
+            raise BodyRefused("response-cap", f"response exceeds the cap of {cap} bytes ({cap_setting})"
+                              + (" once inflated" if reader is not None else ""))
+        if budget is not None and not budget.spend(len(data)):
+            raise BodyRefused("run-budget", f"the run has read more than its budget of {budget.total} bytes "
+                                            f"({budget.setting})")
+        chunks.append(data)
+
+    for piece in [response.content] if in_memory else response.iter_raw():
+        raw += len(piece)
+        if raw > cap:
+            raise BodyRefused("response-cap", f"response exceeds the cap of {cap} bytes ({cap_setting})")
+        if deadline is not None and deadline.expired:
+            raise BodyRefused("deadline", f"the deadline of {deadline.seconds:g} s ran out while reading the body")
+        if reader is None:
+            take(piece)
+        else:
+            reader.feed(piece, size, take)
+    if reader is not None:
+        reader.finish()
+    return b"".join(chunks)
+
+
+class _Inflater:
+    """gzip, inflated in steps no larger than what is left under the caps (see `read_body`)."""
+
+    def __init__(self, cap: int, budget: ByteBudget | None) -> None:
+        self._cap = cap
+        self._budget = budget
+        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing only, as Go's gzip.Reader
+        self._started = False
+
+    def feed(self, data: bytes, size: int, take: Callable[[bytes], None]) -> None:
+        pending = data
+        while pending:
+            if self._inflate.eof:  # another gzip member follows (multistream), or trailing garbage
+                self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            room = self._cap - size
+            if self._budget is not None:
+                room = min(room, self._budget.remaining())
+            try:
+                out = self._inflate.decompress(pending, max(room, 0) + 1)
+            except zlib.error as error:
+                raise BodyRefused("corrupt", f"gzip body is corrupt ({error})") from None
+            self._started = True
+            take(out)  # raises once `size` passes a cap: at most room + 1 bytes were made
+            size += len(out)
+            pending = self._inflate.unconsumed_tail or (self._inflate.unused_data if self._inflate.eof else b"")
+
+    def finish(self) -> None:
+        if self._started and not self._inflate.eof:
+            raise BodyRefused("corrupt", "gzip body ends before its stream does (truncated)")

@@ -4,25 +4,34 @@ Exit status of `run`: 0 all ok/degraded, 1 some check failed, 2 some probe error
 configuration error; the highest applies. Every other command exits 0 on success and 64 on bad
 input. Errors go to stderr as one line per problem, any unexpected exception included (exit 2, no
 traceback). Every line printed, table, JSON and stderr, passes the redaction registry: no credential
-the process learned is ever printed, even when a server echoes it back. `run --all` runs the checks
-the environment enables, and only those.
+the process learned is ever printed, even when a server echoes it back, and then `logs.terminal_safe`:
+no control character a server sent (ESC, CSI, C1, DEL, a carriage return) reaches the terminal raw, each
+is shown as a visible escape (a table cell or a stderr line is one line: its newlines are shown as `\\n`).
+`run --all` runs the checks the environment enables, and only those.
+
+Stopping `run`: SIGINT (Ctrl-C) and SIGTERM end it at once (`outpost.interrupt`): credential plugins are
+killed with their process groups, one line goes to stderr, no traceback, exit 130 (SIGINT) or 143
+(SIGTERM), 128 + the signal's number, and no heartbeat is sent after the signal (checks run on daemon
+threads that are abandoned with the process, and the runner never starts a ping after a stop). Any
+other command interrupted by Ctrl-C prints one line and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import importlib.metadata
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from outpost import maintenance, monitors, packaging, rbac, redaction, registry
+from outpost import interrupt, maintenance, monitors, packaging, rbac, redaction, registry
 from outpost.config import Settings
 from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
-from outpost.logs import install_redaction, sanitize
+from outpost.logs import install_redaction, sanitize, terminal_safe
 from outpost.result import Result
 from outpost.runner import run_check
 from outpost.settings import (
@@ -167,23 +176,50 @@ MAX_CONCURRENT_CHECKS = 32
 def run_many(settings: Settings, names: Sequence[str], *, report: bool = True) -> list[Result]:
     """Run checks concurrently; results come back in the order asked.
 
-    Every `run_check` is bounded by its own deadline and never raises, so joining the pool cannot hang.
+    Every `run_check` is bounded by its own deadline and never raises, so joining the threads cannot hang.
     All start at once (checks wait on the network, not the CPU): a round takes about as long as its slowest
     check (apiserver-latency waits `interval_seconds` between its scrapes), not the sum of waves of them.
+    The threads are daemons: at a stop (SIGINT/SIGTERM) the process ends without waiting for one blocked in a
+    socket read, and `run_check` never starts a ping after a stop, so an abandoned thread cannot ping.
     """
-    workers = max(1, min(MAX_CONCURRENT_CHECKS, len(names)))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="outpost-run") as pool:
-        futures = [pool.submit(run_check, settings, name, report=report, log=False) for name in names]
-        return [future.result() for future in futures]
+    results: list[Result | None] = [None] * len(names)
+    slots = threading.BoundedSemaphore(max(1, min(MAX_CONCURRENT_CHECKS, len(names))))
+
+    def work(index: int, name: str) -> None:
+        try:
+            results[index] = run_check(settings, name, report=report, log=False)
+        finally:
+            slots.release()
+
+    threads = []
+    for index, name in enumerate(names):
+        slots.acquire()
+        thread = threading.Thread(target=work, args=(index, name), name=f"outpost-run-{name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    return [result if result is not None else Result.error(name, f"{name}: the run ended without a result")
+            for name, result in zip(names, results, strict=True)]
 
 
-def _out(text: str, *, file: TextIO | None = None) -> None:
-    """Every line the CLI prints goes through the redaction registry (stdout by default)."""
-    print(redaction.redact(text), file=file if file is not None else sys.stdout)
+def _out(text: str, *, file: TextIO | None = None, one_line: bool = False) -> None:
+    """Every line the CLI prints goes through the redaction registry, then `terminal_safe` (stdout by default).
+
+    `one_line`: the text is one line (a stderr message), so a newline in it came from elsewhere and is shown
+    as `\\n`; otherwise newlines are the text's own line breaks (JSON, a table).
+    """
+    safe = terminal_safe(redaction.redact(text), keep_newlines=not one_line)
+    print(safe, file=file if file is not None else sys.stdout)
 
 
 def _err(text: str) -> None:
-    _out(text, file=sys.stderr)
+    _out(text, file=sys.stderr, one_line=True)
+
+
+def _cell(text: str) -> str:
+    """One table cell or one listed line: server text on one line, every control character shown as an escape."""
+    return terminal_safe(redaction.redact(text))
 
 
 def print_results(results: Sequence[Result]) -> None:
@@ -196,10 +232,11 @@ def print_results(results: Sequence[Result]) -> None:
     for result in results:
         for line in result.errors:
             if line != result.summary:
-                _out(f"  {result.check}: {line}")
+                _out(f"  {_cell(result.check)}: {_cell(line)}")
 
 
 def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:
+    rows = [{c: _cell(str(row[c])) for c in columns} for row in rows]
     widths = {c: max([len(c)] + [len(str(row[c])) for row in rows]) for c in columns}
     _out("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
     for row in rows:
@@ -217,9 +254,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(arguments)
     if unknown and args.func is not _sandbox_missing:  # the placeholders accept anything; the rest must not
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    undo = interrupt.install(_stop_line) if args.command == "run" else (lambda: None)
     try:
         code: int = args.func(args)
         return code
+    except KeyboardInterrupt:  # a command without the stop handler (run has one: it never gets here)
+        _err(f"outpost {args.command}: interrupted by SIGINT")
+        return interrupt.exit_code(signal.SIGINT)
     except _Usage as error:
         _err(f"outpost {args.command}: {error}")
         return EXIT_USAGE
@@ -235,6 +276,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = str(error).strip().splitlines()
         _err(f"outpost {args.command}: internal error {type(error).__name__}: {lines[0][:200] if lines else ''}")
         return 2
+    finally:
+        undo()
+
+
+def _stop_line(signum: int) -> None:
+    """The last line of a stopped `outpost run` (written by the signal handler straight to stderr)."""
+    name, code = interrupt.signal_name(signum), interrupt.exit_code(signum)
+    interrupt.write_line(2, f"outpost run: stopped by {name}: no result; credential plugins killed, "
+                            f"and no heartbeat is sent after a stop (exit {code})")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -39,6 +38,7 @@ from pydantic import (
 from outpost import local_files
 from outpost.errors import ConfigError
 from outpost.secrets import parse_secret_ref
+from outpost.strict import StrictScalars
 
 try:  # libyaml's parser: about 10x faster than PyYAML's own (a 1 MiB kubeconfig: 24 ms instead of 360 ms)
     from yaml import CSafeLoader as _SafeLoader
@@ -57,7 +57,7 @@ SecretReference = Annotated[str, AfterValidator(_secret_reference)]
 """A reference such as `env:NAME` or `ssm:/outpost/prod/heartbeat`; never the secret itself."""
 
 
-class _Model(BaseModel):
+class _Model(StrictScalars):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

@@ -12,8 +12,9 @@ contains a secret: heartbeat URLs, tokens and API keys are redacted before an ex
     │   ├── ClusterTimeout         connect/read timeout or the check's deadline ran out
     │   ├── ClusterUnreachable     DNS, TCP or TLS failure
     │   ├── ClusterResponseError   unexpected status code
-    │   ├── MalformedResponse      body is not the JSON shape we expected
-    │   └── ResponseTooLarge       body exceeds cluster.max_response_bytes
+    │   │   └── ClusterRequestRefused  431/413/414/411/415: our own request was refused, nothing observed
+    │   ├── MalformedResponse      body is not the JSON shape we expected (or an encoding we refuse)
+    │   └── ResponseTooLarge       body exceeds cluster.max_response_bytes, or the run cluster.max_run_bytes
     ├── ReportError            the heartbeat could not be delivered
     └── InvocationError        a runtime event/request is malformed (HTTP 400)
 """
@@ -63,12 +64,18 @@ class ClusterResponseError(ClusterError):
         super().__init__(message)
 
 
+class ClusterRequestRefused(ClusterResponseError):
+    """A server refused our own request as too large or malformed (431, 413, 414, 411, 415): the request's
+    fault, not an observation of the server's health, so it is `error` wherever it comes from."""
+
+
 class MalformedResponse(ClusterError):
     """The API server's body was not the JSON shape we expected."""
 
 
 class ResponseTooLarge(ClusterError):
-    """The API server's body exceeded the configured per-response size cap."""
+    """A body exceeded the per-response cap, or the run's bytes exceeded the per-run budget (the message names
+    which setting to raise)."""
 
 
 class ReportError(OutpostError):

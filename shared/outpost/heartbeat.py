@@ -13,7 +13,10 @@ Guarantees:
   `outpost.bounded` (a receiver that trickles its answer cannot stretch it), so a ping always fits in
   the function timeout left after the check's own deadline; a malformed URL is a `ReportError`, not a crash;
 - plain `http://` is accepted only for loopback hosts (local receivers and the demo); anything else must be
-  `https://`, so a token never crosses a network in clear text.
+  `https://`, so a token never crosses a network in clear text;
+- an answer is judged by its status line alone: no byte of its body is read (Vigilmon's answer carries nothing
+  Outpost uses), so an endless, trickling or compressed body (a decoding bomb) ends the request at once, and
+  `Accept-Encoding: identity` asks for no coding at all. The headers are bounded by h11's own limit (16 KiB).
 
 Secrets arrive as any object with `reveal() -> str` (an `outpost.secrets.Secret`): this module sits beside
 `outpost.secrets` in the import layers and does not import it.
@@ -96,12 +99,14 @@ class _RetryingClient:
                                else worst_case_seconds(timeout_seconds, retries, backoff_seconds))
         self._sleep = sleep
         self._client = httpx.Client(transport=transport if transport is not None else bounded_transport(self.budget),
-                                    timeout=timeout_seconds, follow_redirects=False, trust_env=False)
+                                    timeout=timeout_seconds, follow_redirects=False, trust_env=False,
+                                    headers={"Accept-Encoding": "identity"})
 
     def close(self) -> None:
         self._client.close()
 
-    def send(self, what: str, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    def send(self, what: str, method: str, url: str, **kwargs: Any) -> int:
+        """The 2xx status Vigilmon answered (after retries); ReportError otherwise. The body is never read."""
         attempts = self.retries + 1
         last_cause = "no attempt made"
         for attempt in range(1, attempts + 1):
@@ -118,7 +123,10 @@ class _RetryingClient:
                 attempts = attempt - 1
                 break
             try:
-                response = self._client.request(method, url, **kwargs)
+                # Streamed and closed unread: the status line and headers are the whole answer we need, and an
+                # unread body costs nothing however long (or compressed) it is (the connection is dropped).
+                with self._client.stream(method, url, **kwargs) as response:
+                    status = response.status_code
             except httpx.TimeoutException:
                 last_cause = (f"the delivery budget of {self.budget.seconds:g}s ran out" if self.budget.expired
                               else f"timed out after {self.timeout_seconds:g}s")
@@ -129,14 +137,14 @@ class _RetryingClient:
                 # The class name (ConnectError, RemoteProtocolError) says enough; the text may hold the URL.
                 last_cause = f"connection failed ({type(error).__name__})"
                 continue
-            if response.status_code >= 500:
-                last_cause = f"HTTP {response.status_code}"
+            if status >= 500:
+                last_cause = f"HTTP {status}"
                 continue
-            if 200 <= response.status_code < 300:
-                return response
-            if 300 <= response.status_code < 400:
-                raise ReportError(f"{what}: HTTP {response.status_code} (redirect not followed, not retried)")
-            raise ReportError(f"{what}: HTTP {response.status_code} (not retried)")
+            if 200 <= status < 300:
+                return status
+            if 300 <= status < 400:
+                raise ReportError(f"{what}: HTTP {status} (redirect not followed, not retried)")
+            raise ReportError(f"{what}: HTTP {status} (not retried)")
         attempts = max(attempts, 1)
         plural = "s" if attempts > 1 else ""
         raise ReportError(f"{what}: {last_cause} (gave up after {attempts} attempt{plural})")

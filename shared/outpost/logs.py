@@ -11,6 +11,12 @@ Guarantees:
     carries its token in the path or query, and anyone holding it can mask an outage);
   * `Bearer <token>` becomes `Bearer ***`;
   * a `Secret` is written as `***`; other objects that are not plain JSON go through `str()`;
+- no raw control character leaves in a line, whatever a server sent: `dumps` writes JSON whose strings escape
+  every C0 control, DEL and every C1 control (U+0080-U+009F, CSI U+009B among them) as `\\uXXXX` (json's own
+  `ensure_ascii=False` output escapes C0 only), so a log viewer or terminal showing the raw line never
+  interprets one; `terminal_safe` does the same for plain text bound for a terminal (the CLI's table and
+  lines), showing each as a visible escape (`\\x1b`, `\\x9b`, `\\x7f`, `\\r`) and keeping tab (and newline
+  only where a line break is meant);
 - `RedactingFilter` applies the same guard to stdlib `logging` records (installed on the HTTP client
   libraries' loggers, which log full request URLs at INFO/DEBUG), and `install_redaction` also installs
   `outpost.redaction`'s record factory, which scrubs every record of every logger (third-party ones too).
@@ -23,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
@@ -39,6 +46,35 @@ _LEVELS: Final = {
     Status.FAILED: "ERROR",
     Status.ERROR: "ERROR",
 }
+
+_JSON_CONTROL: Final = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+"""DEL and the C1 controls, as JSON escapes (json.dumps escapes C0 itself; these it leaves raw)."""
+_TERMINAL_CONTROL: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_NAMED: Final = {"\n": "\\n", "\r": "\\r"}
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """`value` as JSON (UTF-8 text kept readable) with no raw control character in it: DEL and C1 escaped too."""
+    separators = (",", ":") if indent is None else (",", ": ")
+    text = json.dumps(value, ensure_ascii=False, separators=separators, indent=indent, default=str)
+    return text.translate(_JSON_CONTROL)
+
+
+def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with every control character (C0 but tab, ESC, DEL, C1 incl. CSI U+009B) shown as a visible escape.
+
+    Why: text from a server (an error body, a health line) reaches a terminal through the CLI, and an escape
+    sequence in it would be executed by the terminal (retitle it, clear it, move the cursor over earlier lines).
+    """
+
+    def visible(match: re.Match[str]) -> str:
+        char = match.group()
+        if char == "\n" and keep_newlines:
+            return char
+        return _NAMED.get(char) or f"\\x{ord(char):02x}"
+
+    return _TERMINAL_CONTROL.sub(visible, text)
+
 
 def redact(text: str) -> str:
     """Scrub known secret values, credentials in URLs and bearer tokens out of one string."""
@@ -61,8 +97,8 @@ def sanitize(value: Any) -> Any:
     return redact(str(value))
 
 
-def emit(level: str, message: str, *, stream: IO[str] | None = None, **fields: Any) -> dict[str, Any]:
-    """Write one structured line; returns the (redacted) object written, for callers that want it."""
+def structured(level: str, message: str, **fields: Any) -> dict[str, Any]:
+    """One structured log record, redacted (what `emit` writes, as `dumps` serialises it)."""
     record: dict[str, Any] = {
         "severity": level,
         "level": level,
@@ -70,8 +106,13 @@ def emit(level: str, message: str, *, stream: IO[str] | None = None, **fields: A
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         **fields,
     }
-    clean = sanitize(record)
-    line = json.dumps(clean, ensure_ascii=False, separators=(",", ":"), default=str)
+    return dict(sanitize(record))
+
+
+def emit(level: str, message: str, *, stream: IO[str] | None = None, **fields: Any) -> dict[str, Any]:
+    """Write one structured line; returns the (redacted) object written, for callers that want it."""
+    clean = structured(level, message, **fields)
+    line = dumps(clean)
     out = stream if stream is not None else sys.stdout
     out.write(line + "\n")
     out.flush()

@@ -14,6 +14,11 @@ Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
   packaging check against the platform's function timeout;
 - a heartbeat is sent only for ok/degraded, only when a heartbeat is configured, the check is enabled
   and reporting is on; a ping that cannot be delivered turns the run into `error`;
+- never after a stop (SIGINT/SIGTERM, `outpost.interrupt`): a run asked to stop before it starts does
+  nothing, a healthy run stopped before its heartbeat is `error` and not pinged, and every heartbeat
+  attempt (the first and each retry) checks for a stop right before it opens its connection, its backoff
+  cut short by one (where a signal handler is installed the process ends at the signal anyway; this is
+  what keeps a worker thread still running at that instant from pinging);
 - no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only, and
   every result passes `outpost.redaction` when it is built;
 - a check configured with `cluster_auth` runs under that identity instead of `cluster.auth`; a job that
@@ -28,7 +33,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from outpost import redaction, registry
+import httpx
+
+from outpost import interrupt, redaction, registry
+from outpost.bounded import bounded_transport
 from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
@@ -70,7 +78,7 @@ def run_check(
     try:
         result = _observe(settings, name, cluster_factory)
         if report and result.status.healthy:
-            result = _report(settings, result)
+            result = _stopped(result, "before its heartbeat") if interrupt.requested() else _report(settings, result)
     except Exception as error:  # noqa: BLE001 - the last line of fail-closed: never a crash, always a result
         result = Result.error(name, f"{name}: internal error {type(error).__name__}: {_one_line(error)}")
     result = result.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
@@ -87,7 +95,32 @@ def _one_line(error: BaseException) -> str:
     return redaction.redact(lines[0][:200]) if lines else "no detail"
 
 
+def _stopped(result: Result, when: str) -> Result:
+    """`error`: the run was stopped (SIGINT/SIGTERM) `when`; nothing is pinged after a stop."""
+    cause = f"{result.check}: the run was stopped {when}; not pinged"
+    if result.status.healthy:
+        cause = f"{result.check}: observed {result.status.value} but the run was stopped {when}; not pinged"
+    return Result(check=result.check, status=Status.ERROR, summary=cause, errors=[cause],
+                  details={**result.details, "observed_status": result.status.value, "stopped": True})
+
+
+class _StopGuard(httpx.BaseTransport):
+    """The heartbeat's transport: refuses to open a request once a stop was asked for (each retry included)."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        interrupt.check("its heartbeat")
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> Result:
+    if interrupt.requested():
+        return Result.error(name, f"{name}: the run was stopped before it started; nothing was observed")
     try:
         spec = registry.get(name)
         params = check_params(settings, name)
@@ -125,13 +158,18 @@ def _report(settings: Settings, result: Result) -> Result:
     budget = Deadline(worst_case_seconds(heartbeat.timeout_seconds, heartbeat.retries, heartbeat.backoff_seconds))
     try:
         url = resolve(configured.heartbeat, timeout=budget.remaining())
+        delivery = max(0.1, budget.remaining())
         with HeartbeatClient(
             timeout_seconds=heartbeat.timeout_seconds,
             retries=heartbeat.retries,
             backoff_seconds=heartbeat.backoff_seconds,
-            budget_seconds=max(0.1, budget.remaining()),
+            transport=_StopGuard(bounded_transport(Deadline(delivery))),
+            sleep=interrupt.sleep,
+            budget_seconds=delivery,
         ) as client:
             client.ping(url, label=result.check)
+    except interrupt.Stopped:
+        return _stopped(result, "before its heartbeat")
     except Exception as error:  # noqa: BLE001 - any failure to deliver is "not delivered", never a crash
         reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
         cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {reason}"

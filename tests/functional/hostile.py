@@ -12,12 +12,14 @@ its port: the warm-process leak test measures its own threads and descriptors wi
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import socket
 import ssl
 import sys
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,13 +156,132 @@ def healthy() -> Behaviour:
     return reply(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed\n", {"Content-Type": "text/plain"})
 
 
+# -- behaviours of the byte budget (issue 20): bombs, endless pages and bodies, deep JSON, huge answers ---------
+
+
+@functools.cache
+def _gzip_of_zeros(size: int) -> bytes:
+    """gzip of `size` zero bytes, made in 1 MiB steps (never holding `size` bytes): about size / 1000 bytes."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1024 * 1024)
+    parts = [packer.compress(block) for _ in range(size // len(block))]
+    return b"".join([*parts, packer.flush()])
+
+
+def stacked_gzip_bomb(inflated: int = 1024 * 1024 * 1024, status: int = 200) -> Behaviour:
+    """`Content-Encoding: gzip, gzip`: a few KB that inflate to `inflated` bytes in two steps (1 GiB by default)."""
+    body = gzip.compress(_gzip_of_zeros(inflated), 9)
+    return reply(status, body, {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"})
+
+
+def big_gzip_bomb(inflated: int = 1024 * 1024 * 1024, status: int = 200) -> Behaviour:
+    """One gzip layer of `inflated` zero bytes (about 1 MB on the wire for 1 GiB)."""
+    return reply(status, _gzip_of_zeros(inflated), {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+
+
+def stacked_gzip(body: str, status: int = 200) -> Behaviour:
+    """A small, honest body in two gzip layers: what Go's client would not decode."""
+    return reply(status, gzip.compress(gzip.compress(body.encode())),
+                 {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"})
+
+
+def endless_body(status: int = 200, interval: float = 0.0) -> Behaviour:
+    """`status`, then a chunked body that never ends (64 KiB chunks, or one byte every `interval` seconds)."""
+
+    def behave(conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"1\r\na\r\n" if interval else f"{65536:x}\r\n".encode() + b"a" * 65536 + b"\r\n"
+        while not stop.is_set():
+            conn.sendall(chunk)
+            if interval and stop.wait(interval):
+                return
+
+    return behave
+
+
+def health_lines(count: int, status: int = 200, failing_every: int = 0) -> Behaviour:
+    """A verbose health answer of `count` check lines (a million lines is about 20 MB), made as a block of 1,000
+    lines repeated: the test process never holds a million line objects (a child's peak RSS, as wait4 reports
+    it, starts from its parent's at fork)."""
+    block_size = min(count, 1000)
+    block = "".join(f"[-]check-{n} failed: reason withheld\n" if failing_every and n % failing_every == 0
+                    else f"[+]check-{n} ok\n" for n in range(block_size)).encode()
+    body = block * (count // block_size) + b"readyz check passed\n"
+    return reply(status, body, {"Content-Type": "text/plain"})
+
+
+def deep_json(depth: int, status: int = 200, wrap: str = "list") -> Behaviour:
+    """JSON nested `depth` levels deep: as a LIST's only item (`wrap="list"`) or as a bare value."""
+    nested = "[" * depth + "]" * depth
+    body = f'{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{nested}]}}' if wrap == "list" else nested
+    return reply(status, body, {"Content-Type": "application/json"})
+
+
+class EndlessList:
+    """A LIST whose pages never end: every page hands out a new `continue` token (or the same one, with
+    `same_token`), padded to `padding` bytes, on one kept-alive connection. `sent` counts body bytes served."""
+
+    def __init__(self, padding: int = 100_000, same_token: bool = False) -> None:
+        self.padding = padding
+        self.same_token = same_token
+        self.sent = 0
+        self.pages = 0
+
+    def __call__(self, conn: socket.socket, _request: Request, stop: threading.Event) -> None:
+        conn.settimeout(5)
+        while not stop.is_set():
+            self.pages += 1
+            token = "again" if self.same_token else f"page-{self.pages}"
+            body = json.dumps({"kind": "List", "apiVersion": "v1",
+                               "metadata": {"continue": token, "padding": "x" * self.padding},
+                               "items": []}).encode()
+            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                         .encode() + body)
+            self.sent += len(body)
+            if not _next_request(conn):
+                return
+
+
+def _next_request(conn: socket.socket) -> bool:
+    """Read the next request's head on a kept-alive connection; False when the client went away."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        try:
+            piece = conn.recv(65536)
+        except OSError:
+            return False
+        if not piece:
+            return False
+        data += piece
+    return True
+
+
+def routes(table: dict[str, Behaviour], default: Behaviour | None = None) -> Behaviour:
+    """Dispatch on the request path: the behaviour of the longest key that starts the path, else `default`
+    (404 when none)."""
+    fallback = default or reply(404, '{"kind":"Status","code":404,"message":"not found"}',
+                                {"Content-Type": "application/json"})
+
+    def behave(conn: socket.socket, request: Request, stop: threading.Event) -> None:
+        path = request.path.split("?", 1)[0]
+        matching = [key for key in table if path.startswith(key)]
+        chosen = table[max(matching, key=len)] if matching else fallback
+        chosen(conn, request, stop)
+
+    return behave
+
+
 @dataclass
 class HostileServer:
     behaviour: Behaviour
     cert_file: Path | None = None
     key_file: Path | None = None
     requests: list[Request] = field(default_factory=list)
+    max_header_bytes: int | None = None
+    """When set, a request whose head is larger is answered 431 and not handed to the behaviour (as Go's
+    net/http server does past its MaxHeaderBytes); it is not recorded in `requests` either."""
     _stop: threading.Event = field(default_factory=threading.Event)
+    refused_large_headers: int = 0
 
     def __enter__(self) -> HostileServer:
         self._listener = socket.socket()
@@ -209,6 +330,11 @@ class HostileServer:
                 if not piece:
                     return
                 data += piece
+                if self.max_header_bytes is not None and len(data) > self.max_header_bytes:
+                    self.refused_large_headers += 1
+                    _answer(conn, 431, b"431 Request Header Fields Too Large", {"Content-Type": "text/plain"})
+                    _drain_head(conn, data)  # so the client reads the answer rather than a reset
+                    return
             head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
             headers = {}
             for line in head[1:]:
@@ -223,6 +349,17 @@ class HostileServer:
         finally:
             with contextlib.suppress(OSError):
                 conn.close()
+
+
+def _drain_head(conn: socket.socket, data: bytes) -> None:
+    """Read (and drop) the rest of a request head, for at most 2 s."""
+    conn.settimeout(2)
+    with contextlib.suppress(OSError):
+        while b"\r\n\r\n" not in data[-65540:]:
+            piece = conn.recv(65536)
+            if not piece:
+                return
+            data = data[-4:] + piece
 
 
 def silent_tcp() -> tuple[socket.socket, int]:

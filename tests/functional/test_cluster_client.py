@@ -6,22 +6,28 @@ tests/e2e; here the servers misbehave on purpose in ways a real API server rarel
 
 from __future__ import annotations
 
+import gzip
 import json
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hostile import EndlessList, HostileServer, big_gzip_bomb, deep_json, healthy, reply
 from local_tls import closed_port, https_server, silent_server
 
-from outpost.cluster import Cluster, Deadline
+from outpost.cluster import Cluster, Deadline, client
 from outpost.cluster.writer import ClusterWriter
 from outpost.errors import (
     ClusterAuthError,
+    ClusterRequestRefused,
     ClusterResponseError,
     ClusterTimeout,
     ClusterUnreachable,
     MalformedResponse,
+    ResponseTooLarge,
 )
 from outpost.kube.objects import NodeOutline
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
@@ -224,3 +230,159 @@ def test_writer_delete_sends_its_parameters_and_treats_404_as_gone(pki: Localhos
     assert missing is None
     assert seen == ["DELETE /api/v1/namespaces/ns/pods/p?gracePeriodSeconds=0",
                     "DELETE /api/v1/namespaces/ns/pods/gone"]
+
+
+# -- issue 20: one byte budget per run, counted as bytes arrive; strict encodings; our own request --------------
+
+
+def hostile_cluster(server: HostileServer, pki: LocalhostTls, **options: Any) -> Cluster:
+    return Cluster("test", server.url, verify=trust(pki), token=options.pop("token", lambda: TOKEN),
+                   connect_timeout=2.0, read_timeout=5.0, deadline=Deadline(options.pop("deadline", 10.0)),
+                   page_size=2, **options)
+
+
+def test_a_gzip_answer_is_decoded_by_outpost_and_asked_for_as_go_asks(pki: LocalhostTls) -> None:
+    body = json.dumps({"kind": "Status", "message": "fine"}).encode()
+    # two concatenated gzip members read as one body, as Go's gzip.Reader does (multistream)
+    served = reply(200, gzip.compress(body[:10]) + gzip.compress(body[10:]),
+                   {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    with HostileServer(served, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c:
+        assert c.get_json("/version") == {"kind": "Status", "message": "fine"}
+        assert c.budget.used == len(body)  # counted decoded
+    assert server.requests[0].headers["accept-encoding"] == "gzip"
+
+
+@pytest.mark.parametrize(("encoding", "match"), [
+    ("gzip, gzip", r"GET /livez on cluster test: stacked content codings 'gzip, gzip' refused"),
+    ("gzip,identity,gzip", r"stacked content codings 'gzip, gzip' refused"),
+    ("deflate", r"content coding 'deflate' refused \(identity or gzip only"),
+    ("br", r"content coding 'br' refused"),
+    ("x-gzip", r"content coding 'x-gzip' refused"),
+])
+def test_stacked_or_other_content_codings_are_refused_by_name(pki: LocalhostTls, encoding: str, match: str) -> None:
+    served = reply(200, gzip.compress(gzip.compress(b"[+]ping ok\n")), {"Content-Encoding": encoding})
+    with (HostileServer(served, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c,
+          pytest.raises(MalformedResponse, match=match)):
+        c.get("/livez")
+
+
+def test_a_gzip_bomb_is_refused_before_it_inflates_past_the_cap(pki: LocalhostTls) -> None:
+    # 256 MiB of zeros in about 256 KB: refused at the cap (1 MiB) having inflated no more than that.
+    with (HostileServer(big_gzip_bomb(256 * 1024 * 1024), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki, max_response_bytes=1024 * 1024) as c,
+          pytest.raises(ResponseTooLarge, match=r"GET /livez .*exceeds the cap of 1048576 bytes "
+                                                r"\(cluster.max_response_bytes\) once inflated")):
+        c.get("/livez")
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    (gzip.compress(b"[+]ping ok\n" * 100)[:-12], "gzip body ends before its stream does"),
+    (b"\x1f\x8b\x08\x00garbage-not-deflate", "gzip body is corrupt"),
+])
+def test_a_broken_gzip_body_is_malformed(pki: LocalhostTls, body: bytes, match: str) -> None:
+    with (HostileServer(reply(200, body, {"Content-Encoding": "gzip"}), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki) as c, pytest.raises(MalformedResponse, match=match)):
+        c.get("/livez")
+
+
+def test_the_run_budget_spans_every_request_of_the_cluster(pki: LocalhostTls) -> None:
+    chunk = "x" * (600 * 1024)
+    with (HostileServer(reply(200, chunk), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c):
+        c.get("/a")  # 600 KiB of the run's 1 MiB
+        with pytest.raises(ResponseTooLarge, match=r"GET /b on cluster test: the run has read more than its "
+                                                   r"budget of 1048576 bytes \(cluster.max_run_bytes\)"):
+            c.get("/b")
+
+
+def test_the_run_budget_spans_every_page_of_a_list(pki: LocalhostTls) -> None:
+    pages = EndlessList(padding=50_000)
+    with (HostileServer(pages, pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c,
+          pytest.raises(ResponseTooLarge, match=r"LIST|budget of 1048576 bytes \(cluster.max_run_bytes\)")):
+        list(c.iter_list_as(NodeOutline, "/api/v1/nodes"))
+    assert pages.sent < 1024 * 1024 + 2 * 51_000
+
+
+@pytest.mark.parametrize("validated", [False, True])
+def test_a_list_is_bounded_in_pages_and_refuses_a_repeated_token(pki: LocalhostTls, validated: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def read(c: Cluster) -> None:
+        list(c.iter_list_as(NodeOutline, "/api/v1/nodes") if validated else c.iter_list("/api/v1/nodes"))
+
+    with (HostileServer(EndlessList(padding=10, same_token=True), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki) as c,
+          pytest.raises(MalformedResponse, match=r"LIST /api/v1/nodes on cluster test: page 2 hands back the "
+                                                 r"continue token it was asked with")):
+        read(c)
+    monkeypatch.setattr(client, "MAX_LIST_PAGES", 5)
+    pages = EndlessList(padding=10)
+    with (HostileServer(pages, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c,
+          pytest.raises(ResponseTooLarge, match=r"LIST /api/v1/nodes on cluster test: more than 5 pages of 2")):
+        read(c)
+    assert pages.pages == 5
+
+
+READS: dict[str, Callable[[Cluster], object]] = {
+    "get_json": lambda c: c.get_json("/api/v1/nodes"),
+    "list": lambda c: c.list("/api/v1/nodes"),
+    "iter_list_as": lambda c: list(c.iter_list_as(NodeOutline, "/api/v1/nodes")),
+}
+
+
+@pytest.mark.parametrize("how", list(READS))
+def test_json_nested_deeper_than_the_parser_goes_is_malformed_not_a_crash(pki: LocalhostTls, how: str) -> None:
+    with (HostileServer(deep_json(100_000), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki) as c,
+          pytest.raises(MalformedResponse, match=r"/api/v1/nodes.*JSON nested deeper than \d+ levels, the parser's "
+                                                 r"limit \(Go's encoding/json stops at 10000\)")):
+        READS[how](c)
+
+
+def test_a_deeply_nested_refusal_is_still_the_refusal(pki: LocalhostTls) -> None:
+    with (HostileServer(deep_json(100_000, status=403, wrap="none"), pki.cert_file, pki.key_file) as server,
+          hostile_cluster(server, pki) as c, pytest.raises(ClusterAuthError, match=r"GET /livez .*HTTP 403")):
+        c.get("/livez")
+
+
+@pytest.mark.parametrize(("token", "match"), [
+    ("t" * (64 * 1024 + 1), r"the bearer token is 65537 bytes, more than the 65536 bytes Outpost sends"),
+    ("tok\u00e9n-value", r"characters an HTTP header cannot carry"),
+    ("tok\ten-value", r"characters an HTTP header cannot carry"),
+])
+def test_a_token_no_header_should_carry_is_refused_before_anything_is_sent(pki: LocalhostTls, token: str,
+                                                                            match: str) -> None:
+    with (HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
+          hostile_cluster(server, pki, token=lambda: token) as c):
+        with pytest.raises(ClusterAuthError, match=match) as caught:
+            c.get("/livez")
+        assert token not in str(caught.value)
+        assert (server.requests, server.refused_large_headers) == ([], 0)
+    ok = "t" * (64 * 1024)  # the largest token sent: under Go's (and kube-apiserver's) 1 MiB header limit
+    with (HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
+          hostile_cluster(server, pki, token=lambda: ok) as c):
+        assert c.get("/livez").status_code == 200
+
+
+@pytest.mark.parametrize(("status", "reason"), [(411, "Length Required"), (413, "Content Too Large"),
+                                                (414, "URI Too Long"), (415, "Unsupported Media Type"),
+                                                (431, "Request Header Fields Too Large")])
+def test_a_refusal_of_our_own_request_is_an_error_from_every_verb(pki: LocalhostTls, status: int,
+                                                                  reason: str) -> None:
+    with (https_server(pki, lambda _r: (status, "text/plain", "nope")) as (url, _seen),
+          ClusterWriter("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c):
+        for call in (lambda: c.get("/livez"), lambda: c.dry_run_create("/api/v1/namespaces/p/pods", {}),
+                     lambda: c.create("/api/v1/namespaces/p/pods", {})):
+            with pytest.raises(ClusterRequestRefused, match=rf"HTTP {status} {reason}: our own request was refused, "
+                                                            "nothing observed 'nope'") as caught:
+                call()
+            assert caught.value.status_code == status
+
+
+def test_a_400_is_still_the_callers_to_judge(pki: LocalhostTls) -> None:
+    denial = json.dumps({"kind": "Status", "code": 400,
+                         "message": 'admission webhook "vpod.koordinator.sh" denied the request: no'})
+    with (https_server(pki, lambda _r: (400, "application/json", denial)) as (url, _seen),
+          Cluster("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c):
+        assert c.get("/api/v1/namespaces/ns/pods/p:8000/proxy/readyz").status_code == 400
+        assert c.dry_run_create("/api/v1/namespaces/p/pods", {}).status_code == 400

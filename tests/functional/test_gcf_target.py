@@ -79,6 +79,13 @@ def test_scheduler_post_runs_the_check(function_url, receiver, content_type, bod
         ("POST", "", b"{not json", "request body is not valid JSON"),
         ("POST", "", b'"report"', 'request body must be a JSON object such as {"report": false}'),
         ("POST", "", b'{"report": 0}', "option 'report': Input should be a valid boolean"),
+        ("POST", "", b"[" * 100_000, "request body nests deeper than 32 levels (the options are one flat "
+                                     'object: {"report": false})'),
+        ("POST", "", b'{"report":' * 40 + b"true" + b"}" * 40, "request body nests deeper than 32 levels (the "
+                                                              'options are one flat object: {"report": false})'),
+        ("POST", "", b'{"report": false, "report": true}', "option 'report' given more than once in the body"),
+        ("POST", "", b'{"report": false}' + b" " * 100_000,
+         'request body is larger than 65536 bytes (the options are tiny: {"report": false})'),
     ],
 )
 def test_malformed_requests_answer_400(function_url, receiver, method, query, body, reason) -> None:  # type: ignore[no-untyped-def]
@@ -105,3 +112,15 @@ def test_bad_configuration_refuses_to_start(tmp_path: Path, monkeypatch: pytest.
         functions_framework.create_app(target="http", source=str(ENTRY_MODULE))  # type: ignore[no-untyped-call]
     assert "cluster.auth.token.server: Field required" in str(raised.value)
     assert "cluster.auth.token.token: Field required" in str(raised.value)
+
+
+def test_gunicorn_workers_are_armed_to_stop_at_signals(function_url: str) -> None:
+    """Loaded by functions-framework, the target wraps gunicorn's worker signal set-up (forked workers inherit it).
+
+    Its effect, a worker that ends at once at SIGTERM without pinging, is proven against the real server in
+    tests/functional/test_fault_matrix_runtime.py.
+    """
+    import importlib
+
+    base = importlib.import_module("gunicorn.workers.base")
+    assert getattr(base.Worker.init_signals, "_outpost_stop", False) is True

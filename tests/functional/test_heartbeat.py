@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import traceback
 
 import pytest
+from hostile import HostileServer, big_gzip_bomb, endless_body, stacked_gzip_bomb
 
 from outpost.errors import ReportError
 from outpost.heartbeat import HeartbeatClient, VigilmonClient
@@ -191,3 +193,46 @@ def test_vigilmon_start_needs_positive_whole_minutes(receiver, minutes) -> None:
     ):
         vigilmon.start_maintenance("mon-123", minutes)
     assert receiver.requests == []
+
+
+# -- issue 20: an answer is judged by its status line; no byte of its body is read -------------------------------
+
+
+HOSTILE_ANSWERS = {
+    "endless body": lambda: endless_body(200),
+    "trickled body": lambda: endless_body(200, interval=0.5),
+    "stacked gzip bomb": lambda: stacked_gzip_bomb(1024 * 1024 * 1024),
+    "1 GiB gzip bomb": lambda: big_gzip_bomb(1024 * 1024 * 1024),
+}
+
+
+@pytest.mark.parametrize("answer", list(HOSTILE_ANSWERS))
+def test_a_2xx_is_delivered_at_once_whatever_its_body(answer: str) -> None:
+    with HostileServer(HOSTILE_ANSWERS[answer]()) as server:
+        started = time.monotonic()
+        with HeartbeatClient(timeout_seconds=2, retries=0, backoff_seconds=0, sleep=SleepLog()) as client:
+            client.ping(Secret(f"{server.url}/api/heartbeat/{TOKEN}"), label="apiserver-health")
+        assert time.monotonic() - started < 1.5
+        assert [r.headers.get("accept-encoding") for r in server.requests] == ["identity"]
+
+
+def test_a_5xx_with_an_endless_body_is_retried_without_reading_it() -> None:
+    sleep = SleepLog()
+    with HostileServer(endless_body(503)) as server:
+        url = Secret(f"{server.url}/api/heartbeat/{TOKEN}")
+        started = time.monotonic()
+        with (HeartbeatClient(timeout_seconds=2, retries=2, backoff_seconds=0.1, sleep=sleep) as client,
+              pytest.raises(ReportError, match=r"HTTP 503 \(gave up after 3 attempts\)") as caught):
+            client.ping(url, label="apiserver-health")
+        assert time.monotonic() - started < 1.5
+        assert len(server.requests) == 3
+    assert_no_token(rendered(caught.value))
+
+
+def test_maintenance_answer_with_an_endless_body_is_not_read() -> None:
+    with HostileServer(endless_body(200)) as server:
+        started = time.monotonic()
+        with VigilmonClient(f"{server.url}/api", Secret("vk_live_9f8e7d6c5b4a3210"), sleep=SleepLog()) as vigilmon:
+            vigilmon.start_maintenance("mon-1", 5)
+        assert time.monotonic() - started < 1.5
+        assert [r.line for r in server.requests] == ["POST /api/maintenance HTTP/1.1"]

@@ -12,6 +12,7 @@ import copy
 import importlib.util
 import itertools
 import json
+import signal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -132,6 +133,35 @@ def test_http_shapes_all_run_the_check(entry, receiver, event) -> None:  # type:
             {**url_event("GET"), "requestContext": {"http": {}}},
             "malformed event: requestContext.http.method: Field required",
         ),
+        (
+            url_event("POST", body="[" * 100_000 + "]" * 100_000),
+            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+        ),
+        (
+            url_event("POST", body='{"report": false}' + " " * 100_000),
+            "request body is larger than 65536 bytes (the options are tiny: {\"report\": false})",
+        ),
+        (
+            url_event("POST", body="[" * 33 + "]" * 33),
+            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+        ),
+        (
+            url_event("POST", body="[" * 100_000, b64=True),
+            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+        ),
+        (
+            url_event("POST", body='{"report": false, "report": true}'),
+            "option 'report' given more than once in the body",
+        ),
+        (
+            {**url_event("POST"), "isBase64Encoded": "false"},
+            "malformed event: isBase64Encoded: Input should be a valid boolean",
+        ),
+        ({**REST_V1_EVENT, "isBase64Encoded": 1}, "malformed event: isBase64Encoded: Input should be a valid boolean"),
+        (
+            {**REST_V1_EVENT, "httpMethod": "POST", "body": '{"report": true, "report": false}'},
+            "option 'report' given more than once in the body",
+        ),
     ],
 )
 def test_malformed_requests_answer_400(entry, receiver, event, reason) -> None:  # type: ignore[no-untyped-def]
@@ -198,3 +228,25 @@ def test_missing_configuration_fails_the_cold_start(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("OUTPOST_ENV", raising=False)
     with pytest.raises(ConfigError, match="no configuration: set OUTPOST_CONFIG"):
         load_entry_module()
+
+
+def test_signal_handlers_are_left_alone_outside_the_lambda_runtime(unreachable_cluster_config: Path) -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    load_entry_module()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_in_the_lambda_runtime_sigterm_and_sigint_stop_the_process(unreachable_cluster_config: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    monkeypatch.setenv("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+    try:
+        load_entry_module()
+        installed = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
+    assert installed[0] is installed[1]
+    assert installed[0] not in before
+    # What the handler does (exit 143, no ping, plugins killed) is proven in a child process:
+    # tests/functional/test_fault_matrix_runtime.py.

@@ -3,20 +3,29 @@
 - a credential plugin that hangs (here: a kubeconfig exec plugin that sleeps) cannot hold the run past
   its deadline: the run ends as `error` naming the deadline, and nothing is pinged;
 - an exec plugin that fails is `error` naming the kubeconfig credentials;
-- a healthy observation whose heartbeat cannot be delivered is `error`, and the URL is not in it.
+- a healthy observation whose heartbeat cannot be delivered is `error`, and the URL is not in it;
+- after a stop (`outpost.interrupt`, what SIGINT/SIGTERM ask for) nothing is pinged: a healthy run stopped
+  mid-way is `error`, a stop during the heartbeat's backoff ends its retries at once, a run asked to stop
+  before it starts observes nothing, and a plugin registered after the stop is killed at once.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import stat
+import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from local_server import LocalServer
 from local_tls import https_server
 
+from outpost import interrupt
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
@@ -116,3 +125,92 @@ def test_exec_plugin_token_reaches_the_server_and_ok_pings(tmp_path: Path, pki: 
     assert result.reported is True
     assert pings == 1
     assert seen_auth == ["Bearer exec-issued-token"] * 2
+
+
+# -- a stop (SIGINT/SIGTERM): nothing is pinged after it ------------------------------------------------------
+
+
+@pytest.fixture
+def stop_reset() -> Iterator[None]:
+    """These tests ask for a stop in this very process: forget it afterwards."""
+    interrupt.reset()
+    yield
+    interrupt.reset()
+
+
+def test_a_stop_during_the_observation_means_no_ping(tmp_path: Path, pki: LocalhostTls, stop_reset: None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def respond(request):  # type: ignore[no-untyped-def]
+        if request.path.startswith("/readyz"):
+            interrupt.request_stop()  # the signal lands while the API server answers (healthy)
+        return 200, "text/plain", HEALTHY_BODY
+
+    with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
+        monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
+        kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
+        result = run_check(settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health",
+                           log=False)
+        pings = receiver.pings_for("apiserver-health")
+    assert result.status is Status.ERROR
+    assert result.summary == ("apiserver-health: observed ok but the run was stopped before its heartbeat; "
+                              "not pinged")
+    assert result.details["observed_status"] == "ok"
+    assert result.reported is False
+    assert pings == 0
+
+
+def test_a_stop_during_the_heartbeat_backoff_ends_the_retries(pki: LocalhostTls, stop_reset: None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first attempt answers 500; the stop comes during the backoff: no retry starts, the wait is cut."""
+    receiver = LocalServer(script=[(500, {}, b"busy")])
+    receiver.start()
+    try:
+        with https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, _):
+            monkeypatch.setenv("RUNNER_TEST_TOKEN", "sa-runner-token-value")
+            monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/runner")
+            settings = parse_settings({
+                "environment": "t",
+                "cluster": {"name": "c", "auth": {"mode": "token", "server": url, "token": "env:RUNNER_TEST_TOKEN",
+                                                  "ca_file": str(pki.ca_file)}},
+                "heartbeat": {"timeout_seconds": 1, "retries": 3, "backoff_seconds": 5},
+                "checks": {"apiserver-health": {"heartbeat": "env:RUNNER_TEST_HEARTBEAT"}},
+            })
+            timer = threading.Timer(0.5, interrupt.request_stop)
+            timer.start()
+            started = time.monotonic()
+            result = run_check(settings, "apiserver-health", log=False)
+            elapsed = time.monotonic() - started
+            timer.join()
+    finally:
+        receiver.stop()
+    assert len(receiver.requests) == 1, "a heartbeat attempt started after the stop"
+    assert elapsed < 2.0, f"the backoff was not cut short by the stop ({elapsed:.1f} s)"
+    assert result.status is Status.ERROR
+    assert "stopped before its heartbeat; not pinged" in result.summary
+
+
+def test_a_run_asked_to_stop_before_it_starts_observes_nothing(pki: LocalhostTls, stop_reset: None) -> None:
+    with https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, seen):
+        settings = parse_settings({
+            "environment": "t",
+            "cluster": {"name": "c", "auth": {"mode": "token", "server": url, "token": "env:RUNNER_UNSET",
+                                              "ca_file": str(pki.ca_file)}},
+            "checks": {"apiserver-health": {}},
+        })
+        interrupt.request_stop()
+        result = run_check(settings, "apiserver-health", log=False)
+    assert result.status is Status.ERROR
+    assert result.summary == "apiserver-health: the run was stopped before it started; nothing was observed"
+    assert seen == []
+
+
+def test_a_plugin_started_after_a_stop_is_killed_at_once(stop_reset: None) -> None:
+    interrupt.request_stop()
+    process = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        with interrupt.tracked(process):
+            assert process.wait(timeout=2) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

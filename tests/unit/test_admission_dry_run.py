@@ -502,3 +502,8 @@ def test_dry_run_may_wait_longer_than_a_read_but_not_past_the_deadline(deadline:
 def test_check_is_registered_with_its_catalogue_row() -> None:
     check = admission_dry_run.CHECK
     assert (check.name, check.system, check.severity) == ("admission-dry-run", "koordinator / openkruise", "critical")
+
+
+def test_a_status_nested_past_the_parser_is_no_status() -> None:
+    """A body nesting 100,000 levels is read as text, never a RecursionError ('internal error')."""
+    assert admission_dry_run._status("[" * 100_000 + "]" * 100_000) is None

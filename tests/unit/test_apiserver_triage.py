@@ -109,3 +109,13 @@ def test_etcd_down_names_failing_readyz_checks_in_details() -> None:
 
 def test_classify_is_the_same_verdict() -> None:
     assert classify(recorded("apiserver-overload"))[0] == "overloaded"
+
+
+def test_a_list_nested_past_the_parser_is_a_named_malformed_response() -> None:
+    """A 200 whose body nests 100,000 levels is not a list of items (never a RecursionError, 'internal error')."""
+    from outpost.checks.apiserver_triage import _check_list
+    from outpost.errors import MalformedResponse
+
+    step = Step("list", "ok", 12.0, 200)
+    with pytest.raises(MalformedResponse, match=r"^LIST on cluster c: HTTP 200 without a list of items$"):
+        _check_list(step, "[" * 100_000 + "]" * 100_000, "c")

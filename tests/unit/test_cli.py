@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import socket
+import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
-from outpost.cli import main
+from outpost import cli
+from outpost.cli import main, print_results
+from outpost.errors import OutpostError
+from outpost.result import Result, Status
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -84,3 +90,61 @@ def test_unreachable_cluster_is_exit_2_with_json(tmp_path: Path, capsys: pytest.
     assert result["status"] == "error"
     assert result["summary"] == "GET /livez on cluster gone: connection refused"
     assert result["reported"] is False
+
+
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureFixture[str]) -> None:
+    result = Result(check="apiserver-health", status=Status.FAILED,
+                    summary="failing: etcd\x1b]0;owned\x07 \x9b2J",
+                    errors=["apiserver /readyz: etcd\x1b[2J failed\x7f\rALL OK\nsecond line"])
+    print_results([result])
+    out = capsys.readouterr().out
+    assert not RAW_CONTROL.search(out), repr(out)
+    lines = out.splitlines()
+    assert len(lines) == 3  # header, one row, one error line: a newline from a server does not add a line
+    assert lines[1].endswith("failing: etcd\\x1b]0;owned\\x07 \\x9b2J")
+    assert lines[2] == "  apiserver-health: apiserver /readyz: etcd\\x1b[2J failed\\x7f\\rALL OK\\nsecond line"
+
+
+def test_stderr_lines_are_one_line_and_escaped(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_args: object) -> int:
+        raise OutpostError("server said \x1b[31mno\x1b[0m\nand more")
+
+    monkeypatch.setattr(cli, "cmd_validate", broken)
+    code, _, err = run(capsys, "validate")
+    assert code == 2
+    assert err == "outpost validate: server said \\x1b[31mno\\x1b[0m\\nand more\n"
+
+
+def test_ctrl_c_in_another_command_is_one_line_and_130(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(_args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_validate", interrupted)
+    code, _, err = run(capsys, "validate")
+    assert code == 130
+    assert err == "outpost validate: interrupted by SIGINT\n"
+
+
+def test_run_restores_the_signal_handlers_it_installed(capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    code, _, _ = run(capsys, "run", "no-such-check")
+    assert code == 64
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_run_many_runs_on_daemon_threads_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, bool]] = []
+
+    def fake_run_check(_settings: object, name: str, **_kwargs: object) -> Result:
+        seen.append((name, threading.current_thread().daemon))
+        return Result(check=name, status=Status.OK, summary="fine")
+
+    monkeypatch.setattr(cli, "run_check", fake_run_check)
+    results = cli.run_many(None, ["a", "b", "c"])  # type: ignore[arg-type]
+    assert [r.check for r in results] == ["a", "b", "c"]
+    assert sorted(seen) == [("a", True), ("b", True), ("c", True)]

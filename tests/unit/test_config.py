@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
-from outpost.config import environment_file
+from outpost.config import environment_file, parse_settings
 from outpost.errors import ConfigError
 from outpost.settings import load_settings, settings_from_environment
 
@@ -298,3 +299,26 @@ def test_every_kind_has_a_documented_limit() -> None:
     limits = {kind.name: kind.limit_text for kind in local_files.KINDS}
     assert limits == {"configuration": "1 MiB", "kubeconfig": "4 MiB", "token file": "64 KiB", "CA bundle": "4 MiB",
                       "client certificate": "256 KiB", "client key": "64 KiB"}
+
+
+# -- scalars as written: no bool for a number, no string for a number or a bool (outpost.strict) ------------------
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("deadline_seconds", True), ("deadline_seconds", "30"), ("read_timeout_seconds", False),
+    ("max_response_bytes", "1048576"),
+])
+def test_a_scalar_of_the_wrong_kind_is_refused_naming_its_path(field: str, value: object) -> None:
+    raw = {"environment": "x", "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": "/k"}, field: value}}
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(raw)
+    assert any(p.startswith(f"cluster.{field}: Input should be a valid") for p in caught.value.problems), \
+        caught.value.problems
+
+
+def test_check_params_take_scalars_as_written() -> None:
+    from outpost.checks.leader_leases import LeaderLeasesParams
+
+    with pytest.raises(ValidationError, match=r"max_future_skew_seconds\n  Input should be a valid number"):
+        LeaderLeasesParams.model_validate({"max_future_skew_seconds": True})
+    assert LeaderLeasesParams.model_validate({"max_future_skew_seconds": 5}).max_future_skew_seconds == 5

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 
 import pytest
 
-from outpost.logs import RedactingFilter, emit_run_log, redact
+from outpost.logs import RedactingFilter, dumps, emit_run_log, redact, terminal_safe
 from outpost.result import Result, Status
 from outpost.secrets import register_secret_value
 
@@ -88,3 +89,40 @@ def test_redacting_filter_rewrites_library_records() -> None:
     )
     assert RedactingFilter().filter(record)
     assert record.getMessage() == 'HTTP Request: GET https://vigilmon.online/api/heartbeat/*** "HTTP/1.1 200 OK"'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("etcd \x1b]0;owned\x07 failed", "etcd \\x1b]0;owned\\x07 failed"),  # OSC retitle, BEL
+        ("\x1b[2J\x9b31mred\x7f", "\\x1b[2J\\x9b31mred\\x7f"),  # CSI, the C1 CSI U+009B, DEL
+        ("ok\rFAKE", "ok\\rFAKE"),  # a carriage return would overwrite the line
+        ("a\x08\x08b\x00c\x85d", "a\\x08\\x08b\\x00c\\x85d"),  # backspace, NUL, C1 NEL
+        ("tab\tkept, café, ✓", "tab\tkept, café, ✓"),  # tab and printable text, any script, unchanged
+        ("two\nlines", "two\\nlines"),
+    ],
+)
+def test_terminal_safe_shows_controls_as_escapes(text: str, expected: str) -> None:
+    assert terminal_safe(text) == expected
+
+
+def test_terminal_safe_keeps_line_breaks_when_meant() -> None:
+    assert terminal_safe("one\ntwo\x1b[0m", keep_newlines=True) == "one\ntwo\\x1b[0m"
+
+
+def test_log_line_never_carries_a_raw_control_character() -> None:
+    result = Result(check="c", status=Status.FAILED, summary="etcd\x1b[2J failed \x9b31m\x7f café",
+                    errors=["line \x85 \x9b"], details={"key\x9b": "value\x7f"})
+    buffer = io.StringIO()
+    emit_run_log(result, environment="e", stream=buffer)
+    line = buffer.getvalue()
+    assert line.endswith("\n")
+    assert not re.search("[\x00-\x1f\x7f-\x9f]", line.rstrip("\n")), repr(line)
+    assert "café" in line  # UTF-8 text stays readable
+    record = json.loads(line)
+    assert record["summary"] == "etcd\x1b[2J failed \x9b31m\x7f café"  # the same text, escaped in transit only
+    assert record["details"] == {"key\x9b": "value\x7f"}
+
+
+def test_dumps_escapes_del_and_c1_only() -> None:
+    assert dumps({"a": "\x7f\x80\x9f\xa0é\n"}) == '{"a":"\\u007f\\u0080\\u009f\xa0é\\n"}'

@@ -120,6 +120,9 @@ def test_a_timeout_while_the_api_server_is_silent_is_not_observed(control: str) 
 
 @pytest.mark.parametrize(("status", "match"), [
     (403, r"HTTP 403"), (401, r"HTTP 401"), (429, r"rate limited"), (302, r"redirect"),
+    (431, r"HTTP 431 Request Header Fields Too Large: our own request was refused"),
+    (413, r"HTTP 413 Content Too Large: our own request was refused"),
+    (414, r"HTTP 414 URI Too Long: our own request was refused"),
 ])
 def test_refused_limited_or_redirected_is_not_observed(status: int, match: str) -> None:
     api = (FakeApiServer()
@@ -196,3 +199,28 @@ def test_raise_if_unobserved_passes_observed_outcomes() -> None:
         outcomes = probe_all(cluster, [target("m-a", "readyz")], timeout=2, raise_unobserved=False)
     raise_if_unobserved(outcomes)  # unhealthy is an observation, not a failure to observe
     assert outcomes[0].verdict is Verdict.UNHEALTHY
+
+
+@pytest.mark.parametrize("status", [411, 413, 414, 415, 431])
+def test_classify_reads_a_refusal_of_our_own_request_as_not_observed(status: int) -> None:
+    verdict, detail = classify(status, "refused", "ok")
+    assert verdict is Verdict.UNOBSERVED
+    assert "our own request was refused" in detail
+
+
+def test_a_million_line_answer_is_classified_from_its_head_only() -> None:
+    body = "[+]check ok\n" * 1_000_000
+    started = time.monotonic()
+    verdict, detail = classify(200, body, "ok")
+    failed, failed_detail = classify(500, body, None)
+    assert time.monotonic() - started < 0.5
+    assert (verdict, failed) == (Verdict.UNHEALTHY, Verdict.UNHEALTHY)
+    assert len(detail) < 250
+    assert len(failed_detail) < 250
+    assert "…" in failed_detail
+
+
+def test_a_deeply_nested_status_body_is_previewed_not_parsed() -> None:
+    verdict, detail = classify(503, "{" + "[" * 100_000, None)
+    assert verdict is Verdict.UNHEALTHY
+    assert detail.startswith("HTTP 503 '{[[[")

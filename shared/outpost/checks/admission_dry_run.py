@@ -423,7 +423,7 @@ def _who_should_mutate(answer: DryRunAnswer) -> str:
 def _status(body: str) -> dict[str, Any] | None:
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser: not a Status
         return None
     return parsed if isinstance(parsed, dict) else None
 
@@ -473,7 +473,7 @@ def judge(answer: DryRunAnswer, params: AdmissionDryRunParams, colocation: Coloc
     if code in (200, 201):
         try:
             pod = parse(Pod, json.loads(answer.body), f"dry-run create {answer.path}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser
             return None, f"{pod_ref}: HTTP {code} with a body that is not JSON, admission not observed", details
         except MalformedResponse as error:
             return None, f"{pod_ref}: HTTP {code}: {error}", details

@@ -6,12 +6,13 @@ failing line becomes one error. A 200 whose body is not the API server's verbose
 load balancer's page) is not taken as healthy: it is an `error`, because we did not observe the API
 server. The same rule holds for every health endpoint in Outpost unless a check documents otherwise:
 a 3xx (a redirect, which is never followed) or a 429 (rate limited) is "could not observe" (`error`),
-not "unhealthy" (`failed`).
+not "unhealthy" (`failed`). Only a body's head is read (`outpost.kube.health`): a 200 whose body goes past
+it (a million lines) is not judged healthy (`error`); a non-200 one is judged by its status and the lines
+of its head.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,10 +22,10 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import access
+from outpost.kube.health import MAX_HEALTH_BYTES, MAX_HEALTH_LINES, read_health_body
 from outpost.result import Result, Status
 
 NAME = "apiserver-health"
-_LINE = re.compile(r"^\[(?P<mark>[+-])\](?P<name>\S+) (?P<rest>.*)$")
 
 
 class ApiserverHealthParams(Params):
@@ -63,22 +64,20 @@ def declared_access(params: ApiserverHealthParams) -> list[access.Access]:
 
 
 def parse_lines(body: str) -> list[dict[str, Any]]:
-    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines, in order."""
-    checks = []
-    for line in body.splitlines():
-        match = _LINE.match(line.strip())
-        if match:
-            checks.append({"name": match["name"], "ok": match["mark"] == "+", "line": line.strip()})
-    return checks
+    """`[+]etcd ok` / `[-]etcd failed: reason withheld` lines of the body's head, in order."""
+    return [{"name": line.name, "ok": line.ok, "line": line.line} for line in read_health_body(body).lines]
 
 
 def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
     """(details, failing lines, why the body is not a health report) for one endpoint."""
-    checks = parse_lines(endpoint.body)
+    body = read_health_body(endpoint.body)
+    checks = [{"name": line.name, "ok": line.ok, "line": line.line} for line in body.lines]
     details: dict[str, Any] = {"status_code": endpoint.status_code, "checks": checks}
-    errors = [f"apiserver {endpoint.path}: {c['line'].removeprefix('[-]')}" for c in checks if not c["ok"]]
+    if body.truncated:
+        details["truncated"] = True
+    errors = [f"apiserver {endpoint.path}: {line.detail}" for line in body.lines if not line.ok]
     if endpoint.status_code != 200 and not errors:
-        preview = " ".join(endpoint.body.split())[:120]
+        preview = " ".join(endpoint.body[:1024].split())[:120]
         errors.append(f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {preview!r}")
     elif endpoint.status_code == 200 and errors:
         errors.append(f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure")
@@ -87,7 +86,11 @@ def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
         # A redirect or a rate limit is not the API server's verdict on its health: we did not observe it.
         kind = "redirect (not followed)" if endpoint.status_code < 400 else "rate limited"
         return details, [], f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {kind}, health not observed"
-    if endpoint.status_code == 200 and not checks:
+    if endpoint.status_code == 200 and body.truncated:
+        # Fail closed: the lines past the head were not read, and any of them may be failing.
+        unobservable = (f"apiserver {endpoint.path}: HTTP 200 with an answer of {body.size} characters, longer than "
+                        f"a health report ({MAX_HEALTH_LINES} lines or {MAX_HEALTH_BYTES} bytes read): not judged")
+    elif endpoint.status_code == 200 and not checks:
         unobservable = f"apiserver {endpoint.path}: HTTP 200 without a verbose health report (not the API server?)"
     return details, errors, unobservable
 

@@ -149,7 +149,7 @@ def _request(cluster: Cluster, name: str, path: str, query: dict[str, str | int]
 def _check_list(step: Step, body: str, cluster: str) -> Step:
     try:
         decoded = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser: not a list either
         decoded = None
     if not isinstance(decoded, dict) or not isinstance(decoded.get("items"), list):
         raise MalformedResponse(f"LIST on cluster {cluster}: HTTP 200 without a list of items")

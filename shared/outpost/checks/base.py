@@ -12,17 +12,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from outpost.cluster import Cluster
 from outpost.kube.access import Access
 from outpost.result import Result
+from outpost.strict import StrictScalars
 
 Severity = Literal["critical", "warning"]
 
 
-class Params(BaseModel):
-    """Base of every check's parameters: unknown keys are refused, values are immutable."""
+class Params(StrictScalars):
+    """Base of every check's parameters: unknown keys are refused, values are immutable, scalars as written."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -125,7 +125,7 @@ def _preview(text: str) -> str:
     if flat.startswith("{"):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser: shown as text
             parsed = None
         if isinstance(parsed, dict) and parsed.get("kind") == "Status" and isinstance(parsed.get("message"), str):
             flat = " ".join(parsed["message"].split())

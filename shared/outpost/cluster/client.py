@@ -8,8 +8,15 @@ Guarantees:
 - one wall-clock `Deadline` per run bounds every request end to end: DNS, connect, TLS, headers and
   body (`outpost.bounded` caps each socket operation at what is left, so a trickling server cannot
   stretch a request), with the per-request connect/read timeouts inside it;
-- every response body is read in chunks and refused past `max_response_bytes` (the error names the
-  path and the cap), so one answer cannot exhaust a function's memory;
+- every response body is read in chunks and decoded by us (identity or one gzip layer, as Go's net/http
+  client; stacked or other codings are refused), counted as it arrives against `max_response_bytes` per
+  response and `max_run_bytes` for the whole run (every request and every LIST page of this `Cluster`,
+  which is built per run), so neither one answer, nor a compression bomb, nor a LIST whose pages never end
+  can exhaust a function's memory or time (the error names the path and the setting to raise);
+- JSON is parsed so that a body nested deeper than the parser can go is `MalformedResponse`, not a crash;
+- our own request stays small (a bearer token over `MAX_TOKEN_BYTES` is refused before anything is sent),
+  and a server refusing it as too large or malformed (431, 413, 414, 411, 415) is `ClusterRequestRefused`:
+  `error`, never read as the server's health;
 - every transport failure becomes a `ClusterError` subclass whose one-line message names the
   cluster, the request path and the cause; 401/403 are always `ClusterAuthError`;
 - LISTs are paginated with `limit`/`continue`, and can ask for metadata only
@@ -23,6 +30,7 @@ import functools
 import json
 import re
 import ssl
+import sys
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +39,7 @@ from typing import Any, Generic, Self
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from outpost.bounded import bounded_transport
+from outpost.bounded import GZIP, BodyRefused, ByteBudget, bounded_transport, read_body
 from outpost.cluster.auth import Credentials, TokenSource, build_credentials
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.tls import TlsProbe, probe_tls
@@ -39,6 +47,7 @@ from outpost.config import ClusterSettings
 from outpost.errors import (
     ClusterAuthError,
     ClusterError,
+    ClusterRequestRefused,
     ClusterResponseError,
     ClusterTimeout,
     ClusterUnreachable,
@@ -52,6 +61,35 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 USER_AGENT = "outpost/0.1 (+outside-in health checks)"
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """Per-response cap: a 256 MB function must not be taken down by one oversized (or hostile) answer."""
+DEFAULT_MAX_RUN_BYTES = 256 * 1024 * 1024
+"""Per-run budget of decoded body bytes, all requests and pages together (`cluster.max_run_bytes`)."""
+MAX_LIST_PAGES = 10_000
+"""Pages one LIST may take: at the default `limit` of 250, 2.5 million objects, 16x Kubernetes' documented
+scalability threshold of 150,000 pods per cluster; a server that hands out `continue` tokens for ever (even
+with empty pages, which cost the byte budget almost nothing) is stopped here."""
+MAX_TOKEN_BYTES = 64 * 1024
+"""The largest bearer token sent. Go's net/http server refuses request headers over DefaultMaxHeaderBytes,
+1 MiB (src/net/http/server.go), and kube-apiserver sets the same 1 << 20 (k8s.io/apiserver@v0.37.2
+pkg/server/secure_serving.go MaxHeaderBytes); proxies and load balancers in front of it often allow 8 to 64 KiB.
+Real tokens are 1 to 4 KiB (ServiceAccount JWTs, EKS presigned URLs, OAuth2 access tokens), 8 KiB at most for
+identity providers that put groups in them: 64 KiB is 16x that, and a bigger one is a misconfiguration (a file
+or a whole kubeconfig pasted as a token) that must not go out as a huge header on every request."""
+GO_JSON_MAX_DEPTH = 10_000
+"""Go's encoding/json refuses JSON nested deeper than this (src/encoding/json/scanner.go maxNestingDepth), and
+so does apimachinery's util/json (maxDepth, k8s.io/apimachinery@v0.37.2 pkg/util/json/json.go). Python's json
+parser recurses once per level and stops far earlier, at the interpreter's recursion limit (1000): a body
+deeper than that is a named `MalformedResponse`, never a RecursionError (`loads_json`)."""
+REFUSED_STATUSES = {
+    411: "Length Required",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    415: "Unsupported Media Type",
+    431: "Request Header Fields Too Large",
+}
+"""Statuses by which a server (the API server, or a proxied target) refuses our own request for its framing,
+size or media type: nothing about the server's health was observed, so they are `error` from every endpoint
+(`ClusterRequestRefused`). 400 is not among them: the API server answers 400 for what it judged (an admission
+webhook's denial, a bad selector) and its proxy for a target without an address, which checks judge."""
 
 Query = Mapping[str, str | int] | Sequence[tuple[str, str | int]]
 """Query parameters; a sequence of pairs keeps repeated keys (e.g. several `exclude`)."""
@@ -80,12 +118,28 @@ class Response:
             return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        try:
-            return json.loads(self.text)
-        except ValueError:
-            raise MalformedResponse(
-                f"{self.method} {self.path}: body is not JSON ({_preview(self.text)})"
-            ) from None
+        return loads_json(self.text, f"{self.method} {self.path}")
+
+
+def loads_json(data: str | bytes, where: str) -> Any:
+    """`data` parsed as JSON; a body that is not JSON, or is nested deeper than the parser can go, is
+    `MalformedResponse` naming `where` (never a RecursionError, whatever the depth)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise MalformedResponse(f"{where}: JSON nested deeper than {sys.getrecursionlimit()} levels, the parser's "
+                                f"limit (Go's encoding/json stops at {GO_JSON_MAX_DEPTH})") from None
+    except ValueError:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        raise MalformedResponse(f"{where}: body is not JSON ({_preview(text)})") from None
+
+
+def _loads_or_none(text: str) -> Any:
+    """`text` as JSON, or None when it is not JSON or too deeply nested (for reading an error's reason)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _preview(text: str, limit: int = 80) -> str:
@@ -101,6 +155,16 @@ class _BearerAuth(httpx.Auth):
         token = self._token()
         if not token or any(c in token for c in "\r\n"):
             raise ClusterAuthError("the configured token is empty or not a single line")
+        size = len(token.encode("utf-8", "replace"))
+        if size > MAX_TOKEN_BYTES:
+            # Refused before anything is sent: a header this large is a misconfiguration, and a server's 431
+            # for it would read as the server's trouble. The size is named, never the token.
+            raise ClusterAuthError(f"the bearer token is {size} bytes, more than the {MAX_TOKEN_BYTES} bytes Outpost "
+                                   "sends (real tokens are a few KiB: is a file or a kubeconfig configured as the "
+                                   "token?); nothing was sent")
+        if not (token.isascii() and token.isprintable()):
+            raise ClusterAuthError("the configured token has characters an HTTP header cannot carry "
+                                   "(want visible ASCII); nothing was sent")
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
 
@@ -120,6 +184,7 @@ class Cluster:
         deadline: Deadline | None = None,
         page_size: int = 250,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
@@ -133,6 +198,8 @@ class Cluster:
         self.deadline = deadline or Deadline(read_timeout * 4)
         self.page_size = page_size
         self.max_response_bytes = max_response_bytes
+        self.budget = ByteBudget(max_run_bytes, "cluster.max_run_bytes")
+        """Every body this Cluster reads (one per run) counts against it, decoded, as it arrives."""
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._verify = verify  # kept for `tls_probe`, which must trust (and present) exactly what requests do
@@ -142,7 +209,8 @@ class Cluster:
             auth=_BearerAuth(token) if token is not None else None,
             # `headers` go with every request (e.g. Impersonate-User for a write identity that acts as
             # another subject); the bearer token is set per request by the auth flow, never here.
-            headers={"User-Agent": USER_AGENT, **(headers or {})},
+            # Accept-Encoding: gzip only, as Go's transport asks (and the one coding `read_body` decodes).
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": GZIP, **(headers or {})},
             transport=transport if transport is not None else bounded_transport(self.deadline, verify),
             follow_redirects=False,
             trust_env=False,
@@ -162,6 +230,7 @@ class Cluster:
             deadline=deadline,
             page_size=settings.page_size,
             max_response_bytes=settings.max_response_bytes,
+            max_run_bytes=settings.max_run_bytes,
         )
 
     def __enter__(self) -> Self:
@@ -268,29 +337,27 @@ class Cluster:
             method=method,
             encoding=response.encoding or "utf-8",
         )
+        if answer.status_code in REFUSED_STATUSES:
+            code = answer.status_code
+            raise ClusterRequestRefused(f"{where}: HTTP {code} {REFUSED_STATUSES[code]}: our own request was refused, "
+                                        f"nothing observed {_text_reason(answer.text)}".rstrip(), code)
         if answer.status_code in (401, 403) and not (admission_denials and admission_webhook_named(answer.text)):
             raise ClusterAuthError(f"{where}: HTTP {answer.status_code} {_text_reason(answer.text)}")
         return answer
 
     def _read_body(self, response: httpx.Response, where: str) -> bytes:
-        """The body, read chunk by chunk: refused past `max_response_bytes`, bounded by the deadline."""
-        cap = self.max_response_bytes
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise ResponseTooLarge(f"{where}: response of {int(declared)} bytes exceeds the cap of {cap} bytes "
-                                   "(cluster.max_response_bytes)")
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise ResponseTooLarge(f"{where}: response exceeds the cap of {cap} bytes "
-                                       "(cluster.max_response_bytes)")
-            if self.deadline.expired:
+        """The body, decoded by us as it arrives (`outpost.bounded.read_body`): refused past
+        `max_response_bytes` or the run's `max_run_bytes`, a refused content coding named, bounded by the deadline."""
+        try:
+            return read_body(response, cap=self.max_response_bytes, cap_setting="cluster.max_response_bytes",
+                             budget=self.budget, deadline=self.deadline)
+        except BodyRefused as refused:
+            if refused.reason in ("response-cap", "run-budget"):
+                raise ResponseTooLarge(f"{where}: {refused}") from None
+            if refused.reason == "deadline":
                 raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
-                                     "while reading the body")
-            chunks.append(chunk)
-        return b"".join(chunks)
+                                     "while reading the body") from None
+            raise MalformedResponse(f"{where}: {refused}") from None
 
     def get_object(self, path: str) -> dict[str, Any] | None:
         """One object, or None when the API server answers 404.
@@ -341,16 +408,19 @@ class Cluster:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
+        pages = 0
         while True:
             page = self.get_json(path, params, accept=METADATA_ONLY if metadata_only else JSON)
+            pages += 1
             items = page.get("items")
             if not isinstance(items, list):
                 raise MalformedResponse(f"LIST {path} on cluster {self.name}: response has no items list")
             yield from items
-            token = (page.get("metadata") or {}).get("continue")
+            metadata = page.get("metadata")
+            token = metadata.get("continue") if isinstance(metadata, dict) else None
             if not token:
                 return
-            params["continue"] = token
+            self._next_page(path, pages, params, str(token))
 
     def iter_list_as(self, model: type[V], path: str, *, label_selector: str | None = None,
                      page_size: int | None = None) -> Iterator[V]:
@@ -365,8 +435,10 @@ class Cluster:
         if label_selector:
             params["labelSelector"] = label_selector
         adapter = _page_adapter(model)
+        pages = 0
         while True:
             response = self._expect_ok(self.get(path, params))
+            pages += 1
             try:
                 page = adapter.validate_json(response.content)
             except ValidationError as error:
@@ -374,7 +446,19 @@ class Cluster:
             yield from page.items
             if not page.metadata.continue_:
                 return
-            params["continue"] = page.metadata.continue_
+            self._next_page(path, pages, params, page.metadata.continue_)
+
+    def _next_page(self, path: str, pages: int, params: dict[str, str | int], token: str) -> None:
+        """Set `params` for the page after `pages` pages: refused past `MAX_LIST_PAGES`, or when the server hands
+        back the token it was just given (a loop that would never end)."""
+        where = f"LIST {path} on cluster {self.name}"
+        if pages >= MAX_LIST_PAGES:
+            raise ResponseTooLarge(f"{where}: more than {MAX_LIST_PAGES} pages of {params['limit']} (a continue "
+                                   "token that never ends; raise cluster.page_size for a larger collection)")
+        if params.get("continue") == token:
+            raise MalformedResponse(f"{where}: page {pages} hands back the continue token it was asked with "
+                                    "(the list would never end)")
+        params["continue"] = token
 
     def _malformed_page(self, model: type[View], response: Response, error: ValidationError) -> MalformedResponse:
         """The error `parse` gives for the first bad item (decoding the page again only on this path)."""
@@ -442,10 +526,7 @@ _CALLING_WEBHOOK = re.compile(r'calling webhook "(?P<name>[^"]+)"')
 def admission_webhook_named(text: str) -> str | None:
     """The webhook an API server `Status` body blames (`admission webhook "NAME" denied the request`,
     `failed calling webhook "NAME"`), or None when the body names none."""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return None
+    body = _loads_or_none(text)
     message = body.get("message") if isinstance(body, dict) and body.get("kind") == "Status" else None
     if not isinstance(message, str):
         return None
@@ -455,13 +536,12 @@ def admission_webhook_named(text: str) -> str | None:
 
 
 def _text_reason(text: str) -> str:
-    try:
-        body = json.loads(text)
-    except ValueError:
+    body = _loads_or_none(text)
+    if body is None:
         return _preview(text) if text.strip() else ""
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return "(" + str(body["message"]).splitlines()[0][:200] + ")"
     return ""
 
 
-__all__ = ["Cluster", "ClusterError", "Response"]
+__all__ = ["Cluster", "ClusterError", "Response", "loads_json"]

@@ -10,8 +10,9 @@ Guarantees:
   userinfo (`https://user:pass@host`) is refused before anything is sent;
 - `http://` and `https://` only; https is verified against the system trust store (never turned off);
 - bounded like every Outpost request: the run's `Deadline` caps DNS, connect, TLS, each read and write
-  (`outpost.bounded`), the per-request timeout sits inside it, the body is read in chunks and refused past
-  `max_response_bytes`; redirects are never followed (the status is the observation);
+  (`outpost.bounded`), the per-request timeout sits inside it, the body is read and decoded by
+  `outpost.bounded.read_body` (identity or one gzip layer) and refused past `max_response_bytes`; redirects
+  are never followed (the status is the observation);
 - failures are `ClusterTimeout` / `ClusterUnreachable` / `ResponseTooLarge` naming the URL without its query
   string (which may carry a token), never a header.
 """
@@ -24,9 +25,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from outpost.bounded import Deadline, bounded_transport
+from outpost.bounded import GZIP, BodyRefused, Deadline, bounded_transport, read_body
 from outpost.cluster.client import DEFAULT_MAX_RESPONSE_BYTES, USER_AGENT, Response
-from outpost.errors import ClusterTimeout, ClusterUnreachable, ResponseTooLarge
+from outpost.errors import ClusterTimeout, ClusterUnreachable, MalformedResponse, ResponseTooLarge
 
 
 def safe_url(url: str) -> str:
@@ -64,14 +65,17 @@ def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: fl
     with httpx.Client(verify=verify, transport=bounded_transport(deadline, verify), follow_redirects=False,
                       trust_env=False, headers={"User-Agent": USER_AGENT}) as client:
         try:
-            with client.stream("GET", url, headers={"Accept": accept}, timeout=limits) as response:
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > max_response_bytes:
-                        raise ResponseTooLarge(f"{where}: response exceeds the cap of {max_response_bytes} bytes")
-                    chunks.append(chunk)
+            with client.stream("GET", url, headers={"Accept": accept, "Accept-Encoding": GZIP},
+                               timeout=limits) as response:
+                # Decoded by us as it arrives (one gzip layer at most, inflated within the cap), never by httpx.
+                content = read_body(response, cap=max_response_bytes, cap_setting="cluster.max_response_bytes",
+                                    deadline=deadline)
+        except BodyRefused as refused:
+            if refused.reason in ("response-cap", "run-budget"):
+                raise ResponseTooLarge(f"{where}: {refused}") from None
+            if refused.reason == "deadline":
+                raise ClusterTimeout(f"{where}: the check's deadline of {deadline.seconds:g} s ran out") from None
+            raise MalformedResponse(f"{where}: {refused}") from None
         except httpx.TimeoutException:
             if deadline.expired:
                 raise ClusterTimeout(f"{where}: the check's deadline of {deadline.seconds:g} s ran out") from None
@@ -79,7 +83,7 @@ def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: fl
         except httpx.HTTPError as error:
             first = (str(error).strip().splitlines() or ["no detail"])[0][:160]
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {first}") from None
-    return Response(path=safe_url(url), status_code=response.status_code, content=b"".join(chunks),
+    return Response(path=safe_url(url), status_code=response.status_code, content=content,
                     headers=dict(response.headers), elapsed_ms=int((time.monotonic() - started) * 1000),
                     encoding=response.encoding or "utf-8")
 

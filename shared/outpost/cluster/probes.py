@@ -16,8 +16,10 @@ for every check:
 | no answer in time / connection error, while the API server  | `UNHEALTHY`  | the target: failed |
 |   itself answers a control request (`GET /version`)         |              |                    |
 | 401/403 (our identity), 429 (rate limited), 3xx (redirect,  | `UNOBSERVED` | error              |
-|   never followed), the API server itself not answering,     |              |                    |
-|   the run's deadline spent, a body over the size cap        |              |                    |
+|   never followed), 431/413/414/411/415 (our own request     |              |                    |
+|   refused: `ClusterRequestRefused`), the API server itself  |              |                    |
+|   not answering, the run's deadline spent, a body over the  |              |                    |
+|   size cap or the run's byte budget, a refused encoding     |              |                    |
 
 Why the control request: a read timeout on a proxied path means either "the target hangs" (the API
 server is still waiting for it) or "the API server hangs". Only the first is the target's fault; we say
@@ -32,7 +34,8 @@ Guarantees:
 - `probe_all` returns one `ProbeOutcome` per target, in the order given; with `raise_unobserved`
   (the default) it raises `ClusterError` naming the first target it could not observe (and how many
   more), because a check must not judge a set of targets it saw only in part;
-- `classify` is pure: (status, body, expected body) -> (verdict, one-line detail).
+- `classify` is pure: (status, body, expected body) -> (verdict, one-line detail), and reads only a body's
+  head (a preview, a Status message, the expected body), so a million-line answer costs what its head costs.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from outpost.cluster.client import Cluster
+from outpost.cluster.client import REFUSED_STATUSES, Cluster
 from outpost.errors import (
     ClusterAuthError,
     ClusterError,
@@ -62,6 +65,8 @@ Readable by every authenticated identity (system:public-info-viewer) and never p
 CONTROL_TIMEOUT_SECONDS = 5.0
 
 _PREVIEW = 120
+_HEAD = 64 * 1024
+"""The part of a body looked at: health answers and Status messages are a few hundred bytes."""
 
 
 class Verdict(enum.StrEnum):
@@ -114,17 +119,19 @@ class ProbeOutcome:
 
 def preview(text: str, limit: int = _PREVIEW) -> str:
     """`text` on one line, quoted, shortened to `limit` characters."""
-    flat = " ".join(text.split())
-    return repr(flat[:limit] + ("…" if len(flat) > limit else ""))
+    head = text[:limit * 8]  # never split a whole (possibly huge) body to show `limit` characters of it
+    flat = " ".join(head.split())
+    more = len(flat) > limit or len(text) > len(head)
+    return repr(flat[:limit] + ("…" if more else ""))
 
 
 def _api_status_message(body: str) -> str | None:
     """The message of a Kubernetes `Status` body (the API server speaking, not the target), if it is one."""
-    if not body.lstrip().startswith("{"):
-        return None
+    if not body[:_HEAD].lstrip().startswith("{") or len(body) > _HEAD:
+        return None  # a Status is a few hundred bytes; a larger body is read as the target's
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(parsed, dict) and parsed.get("kind") == "Status" and isinstance(parsed.get("message"), str):
         return " ".join(str(parsed["message"]).split())[:_PREVIEW * 2]
@@ -134,13 +141,16 @@ def _api_status_message(body: str) -> str | None:
 def classify(status_code: int, body: str, expect_body: str | None = None) -> tuple[Verdict, str]:
     """The verdict on one proxied answer, and a one-line detail of what was observed (and wanted)."""
     if 200 <= status_code < 300:
-        if expect_body is not None and body.strip() != expect_body:
+        if expect_body is not None and (len(body) > len(expect_body) + _HEAD or body.strip() != expect_body):
             return Verdict.UNHEALTHY, f"HTTP {status_code} with body {preview(body)} (want {expect_body!r})"
         return Verdict.HEALTHY, f"HTTP {status_code}"
     if status_code in (401, 403):
         return Verdict.UNOBSERVED, f"HTTP {status_code}: our identity was refused, health not observed"
     if status_code == 429:
         return Verdict.UNOBSERVED, "HTTP 429: rate limited by the API server, health not observed"
+    if status_code in REFUSED_STATUSES:  # `Cluster` raises ClusterRequestRefused first; this keeps `classify` whole
+        return Verdict.UNOBSERVED, (f"HTTP {status_code} {REFUSED_STATUSES[status_code]}: our own request was "
+                                    "refused, health not observed")
     if 300 <= status_code < 400:
         return Verdict.UNOBSERVED, f"HTTP {status_code}: redirect (not followed), health not observed"
     if 400 <= status_code < 600:
@@ -175,7 +185,7 @@ def _probe_one(cluster: Cluster, target: ProbeTarget, timeout: float, accept: st
         return _Raw(target, ProbeOutcome(target, Verdict.UNOBSERVED, str(error)))
     verdict, detail = classify(response.status_code, response.text, target.expect_body)
     return _Raw(target, ProbeOutcome(target, verdict, detail, response.status_code,
-                                     " ".join(response.text.split())[:_PREVIEW], response.elapsed_ms))
+                                     " ".join(response.text[:_HEAD].split())[:_PREVIEW], response.elapsed_ms))
 
 
 def api_server_answers(cluster: Cluster, timeout: float = CONTROL_TIMEOUT_SECONDS) -> str | None:

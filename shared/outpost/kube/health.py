@@ -5,6 +5,11 @@ kube-apiserver's `/livez?verbose`/`/readyz?verbose` and every controller-runtime
 code is the verdict (docs/contracts.md "Kubernetes API server"); the lines say which part failed.
 Lines that are not health lines ("readyz check failed", "livez check passed") are skipped; an empty
 list means "no report".
+
+Bounded: only the head of a body is read, at most `MAX_HEALTH_BYTES` and `MAX_HEALTH_LINES` (a real report
+is a few KiB: kube-apiserver's verbose `/readyz` has about 50 lines), so an answer of a million lines costs
+what its head costs. `read_health_body` says whether the body went past the head (`truncated`): a check must
+never judge such an answer healthy (fail closed), since the lines it did not read may be failing ones.
 """
 
 from __future__ import annotations
@@ -13,6 +18,11 @@ import re
 from dataclasses import dataclass
 
 _LINE = re.compile(r"^\[(?P<mark>[+-])\](?P<name>\S+) (?P<rest>.*)$")
+
+MAX_HEALTH_BYTES = 64 * 1024
+"""The head of a health body that is read: 20x kube-apiserver's verbose /readyz (about 3 KiB)."""
+MAX_HEALTH_LINES = 1000
+"""Lines of the head read: 20x kube-apiserver's verbose /readyz (about 50 checks)."""
 
 
 @dataclass(frozen=True)
@@ -27,15 +37,37 @@ class HealthLine:
         return self.line[3:]
 
 
-def parse_health_body(body: str) -> list[HealthLine]:
-    """The health lines of `body`, in order."""
+@dataclass(frozen=True)
+class HealthBody:
+    lines: list[HealthLine]
+    truncated: bool
+    """True when `body` went past `MAX_HEALTH_BYTES` or `MAX_HEALTH_LINES`: `lines` are those of its head only."""
+    size: int
+    """The whole body's length in characters."""
+
+
+def read_health_body(body: str) -> HealthBody:
+    """The health lines of `body`'s head, in order, and whether the body went past it (see the module doc)."""
+    head = body[:MAX_HEALTH_BYTES]
+    truncated = len(body) > MAX_HEALTH_BYTES
+    if truncated and "\n" in head:
+        head = head[:head.rindex("\n")]  # a last line cut in two is not read as a line
+    raw_lines = head.split("\n", MAX_HEALTH_LINES)
+    if len(raw_lines) > MAX_HEALTH_LINES:
+        truncated = truncated or bool(raw_lines[-1].strip())
+        raw_lines = raw_lines[:MAX_HEALTH_LINES]
     lines = []
-    for raw in body.splitlines():
+    for raw in raw_lines:
         stripped = raw.strip()
         match = _LINE.match(stripped)
         if match:
             lines.append(HealthLine(match["name"], match["mark"] == "+", stripped))
-    return lines
+    return HealthBody(lines, truncated, len(body))
+
+
+def parse_health_body(body: str) -> list[HealthLine]:
+    """The health lines of `body`'s head, in order (bounded: see `read_health_body`)."""
+    return read_health_body(body).lines
 
 
 def failing(lines: list[HealthLine]) -> list[HealthLine]:

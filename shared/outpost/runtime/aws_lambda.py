@@ -7,24 +7,40 @@ Guarantees:
   `maximumRetryAttempts: 0`, so the asynchronous invocation is not re-run);
 - a Function URL (payload 2.0) or API Gateway (REST, payload 1.0) request gets a proxy response
   `{"statusCode", "headers", "body"}`: 200 ok/degraded, 503 failed/error, 400 malformed, 405 wrong method;
-- any other event raises `InvocationError` (a failed invocation naming what was wrong).
+- any other event raises `InvocationError` (a failed invocation naming what was wrong);
+- in the Lambda runtime (`$AWS_LAMBDA_RUNTIME_API` set, the entry module imported on the main thread), SIGTERM
+  (sent at shutdown when extensions are registered) and SIGINT end the process at once: plugins killed, one
+  log line, exit 143/130, no heartbeat after the signal (`runtime.common.stop_at_signals`). Elsewhere (a test
+  importing the handler) the process's own signal handling is left alone.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 from outpost.errors import InvocationError
-from outpost.runtime.common import JSON_HEADERS, bad_request, cold_start_settings, run_http, run_scheduled
+from outpost.runtime.common import (
+    JSON_HEADERS,
+    bad_request,
+    cold_start_settings,
+    run_http,
+    run_scheduled,
+    stop_at_signals,
+)
 from outpost.runtime.events import HttpRequest, parse_lambda_event
 
 LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+RUNTIME_API_ENV = "AWS_LAMBDA_RUNTIME_API"
+"""Set by Lambda in every execution environment (the runtime's own endpoint): we are the runtime's process."""
 
 
 def make_handler(check_name: str) -> LambdaHandler:
     settings = cold_start_settings(check_name)
+    if os.environ.get(RUNTIME_API_ENV):
+        stop_at_signals(check_name, "lambda")
 
     def handler(event: Any, context: Any) -> dict[str, Any]:
         is_http = isinstance(event, dict) and ("httpMethod" in event or event.get("version") == "2.0")

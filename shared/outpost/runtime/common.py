@@ -9,7 +9,10 @@ Guarantees:
 - HTTP outcome: 200 for ok/degraded, 503 for failed/error, 400 for a malformed request, 405 for a method
   other than GET/POST; every body is JSON, errors as `{"error": "..."}`; bodies pass the log redaction guard;
 - scheduled outcome: the result dict for ok/degraded; `CheckUnhealthy` raised for failed/error, so the
-  platform's error metrics count the run (retries are turned off in deployment, not here).
+  platform's error metrics count the run (retries are turned off in deployment, not here);
+- a stop (SIGTERM from the platform, SIGINT) ends the process at once where `stop_at_signals` was installed:
+  credential plugins are killed with their process groups, one JSON log line names the signal and the check,
+  the exit status is 128 + the signal (143 for SIGTERM, 130 for SIGINT), and no heartbeat is sent after it.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ import functools
 import os
 from typing import Any, Final
 
-from outpost import registry
+from outpost import interrupt, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, InvocationError, OutpostError
-from outpost.logs import emit, sanitize
+from outpost.logs import dumps, emit, sanitize, structured
 from outpost.runner import run_check
 from outpost.runtime.events import ALLOWED_METHODS, HttpRequest, parse_options
 from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, settings_from_environment
@@ -59,6 +62,24 @@ def cold_start_settings(check_name: str) -> Settings:
             [f"checks.{check_name}: {state}, but a function for it was started"],
         )
     return settings
+
+
+def stop_line(check_name: str, platform: str) -> interrupt.StopHook:
+    """The last log line of a function process stopped by a signal (written straight to stdout's descriptor)."""
+
+    def write(signum: int) -> None:
+        name, code = interrupt.signal_name(signum), interrupt.exit_code(signum)
+        record = structured("WARNING", f"{check_name}: {platform} process stopped by {name}: the run in progress, "
+                                       f"if any, ends unreported (no heartbeat after a stop); exit {code}",
+                            check=check_name, outcome="stopped", signal=name)
+        interrupt.write_line(1, dumps(record))
+
+    return write
+
+
+def stop_at_signals(check_name: str, platform: str) -> None:
+    """SIGTERM/SIGINT end this process at once (`outpost.interrupt.install`; the main thread only)."""
+    interrupt.install(stop_line(check_name, platform))
 
 
 def result_payload(settings: Settings, result: Any) -> dict[str, Any]:

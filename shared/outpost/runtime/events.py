@@ -10,7 +10,13 @@ Guarantees:
   the GCF adapters accept and refuse exactly the same requests;
 - options: only `report` (bool, default true), from the query (`?report=false`) or a JSON object body
   (`{"report": false}`); an unknown key, a repeated or non-boolean value, a body that is not a JSON object,
-  or the option given in both places is refused with a one-line reason.
+  or the option given in both places is refused with a one-line reason;
+- a body is refused before it is parsed when it is larger than `MAX_BODY_BYTES` (64 KiB) or nests deeper
+  than `MAX_BODY_DEPTH` (32) arrays/objects (a linear scan, no recursion: a body nested 100,000 levels deep
+  is a 400, not a RecursionError or a 500), or is not UTF-8; a key repeated in any object of it is refused
+  naming its path (JSON parsers keep the last one silently: `{"report": false, "report": true}` would ping);
+- types are strict everywhere, the event's own fields included: a bool is only `true`/`false` (not 0, 1 or
+  "false"), a string only a string; the refusal names the field's path.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ import json
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from outpost.errors import InvocationError
 
 ALLOWED_METHODS = ("GET", "POST")
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body read or parsed: the options object is a few bytes (`{"report": false}`)."""
+MAX_BODY_DEPTH = 32
+"""Deepest nesting of arrays/objects a body may have (the options object has one level)."""
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
 
@@ -39,51 +49,51 @@ class _Event(BaseModel):
 class ScheduledEvent(_Event):
     """EventBridge (CloudWatch Events) scheduled event, as a `schedule` rule delivers it."""
 
-    version: str = "0"
-    id: str
+    version: StrictStr = "0"
+    id: StrictStr
     detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
     source: Literal["aws.events"]
-    account: str
+    account: StrictStr
     time: dt.datetime
-    region: str
-    resources: list[str] = Field(default_factory=list)
+    region: StrictStr
+    resources: list[StrictStr] = Field(default_factory=list)
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
 class _HttpDetails(_Event):
-    method: str
-    path: str = "/"
+    method: StrictStr
+    path: StrictStr = "/"
 
 
 class _RequestContextV2(_Event):
     http: _HttpDetails
-    request_id: str | None = Field(None, alias="requestId")
+    request_id: StrictStr | None = Field(None, alias="requestId")
 
 
 class HttpApiV2Event(_Event):
     """Lambda Function URL or API Gateway HTTP API, payload format 2.0."""
 
     version: Literal["2.0"]
-    raw_path: str = Field("/", alias="rawPath")
-    raw_query_string: str = Field("", alias="rawQueryString")
-    headers: dict[str, str] = Field(default_factory=dict)
+    raw_path: StrictStr = Field("/", alias="rawPath")
+    raw_query_string: StrictStr = Field("", alias="rawQueryString")
+    headers: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     request_context: _RequestContextV2 = Field(alias="requestContext")
-    body: str | None = None
-    is_base64_encoded: bool = Field(False, alias="isBase64Encoded")
+    body: StrictStr | None = None
+    is_base64_encoded: StrictBool = Field(False, alias="isBase64Encoded")
 
 
 class RestApiV1Event(_Event):
     """API Gateway REST API (or HTTP API payload 1.0) proxy integration event."""
 
-    http_method: str = Field(alias="httpMethod")
-    path: str = "/"
-    headers: dict[str, str] | None = None
-    query_string_parameters: dict[str, str] | None = Field(None, alias="queryStringParameters")
-    multi_value_query_string_parameters: dict[str, list[str]] | None = Field(
+    http_method: StrictStr = Field(alias="httpMethod")
+    path: StrictStr = "/"
+    headers: dict[StrictStr, StrictStr] | None = None
+    query_string_parameters: dict[StrictStr, StrictStr] | None = Field(None, alias="queryStringParameters")
+    multi_value_query_string_parameters: dict[StrictStr, list[StrictStr]] | None = Field(
         None, alias="multiValueQueryStringParameters"
     )
-    body: str | None = None
-    is_base64_encoded: bool = Field(False, alias="isBase64Encoded")
+    body: StrictStr | None = None
+    is_base64_encoded: StrictBool = Field(False, alias="isBase64Encoded")
 
 
 class HttpRequest(BaseModel):
@@ -99,9 +109,9 @@ class HttpRequest(BaseModel):
 class InvocationOptions(BaseModel):
     """What an on-demand caller may ask for."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    report: bool = True
+    report: StrictBool = True
 
 
 def _first_error(error: ValidationError) -> str:
@@ -110,13 +120,23 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {item['msg']}"
 
 
+def _too_large() -> InvocationError:
+    return InvocationError(f"request body is larger than {MAX_BODY_BYTES} bytes "
+                           '(the options are tiny: {"report": false})')
+
+
 def _decode_body(body: str | None, is_base64: bool) -> bytes:
+    """The body's bytes, at most `MAX_BODY_BYTES` + 1 of them: enough for `parse_body` to refuse a larger one."""
     if body is None:
         return b""
     if not is_base64:
-        return body.encode("utf-8")
+        try:
+            return body[:MAX_BODY_BYTES + 1].encode("utf-8")[:MAX_BODY_BYTES + 1]
+        except UnicodeEncodeError:  # a lone surrogate, e.g. from a "\ud800" escape in the event
+            raise InvocationError("request body is not valid JSON") from None
     try:
-        return base64.b64decode(body, validate=True)
+        # Whole 4-character groups, 3 bytes each: only the head of a large body is decoded.
+        return base64.b64decode(body[:(MAX_BODY_BYTES // 3 + 1) * 4], validate=True)[:MAX_BODY_BYTES + 1]
     except (binascii.Error, ValueError):
         raise InvocationError("request body is marked base64 but is not valid base64") from None
 
@@ -166,6 +186,71 @@ def _parse_bool(name: str, text: str) -> bool:
     raise InvocationError(f"query parameter {name!r} must be true or false")
 
 
+def nesting_exceeds(text: str, limit: int = MAX_BODY_DEPTH) -> bool:
+    """Whether the JSON text `text` nests arrays/objects deeper than `limit`, by one linear scan (no recursion).
+
+    Brackets inside strings do not count. Invalid JSON is not judged here (json.loads refuses it next).
+    """
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as parsed: its key/value pairs in order, repeats kept (so they can be refused by path)."""
+
+
+def _unique(value: Any, path: str) -> Any:
+    """`value` with every object a dict, or InvocationError naming the path of the first repeated key."""
+    if isinstance(value, _Pairs):
+        seen: dict[str, Any] = {}
+        for key, item in value:
+            where = f"{path}.{key}" if path else key
+            if key in seen:
+                raise InvocationError(f"option {_show(where)} given more than once in the body")
+            seen[key] = _unique(item, where)
+        return seen
+    if isinstance(value, list):
+        return [_unique(item, f"{path}.{index}" if path else str(index)) for index, item in enumerate(value)]
+    return value
+
+
+def parse_body(body: bytes) -> Any:
+    """The JSON document of one request body: size, encoding and depth checked first, repeated keys refused."""
+    too_large = len(body) > MAX_BODY_BYTES
+    try:
+        # A body over the cap is refused anyway: its head is decoded leniently, only to name a nesting too deep.
+        text = body[:MAX_BODY_BYTES + 1].decode("utf-8", "replace" if too_large else "strict")
+    except UnicodeDecodeError:
+        raise InvocationError("request body is not valid JSON") from None
+    if nesting_exceeds(text):
+        raise InvocationError(f"request body nests deeper than {MAX_BODY_DEPTH} levels "
+                              '(the options are one flat object: {"report": false})')
+    if too_large:
+        raise _too_large()
+    try:
+        document = json.loads(text, object_pairs_hook=_Pairs)
+    except (ValueError, RecursionError):
+        raise InvocationError("request body is not valid JSON") from None
+    return _unique(document, "")
+
+
 def parse_options(request: HttpRequest) -> InvocationOptions:
     """The on-demand options of one HTTP request; InvocationError (HTTP 400) with the reason otherwise."""
     from_query: dict[str, Any] = {}
@@ -176,11 +261,8 @@ def parse_options(request: HttpRequest) -> InvocationOptions:
             raise InvocationError(f"query parameter {key!r} given more than once")
         from_query[key] = _parse_bool(key, value)
     from_body: dict[str, Any] = {}
-    if request.body.strip():
-        try:
-            document = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            raise InvocationError("request body is not valid JSON") from None
+    if request.body.strip() or len(request.body) > MAX_BODY_BYTES:
+        document = parse_body(request.body)
         if not isinstance(document, dict):
             raise InvocationError('request body must be a JSON object such as {"report": false}')
         from_body = document

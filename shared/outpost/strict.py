@@ -1,0 +1,84 @@
+"""Scalars as they were written: a number is not a bool or a string, a bool is not a number or a string.
+
+Why: pydantic's lax mode (which configurations need, for a YAML list where a tuple is declared) also turns
+`deadline_seconds: true` into 1 and `retries: "3"` into 3. A value of the wrong type in a monitor's
+configuration is a mistake to refuse with its field's path, never something to guess at; full strict mode
+would refuse YAML's lists for tuples too, so only the scalar coercions are refused here.
+
+`StrictScalars` is a mixin for a pydantic model: before validation, each field declared as `bool`, `int` or
+`float` (also inside `Optional`/`Annotated`) refuses a value of another scalar kind, naming the field.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, model_validator
+
+_NUMBERS = (int, float)
+
+
+def _scalar_kinds(annotation: Any) -> set[type]:
+    """The scalar types (bool, int, float) `annotation` accepts, looking through Optional and Annotated."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _scalar_kinds(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        kinds: set[type] = set()
+        for argument in typing.get_args(annotation):
+            kinds |= _scalar_kinds(argument)
+        return kinds
+    return {annotation} if annotation in (bool, int, float) else set()
+
+
+class _WrongKind:
+    """Stands in for a value of the wrong scalar kind, so that the field's own validation refuses it with the
+    field's path (and every other field is still validated: all problems are reported at once)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class StrictScalars(BaseModel):
+    """Refuses lax scalar coercions on the model's bool/int/float fields (see the module docstring)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalars_as_written(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        checked = dict(data)
+        for name, field in cls.model_fields.items():
+            key = field.alias if field.alias is not None and field.alias in data else name
+            if key not in data or data[key] is None:
+                continue
+            kinds = _scalar_kinds(field.annotation)
+            if kinds and str not in _other_kinds(field.annotation) and _wrong_kind(kinds, data[key]):
+                checked[key] = _WrongKind(data[key])
+        return checked
+
+
+def _wrong_kind(kinds: set[type], value: Any) -> bool:
+    if isinstance(value, bool):
+        return bool not in kinds
+    if isinstance(value, _NUMBERS):
+        return not kinds & {int, float}
+    return isinstance(value, str | bytes)
+
+
+def _other_kinds(annotation: Any) -> set[Any]:
+    """Every non-scalar member of a union (a field that also takes a string takes it as written)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _other_kinds(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        others: set[Any] = set()
+        for argument in typing.get_args(annotation):
+            others |= _other_kinds(argument)
+        return others
+    return set() if annotation in (bool, int, float, type(None)) else {annotation}
