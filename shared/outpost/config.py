@@ -179,6 +179,16 @@ class ClusterSettings(_Model):
         description="Most response bytes (decoded) one check run reads from the cluster, all requests and LIST "
                     "pages together; past it the run is an error naming the path.",
     )
+    # A warm instance follows a collection's changes with a watch instead of listing it again
+    # (outpost.cluster.incremental); any doubt falls back to the LIST, so turning it off changes cost, never verdicts.
+    incremental: bool = Field(
+        True, description="Let a warm function instance follow the collections it reads with a watch from their last "
+                          "resourceVersion instead of listing them every run.",
+    )
+    incremental_max_age_seconds: float = Field(
+        900.0, ge=60, le=3600,
+        description="State a warm instance keeps older than this is not followed but read again in full.",
+    )
 
 
 class HeartbeatSettings(_Model):

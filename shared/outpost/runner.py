@@ -140,7 +140,11 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
     try:
         with cluster_factory(settings, deadline) as cluster:
             data = spec.fetch(cluster, params)
-        return spec.evaluate(data, params, datetime.now(UTC))
+            reads = dict(cluster.reads)
+        result = spec.evaluate(data, params, datetime.now(UTC))
+        # How each collection was read (listed, or followed by a warm instance, and why): what an operator
+        # reads to see what a run cost, and what the sameness tests compare.
+        return result.model_copy(update={"details": {**result.details, "reads": reads}}) if reads else result
     except OutpostError as error:
         return Result.error(spec.name, str(error))
     except Exception as error:  # noqa: BLE001 - fail closed: a bug in a check is still "could not observe"

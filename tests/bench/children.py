@@ -6,6 +6,14 @@ bundle can be imported, as in a function's runtime). Each prints one JSON line.
                                                   the entry import, then the first secret fetch and an EKS token
     python -S children.py invoke BUNDLE MODULE      the entry import (init), then two scheduled invocations
     python children.py import-site MODULE          one module from the venv's site-packages (`import kubernetes`)
+    python children.py warm CONFIG CHECK...        a warm instance: every CHECK once (cold), then every CHECK again
+                                                  (warm), each run when the parent says "go" on stdin (the parent
+                                                  counts each run's bytes at its proxy between "go" and "ran");
+                                                  the benchmark gives each instance one CHECK, as a function has
+
+`warm` runs in the venv (the benchmark's configuration points at the counting proxy, not at a deployed cluster) and
+speaks JSON lines: {"event": "waiting", ...} before each run, {"event": "ran", ...} after it, a last {"event":
+"done"}. Anything else the runner prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -39,8 +47,83 @@ def peak_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def hwm_kib() -> int:
+    """The process's peak RSS since the last `reset_peak()` (VmHWM), or since it started."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return peak_kib()
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0: `echo 5 > /proc/self/clear_refs`), so one run's peak is seen
+    apart from the runs before it. False where it cannot be reset (the peak is then the process's so far)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def current_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def warm_rounds(config: str, names: list[str]) -> dict[str, Any]:
+    """One instance, like a function kept warm: round 1 runs every check cold (nothing kept: each anchors its
+    state), round 2 runs them warm. The parent paces the runs (its "go"), so the gap between the rounds is its."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # only this function's JSON lines reach the parent's pipe (main() prints the last)
+    try:
+        return _warm_rounds(config, names, out)
+    finally:
+        sys.stdout = out
+
+
+def _warm_rounds(config: str, names: list[str], out: Any) -> dict[str, Any]:
+    # Peaks are VmHWM, not ru_maxrss: the latter carries the (large) parent's peak across fork and exec.
+    def say(event: dict[str, Any]) -> None:
+        out.write(json.dumps(event) + "\n")
+        out.flush()
+
+    started, cpu_started = time.perf_counter(), cpu()
+    from outpost.runner import run_check
+    from outpost.settings import load_settings
+
+    settings = load_settings(config)
+    lifetime = hwm_kib()
+    say({"event": "imported", "seconds": time.perf_counter() - started, "cpu_seconds": cpu() - cpu_started,
+         "rss_kib": current_kib(), "peak_kib": lifetime})
+    for round_name in ("cold", "warm"):
+        for name in names:
+            say({"event": "waiting", "check": name, "round": round_name})
+            if sys.stdin.readline().strip() != "go":
+                return {"event": "done", "stopped": True, "peak_kib": lifetime}
+            reset = reset_peak()
+            started, cpu_started, at = time.perf_counter(), cpu(), time.monotonic()
+            result = run_check(settings, name, report=False, log=False)
+            seconds, cpu_seconds = time.perf_counter() - started, cpu() - cpu_started
+            details = result.details or {}
+            run_peak = hwm_kib()
+            lifetime = max(lifetime, run_peak)
+            say({"event": "ran", "check": name, "round": round_name, "started_at": at, "seconds": seconds,
+                 "cpu_seconds": cpu_seconds, "run_peak_kib": run_peak, "peak_reset": reset,
+                 "rss_kib": current_kib(), "process_peak_kib": lifetime, "status": result.status.value,
+                 "summary": result.summary[:200], "duration_ms": result.duration_ms,
+                 "reads": details.get("reads") or {}, "previous_scrape": details.get("previous_scrape")})
+    return {"event": "done", "peak_kib": lifetime}
+
+
 def main(argv: list[str]) -> dict[str, Any]:
     action = argv[0]
+    if action == "warm":
+        return warm_rounds(argv[1], argv[2:])
     if action == "bare":
         return {"peak_kib": peak_kib()}
     if action == "import-site":

@@ -6,7 +6,11 @@ Model (printed with the figures, so a reader can redo the arithmetic):
 - billed duration per invocation, rounded up to 1 ms: warm = a second invocation in the same process (the check
   and the heartbeat; secrets are cached per cold start); cold = the init (the entry module's import: Lambda bills
   the init phase too) plus the first invocation (the secret fetch with its lazy boto3 import, the check, the
-  heartbeat). An every-minute schedule keeps an instance warm most of the time: the truth is near the warm figure;
+  heartbeat). An every-minute schedule keeps an instance warm most of the time: the common case is warm, with a
+  cold start once per `LAMBDA_HOURS_PER_COLD_START` hours per function (`cold_fraction`, sources below), and the
+  first warm run after a cold start follows what the cold one kept. Warm figures for the node-wide checks and
+  apiserver-latency are runs measured after a realistic schedule gap (the bench's warm contender); for the other
+  checks, the second invocation in the same process (nothing they read is kept, so it is already warm);
 - duration at another memory size: Lambda gives a function CPU in proportion to its memory (one full vCPU at
   `FULL_VCPU_MB`). The measured time is split into CPU time (user + system of the process) and waiting (network,
   the API server); waiting is taken as unchanged and CPU time as scaled by `FULL_VCPU_MB / memory` below one vCPU.
@@ -33,6 +37,52 @@ MAX_MB: Final = 10_240
 HEADROOM: Final = 1.25
 """Memory size >= peak RSS x this (Lambda kills a function that reaches its size; RSS varies run to run)."""
 INVOCATIONS_PER_MONTH: Final = 60 * 24 * 365 // 12  # every minute: 43,800
+HOURS_PER_MONTH: Final = 24 * 365 / 12  # 730
+
+LAMBDA_WARM_SOURCES: Final = (
+    "docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html",
+    "repost.aws/questions/QUUveUH1fGR6SHB9ZvrBsTUA/lambda-runtime-refresh-period-limit",
+    "mikhail.io/2019/08/aws-lambda-cold-starts-after-10-minutes/",
+)
+LAMBDA_HOURS_PER_COLD_START: Final = 2.0
+"""Hours between two cold starts of one every-minute function on Lambda (the model's assumption).
+
+What the sources say (looked up 2026-12-05):
+- AWS, "Understanding the Lambda execution environment lifecycle"
+  (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html): after an invocation "Lambda
+  maintains the execution environment for some time in anticipation of another function invocation. However,
+  Lambda terminates execution environments every few hours to allow for runtime updates and maintenance, even for
+  functions that are invoked continuously."
+- AWS re:Post, asked what "a few hours" is at most (https://repost.aws/questions/QUUveUH1fGR6SHB9ZvrBsTUA/
+  lambda-runtime-refresh-period-limit): AWS does not publish these values; they can change.
+- A public measurement (Mikhail Shilkov, https://mikhail.io/2019/08/aws-lambda-cold-starts-after-10-minutes/):
+  since July 2019 an idle Lambda instance lives "for precisely 10 minutes after the last request" (25-60 minutes
+  before). An every-minute schedule idles 1 minute, so idling never recycles it: only the "every few hours"
+  termination does.
+So: one cold start per "few" hours, taken as 2 (the low end of "a few": an upper bound on cold starts).
+"""
+GCP_WARM_SOURCES: Final = (
+    "cloud.google.com/functions/1stgendocs/configuring/min-instances",
+    "mikhail.io/2019/08/aws-lambda-cold-starts-after-10-minutes/",
+)
+GCP_HOURS_PER_COLD_START: Final = 2.0
+"""The same assumption for Cloud Run functions (printed beside Lambda's; the cost model prices Lambda only).
+
+- Google, "Configure minimum instances", "Idle instances and cold starts"
+  (https://cloud.google.com/functions/1stgendocs/configuring/min-instances): "Cloud Run functions attempts to
+  keep function instances idle for an unspecified amount of time after handling a request ... you are not billed
+  for this idle time"; min instances (billed while idle) avoid cold starts beyond that.
+- The same measurement (mikhail.io, 2019): "Google Cloud Functions has no fixed value, but most often, instances
+  may survive several hours of inactivity".
+Google documents no lifetime cap for a busy instance; the model assumes one as often as Lambda's.
+"""
+
+
+def cold_fraction(hours_per_cold_start: float, invocations_per_month: int = INVOCATIONS_PER_MONTH) -> float:
+    """The share of invocations that are cold: one per `hours_per_cold_start` hours (at most every invocation)."""
+    if hours_per_cold_start <= 0:
+        return 1.0
+    return min(1.0, HOURS_PER_MONTH / hours_per_cold_start / invocations_per_month)
 
 
 @dataclass(frozen=True)
@@ -86,16 +136,28 @@ class CheckCost:
     memory_mb: int
     warm_usd: float
     cold_usd: float
+    common_usd: float = math.nan
+    """The common case: warm, but a `cold_fraction` of invocations cold."""
 
 
-def cheapest(sample: RunSample) -> CheckCost:
-    """The size (among those that hold the process) with the lowest monthly cost when warm."""
+def common_usd(warm_usd: float, cold_usd: float, fraction: float) -> float:
+    return (1 - fraction) * warm_usd + fraction * cold_usd
+
+
+def cheapest(sample: RunSample, fraction: float | None = None) -> CheckCost:
+    """The size (among those that hold the process) with the lowest monthly cost in the common case."""
+    fraction = cold_fraction(LAMBDA_HOURS_PER_COLD_START) if fraction is None else fraction
     floor = smallest_size_mb(sample.peak_rss_mb)
-    best = min(candidate_sizes(floor), key=lambda size: (monthly_usd(sample, size, cold=False), size))
-    return CheckCost(sample.check, best, monthly_usd(sample, best, cold=False), monthly_usd(sample, best, cold=True))
+
+    def common(size: int) -> float:
+        return common_usd(monthly_usd(sample, size, cold=False), monthly_usd(sample, size, cold=True), fraction)
+
+    best = min(candidate_sizes(floor), key=lambda size: (common(size), size))
+    return CheckCost(sample.check, best, monthly_usd(sample, best, cold=False), monthly_usd(sample, best, cold=True),
+                     common(best))
 
 
-def catalogue(samples: list[RunSample]) -> tuple[list[CheckCost], float, float]:
+def catalogue(samples: list[RunSample], fraction: float | None = None) -> tuple[list[CheckCost], float, float]:
     """Each check at its cheapest size, and the catalogue's monthly total warm and all-cold."""
-    costs = [cheapest(sample) for sample in samples]
+    costs = [cheapest(sample, fraction) for sample in samples]
     return costs, sum(c.warm_usd for c in costs), sum(c.cold_usd for c in costs)

@@ -6,7 +6,11 @@ CrashLoopBackOff, frozen, exiting on its stolen Lease) and after heal (`AFTER_HE
 certificate replaced): one break per fault for both questions.
 
 The checks run as deployed: the probe identity, the shipped `local.yaml` params (pointed at this session's sandbox),
-each run a cold start, the checks of one fault side by side. Two additions: kruise-daemon-coverage asks every node's
+the checks of one fault side by side, as one WARM instance: what each run keeps (`outpost.cluster.warm`: the
+collections it follows, apiserver-latency's last scrape) carries from one fault to the next, so each fault's first
+run follows the changes since the previous heal's `run --all` (the first fault's, since a healthy run at the start):
+the catalogue proves that following a watch misses no fault. Cold runs catch them too: every check's own e2e file
+starts each test as a cold instance (tests/conftest.py). Two additions: kruise-daemon-coverage asks every node's
 /healthz (`probe_healthz`, the opt-in the stand-in kruise-daemon's faults need), with the RBAC `outpost rbac`
 generates for that, granted for this module; and apiserver-latency measures a window of `HEALED_LATENCY_WINDOW_S`
 instead of 10 s, so that checking the whole environment after each of the catalogue's heals costs seconds, not
@@ -29,6 +33,7 @@ from cryptography import x509
 from generated_rbac import probe_granted_for
 from sandbox_http import age, get_json
 
+from outpost.cluster import warm
 from outpost.config import Settings
 from outpost.result import Result, Status
 from outpost.runner import run_check
@@ -94,7 +99,9 @@ def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> 
     certificates = environment["checks"]["webhook-cert-expiry"]  # the certificate faults need the Secrets read
     certificates["params"] = {**certificates.get("params", {}), "read_serving_secrets": True}
     latency = environment["checks"]["apiserver-latency"]
-    latency["params"] = {**latency.get("params", {}), "interval_seconds": HEALED_LATENCY_WINDOW_S}
+    # Cold every run: a scrape kept from before a fault would put the fault inside the healed run's window.
+    latency["params"] = {**latency.get("params", {}), "interval_seconds": HEALED_LATENCY_WINDOW_S,
+                         "max_previous_age_seconds": 0}
     config = tmp_path_factory.mktemp("catalogue") / "local.yaml"
     config.write_text(yaml.safe_dump(environment))
     with probe_granted_for(sandbox, config):
@@ -200,6 +207,22 @@ WHILE_BROKEN: dict[str, Callable[[SandboxInfo, str | None], None]] = {
 AFTER_HEAL: dict[str, Callable[[SandboxInfo, str | None], None]] = {
     "webhook-cert-expiring": republished_by_the_manager, "webhook-certs-deleted": republished_by_the_manager,
 }
+
+
+@pytest.fixture(autouse=True)
+def _cold_instance() -> None:
+    """Overrides tests/conftest.py's fixture of this name: the catalogue keeps its warm instance across faults."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warmed(settings: Settings) -> Iterator[None]:
+    """One healthy `run --all` first, so that even the first fault's runs are warm; forgotten at the end."""
+    warm.forget()
+    healthy = run_all(settings, tuple(settings.enabled_checks()))
+    not_ok = {name: r for name, r in healthy.items() if r.status is not Status.OK}
+    assert not not_ok, f"the sandbox is not healthy before the catalogue:\n{shown(not_ok)}"
+    yield
+    warm.forget()
 
 
 def run_all(settings: Settings, checks: tuple[str, ...]) -> dict[str, Result]:

@@ -124,7 +124,7 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     assert not tops & SANDBOX, f"sandbox code in the bundle: {sorted(tops & SANDBOX)}"
     assert not tops & CLOUD_FUNCTIONS_SERVER, f"Cloud Functions server in the Lambda bundle: {sorted(tops)}"
     # ssm: references need the AWS SDK; nothing in this environment needs kubernetes, google-auth or cryptography.
-    assert {"boto3", "botocore", "pydantic", "httpx", "yaml"} <= tops, summary
+    assert {"boto3", "botocore", "pydantic", "httpx", "yaml", "msgspec"} <= tops, summary
     assert not tops & {"kubernetes", "google", "cryptography", "requests"}, f"unreached dependency: {sorted(tops)}"
     assert not [name for name in names if name.endswith("/RECORD") or name.endswith("direct_url.json")], summary
     # Byte code for the runtime's Python beside every module, valid for its source and never re-checked.
@@ -140,16 +140,18 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     assert archive.stat().st_size < 30_000_000, summary
     # A cold start as Lambda does it: only the bundle on sys.path, cwd = bundle root, config relative to it.
     probe = ("import sys; sys.path[:0] = ['.']; import importlib; m = importlib.import_module("
-             "'functions.apiserver_health.main'); import outpost, pydantic_core, boto3; "
-             "print(m.handler.__name__, m.http.__name__, outpost.__file__, pydantic_core.__file__, boto3.__file__)")
+             "'functions.apiserver_health.main'); import outpost, pydantic_core, boto3, msgspec._core; "
+             "print(m.handler.__name__, m.http.__name__, outpost.__file__, pydantic_core.__file__, boto3.__file__, "
+             "msgspec._core.__file__)")
     process = subprocess.run([sys.executable, "-I", "-S", "-c", probe], cwd=unpacked, capture_output=True, text=True,
                              env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
                              check=False, timeout=120)
     assert process.returncode == 0, process.stderr
-    handler, http, package, binary, sdk = process.stdout.split()
+    handler, http, package, binary, sdk, decoder = process.stdout.split()
     assert (handler, http) == ("handler_apiserver_health", "http_apiserver_health")
     assert package == str(unpacked / "outpost" / "__init__.py")
     assert binary.startswith(str(unpacked))
+    assert decoder.startswith(str(unpacked / "msgspec"))  # the LIST decoder's compiled core, from the bundle
     assert sdk == str(unpacked / "boto3" / "__init__.py")  # the ssm: path's SDK loads from the bundle alone
 
 
@@ -184,7 +186,7 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     # cryptography may ride in with google-auth; the AWS SDK and the official client never do.
     assert not required & {"boto3", "botocore", "s3transfer", "kubernetes", "outpost"}, required
     # The whole closure is pinned to the versions this environment tested, not left to Cloud Build's resolver.
-    assert {"pydantic-core", "httpcore", "flask", "werkzeug"} <= required, required
+    assert {"pydantic-core", "httpcore", "flask", "werkzeug", "msgspec"} <= required, required
     tested = {name: version for name, _, version in (pin.partition("==") for pin in pinned_versions())}
     assert {name: version for name, version in pins.items() if name in tested} == {
         name: tested[name] for name in pins if name in tested}

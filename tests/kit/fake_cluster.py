@@ -13,6 +13,11 @@ What it serves, as the API server does:
   server), `limit`/`continue` pagination with
   opaque continue tokens (a stale or foreign token is a 410 Gone), and the metadata-only
   `PartialObjectMetadataList` form;
+- WATCH of a collection from a resourceVersion (`watch=1`): every `add`/`remove` after the first `serve_changes()`
+  is a change with its own resourceVersion; a watch answers the changes since the one asked for (selectors
+  applied), then a BOOKMARK at the current resourceVersion when `allowWatchBookmarks` is asked and `bookmarks`
+  is on (off: a server without a watch cache, whose stream just ends), and an ERROR 410 for a resourceVersion
+  older than `forget_changes_before`;
 - anything registered with `respond` (health and proxy paths: text bodies, any status code), and
   failures on demand: `respond(path, 401)`, `hang(path)` (read timeout), `unreachable(path)`;
 - every request is recorded (`requests`: method, path, query pairs, accept) so tests can assert on
@@ -101,6 +106,22 @@ class FakeApiServer:
     canned: dict[str, _Canned] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     resource_version: int = 1000
+    changes: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    """(resourceVersion, ADDED/MODIFIED/DELETED, object) for every change made after `serve_changes()`."""
+    recording: bool = False
+    bookmarks: bool = True
+    oldest_change: int = 0
+    """A watch from a resourceVersion older than this is answered 410 Gone (history compacted)."""
+    watch_status: int = 200
+    """Anything else: every watch is answered with this status (403: an identity that may list but not watch)."""
+
+    def serve_changes(self) -> FakeApiServer:
+        """From now on every `add` and `remove` is a change a watch can follow."""
+        self.recording = True
+        return self
+
+    def forget_changes_before(self, resource_version: int) -> None:
+        self.oldest_change = resource_version
 
     # -- content ------------------------------------------------------------------------------------
 
@@ -114,14 +135,25 @@ class FakeApiServer:
             namespace = metadata.get("namespace", "") if kind.namespaced else ""
             if kind.namespaced and not namespace:
                 raise ValueError(f"fake API server: namespaced {kind.kind} {metadata.get('name')!r} without namespace")
-            self.objects[(kind.kind, namespace, metadata["name"])] = obj
+            key = (kind.kind, namespace, metadata["name"])
+            self._record("MODIFIED" if key in self.objects else "ADDED", obj)
+            self.objects[key] = obj
         return self
+
+    def _record(self, change: str, obj: dict[str, Any]) -> None:
+        if not self.recording:
+            return
+        self.resource_version += 1
+        stamped = {**obj, "metadata": {**(obj.get("metadata") or {}), "resourceVersion": str(self.resource_version)}}
+        self.changes.append((self.resource_version, change, stamped))
 
     def add_all(self, objs: Iterable[dict[str, Any]]) -> FakeApiServer:
         return self.add(*objs)
 
     def remove(self, kind: Kind, name: str, namespace: str = "") -> None:
-        self.objects.pop((kind.kind, namespace, name), None)
+        gone = self.objects.pop((kind.kind, namespace, name), None)
+        if gone is not None:
+            self._record("DELETED", gone)
 
     def load(self, directory: Path) -> FakeApiServer:
         """Every `*.json` object under `directory` (e.g. a captured state)."""
@@ -178,19 +210,12 @@ class FakeApiServer:
         params = request.url.params
         items = [o for (kind, ns, _), o in self.objects.items()
                  if kind == route.kind.kind and (route.namespace is None or ns == route.namespace)]
-        try:
-            selector = parse_label_selector(params.get("labelSelector", ""))
-        except ValueError as error:
-            return _status(400, "BadRequest", f"unable to parse requirement: {error}")
-        items = [o for o in items if selector.matches((o.get("metadata") or {}).get("labels") or {})]
-        for requirement in filter(None, params.get("fieldSelector", "").split(",")):
-            negate = "!=" in requirement
-            key, _, value = requirement.partition("!=" if negate else "==" if "==" in requirement else "=")
-            getter = _FIELDS.get(key.strip()) or _KIND_FIELDS.get(route.kind.kind, {}).get(key.strip())
-            if getter is None:
-                return _status(400, "BadRequest", f'"{key.strip()}" is not a known field selector: '
-                                                  f"only \"metadata.name\", \"metadata.namespace\"")
-            items = [o for o in items if (getter(o) == value.strip()) is not negate]
+        if params.get("watch") in ("1", "true"):
+            return self._watch(route, request)
+        filtered = self._filter(route, request, items)
+        if isinstance(filtered, httpx.Response):
+            return filtered
+        items = filtered
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         offset = 0
         token = params.get("continue")
@@ -224,6 +249,57 @@ class FakeApiServer:
                                          "metadata": metadata, "items": body_items})
 
 
+    def _watch(self, route: _Route, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        if self.watch_status != 200:
+            return _status(self.watch_status, "Forbidden" if self.watch_status == 403 else "Error",
+                           f"watch answered {self.watch_status} by the fake")
+        since = int(params.get("resourceVersion", "0") or 0)
+        if since < self.oldest_change:
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Expired",
+                      "code": 410, "message": f"too old resource version: {since} ({self.oldest_change})"}
+            return _answer(200, json.dumps({"type": "ERROR", "object": status}) + "\n")
+        matching: list[dict[str, Any]] = []
+        for version, change, obj in self.changes:
+            if version <= since or obj.get("kind") != route.kind.kind:
+                continue
+            if route.namespace is not None and (obj.get("metadata") or {}).get("namespace") != route.namespace:
+                continue
+            matching.append(obj)
+            kept = self._filter(route, request, [obj])
+            if isinstance(kept, httpx.Response):
+                return kept
+            if kept:
+                matching[-1] = {"type": change, "object": obj}
+            else:
+                matching.pop()
+        lines = [json.dumps(event) for event in matching]
+        if self.bookmarks and params.get("allowWatchBookmarks") == "true":
+            lines.append(json.dumps({"type": "BOOKMARK", "object": {
+                "kind": route.kind.kind, "apiVersion": route.kind.api_version,
+                "metadata": {"resourceVersion": str(self.resource_version)}}}))
+        return _answer(200, "".join(line + "\n" for line in lines))
+
+    def _filter(self, route: _Route, request: httpx.Request,
+                items: list[dict[str, Any]]) -> list[dict[str, Any]] | httpx.Response:
+        """`items` that match the request's selectors (a 400 for one the API server would refuse)."""
+        params = request.url.params
+        try:
+            selector = parse_label_selector(params.get("labelSelector", ""))
+        except ValueError as error:
+            return _status(400, "BadRequest", f"unable to parse requirement: {error}")
+        items = [o for o in items if selector.matches((o.get("metadata") or {}).get("labels") or {})]
+        for requirement in filter(None, params.get("fieldSelector", "").split(",")):
+            negate = "!=" in requirement
+            key, _, value = requirement.partition("!=" if negate else "==" if "==" in requirement else "=")
+            getter = _FIELDS.get(key.strip()) or _KIND_FIELDS.get(route.kind.kind, {}).get(key.strip())
+            if getter is None:
+                return _status(400, "BadRequest", f'"{key.strip()}" is not a known field selector: '
+                                                  f"only \"metadata.name\", \"metadata.namespace\"")
+            items = [o for o in items if (getter(o) == value.strip()) is not negate]
+        return items
+
+
 def _route(path: str) -> _Route | None:
     parts = [p for p in path.split("/") if p]
     if parts[:2] == ["api", "v1"]:
@@ -246,5 +322,6 @@ def _route(path: str) -> _Route | None:
 def fake_cluster(api: FakeApiServer, *, name: str = "fake", page_size: int = 500,
                  deadline: Deadline | None = None) -> Cluster:
     """The real `Cluster`, talking to `api` through `httpx.MockTransport`."""
+    # Each fake is a cluster of its own: what a warm instance kept from one is never followed on another.
     return Cluster(name, SERVER, verify=ssl.create_default_context(), transport=httpx.MockTransport(api.handler),
-                   page_size=page_size, deadline=deadline)
+                   page_size=page_size, deadline=deadline, credential=f"fake-{id(api)}")

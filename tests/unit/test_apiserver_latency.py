@@ -5,6 +5,10 @@ trimmed to the `apiserver_request_duration_seconds` and `apiserver_request_total
 derived from them by text edits, each named by what it simulates: the pre-1.2x bucket set (40 boundaries: 0.01,
 0.15, … also present), a scrape without `+Inf` lines, one without `+Inf` and `_count` for a series, a counter
 reset (the API server restarted between the scrapes).
+
+`fetch` is tested over the kit's fake API server (the real `Cluster`), with the warm store
+(`outpost.cluster.warm`) seeded as an earlier run in the same instance would have left it; the timing of real
+runs against a real local server is tests/functional/test_apiserver_latency_warm.py.
 """
 
 from __future__ import annotations
@@ -12,13 +16,19 @@ from __future__ import annotations
 import gzip
 import math
 import re
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from kit import FakeApiServer, fake_cluster
+from outpost.checks import apiserver_latency
 from outpost.checks.apiserver_latency import ApiserverLatencyParams, Scrapes, evaluate
+from outpost.cluster import warm
 from outpost.errors import MalformedResponse
 from outpost.kube.histograms import INF, Series, aggregate, delta, parse_histogram, quantile
 from outpost.result import Status
@@ -71,6 +81,29 @@ def without_inf(text: str, drop_count_for: str | None = None) -> str:
     if drop_count_for:
         lines = [line for line in lines if not (line.startswith(f"{METRIC}_count") and drop_count_for in line)]
     return "\n".join(lines) + "\n"
+
+
+def parsed(text: str) -> dict[tuple[tuple[str, str], ...], Series]:
+    return parse_histogram(text, METRIC, "apiserver /metrics")
+
+
+def scrapes(after: str, before: str | None = None, interval_seconds: float = 0.0, *, warm: bool = False) -> Scrapes:
+    """What `fetch` hands `evaluate`: the scrapes parsed (`before`: this run's first, or the kept one when warm)."""
+    return Scrapes(after=parsed(after), before=None if before is None else parsed(before),
+                   interval_seconds=interval_seconds, warm=warm)
+
+
+def restarted(text: str) -> str:
+    """`text` as an API server that restarted since would expose it: every count lower (a tenth)."""
+    return re.sub(r"\} (\d+)$", lambda m: "} " + str(max(0, int(m[1]) // 10)), text, flags=re.M)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_kept() -> Iterator[None]:
+    """Each test starts as a cold instance and leaves nothing for the next (the warm store is process-wide)."""
+    warm.forget()
+    yield
+    warm.forget()
 
 
 def series_of(text: str, **labels: str) -> Series:
@@ -175,7 +208,7 @@ def test_quantile_is_histogram_quantile(q: float, buckets: list[tuple[float, flo
 
 
 def test_healthy_window_between_real_scrapes_is_ok_with_p99_per_verb() -> None:
-    result = evaluate(Scrapes(after=SCRAPE2, before=SCRAPE1, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
+    result = evaluate(scrapes(after=SCRAPE2, before=SCRAPE1, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
     assert result.status is Status.OK, result.errors
     verbs = result.details["verbs"]
     assert "WATCH" not in verbs
@@ -188,7 +221,7 @@ def test_healthy_window_between_real_scrapes_is_ok_with_p99_per_verb() -> None:
 
 def test_thresholds_below_observed_latency_fail_naming_the_verb() -> None:
     params = ApiserverLatencyParams(thresholds_seconds={"LIST": 0.001}, default_threshold_seconds=None)
-    result = evaluate(Scrapes(after=SCRAPE2, before=SCRAPE1, interval_seconds=5.0), params, NOW)
+    result = evaluate(scrapes(after=SCRAPE2, before=SCRAPE1, interval_seconds=5.0), params, NOW)
     assert result.status is Status.FAILED
     (line,) = result.errors
     assert line.startswith("apiserver verb LIST: observed p99 ")
@@ -198,7 +231,7 @@ def test_thresholds_below_observed_latency_fail_naming_the_verb() -> None:
 
 def test_cumulative_judges_one_scrape_since_start() -> None:
     params = ApiserverLatencyParams(cumulative=True, quantile=0.5)
-    result = evaluate(Scrapes(after=SCRAPE1), params, NOW)
+    result = evaluate(scrapes(after=SCRAPE1), params, NOW)
     assert result.status is Status.OK, result.errors
     assert result.details["window"] == "cumulative since API server start"
     assert "p50" in result.summary
@@ -209,34 +242,34 @@ def test_watch_and_streaming_subresources_are_excluded_even_when_slow() -> None:
     # them changes nothing.
     params = ApiserverLatencyParams(cumulative=True, thresholds_seconds={"WATCH": 1e-9, "CONNECT": 1e-9},
                                     default_threshold_seconds=None)
-    result = evaluate(Scrapes(after=SCRAPE1), params, NOW)
+    result = evaluate(scrapes(after=SCRAPE1), params, NOW)
     assert result.status is Status.OK
     assert not {"WATCH", "CONNECT"} & set(result.details["verbs"])
 
 
 def test_old_bucket_set_and_upgrade_between_scrapes() -> None:
     old = old_bucket_set(SCRAPE1)
-    cumulative = evaluate(Scrapes(after=old), ApiserverLatencyParams(cumulative=True), NOW)
+    cumulative = evaluate(scrapes(after=old), ApiserverLatencyParams(cumulative=True), NOW)
     assert cumulative.status is Status.OK, cumulative.errors
-    upgraded = evaluate(Scrapes(after=SCRAPE2, before=old, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
+    upgraded = evaluate(scrapes(after=SCRAPE2, before=old, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
     assert upgraded.status is Status.OK, upgraded.errors
     assert upgraded.details["resets"], "the bucket-set change is reported"
 
 
 def test_missing_inf_in_real_scrape_still_judged_from_count() -> None:
-    result = evaluate(Scrapes(after=without_inf(SCRAPE1)), ApiserverLatencyParams(cumulative=True), NOW)
+    result = evaluate(scrapes(after=without_inf(SCRAPE1)), ApiserverLatencyParams(cumulative=True), NOW)
     assert result.status is Status.OK, result.errors
     assert result.details["incomplete"] == []
 
 
 def test_metric_absent_is_error() -> None:
-    result = evaluate(Scrapes(after="# nothing here\nprocess_cpu_seconds_total 1\n"), ApiserverLatencyParams(), NOW)
+    result = evaluate(scrapes(after="# nothing here\nprocess_cpu_seconds_total 1\n"), ApiserverLatencyParams(), NOW)
     assert result.status is Status.ERROR
     assert "apiserver_request_duration_seconds not exposed" in result.summary
 
 
 def test_no_request_in_window_is_error_not_ok() -> None:
-    result = evaluate(Scrapes(after=SCRAPE1, before=SCRAPE1, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
+    result = evaluate(scrapes(after=SCRAPE1, before=SCRAPE1, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
     assert result.status is Status.ERROR
     assert "latency not observed" in result.summary
 
@@ -264,3 +297,161 @@ def test_thresholds_are_upper_case_and_positive() -> None:
         ApiserverLatencyParams(thresholds_seconds={"list": 1.0})
     with pytest.raises(ValidationError, match="must be > 0"):
         ApiserverLatencyParams(thresholds_seconds={"LIST": 0})
+
+
+# -- the cold wait and the kept scrape's age: parameters ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "cold_wait"),
+    [
+        pytest.param({}, ("cold_interval_seconds", 3.0), id="default"),
+        pytest.param({"cold_interval_seconds": 1.5}, ("cold_interval_seconds", 1.5), id="cold_interval_seconds"),
+        # The older name, set explicitly, is still the wait of a cold run.
+        pytest.param({"interval_seconds": 10}, ("interval_seconds", 10.0), id="interval_seconds"),
+    ],
+)
+def test_cold_wait_comes_from_the_parameter_set(raw: dict[str, Any], cold_wait: tuple[str, float]) -> None:
+    params = ApiserverLatencyParams.model_validate(raw)
+    assert params.cold_wait == cold_wait
+    assert params.max_previous_age_seconds == 900
+
+
+@pytest.mark.parametrize(
+    ("raw", "deadline", "problem"),
+    [
+        pytest.param({"interval_seconds": 5, "cold_interval_seconds": 5}, None, "set only one", id="both-names"),
+        pytest.param({"cold_interval_seconds": 0}, None, "greater than 0", id="no-wait"),
+        pytest.param({"max_previous_age_seconds": 3601}, None, "less than or equal to 3600", id="age-too-long"),
+        pytest.param({"max_previous_age_seconds": -1}, None, "greater than or equal to 0", id="age-negative"),
+        pytest.param({"cold_interval_seconds": 26}, 30,
+                     r"cold_interval_seconds 26 \+ 5 s for the scrapes does not fit in cluster\.deadline_seconds 30",
+                     id="cold-wait-beyond-deadline"),
+    ],
+)
+def test_wait_and_age_parameters_refused(raw: dict[str, Any], deadline: float | None, problem: str) -> None:
+    context = {} if deadline is None else {"deadline_seconds": deadline}
+    with pytest.raises(ValidationError, match=problem):
+        ApiserverLatencyParams.model_validate(raw, context=context)
+
+
+def test_default_cold_wait_fits_a_short_deadline() -> None:
+    # 3 s + 5 s: a deadline the old 10 s default did not fit.
+    ApiserverLatencyParams.model_validate({}, context={"deadline_seconds": 10})
+    with pytest.raises(ValidationError, match="interval_seconds 10 "):
+        ApiserverLatencyParams.model_validate({"interval_seconds": 10}, context={"deadline_seconds": 10})
+
+
+# -- evaluate: the window, warm or cold ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "window", "previous"),
+    [
+        pytest.param(scrapes(SCRAPE2, SCRAPE1, 3.012), "3.012 s", "cold (waited 3 s)", id="cold"),
+        pytest.param(scrapes(SCRAPE2, SCRAPE1, 297.456, warm=True), "297.456 s", "warm (kept 297.5 s ago)",
+                     id="warm"),
+        pytest.param(scrapes(SCRAPE1), "cumulative since API server start", "none (cumulative)", id="cumulative"),
+    ],
+)
+def test_window_and_previous_scrape_are_reported(data: Scrapes, window: str, previous: str) -> None:
+    params = ApiserverLatencyParams(cumulative=data.before is None)
+    result = evaluate(data, params, NOW)
+    assert result.status is Status.OK, result.errors
+    assert result.details["window"] == window
+    assert result.details["previous_scrape"] == previous
+
+
+@pytest.mark.parametrize("is_warm", [False, True], ids=["cold", "warm"])
+@pytest.mark.parametrize(
+    ("before", "after", "params", "status", "said"),
+    [
+        # A restart between the two scrapes: each series that went down is judged on what it counted since.
+        pytest.param(SCRAPE2, restarted(SCRAPE1), {}, Status.OK, "within thresholds", id="counter-reset"),
+        pytest.param(SCRAPE1, SCRAPE1, {}, Status.ERROR, "latency not observed", id="no-request-in-window"),
+        pytest.param(SCRAPE1, SCRAPE2, {"min_requests": 10**9}, Status.ERROR, "latency not observed",
+                     id="too-few-requests"),
+    ],
+)
+def test_warm_window_is_judged_as_a_cold_one(before: str, after: str, params: dict[str, Any], status: Status,
+                                            said: str, is_warm: bool) -> None:
+    result = evaluate(scrapes(after, before, 300.0, warm=is_warm), ApiserverLatencyParams(**params), NOW)
+    assert result.status is status, result.errors
+    assert said in result.summary
+    if before is SCRAPE2:
+        assert result.details["resets"], "the restarted series are named"
+        since_restart = evaluate(scrapes(after), ApiserverLatencyParams(cumulative=True), NOW)
+        assert result.details["verbs"] == since_restart.details["verbs"]
+
+
+# -- fetch: which scrape is the window's start -----------------------------------------------------------------------
+
+
+OTHER_CLUSTER = "other"
+KEY = apiserver_latency._key(ApiserverLatencyParams())
+SHORT = {"cold_interval_seconds": 0.05}
+
+
+def served(text: str = SCRAPE2) -> FakeApiServer:
+    return FakeApiServer().respond("/metrics", 200, text, content_type="text/plain; version=0.0.4")
+
+
+@pytest.mark.parametrize(
+    ("kept_by", "kept_age", "params", "warm_run"),
+    [
+        pytest.param(None, None, SHORT, False, id="nothing-kept"),
+        pytest.param("fake", 300.0, SHORT, True, id="kept-300s-ago"),
+        pytest.param("fake", 0.2, SHORT, False, id="kept-under-min-window"),
+        pytest.param("fake", 1000.0, SHORT, False, id="kept-over-max-age"),
+        pytest.param("fake", 300.0, {**SHORT, "max_previous_age_seconds": 200}, False, id="kept-over-configured-age"),
+        pytest.param("fake", 300.0, {**SHORT, "max_previous_age_seconds": 0}, False, id="age-0-never-warm"),
+        pytest.param(OTHER_CLUSTER, 300.0, SHORT, False, id="kept-by-another-cluster"),
+        pytest.param("fake", 300.0, {"interval_seconds": 0.05}, True, id="older-name-set-still-warm"),
+    ],
+)
+def test_fetch_judges_against_a_kept_scrape_only_when_usable(kept_by: str | None, kept_age: float | None,
+                                                              params: dict[str, Any], warm_run: bool) -> None:
+    api = served()
+    checked = ApiserverLatencyParams.model_validate(params)
+    if kept_by is not None and kept_age is not None:
+        with fake_cluster(api, name=kept_by) as earlier:  # the kit's identity: the fake's name and the fake
+            warm.keep(earlier.identity, KEY, apiserver_latency._Kept(parsed(SCRAPE1), time.monotonic() - kept_age))
+    with fake_cluster(api) as cluster:
+        data = apiserver_latency.fetch(cluster, checked)
+        kept = warm.peek(cluster.identity, KEY)
+    assert [r.path for r in api.requests] == ["/metrics"] * (1 if warm_run else 2)
+    assert data.warm is warm_run
+    if warm_run:
+        assert data.interval_seconds == pytest.approx(300.0, abs=1.0)
+        result = evaluate(data, checked, NOW)
+        assert result.status is Status.OK, result.errors
+        assert result.details["previous_scrape"].startswith("warm (kept 30")
+    else:
+        assert data.before == data.after  # the same text scraped twice, 0.05 s apart
+        assert data.interval_seconds >= 0.05
+    assert isinstance(kept, apiserver_latency._Kept), "every successful fetch keeps its scrape"
+    assert kept.series == data.after
+    assert time.monotonic() - kept.taken_at < 5
+
+
+def test_a_scrape_without_the_metric_is_not_kept() -> None:
+    params = ApiserverLatencyParams.model_validate(SHORT)
+    api = served()
+    with fake_cluster(api) as cluster:
+        apiserver_latency.fetch(cluster, params)
+        assert warm.peek(cluster.identity, KEY) is not None
+    api.respond("/metrics", 200, "# nothing here\nprocess_cpu_seconds_total 1\n")
+    with fake_cluster(api) as cluster:
+        data = apiserver_latency.fetch(cluster, ApiserverLatencyParams(cumulative=True))
+        assert warm.peek(cluster.identity, KEY) is None, "dropped: the next run is cold"
+    assert evaluate(data, params, NOW).status is Status.ERROR
+
+
+def test_cumulative_keeps_its_scrape_for_a_later_windowed_run() -> None:
+    api = served()
+    with fake_cluster(api) as cluster:
+        apiserver_latency.fetch(cluster, ApiserverLatencyParams(cumulative=True))
+        kept = warm.peek(cluster.identity, KEY)
+    assert isinstance(kept, apiserver_latency._Kept)
+    assert kept.series == parsed(SCRAPE2)
+    assert [r.path for r in api.requests] == ["/metrics"]

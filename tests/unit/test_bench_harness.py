@@ -213,3 +213,75 @@ def test_bench_config_bounds_kwok_lease_age_by_the_sandbox_tier(tmp_path: Path, 
     params = doc["checks"]["kwok-node-consistency"].get("params") or {}
     assert params.get("max_lease_duration_seconds") == bound
     assert doc["cluster"]["auth"]["path"] == str(kubeconfig)
+
+
+def test_cold_fraction_is_one_cold_start_per_so_many_hours_of_every_minute_invocations() -> None:
+    assert cost.cold_fraction(2.0) == pytest.approx(730 / 2 / 43_800)  # 1/120: one in 120 invocations
+    assert cost.cold_fraction(1 / 60) == 1.0  # a cold start every minute: every invocation cold
+    assert cost.cold_fraction(0) == 1.0
+    assert cost.common_usd(1.0, 3.0, 0.25) == pytest.approx(1.5)
+
+
+def test_common_case_cost_lies_between_all_warm_and_all_cold() -> None:
+    sample = cost.RunSample("c", init_seconds=0.5, init_cpu_seconds=0.5, run_seconds=0.6, run_cpu_seconds=0.4,
+                            peak_rss_mb=50, warm_seconds=0.2, warm_cpu_seconds=0.05)
+    chosen = cost.cheapest(sample, fraction=0.01)
+    assert chosen.common_usd == pytest.approx(0.99 * chosen.warm_usd + 0.01 * chosen.cold_usd)
+    assert chosen.warm_usd < chosen.common_usd < chosen.cold_usd
+    default = cost.cheapest(sample)  # the Lambda assumption
+    assert default.common_usd == pytest.approx(cost.common_usd(
+        default.warm_usd, default.cold_usd, cost.cold_fraction(cost.LAMBDA_HOURS_PER_COLD_START)))
+    assert cost.LAMBDA_WARM_SOURCES[0].startswith("docs.aws.amazon.com/lambda/")
+    text = Path(cost.__file__).read_text()  # the assumption's docstring quotes its sources
+    assert all(f"https://{source}" in text.replace("/\n  ", "/") for source in cost.LAMBDA_WARM_SOURCES)
+
+
+def test_side_rows_put_the_check_on_its_first_row_and_skip_missing_contenders() -> None:
+    cold = report.Figures("outpost cold", 0.74, 53_200, 5, 60 * 1024, 0.02, True, cpu_seconds=0.61)
+    warm = report.Figures("outpost warm", 0.031, 1_200, 3, 45 * 1024, float("nan"), True, "check 30 ms",
+                          cpu_seconds=0.012)
+    rows = report.side_rows("koordlet-coverage", [cold, warm, None])
+    assert rows == [
+        ["koordlet-coverage", "outpost cold", "53.2 kB", "5", "740 ms", "610 ms", "60.0 MB", "20 ms", "ok"],
+        ["", "outpost warm", "1.2 kB", "3", "31 ms", "12 ms", "45.0 MB", "n/a", "ok (check 30 ms)"],
+    ]
+    assert report.side_rows("x", [None, warm])[0][:2] == ["x", "outpost warm"]
+    assert report.table(report.SIDE_HEADERS, rows).splitlines()[0].split()[:2] == ["check", "contender"]
+
+
+def test_reads_summary_tallies_watch_and_list_per_collection() -> None:
+    reads = {
+        "/api/v1/nodes": "watch, 3 changes from resourceVersion 100 to 140, 1234 B",
+        "/api/v1/namespaces/koordinator-system/pods": "list, 100 objects, 52100 B: no state kept (cold start)",
+    }
+    assert report.reads_summary(reads) == (
+        "watch 1, list 1: nodes watch +3 (1.2 kB); koordinator-system/pods list 100 (52.1 kB: no state kept)")
+    assert report.reads_summary({}, "warm (kept 61 s ago)") == "scrape: warm (kept 61 s ago)"
+    assert report.reads_summary({}) == "no collection read"
+    assert report.short_path("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?x=y") == \
+        "kube-node-lease/leases"
+    assert report.read_text("something else") == "something else"
+
+
+def test_no_worse_compares_a_cold_run_with_the_earlier_figures() -> None:
+    then = report.Baseline(2_600_000, 4.60, 41, 64.7)
+    same = report.Figures("outpost cold", 5.5, 2_610_000, 41, int(64.0 * 1024), 0.1, True)
+    assert report.no_worse(same, then) == ("bytes 2.6 MB vs 2.6 MB, requests 41 vs 41, wall 5.50 s vs 4.60 s, "
+                                           "peak RSS 64.0 MB vs 64.7 MB: no worse (met)")
+    worse = report.Figures("outpost cold", 7.0, 3_000_000, 41, int(64.0 * 1024), 0.1, True)
+    assert report.no_worse(worse, then).endswith("worse in bytes, wall (MISSED)")
+    assert report.no_worse(same, report.Baseline(2_600_000, 4.60)).endswith("wall 5.50 s vs 4.60 s: no worse (met)")
+
+
+def test_growth_row_reads_cold_warm_and_kubectl_from_the_size_table() -> None:
+    from bench.run import GROWTH_HEADERS, growth_row
+
+    def f(wall: float, size: int) -> report.Figures:
+        return report.Figures("c", wall, size, 1, 1024, 0.0, True)
+
+    table = {"koordlet-coverage": [f(0.7, 53_000), f(0.03, 900), f(0.25, 56_000), None],
+             "kruise-daemon-coverage": [f(0.9, 54_000), None, f(0.2, 56_300), None]}
+    row = growth_row(100, table)
+    assert len(row) == len(GROWTH_HEADERS)
+    assert row == ["100", "700 ms", "53.0 kB", "30 ms", "900 B", "250 ms", "56.0 kB",
+                   "900 ms", "54.0 kB", "n/a", "n/a", "200 ms", "56.3 kB"]

@@ -37,18 +37,21 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
                       "koordinator-validating-webhook-configuration",
                       "list discovery.k8s.io/endpointslices in koordinator-system",
                       "get endpoints koordinator-webhook-service in koordinator-system [when]"],
-    "koordlet-coverage": ["get apps/daemonsets koordlet in koordinator-system", "list nodes",
-                          "list pods in koordinator-system"],
-    "nodemetric-freshness": ["list nodes", "list slo.koordinator.sh/nodemetrics"],
+    "koordlet-coverage": ["get apps/daemonsets koordlet in koordinator-system", "list nodes", "watch nodes [when]",
+                          "list pods in koordinator-system", "watch pods in koordinator-system [when]"],
+    "nodemetric-freshness": ["list nodes", "watch nodes [when]", "list slo.koordinator.sh/nodemetrics",
+                             "watch slo.koordinator.sh/nodemetrics [when]"],
     "ls-latency": [],  # required params: see test_ls_latency_declares_its_proxy_paths
     "be-eviction-rate": ["list events", "get pods [when]"],
     "gang-scheduling": ["list scheduling.sigs.k8s.io/podgroups", "list pods"],
-    "node-utilization": ["list nodes", "list slo.koordinator.sh/nodemetrics"],
+    "node-utilization": ["list nodes", "watch nodes [when]", "list slo.koordinator.sh/nodemetrics",
+                         "watch slo.koordinator.sh/nodemetrics [when]"],
     "apiserver-health": ["get /livez", "get /readyz"],
     "apiserver-triage": ["get /readyz", "list namespaces"],
     "apiserver-latency": ["get /metrics"],
     "apiserver-cert-expiry": [],
-    "kwok-node-consistency": ["list nodes", "list coordination.k8s.io/leases in kube-node-lease"],
+    "kwok-node-consistency": ["list nodes", "watch nodes [when]", "list coordination.k8s.io/leases in kube-node-lease",
+                              "watch coordination.k8s.io/leases in kube-node-lease [when]"],
     "kruise-manager-health": ["get apps/deployments kruise-controller-manager in kruise-system",
                               "list pods in kruise-system", "get pods/proxy in kruise-system"],
     "kruise-webhook": ["get services/proxy https:kruise-webhook-service:443 in kruise-system",
@@ -60,7 +63,8 @@ DEFAULT_DECLARATIONS: dict[str, list[str]] = {
                        "list discovery.k8s.io/endpointslices in kruise-system",
                        "get endpoints kruise-webhook-service in kruise-system [when]"],
     "kruise-daemon-coverage": ["get apps/daemonsets kruise-daemon in kruise-system", "list nodes",
-                               "list pods in kruise-system"],
+                               "watch nodes [when]", "list pods in kruise-system",
+                               "watch pods in kruise-system [when]"],
     "kruise-manager-replicas": ["get apps/deployments kruise-controller-manager in kruise-system"],
     "leader-leases": ["get coordination.k8s.io/leases koordinator-manager in koordinator-system",
                       "get coordination.k8s.io/leases koord-scheduler in koordinator-system",
@@ -101,9 +105,10 @@ def test_each_check_declares_what_its_fetch_sends_for_the_default_params(name: s
       "get admissionregistration.k8s.io/validatingwebhookconfigurations v",
       "list discovery.k8s.io/endpointslices in k", "get endpoints hook in k [when]"]),
     ("kruise-daemon-coverage", {"probe_healthz": True},
-     ["get apps/daemonsets kruise-daemon in kruise-system", "list nodes", "list pods in kruise-system",
-      "get nodes/proxy"]),
-    ("node-utilization", {"source": "metrics.k8s.io"}, ["list nodes", "list metrics.k8s.io/nodes"]),
+     ["get apps/daemonsets kruise-daemon in kruise-system", "list nodes", "watch nodes [when]",
+      "list pods in kruise-system", "watch pods in kruise-system [when]", "get nodes/proxy"]),
+    ("node-utilization", {"source": "metrics.k8s.io"}, ["list nodes", "watch nodes [when]",
+                                                        "list metrics.k8s.io/nodes"]),
     ("be-eviction-rate", {"namespace": "shop", "api": "events.k8s.io/v1"},
      ["list events.k8s.io/events in shop", "get pods in shop [when]"]),
     ("be-eviction-rate", {"max_pod_lookups": 0}, ["list events"]),
@@ -113,7 +118,8 @@ def test_each_check_declares_what_its_fetch_sends_for_the_default_params(name: s
      ["get /readyz", "list apps/deployments in x"]),
     ("apiserver-latency", {"metrics_path": "/metrics/slis"}, ["get /metrics/slis"]),
     ("kwok-node-consistency", {"lease_namespace": "leases"},
-     ["list nodes", "list coordination.k8s.io/leases in leases"]),
+     ["list nodes", "watch nodes [when]", "list coordination.k8s.io/leases in leases",
+      "watch coordination.k8s.io/leases in leases [when]"]),
     ("leader-leases", {"leases": [{"name": "l", "namespace": "n"}]},
      ["get coordination.k8s.io/leases l in n"]),
     ("admission-dry-run",
@@ -261,7 +267,7 @@ def test_node_proxy_only_when_a_check_needs_it_in_its_own_clusterrole_with_a_war
 
 def test_the_probe_never_writes_and_may_only_create_pods_in_its_own_namespace() -> None:
     writes = [(ns, rule) for ns, rule in all_rules(rbac.manifests(local()))
-              if set(rule["verbs"]) - {"get", "list"}]
+              if set(rule["verbs"]) - {"get", "list", "watch"}]
     assert writes == [("outpost-probe", {"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]})]
 
 

@@ -7,12 +7,22 @@ by `prometheus_client`'s parser and the quantile computed as PromQL's `histogram
 bucket sets differ).
 
 What is measured:
-- by default, the requests served BETWEEN two scrapes `interval_seconds` apart within this run (a
-  recent window, as a monitor wants); `cumulative: true` takes one scrape and everything since the
-  API server started instead;
-- the interval must fit in the run's deadline: a configuration whose interval does not fit in
+- by default, the requests served BETWEEN two scrapes. In a warm instance (a function kept in memory since an
+  earlier run, the usual case on a schedule) they are this run's one scrape and the one the previous run kept
+  (`outpost.cluster.warm`, keyed by `Cluster.identity`, `metrics_path` and `metric`): the window is the real time
+  between them (about the schedule interval) and the run does not wait. Otherwise (a cold start; nothing kept;
+  kept more than `max_previous_age_seconds` (0: always) or less than `MIN_WINDOW_SECONDS` ago) two scrapes
+  `cold_interval_seconds` apart are taken, as they always were. `details.window` is the window's length, and
+  `details.previous_scrape` says which it was: `warm (kept N s ago)` or `cold (waited X s)`. Every successful
+  fetch keeps its scrape (the parsed series of `metric` only: the text is several MB on a real API server);
+  `cumulative: true` takes one scrape and everything since the API server started instead;
+- why a separate, shorter cold wait (3 s): with warm runs the common case, the cold wait is paid once per new
+  instance and only buys a window as short as before, so it is kept small; `interval_seconds`, its older name,
+  is still accepted and, when set, is the cold wait (a configuration that set it chose a window for its traffic).
+  Setting both is refused: which one wins would be a guess;
+- the cold wait must fit in the run's deadline: a configuration whose wait does not fit in
   `cluster.deadline_seconds` (minus `DEADLINE_MARGIN_SECONDS` for the two scrapes) is refused by
-  `outpost validate` (validation context `deadline_seconds`), and a run whose remaining deadline no
+  `outpost validate` (validation context `deadline_seconds`), and a cold run whose remaining deadline no
   longer fits it is `error` before it waits;
 - `WATCH`, `WATCHLIST` and `CONNECT` and the streaming subresources (`log`, `exec`, `attach`,
   `portforward`, `proxy`) are excluded: their duration is the stream's lifetime, not latency
@@ -20,12 +30,13 @@ What is measured:
 - series are summed per verb over every resource, scope and group.
 
 Counter resets and bucket-set changes between the two scrapes (the API server restarted or was
-upgraded within the interval) fall back, per series, to the second scrape's counts, which are what it
-served since it restarted (as Prometheus' `increase()` does); the series are named in
-`details.resets`. A series without `+Inf` uses its `_count`; without either it is named in
-`details.incomplete` and left out. A verb with fewer than `min_requests` requests in the window is
-reported, not judged; if no verb can be judged at all, or the metric is absent, the result is
-`error` (nothing observed), never `ok`.
+upgraded within the window, kept scrape or not) fall back, per series, to the second scrape's counts, which are
+what it served since it restarted (as Prometheus' `increase()` does); the series are named in
+`details.resets`. A kept scrape is a saving, never a source of truth: a scrape without the metric is not kept
+(the next run is cold rather than judging everything since start as its window). A series without `+Inf` uses
+its `_count`; without either it is named in `details.incomplete` and left out. A verb with fewer than
+`min_requests` requests in the window is reported, not judged; if no verb can be judged at all, or the metric
+is absent, the result is `error` (nothing observed), never `ok`.
 
 `failed` names each verb over its threshold: `apiserver verb LIST: observed p99 7.2 s (want <= 5 s)`.
 """
@@ -33,6 +44,7 @@ reported, not judged; if no verb can be judged at all, or the metric is absent, 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,15 +52,17 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from outpost.checks.base import CheckSpec, Params
-from outpost.cluster import Cluster
+from outpost.cluster import Cluster, warm
 from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
 from outpost.kube import access
-from outpost.kube.histograms import Series, aggregate, delta, parse_histogram, quantile
+from outpost.kube.histograms import LabelSet, Series, aggregate, delta, parse_histogram, quantile
 from outpost.result import Result, Status
 
 NAME = "apiserver-latency"
 DEADLINE_MARGIN_SECONDS = 5.0
 """Room in the deadline for the two scrapes themselves."""
+MIN_WINDOW_SECONDS = 1.0
+"""A kept scrape younger than this is not judged against (a window that short says little): the run is cold."""
 
 DEFAULT_THRESHOLDS = {
     # The Kubernetes API call latency SLOs (p99): mutating calls 1 s, single-object reads 1 s; LISTs
@@ -59,8 +73,13 @@ DEFAULT_THRESHOLDS = {
 
 class ApiserverLatencyParams(Params):
     quantile: float = Field(0.99, gt=0, lt=1, description="Which quantile to judge (0.99 = p99).")
-    interval_seconds: float = Field(10.0, gt=0, le=600,
-                                    description="Seconds between the two scrapes whose difference is judged.")
+    cold_interval_seconds: float = Field(
+        3.0, gt=0, le=600, description="Seconds between the two scrapes of a run with no usable kept scrape.")
+    interval_seconds: float | None = Field(
+        None, gt=0, le=600, description="Older name of cold_interval_seconds: when set, it is the cold wait.")
+    max_previous_age_seconds: float = Field(
+        900.0, ge=0, le=3600, description="A scrape kept by an earlier run of this instance is judged against "
+                                          "only if at most this old; 0: never (every run waits).")
     cumulative: bool = Field(False, description="Judge one scrape's totals since the API server started instead.")
     thresholds_seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS),
                                                  description="Per verb (upper case): the largest quantile allowed.")
@@ -83,48 +102,104 @@ class ApiserverLatencyParams(Params):
                 raise ValueError(f"threshold of {verb} must be > 0")
         return value
 
+    @property
+    def cold_wait(self) -> tuple[str, float]:
+        """The parameter that sets a cold run's wait, and the wait (module doc: why two names)."""
+        if self.interval_seconds is not None:
+            return "interval_seconds", self.interval_seconds
+        return "cold_interval_seconds", self.cold_interval_seconds
+
     @model_validator(mode="after")
     def _fits_deadline(self, info: ValidationInfo) -> ApiserverLatencyParams:
+        if self.interval_seconds is not None and "cold_interval_seconds" in self.model_fields_set:
+            raise ValueError("interval_seconds is the older name of cold_interval_seconds: set only one")
+        name, wait = self.cold_wait
         deadline = info.context.get("deadline_seconds") if isinstance(info.context, dict) else None
-        fits = not isinstance(deadline, int | float) or self.interval_seconds + DEADLINE_MARGIN_SECONDS <= deadline
+        fits = not isinstance(deadline, int | float) or wait + DEADLINE_MARGIN_SECONDS <= deadline
         if not self.cumulative and not fits:
-            raise ValueError(f"interval_seconds {self.interval_seconds:g} + {DEADLINE_MARGIN_SECONDS:g} s for "
-                                 f"the scrapes does not fit in cluster.deadline_seconds {deadline:g}")
+            raise ValueError(f"{name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s for the scrapes does not fit in "
+                             f"cluster.deadline_seconds {deadline:g}")
         return self
+
+
+Histogram = Mapping[LabelSet, Series]
+"""The series of the judged metric in one scrape (`parse_histogram`)."""
 
 
 @dataclass(frozen=True)
 class Scrapes:
-    after: str
-    before: str | None = None
+    after: Histogram
+    before: Histogram | None = None
+    """The earlier scrape (None when cumulative): this run's first (cold) or the one an earlier run kept (warm)."""
     interval_seconds: float = 0.0
-    """Measured between the two scrapes' answers (0 when cumulative)."""
+    """The window: measured between the two scrapes' answers (0 when cumulative)."""
     path: str = "/metrics"
+    warm: bool = False
+    """`before` was kept by an earlier run of this instance (no wait in this run)."""
 
 
-def _scrape(cluster: Cluster, path: str) -> str:
+@dataclass(frozen=True)
+class _Kept:
+    series: Histogram
+    taken_at: float
+    """`time.monotonic()` when its answer arrived."""
+
+
+def _scrape(cluster: Cluster, params: ApiserverLatencyParams) -> tuple[Histogram, float]:
+    path = params.metrics_path
     response = cluster.get(path, accept="text/plain;version=0.0.4")
     if response.status_code != 200:
         raise ClusterResponseError(f"GET {path} on cluster {cluster.name}: HTTP {response.status_code} (want 200)",
                                    response.status_code)
-    return response.text
+    taken_at = time.monotonic()
+    return parse_histogram(response.text, params.metric, f"apiserver {path}"), taken_at
+
+
+def _key(params: ApiserverLatencyParams) -> tuple[str, ...]:
+    return (NAME, "scrape", params.metrics_path, params.metric)
+
+
+def _kept(cluster: Cluster, params: ApiserverLatencyParams) -> _Kept | None:
+    """The scrape an earlier run kept, if a window from it is at least `MIN_WINDOW_SECONDS` and at most
+    `max_previous_age_seconds` long."""
+    kept = warm.recall(cluster.identity, _key(params), params.max_previous_age_seconds)
+    if not isinstance(kept, _Kept):
+        return None
+    age = time.monotonic() - kept.taken_at
+    return kept if MIN_WINDOW_SECONDS <= age <= params.max_previous_age_seconds else None
+
+
+def _keep(cluster: Cluster, params: ApiserverLatencyParams, series: Histogram, taken_at: float) -> None:
+    if series:
+        warm.keep(cluster.identity, _key(params), _Kept(series, taken_at))
+    else:  # the metric is absent: nothing to judge a later scrape against (module doc)
+        warm.drop(cluster.identity, _key(params))
 
 
 def fetch(cluster: Cluster, params: ApiserverLatencyParams) -> Scrapes:
+    path = params.metrics_path
     if params.cumulative:
-        return Scrapes(after=_scrape(cluster, params.metrics_path), path=params.metrics_path)
+        after, taken_at = _scrape(cluster, params)
+        _keep(cluster, params, after, taken_at)
+        return Scrapes(after=after, path=path)
+    kept = _kept(cluster, params)
+    if kept is not None:
+        after, taken_at = _scrape(cluster, params)
+        _keep(cluster, params, after, taken_at)
+        return Scrapes(after=after, before=kept.series, interval_seconds=round(taken_at - kept.taken_at, 3),
+                       path=path, warm=True)
+    name, wait = params.cold_wait
     left = cluster.deadline.remaining()
-    if params.interval_seconds + DEADLINE_MARGIN_SECONDS > left:
-        raise ConfigError(f"{NAME}: interval_seconds {params.interval_seconds:g} + {DEADLINE_MARGIN_SECONDS:g} s "
+    if wait + DEADLINE_MARGIN_SECONDS > left:
+        raise ConfigError(f"{NAME}: {name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s "
                           f"does not fit in what is left of the run's deadline ({left:.1f} s)")
-    before = _scrape(cluster, params.metrics_path)
-    started = time.monotonic()
-    time.sleep(params.interval_seconds)
+    before, started = _scrape(cluster, params)
+    time.sleep(wait)
     if cluster.deadline.expired:
         raise ClusterTimeout(f"{NAME}: the check's deadline ran out between the two scrapes")
-    after = _scrape(cluster, params.metrics_path)
-    return Scrapes(after=after, before=before, interval_seconds=round(time.monotonic() - started, 3),
-                   path=params.metrics_path)
+    after, taken_at = _scrape(cluster, params)
+    _keep(cluster, params, after, taken_at)
+    return Scrapes(after=after, before=before, interval_seconds=round(taken_at - started, 3), path=path)
 
 
 def declared_access(params: ApiserverLatencyParams) -> list[access.Access]:
@@ -140,16 +215,23 @@ def _threshold(params: ApiserverLatencyParams, verb: str) -> float | None:
     return params.thresholds_seconds.get(verb, params.default_threshold_seconds)
 
 
+def _previous_scrape(data: Scrapes) -> str:
+    if data.before is None:
+        return "none (cumulative)"
+    seconds = f"{round(data.interval_seconds, 1):g}"
+    return f"warm (kept {seconds} s ago)" if data.warm else f"cold (waited {seconds} s)"
+
+
 def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Result:
     where = f"apiserver {data.path}"
-    after = parse_histogram(data.after, params.metric, where)
+    after = data.after
     if not after:
         line = f"{where}: histogram {params.metric} not exposed (want it, with _bucket series)"
         return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line])
     if data.before is None:
         window, resets = after, []
     else:
-        changes = delta(parse_histogram(data.before, params.metric, where), after)
+        changes = delta(data.before, after)
         window, resets = changes.series, changes.resets
     excluded_verbs = {verb.upper() for verb in params.excluded_verbs}
     excluded_subresources = set(params.excluded_subresources)
@@ -192,6 +274,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     details: dict[str, Any] = {
         "quantile": params.quantile,
         "window": "cumulative since API server start" if data.before is None else f"{data.interval_seconds:g} s",
+        "previous_scrape": _previous_scrape(data),
         "verbs": verbs,
         "resets": [_labels(labels) for labels in resets],
         "incomplete": incomplete,

@@ -66,8 +66,8 @@ def fetch_coverage(cluster: Cluster, params: DaemonCoverageParams) -> DaemonCove
 def declared_access(params: DaemonCoverageParams) -> list[access.Access]:
     """The DaemonSet by name, every node (LIST), the agent's pods in its namespace (LIST)."""
     return [access.get(DAEMON_SETS, params.daemonset, params.namespace),
-            access.list_(NODES),
-            access.list_(PODS, params.namespace)]
+            access.list_(NODES), access.watch(NODES),
+            access.list_(PODS, params.namespace), access.watch(PODS, params.namespace)]
 
 
 @dataclass(frozen=True)

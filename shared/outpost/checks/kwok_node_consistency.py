@@ -49,7 +49,7 @@ from typing import Any
 from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
-from outpost.cluster import Cluster
+from outpost.cluster import Cluster, Collection, keep_view, read_collection
 from outpost.cluster.nodes import read_nodes
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
@@ -90,12 +90,13 @@ def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
     # its facts) and the selection is made in `evaluate`, where it is tested.
     nodes = read_nodes(cluster, params.selector.label_query())
     path = collection_path(LEASES, params.lease_namespace)
-    leases = tuple(cluster.iter_list_as(Lease, path))
+    leases = tuple(read_collection(cluster, Collection(path, Lease, keep_view)))
     return KwokNodeData(tuple(nodes), leases)
 
 
 def declared_access(params: KwokNodeConsistencyParams) -> list[access.Access]:
-    return [access.list_(NODES), access.list_(LEASES, params.lease_namespace)]
+    return [access.list_(NODES), access.watch(NODES), access.list_(LEASES, params.lease_namespace),
+            access.watch(LEASES, params.lease_namespace)]
 
 
 def _named(errors: list[str], lines: list[str], what: str) -> None:

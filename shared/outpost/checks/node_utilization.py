@@ -104,7 +104,10 @@ def fetch(cluster: Cluster, params: NodeUtilizationParams) -> NodeUtilizationDat
 
 
 def declared_access(params: NodeUtilizationParams) -> list[access.Access]:
-    return [access.list_(NODES), access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S)]
+    # metrics.k8s.io is served by metrics-server, which cannot be watched: listed every run.
+    followed = [access.watch(NODE_METRICS)] if params.source == "nodemetric" else []
+    return [access.list_(NODES), access.watch(NODES),
+            access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S), *followed]
 
 
 def filtered_by_load_aware(percent: float, threshold: float) -> bool:

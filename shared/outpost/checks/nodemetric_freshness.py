@@ -84,7 +84,7 @@ def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFres
 
 
 def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:
-    return [access.list_(NODES), access.list_(NODE_METRICS)]
+    return [access.list_(NODES), access.watch(NODES), access.list_(NODE_METRICS), access.watch(NODE_METRICS)]
 
 
 def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, now: datetime) -> Result:

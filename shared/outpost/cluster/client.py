@@ -27,14 +27,15 @@ Guarantees:
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import ssl
 import sys
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Self
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -187,9 +188,15 @@ class Cluster:
         max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
+        credential: str = "",
+        incremental: bool = True,
+        incremental_max_age_seconds: float = 900.0,
     ) -> None:
         self.name = name
         self.server = server.rstrip("/")
+        self.identity = (name, self.server, credential)
+        """Whom this client reads as, for what a warm instance keeps (`outpost.cluster.warm`): the cluster's name,
+        its server and a digest of the auth settings (which may name a secret, never hold one)."""
         if not self.server.lower().startswith("https://"):
             # A bearer token or client certificate must never cross a network in clear text.
             scheme = self.server.partition("://")[0][:10] if "://" in self.server else "no scheme"
@@ -200,6 +207,13 @@ class Cluster:
         self.max_response_bytes = max_response_bytes
         self.budget = ByteBudget(max_run_bytes, "cluster.max_run_bytes")
         """Every body this Cluster reads (one per run) counts against it, decoded, as it arrives."""
+        self.received_bytes = 0
+        """Bytes received as the server sent them (compressed when it compressed them), every request of the run."""
+        self.requests = 0
+        self.incremental = incremental
+        self.incremental_max_age_seconds = incremental_max_age_seconds
+        self.reads: dict[str, str] = {}
+        """How each collection was read this run (`outpost.cluster.incremental`), for the result's details."""
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._verify = verify  # kept for `tls_probe`, which must trust (and present) exactly what requests do
@@ -231,6 +245,9 @@ class Cluster:
             page_size=settings.page_size,
             max_response_bytes=settings.max_response_bytes,
             max_run_bytes=settings.max_run_bytes,
+            credential=hashlib.sha256(settings.auth.model_dump_json().encode()).hexdigest()[:16],
+            incremental=settings.incremental,
+            incremental_max_age_seconds=settings.incremental_max_age_seconds,
         )
 
     def __enter__(self) -> Self:
@@ -314,7 +331,11 @@ class Cluster:
             query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
             with self._client.stream(method, path, params=query, headers=headers, content=body,
                                      timeout=limits) as response:
-                data = self._read_body(response, where)
+                self.requests += 1
+                try:
+                    data = self._read_body(response, where)
+                finally:
+                    self.received_bytes += response.num_bytes_downloaded
         except httpx.TimeoutException as error:
             if self.deadline.expired:
                 raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
@@ -429,21 +450,45 @@ class Cluster:
         Why: a view declares only the fields a check reads, and pydantic skips the rest while parsing, so the
         containers, images and managed fields of 5,000 objects are never built as Python objects (about 3x
         less CPU than decoding every page into dicts, and a page's memory is its bytes plus the views). A page
-        that does not fit is `MalformedResponse` naming the object and the field, as `parse` would.
+        that does not fit is `MalformedResponse` naming the object and the field, as `parse` would. A view with a
+        msgspec mirror comes as its mirror (`iter_pages_as`).
         """
+        for page in self.iter_pages_as(model, path, label_selector=label_selector, page_size=page_size):
+            yield from page.items
+
+    def iter_pages_as(self, model: type[V], path: str, *, label_selector: str | None = None,
+                      field_selector: str | None = None, page_size: int | None = None) -> Iterator[Page[V]]:
+        """The pages of a LIST as `model` views (see `iter_list_as`), each with its `metadata` (the list's
+        resourceVersion is the first page's: every later page is served from the same snapshot).
+
+        A view with a msgspec mirror (NodeOutline, PodOutline, NodeMetricOutline: `outpost.kube.fast_outlines`)
+        is decoded into the mirror, 2-5x cheaper: the same fields and the properties its reducers read, but not a
+        pydantic model. A page the mirror refuses is decoded by the view, so what the view accepts reads the same
+        and what it refuses is the same `MalformedResponse`."""
         params: dict[str, str | int] = {"limit": page_size or self.page_size}
         if label_selector:
             params["labelSelector"] = label_selector
-        adapter = _page_adapter(model)
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        from outpost.kube.fast_outlines import Refused, page_decoder  # msgspec: loaded by the first LIST
+
+        fast = page_decoder(model)
         pages = 0
         while True:
             response = self._expect_ok(self.get(path, params))
             pages += 1
-            try:
-                page = adapter.validate_json(response.content)
-            except ValidationError as error:
-                raise self._malformed_page(model, response, error) from None
-            yield from page.items
+            page: Page[V] | None = None
+            if fast is not None:
+                try:
+                    page = cast("Page[V]", fast.decode(response.content))  # the mirror stands in for the view
+                except Refused:
+                    page = None  # the view decides: its lenient reading, or its MalformedResponse
+            if page is None:
+                try:
+                    page = _page_adapter(model).validate_json(response.content)
+                except ValidationError as error:
+                    raise self._malformed_page(model, response, error) from None
+            yield page
             if not page.metadata.continue_:
                 return
             self._next_page(path, pages, params, page.metadata.continue_)
@@ -460,6 +505,79 @@ class Cluster:
                                     "(the list would never end)")
         params["continue"] = token
 
+    def watch(self, path: str, params: Sequence[tuple[str, str]], on_line: Callable[[bytes], bool], *,
+              max_bytes: int, server_timeout_seconds: int) -> bool:
+        """Open a watch of `path` (`params` carry `watch=1` and where it starts) and hand each event line to
+        `on_line` until it returns True (the caller has caught up: True) or the server ends the stream (False).
+
+        For `outpost.cluster.incremental`, which relists on `WatchBroken`: a status other than 200 (403 included:
+        an identity allowed to list but not to watch still gets the LIST), a content coding, a stream that breaks or
+        goes silent, more than `max_bytes` of events or a line longer than `max_response_bytes`. What is never
+        relisted around: 401 (`ClusterAuthError`), our own request refused (`ClusterRequestRefused`), the deadline
+        (`ClusterTimeout`) and the run's byte budget (`ResponseTooLarge`). The stream is bounded like every request:
+        each socket read by the deadline, every byte counted against the run's budget as it arrives.
+        """
+        where = f"WATCH {path} on cluster {self.name}"
+        if self.deadline.expired:
+            raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out")
+        # The server ends the watch at `server_timeout_seconds`; silence longer than that (plus slack) is a stall.
+        read = self.deadline.cap(server_timeout_seconds + 2.0)
+        limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
+        try:
+            with self._client.stream("GET", path, params=httpx.QueryParams(list(params)), headers={"Accept": JSON},
+                                     timeout=limits) as response:
+                self.requests += 1
+                try:
+                    return self._follow(response, where, on_line, max_bytes)
+                finally:
+                    self.received_bytes += response.num_bytes_downloaded
+        except httpx.TimeoutException as error:
+            if self.deadline.expired:
+                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
+                                     f"({_phase(error)})") from None
+            raise WatchBroken(f"{where}: no event for {read:.1f} s") from None
+        except httpx.HTTPError as error:
+            raise WatchBroken(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
+
+    def _follow(self, response: httpx.Response, where: str, on_line: Callable[[bytes], bool], max_bytes: int) -> bool:
+        status = response.status_code
+        if status != 200:
+            text = self._read_body(response, where).decode("utf-8", "replace")
+            if status in REFUSED_STATUSES:
+                raise ClusterRequestRefused(f"{where}: HTTP {status} {REFUSED_STATUSES[status]}: our own request was "
+                                            f"refused, nothing observed {_text_reason(text)}".rstrip(), status)
+            if status == 401:
+                raise ClusterAuthError(f"{where}: HTTP 401 {_text_reason(text)}")
+            raise WatchBroken(f"{where}: HTTP {status} {_text_reason(text)}".rstrip(), forbidden=status == 403)
+        coding = response.headers.get("Content-Encoding", "").strip().lower()
+        if coding not in ("", "identity"):
+            raise WatchBroken(f"{where}: content coding {coding[:40]!r} on a watch (a plain watch is never encoded)")
+        pending = bytearray()
+        total = 0
+        # An in-memory response (httpx.MockTransport's) was read whole already; a network one streams here.
+        for chunk in [response.content] if response.is_stream_consumed else response.iter_raw():
+            if self.deadline.expired:
+                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
+                                     "while following the watch")
+            total += len(chunk)
+            if total > max_bytes:
+                raise WatchBroken(f"{where}: more than {max_bytes} bytes of changes")
+            if not self.budget.spend(len(chunk)):
+                raise ResponseTooLarge(f"{where}: the run has read more than its budget of {self.budget.total} bytes "
+                                       f"({self.budget.setting})")
+            pending += chunk
+            start = 0
+            while (end := pending.find(b"\n", start)) >= 0:
+                line = bytes(pending[start:end])
+                start = end + 1
+                if line.strip() and on_line(line):
+                    return True
+            del pending[:start]
+            if len(pending) > self.max_response_bytes:
+                raise WatchBroken(f"{where}: an event longer than {self.max_response_bytes} bytes "
+                                  "(cluster.max_response_bytes)")
+        return False
+
     def _malformed_page(self, model: type[View], response: Response, error: ValidationError) -> MalformedResponse:
         """The error `parse` gives for the first bad item (decoding the page again only on this path)."""
         where = f"LIST {response.path} on cluster {self.name}"
@@ -474,13 +592,46 @@ class Cluster:
         return MalformedResponse(f"{where}: field {field}: {first['msg']}")
 
 
+class WatchBroken(Exception):
+    """A watch could not bring the caller up to date; the caller reads the collection in full instead."""
+
+    def __init__(self, reason: str, *, forbidden: bool = False, gone: bool = False) -> None:
+        super().__init__(reason)
+        self.forbidden = forbidden
+        self.gone = gone
+        """410 Gone: the kept resourceVersion is older than the server's history; a LIST re-anchors, and the next
+        run can follow again."""
+
+
 class _ListMeta(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     continue_: str = Field("", alias="continue")
+    resource_version: str = Field("", alias="resourceVersion")
 
 
-class _ListPage(BaseModel, Generic[V]):
+V_co = TypeVar("V_co", covariant=True)
+
+
+class PageMeta(Protocol):
+    @property
+    def continue_(self) -> str: ...
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+class Page(Protocol[V_co]):
+    """One page of a LIST as `Cluster.iter_pages_as` yields it: a `ListPage`, or a mirror's `FastPage`."""
+
+    @property
+    def metadata(self) -> PageMeta: ...
+
+    @property
+    def items(self) -> Sequence[V_co]: ...
+
+
+class ListPage(BaseModel, Generic[V]):
     """One page of a LIST: its `continue` token and its items (a page without an items list does not fit)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -489,10 +640,11 @@ class _ListPage(BaseModel, Generic[V]):
     items: list[V]
 
 
+
 @functools.cache
-def _page_adapter(model: type[View]) -> TypeAdapter[_ListPage[Any]]:
+def _page_adapter(model: type[View]) -> TypeAdapter[ListPage[Any]]:
     """One validator per view, built on first use (a function's cold start pays only for what it reads)."""
-    return TypeAdapter(_ListPage[model])  # type: ignore[valid-type]
+    return TypeAdapter(ListPage[model])  # type: ignore[valid-type]
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,6 +1,7 @@
 """Reading nodes and a DaemonSet's pods for the node checks, page by page, reduced as they arrive.
 
-Guarantees: nodes, pods and usage reports are read with paginated LISTs (the cluster's `page_size`), pods only in
+Guarantees: nodes, pods and usage reports are read with paginated LISTs, or followed with a watch by a warm
+instance (`outpost.cluster.incremental`, same records either way) (the cluster's `page_size`), pods only in
 one namespace and by label selector (never every pod of the cluster); each page is validated straight from its
 bytes into outline views (`NodeOutline`, `PodOutline`, `NodeMetricOutline`: only the fields judged are built)
 and each item reduced to its facts (`NodeFacts`, `DaemonPod`) as soon as it is read, so memory grows with the
@@ -11,6 +12,7 @@ number of nodes by a small record each, not by whole API objects. A wrong type i
 from __future__ import annotations
 
 from outpost.cluster.client import Cluster
+from outpost.cluster.incremental import Collection, read_collection
 from outpost.kube.daemons import DaemonPod, daemon_pod
 from outpost.kube.nodes import NodeFacts, UsageSample, nodemetric_usage, outline_facts, usage_from_metrics_k8s
 from outpost.kube.objects import NodeMetricOutline, NodeOutline, PodOutline
@@ -18,24 +20,21 @@ from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES, PODS, coll
 
 
 def read_nodes(cluster: Cluster, label_selector: str | None = None) -> list[NodeFacts]:
-    path = collection_path(NODES)
-    return [outline_facts(node, f"LIST {path}")
-            for node in cluster.iter_list_as(NodeOutline, path, label_selector=label_selector)]
+    return read_collection(cluster, Collection(collection_path(NODES), NodeOutline, outline_facts,
+                                               label_selector=label_selector or None))
 
 
 def read_daemon_pods(cluster: Cluster, namespace: str, label_selector: str) -> list[DaemonPod]:
-    path = collection_path(PODS, namespace)
-    return [daemon_pod(pod, f"LIST {path}")
-            for pod in cluster.iter_list_as(PodOutline, path, label_selector=label_selector or None)]
+    return read_collection(cluster, Collection(collection_path(PODS, namespace), PodOutline, daemon_pod,
+                                               label_selector=label_selector or None))
 
 
 def read_nodemetrics(cluster: Cluster, page_size: int | None = None) -> list[UsageSample]:
     """Every Koordinator NodeMetric as a usage sample. A NodeMetric carries the usage of every pod of
     its node, so it is large: `page_size` keeps one page under the response cap on big clusters (its
     outline view leaves those per-pod reports unbuilt)."""
-    path = collection_path(NODE_METRICS)
-    return [nodemetric_usage(metric, f"LIST {path}")
-            for metric in cluster.iter_list_as(NodeMetricOutline, path, page_size=page_size)]
+    return read_collection(cluster, Collection(collection_path(NODE_METRICS), NodeMetricOutline, nodemetric_usage,
+                                               page_size=page_size))
 
 
 def read_metrics_k8s(cluster: Cluster) -> list[UsageSample]:

@@ -29,7 +29,7 @@ from typing import Literal
 
 from outpost.kube.paths import Kind, Scheme, proxy_target
 
-Verb = Literal["get", "list", "create", "patch"]
+Verb = Literal["get", "list", "watch", "create", "patch"]
 
 _PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 """Granted to system:authenticated and system:unauthenticated by the bootstrap ClusterRole
@@ -87,6 +87,14 @@ def list_(kind: Kind, namespace: str | None = None, *, when: str = "") -> Resour
     return ResourceAccess(kind.group, kind.plural, "list", namespace if kind.namespaced else None, (), when)
 
 
+FOLLOWED = "a warm instance follows the collection (outpost.cluster.incremental; without it, every run lists it)"
+
+
+def watch(kind: Kind, namespace: str | None = None, *, when: str = FOLLOWED) -> ResourceAccess:
+    """WATCH of `kind` in `namespace`: a warm instance following what it listed."""
+    return ResourceAccess(kind.group, kind.plural, "watch", namespace if kind.namespaced else None, (), when)
+
+
 def create(kind: Kind, namespace: str | None = None, *, when: str = "") -> ResourceAccess:
     return ResourceAccess(kind.group, kind.plural, "create", namespace if kind.namespaced else None, (), when)
 
@@ -123,7 +131,8 @@ _GROUP = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)(?P<rest>/.*)?$"
 def of_path(path: str, verb: Literal["get", "list"] = "get", *, when: str = "") -> Access:
     """The attributes of a GET of `path`, as the API server's RequestInfo derives them.
 
-    `verb` says whether a collection path is a LIST (`list`) or not; an object path is always `get`.
+    `verb` says whether a collection path is a LIST (`list`) or not; an object path is always `get`; a collection
+    path whose query asks `watch=1` (or `true`) is a WATCH.
     A path under /api or /apis that names no resource (`/api/v1`, discovery) is a non-resource URL.
     """
     bare = path.split("?", 1)[0]
@@ -145,7 +154,9 @@ def of_path(path: str, verb: Literal["get", "list"] = "get", *, when: str = "") 
         return NonResourceAccess(bare, when)
     resource = parts[0]
     if len(parts) == 1:
-        return ResourceAccess(group, resource, verb, namespace, (), when)
+        query = path.partition("?")[2]
+        watching = any(pair in ("watch=1", "watch=true") for pair in query.split("&"))
+        return ResourceAccess(group, resource, "watch" if watching else verb, namespace, (), when)
     name = parts[1]
     if len(parts) >= 3:
         resource = f"{resource}/{parts[2]}"

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from outpost.errors import MalformedResponse
 from outpost.kube.nodes import NodeFacts
 from outpost.kube.objects import Pod, PodOutline, parse
+
+if TYPE_CHECKING:  # msgspec is imported by the first LIST that decodes into a mirror, never by this module
+    from outpost.kube.fast_outlines import FastPodOutline
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class DaemonPod:
         return f"pod {self.name} {state}, not Ready" if not self.ready else f"pod {self.name} terminating"
 
 
-def daemon_pod(pod: Pod | PodOutline, where: str = "pod") -> DaemonPod:
+def daemon_pod(pod: Pod | PodOutline | FastPodOutline, where: str = "pod") -> DaemonPod:
     """What coverage needs of a pod (read whole or as its outline, `Cluster.iter_list_as`); no name is
     MalformedResponse."""
     if not pod.name:

@@ -36,12 +36,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from outpost.errors import MalformedResponse
-from outpost.kube.conditions import READY, find_condition
+from outpost.kube.conditions import READY
 from outpost.kube.objects import (
     KubeObject,
     Node,
@@ -56,6 +56,9 @@ from outpost.kube.objects import (
 from outpost.kube.quantity import cpu_millis
 from outpost.kube.selectors import MetadataSelector, parse_label_selector
 
+if TYPE_CHECKING:  # msgspec is imported by the first LIST that decodes into a mirror, never by this module
+    from outpost.kube.fast_outlines import FastKubeObject, FastNodeMetricOutline, FastNodeOutline
+
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_FAKE_VALUE = "fake"
 VIRTUAL_KUBELET_LABEL = "type"
@@ -69,7 +72,7 @@ class NodeClass(StrEnum):
     VIRTUAL = "virtual"
 
 
-def classify(node: KubeObject) -> NodeClass:
+def classify(node: KubeObject | FastKubeObject) -> NodeClass:
     if node.metadata.annotations.get(KWOK_NODE_ANNOTATION) == KWOK_FAKE_VALUE:
         return NodeClass.FAKE
     if node.metadata.labels.get(VIRTUAL_KUBELET_LABEL) == VIRTUAL_KUBELET_VALUE:
@@ -137,8 +140,10 @@ class NodeFacts:
         return f"Ready={self.ready}" + (f" ({self.ready_reason})" if self.ready_reason else "")
 
 
-def node_facts(node: Node | NodeOutline) -> NodeFacts:
-    condition = find_condition(node.status.conditions, READY)
+def node_facts(node: Node | NodeOutline | FastNodeOutline) -> NodeFacts:
+    """The facts of a Node, read whole, as its outline or as the outline's msgspec mirror (equal facts)."""
+    # `find_condition`, spelled out: a mirror's conditions are not `Condition`s
+    condition = next((c for c in node.status.conditions if c.type == READY), None)
     cpu = node.status.allocatable.get("cpu")
     try:
         millis = cpu_millis(cpu) if cpu not in (None, "") else None
@@ -161,7 +166,7 @@ def facts_of(raw: Any, where: str = "node") -> NodeFacts:
     return outline_facts(parse(NodeOutline, raw, where), where)
 
 
-def outline_facts(node: NodeOutline, where: str = "node") -> NodeFacts:
+def outline_facts(node: NodeOutline | FastNodeOutline, where: str = "node") -> NodeFacts:
     """A Node read as its outline (`Cluster.iter_list_as`) reduced to its facts; no name is MalformedResponse."""
     if not node.name:
         raise MalformedResponse(f"{where}: a node without metadata.name")
@@ -310,7 +315,8 @@ def usage_from_nodemetric(raw: Any, where: str = "nodemetric") -> UsageSample:
     return nodemetric_usage(parse(NodeMetricOutline, raw, where), where)
 
 
-def nodemetric_usage(metric: NodeMetric | NodeMetricOutline, where: str = "nodemetric") -> UsageSample:
+def nodemetric_usage(metric: NodeMetric | NodeMetricOutline | FastNodeMetricOutline,
+                     where: str = "nodemetric") -> UsageSample:
     """One NodeMetric's usage sample; no name is MalformedResponse."""
     if not metric.name:
         raise MalformedResponse(f"{where}: a NodeMetric without metadata.name")

@@ -1,0 +1,297 @@
+"""Reading a collection incrementally: a warm instance follows the changes instead of listing everything again.
+
+A run reads a collection (nodes, an agent's pods, NodeMetrics, node Leases) as a list of reduced records, each
+object cut down by a reducer to the facts its check judges. The first run of an instance LISTs it (paginated, as
+`Cluster.iter_pages_as`) and keeps, in `outpost.cluster.warm`, the records by namespace/name and the LIST's
+resourceVersion. A later run in the same instance:
+
+1. asks for the collection's current resourceVersion with a LIST that selects no object (`metadata.name=-`): a
+   consistent read, so it is at least every write made before the run started (the "target");
+2. watches from the kept resourceVersion with bookmarks (`allowWatchBookmarks=true&timeoutSeconds=3`) and
+   applies each ADDED, MODIFIED and DELETED to the records, until an event or a bookmark is at or past the target.
+   The API server's watch cache sends a bookmark 2 s before the watch's timeout with the cache's current
+   resourceVersion (k8s.io/apiserver@v0.37.2 pkg/storage/cacher/cache_watcher.go `nextBookmarkTime`, case (a),
+   dispatched on a timer of about a second, cacher.go `dispatchEvents`), so a timeout of 3 s brings one within
+   about a second; 2 s brings none (measured: docs/contracts.md "Incremental reads");
+3. judges the records as they stand at that resourceVersion, and keeps them for the next run.
+
+Fail closed: any doubt relists, which re-anchors the state, and the check judges the LIST as it always did:
+nothing kept (cold start), state older than `cluster.incremental_max_age_seconds`, `410 Gone` or any ERROR event,
+a status other than 200 (a 403 too: an identity that may list but not watch), a stream that breaks, stalls or
+ends before reaching the target, a resourceVersion that is not a decimal number, events out of order. After a 410
+the next run follows again; after any other of these the collection is LISTed for `LIST_ONLY_RUNS` runs (ten
+times that after a 403), so a server that cannot be followed costs a failed watch once in a while, not every run.
+Errors that a LIST would meet as well are not relisted around: 401, the deadline, the run's byte budget, a
+malformed object (`MalformedResponse` naming it), which the check reports as `error`.
+
+Cost decides, per collection: a watch's events arrive uncompressed, one whole object per change, while a LIST is
+gzip'd; an object that changes every few seconds (a node Lease renewed every 10 s) costs more to follow than to
+list every minute. After each catch-up the bytes it received are compared with the last LIST's: two catch-ups in a
+row that each cost more (one alone may be a rollout), or one that could not finish, leave the collection to LISTs
+for the next `LIST_ONLY_RUNS` runs; then it is followed again.
+`Cluster.reads` says, per collection, how it was read and why (the result's `details.reads`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, Literal, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from outpost.cluster import warm
+from outpost.cluster.client import METADATA_ONLY, Cluster, WatchBroken, loads_json
+from outpost.errors import MalformedResponse
+from outpost.kube.objects import KubeObject, parse
+
+V = TypeVar("V", bound=KubeObject)
+R = TypeVar("R")
+
+WATCH_TIMEOUT_SECONDS = 3
+"""The watch's `timeoutSeconds`: the smallest that brings a bookmark (sent 2 s before the timeout)."""
+LIST_ONLY_RUNS = 10
+"""Runs a collection is LISTed after a watch that cost more than a LIST or could not catch up."""
+
+
+def keep_view(view: V, where: str) -> V:
+    """The reducer that keeps the view itself (it already holds only what is judged), without `kind` and
+    `apiVersion`: a watch event's object carries them, a LIST item of a built-in kind does not, and a followed
+    record must equal a listed one."""
+    return view.model_copy(update={"kind": "", "api_version": ""}) if view.kind or view.api_version else view
+
+
+@dataclass(frozen=True)
+class Collection(Generic[V, R]):
+    """A collection a check reads, how each object is reduced, and whether it can be followed."""
+
+    path: str
+    model: type[V]
+    reduce: Callable[[V, str], R]
+    label_selector: str | None = None
+    field_selector: str | None = None
+    page_size: int | None = None
+    follow: bool = True
+    """False where the API server keeps no watch cache, so no bookmark can say a watch is complete (Events:
+    k8s.io/kubernetes@v1.37.2 pkg/kubeapiserver/default_storage_factory_builder.go `DefaultWatchCacheSizes`
+    sets events to 0): always LISTed."""
+
+    @property
+    def key(self) -> Hashable:
+        return ("collection", self.path, self.label_selector, self.field_selector,
+                f"{self.model.__module__}.{self.model.__qualname__}",
+                f"{self.reduce.__module__}.{self.reduce.__qualname__}")
+
+    def selectors(self) -> list[tuple[str, str]]:
+        params = []
+        if self.label_selector:
+            params.append(("labelSelector", self.label_selector))
+        if self.field_selector:
+            params.append(("fieldSelector", self.field_selector))
+        return params
+
+
+@dataclass
+class _Kept(Generic[R]):
+    resource_version: int
+    records: dict[str, R]
+    list_bytes: int
+    runs: int = 0
+    list_only_until: int = 0
+    why_list_only: str = ""
+    costly_watches: int = 0
+    """Catch-ups in a row that received more bytes than the last LIST."""
+
+
+def read_collection(cluster: Cluster, collection: Collection[V, R]) -> list[R]:
+    """Every object of `collection` reduced, in namespace/name order: followed from the kept state when it can
+    be, read in full otherwise (see the module's docstring for when and why)."""
+    if not (cluster.incremental and collection.follow):
+        why = "incremental reads off" if not cluster.incremental else "not followed (no watch cache)"
+        return _sorted(_relist(cluster, collection, why).records)
+    kept: _Kept[R] | None = warm.recall(cluster.identity, collection.key, cluster.incremental_max_age_seconds)
+    if kept is None:
+        why = "nothing kept (cold start, or older than cluster.incremental_max_age_seconds)"
+    elif kept.runs >= kept.list_only_until:
+        try:
+            return _catch_up(cluster, collection, kept)
+        except WatchBroken as broken:
+            why = f"the watch could not catch up: {broken}"
+            if not broken.gone:  # stale state is no reason to stop following: the LIST re-anchors it
+                kept.list_only_until = kept.runs + (10 if broken.forbidden else 1) * LIST_ONLY_RUNS
+                kept.why_list_only = f"listing after a watch that could not catch up ({broken})"
+        except BaseException:
+            warm.drop(cluster.identity, collection.key)  # half-applied: never trusted again
+            raise
+    else:
+        kept.runs += 1
+        why = kept.why_list_only
+    fresh = _relist(cluster, collection, why)
+    if kept is not None:
+        fresh.runs, fresh.list_only_until, fresh.why_list_only = kept.runs, kept.list_only_until, kept.why_list_only
+        fresh.costly_watches = kept.costly_watches
+    _anchor(cluster, collection, fresh)
+    return _sorted(fresh.records)
+
+
+def _sorted(records: dict[str, R]) -> list[R]:
+    return [records[key] for key in sorted(records)]
+
+
+def _object_key(view: KubeObject, where: str) -> str:
+    if not view.metadata.name:
+        raise MalformedResponse(f"{where}: an object without metadata.name")
+    return f"{view.metadata.namespace}/{view.metadata.name}"
+
+
+def _relist(cluster: Cluster, collection: Collection[V, R], why: str) -> _Kept[R]:
+    """The whole collection by paginated LIST, reduced, with the LIST's resourceVersion (0: none usable)."""
+    where = f"LIST {collection.path} on cluster {cluster.name}"
+    before = cluster.received_bytes
+    records: dict[str, R] = {}
+    version_text = ""
+    for number, page in enumerate(cluster.iter_pages_as(collection.model, collection.path,
+                                                        label_selector=collection.label_selector,
+                                                        field_selector=collection.field_selector,
+                                                        page_size=collection.page_size)):
+        if number == 0:
+            version_text = page.metadata.resource_version
+        for view in page.items:
+            records[_object_key(view, where)] = collection.reduce(view, where)
+    received = cluster.received_bytes - before
+    cluster.reads[collection.path] = f"list, {len(records)} objects, {received} B: {why}"
+    version = _version(version_text)
+    if version is None and version_text:
+        cluster.reads[collection.path] += f"; not kept (resourceVersion {version_text[:40]!r} is not a number)"
+    return _Kept(version or 0, records, received)
+
+
+def _anchor(cluster: Cluster, collection: Collection[V, R], fresh: _Kept[R]) -> None:
+    """Keep what a LIST read, for the next run to follow; a LIST without a usable resourceVersion is not kept."""
+    if fresh.resource_version:
+        warm.keep(cluster.identity, collection.key, fresh)
+    else:
+        warm.drop(cluster.identity, collection.key)
+
+
+def _version(text: str) -> int | None:
+    """A resourceVersion as the number every etcd-backed API server gives (the watch cache itself parses it so,
+    storage.APIObjectVersioner); anything else is None, and is never followed."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 20 else None
+
+
+NO_OBJECT = "metadata.name=-"
+"""A field selector no object matches ("-" is no valid name) that names one key: the API server answers it with a
+single-key read (k8s.io/apiserver@v0.37.2 pkg/registry/generic/registry/store.go `ListPredicate`, `MatchesSingle`),
+an empty list and its current resourceVersion."""
+
+
+def _current_version(cluster: Cluster, collection: Collection[V, R]) -> int:
+    """The collection's resourceVersion now: a LIST without a resourceVersion is a consistent read, so its answer is
+    at least every write made before it; selecting no object keeps it about a hundred bytes."""
+    where = f"LIST {collection.path} on cluster {cluster.name}"
+    body = cluster.get_json(collection.path, [("fieldSelector", NO_OBJECT)], accept=METADATA_ONLY)
+    metadata = body.get("metadata")
+    text = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    version = _version(text) if isinstance(text, str) else None
+    if version is None:
+        raise WatchBroken(f"{where}: no numeric resourceVersion ({str(text)[:40]!r})")
+    return version
+
+
+class _Event(BaseModel, Generic[V]):
+    """One watch event; `object` is the view, or a mapping when it does not fit one (an ERROR's Status, or a
+    malformed object, which `parse` then names)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+    object: Annotated[V | dict[str, Any], Field(union_mode="left_to_right")]
+
+
+@functools.cache
+def _event_adapter(model: type[KubeObject]) -> TypeAdapter[_Event[Any]]:
+    return TypeAdapter(_Event[model])  # type: ignore[valid-type]
+
+
+def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R]) -> list[R]:
+    where = f"WATCH {collection.path} on cluster {cluster.name}"
+    started_with = kept.resource_version
+    before = cluster.received_bytes
+    target = _current_version(cluster, collection)
+    kept.runs += 1
+    changes = 0
+    if target < kept.resource_version:
+        raise WatchBroken(f"{where}: the resourceVersion went back from {kept.resource_version} to {target} (etcd "
+                          "restored from a backup, or another cluster at this address)", gone=True)
+    if target > kept.resource_version:
+        adapter = _event_adapter(collection.model)
+
+        def apply(line: bytes) -> bool:
+            nonlocal changes
+            try:
+                event = adapter.validate_json(line)
+            except ValidationError:
+                raise _malformed_event(line, where) from None
+            view = event.object
+            if event.type == "ERROR":  # 410 Gone (too old a resourceVersion) and the like: a LIST re-anchors
+                body = loads_json(line, where)
+                status = body.get("object") if isinstance(body, dict) else None
+                code = status.get("code") if isinstance(status, dict) else None
+                raise WatchBroken(f"{where}: {_status_text(status)}", gone=code == 410)
+            if not isinstance(view, KubeObject):
+                parse(collection.model, view, where)  # raises MalformedResponse naming the object and the field
+                raise MalformedResponse(f"{where}: an event whose object does not fit")
+            version = _version(view.metadata.resource_version)
+            if version is None or version < kept.resource_version:
+                raise WatchBroken(f"{where}: event resourceVersion {view.metadata.resource_version[:40]!r} "
+                                  f"after {kept.resource_version}")
+            if event.type in ("ADDED", "MODIFIED"):
+                kept.records[_object_key(view, where)] = collection.reduce(cast(V, view), where)
+                changes += 1
+            elif event.type == "DELETED":
+                kept.records.pop(_object_key(view, where), None)
+                changes += 1
+            kept.resource_version = version
+            return version >= target
+
+        params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
+                  ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
+                  *collection.selectors()]
+        if not cluster.watch(collection.path, params, apply, max_bytes=cluster.max_response_bytes,
+                             server_timeout_seconds=WATCH_TIMEOUT_SECONDS):
+            raise WatchBroken(f"{where}: the watch ended at resourceVersion {kept.resource_version} before "
+                              f"reaching {target} (no bookmark)")
+    received = cluster.received_bytes - before
+    cluster.reads[collection.path] = (f"watch, {changes} changes from resourceVersion {started_with} to "
+                                      f"{kept.resource_version}, {received} B")
+    kept.costly_watches = kept.costly_watches + 1 if received > kept.list_bytes > 0 else 0
+    if kept.costly_watches >= 2:
+        # Following cost more than listing would have, twice in a row: LIST for a while, then follow again.
+        kept.costly_watches = 0
+        kept.list_only_until = kept.runs + LIST_ONLY_RUNS
+        kept.why_list_only = (f"listing: two watches in a row received more than a LIST's {kept.list_bytes} B (the "
+                              f"last {received} B): the collection changes faster than it is read")
+    warm.keep(cluster.identity, collection.key, kept)
+    return _sorted(kept.records)
+
+
+def _status_text(raw: object) -> str:
+    """What an ERROR event's Status says: `410 Expired: too old resource version: 5 (2599)`."""
+    if not isinstance(raw, dict):
+        return "an ERROR event"
+    code, reason, message = raw.get("code"), raw.get("reason"), raw.get("message")
+    text = " ".join(str(part) for part in (code, reason) if part)
+    if isinstance(message, str):
+        text += f": {message.splitlines()[0][:200]}" if message else ""
+    return f"ERROR event {text}".strip()
+
+
+def _malformed_event(line: bytes, where: str) -> MalformedResponse:
+    body = loads_json(line, where)  # not JSON, or too deep: named as such
+    if not isinstance(body, dict):
+        return MalformedResponse(f"{where}: an event that is not a JSON object")
+    kind = body.get("type")
+    return MalformedResponse(f"{where}: an event of type {str(kind)[:40]!r} without an object "
+                             "(want ADDED, MODIFIED, DELETED, BOOKMARK or ERROR with an object)")
