@@ -15,6 +15,7 @@ import asyncio
 import math
 import re
 import ssl
+import sys
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -68,8 +69,10 @@ class Kube:
     def __init__(self, server: str, verify: ssl.SSLContext, token: TokenSource | None, timeout: float = 30.0,
                  headers: Mapping[str, str] | None = None) -> None:
         self._server, self._verify, self._token, self.timeout = server, verify, token, timeout
+        # This client lives as long as the sandbox (the backend daemon reads the cluster every few seconds for
+        # hours): neither a check run's deadline nor its byte budget (cluster.max_run_bytes) applies to it.
         self.writer = ClusterWriter(CLUSTER_NAME, server, verify=verify, token=token, read_timeout=timeout,
-                                    deadline=Deadline(math.inf), headers=headers)
+                                    deadline=Deadline(math.inf), headers=headers, max_run_bytes=sys.maxsize)
 
     @classmethod
     def from_kubeconfig(cls, path: Path | str, timeout: float = 30.0,
