@@ -498,9 +498,16 @@ def test_bad_params_are_refused() -> None:
         GangSchedulingParams(waiting_phases=["Pending"])  # type: ignore[call-arg]
 
 
-def _failed_ago(raw: list[dict[str, Any]], name: str, seconds: int, namespace: str = "") -> list[dict[str, Any]]:
-    """`raw` with pod `name` failed `seconds` before the real clock (fetch decides on it), in `namespace`."""
-    finished = (datetime.now(UTC) - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _whole_second_now() -> datetime:
+    """The real clock (fetch decides on it) to the second, as finishedAt is written: judging with this exact
+    instant keeps "failed 30 s ago" from reading 31 when the test straddles a second."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _failed_ago(raw: list[dict[str, Any]], name: str, seconds: int, namespace: str = "",
+                now: datetime | None = None) -> list[dict[str, Any]]:
+    """`raw` with pod `name` failed `seconds` before `now` (default: the real clock), in `namespace`."""
+    finished = ((now or _whole_second_now()) - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
     for pod in raw:
         if namespace:
             pod["metadata"]["namespace"] = namespace
@@ -540,8 +547,9 @@ def test_fetch_reads_pods_neither_running_nor_succeeded_once_page_by_page() -> N
 
 
 def test_fetch_counts_running_and_succeeded_members_only_where_one_failed_recently() -> None:
-    recent = _failed_ago(members("train-lost"), "train-lost-2", 30)
-    old_elsewhere = _failed_ago(members("ann-lost"), "ann-lost-0", 7200, namespace="ml")
+    now = _whole_second_now()
+    recent = _failed_ago(members("train-lost"), "train-lost-2", 30, now=now)
+    old_elsewhere = _failed_ago(members("ann-lost"), "ann-lost-0", 7200, namespace="ml", now=now)
     api = _api(*recent, *old_elsewhere)
     with fake_cluster(api, page_size=2) as cluster:
         data = gang_scheduling.fetch(cluster, PARAMS)
@@ -549,7 +557,7 @@ def test_fetch_counts_running_and_succeeded_members_only_where_one_failed_recent
     assert list(dict.fromkeys(_pod_reads(api))) == [(PODS_PATH, UNSETTLED_PHASES), (batch, SETTLED_PHASES)]
     assert {ns: sorted(p.name for p in pods) for ns, pods in data.settled_pods.items()} == {
         "batch": ["running-0", "train-lost-0", "train-lost-1"]}
-    result = gang_scheduling.evaluate(data, PARAMS, datetime.now(UTC))
+    result = gang_scheduling.evaluate(data, PARAMS, now)
     assert result.status is Status.FAILED
     assert [line for line in result.errors if "failed member" in line] == [
         "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 (want running "

@@ -17,8 +17,8 @@ import pytest
 from kit.fake_cluster import FakeApiServer, fake_cluster
 from kit.node_fixtures import serve
 from outpost.cluster import Cluster, Deadline, warm
-from outpost.cluster.incremental import LIST_ONLY_RUNS, Collection, read_collection
-from outpost.cluster.nodes import read_daemon_pods, read_nodes
+from outpost.cluster.incremental import LIST_ONLY_RUNS, Collection, read_collection, read_collections
+from outpost.cluster.nodes import daemon_pod_collection, read_daemon_pods, read_nodes
 from outpost.errors import MalformedResponse
 from outpost.kube.nodes import outline_facts
 from outpost.kube.objects import NodeOutline
@@ -327,3 +327,35 @@ def test_two_runs_at_once_never_share_one_state() -> None:
         assert taken is not None
         read_collection(second, collection)
         assert "cold start" in second.reads[NODE_PATH]
+
+
+def test_two_collections_are_watched_side_by_side_and_each_equals_its_list() -> None:
+    """`read_collections` opens every watch before it follows any (the API server schedules each bookmark from
+    when its own watch opened, so a check waits for one bookmark, not one per collection)."""
+    api = _api(pods=True)
+    requests_when_followed: list[int] = []
+
+    def noting_facts(view: NodeOutline, where: str) -> Any:
+        requests_when_followed.append(len(api.requests))
+        return outline_facts(view, where)
+
+    nodes = Collection(NODE_PATH, NodeOutline, noting_facts)
+    pods = daemon_pod_collection("koordinator-system", "koord-app=koordlet")
+    pods_path = collection_path(KINDS["Pod"], "koordinator-system")
+    with _cluster(api) as cluster:
+        read_collections(cluster, nodes, pods)
+    gone = next(o for o in HEALTHY if o.get("kind") == "Pod" and o["metadata"]["namespace"] == "koordinator-system")
+    api.remove(KINDS["Pod"], gone["metadata"]["name"], "koordinator-system")
+    _flip(api)
+    requests_when_followed.clear()
+    sent_before = len(api.requests)
+    with _cluster(api) as cluster:
+        followed_nodes, followed_pods = read_collections(cluster, nodes, pods)
+        how = {path: cluster.reads[path] for path in (NODE_PATH, pods_path)}
+    assert how[NODE_PATH].startswith("watch, 1 changes"), how
+    assert how[pods_path].startswith("watch, 1 changes"), how
+    sent = [(r.path, ("watch", "1") in r.query) for r in api.requests[sent_before:]]
+    assert sent == [(NODE_PATH, False), (NODE_PATH, True), (pods_path, False), (pods_path, True)]
+    assert requests_when_followed == [sent_before + 4], "a node event was applied before the pods' watch was open"
+    with _cluster(api, incremental=False) as cluster:
+        assert (followed_nodes, followed_pods) == read_collections(cluster, nodes, pods)

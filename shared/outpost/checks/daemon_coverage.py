@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import Field
 
 from outpost.checks.base import Params
-from outpost.cluster import Cluster
-from outpost.cluster.nodes import read_daemon_pods, read_nodes
+from outpost.cluster import Cluster, read_collections
+from outpost.cluster.nodes import daemon_pod_collection, node_collection
 from outpost.kube import access
 from outpost.kube.daemons import DaemonPod, coverage
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
@@ -58,8 +58,8 @@ def fetch_coverage(cluster: Cluster, params: DaemonCoverageParams) -> DaemonCove
     path = object_path(DAEMON_SETS, params.daemonset, params.namespace)
     raw = cluster.get_object(path)
     daemonset = parse(DaemonSet, raw, f"GET {path}") if raw is not None else None
-    nodes = read_nodes(cluster, params.nodes.label_query())
-    pods = read_daemon_pods(cluster, params.namespace, params.pod_selector)
+    nodes, pods = read_collections(cluster, node_collection(params.nodes.label_query()),
+                                   daemon_pod_collection(params.namespace, params.pod_selector))
     return DaemonCoverageData(daemonset, tuple(nodes), tuple(pods))
 
 

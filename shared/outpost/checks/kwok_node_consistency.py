@@ -49,8 +49,8 @@ from typing import Any
 from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
-from outpost.cluster import Cluster, Collection, keep_view, read_collection
-from outpost.cluster.nodes import read_nodes
+from outpost.cluster import Cluster, Collection, keep_view, read_collections
+from outpost.cluster.nodes import node_collection
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts, select_nodes
@@ -88,10 +88,9 @@ class KwokNodeData:
 def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
     # An annotation cannot be selected on the server: every node is read (page by page, reduced to
     # its facts) and the selection is made in `evaluate`, where it is tested.
-    nodes = read_nodes(cluster, params.selector.label_query())
-    path = collection_path(LEASES, params.lease_namespace)
-    leases = tuple(read_collection(cluster, Collection(path, Lease, keep_view)))
-    return KwokNodeData(tuple(nodes), leases)
+    leases = Collection(collection_path(LEASES, params.lease_namespace), Lease, keep_view)
+    nodes, lease_views = read_collections(cluster, node_collection(params.selector.label_query()), leases)
+    return KwokNodeData(tuple(nodes), tuple(lease_views))
 
 
 def declared_access(params: KwokNodeConsistencyParams) -> list[access.Access]:

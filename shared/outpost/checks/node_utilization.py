@@ -35,8 +35,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from outpost.checks.base import CheckSpec, Params
-from outpost.cluster import Cluster
-from outpost.cluster.nodes import read_metrics_k8s, read_nodemetrics, read_nodes
+from outpost.cluster import Cluster, read_collections
+from outpost.cluster.nodes import node_collection, nodemetric_collection, read_metrics_k8s, read_nodes
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED
 from outpost.kube.nodes import (
@@ -97,10 +97,12 @@ class NodeUtilizationData:
 
 
 def fetch(cluster: Cluster, params: NodeUtilizationParams) -> NodeUtilizationData:
-    nodes = read_nodes(cluster, params.nodes.label_query())
-    samples = read_nodemetrics(cluster, params.page_size) if params.source == "nodemetric" \
-        else read_metrics_k8s(cluster)
-    return NodeUtilizationData(tuple(nodes), tuple(samples))
+    if params.source == "nodemetric":
+        nodes, samples = read_collections(cluster, node_collection(params.nodes.label_query()),
+                                          nodemetric_collection(params.page_size))
+        return NodeUtilizationData(tuple(nodes), tuple(samples))
+    return NodeUtilizationData(tuple(read_nodes(cluster, params.nodes.label_query())),
+                               tuple(read_metrics_k8s(cluster)))
 
 
 def declared_access(params: NodeUtilizationParams) -> list[access.Access]:

@@ -40,8 +40,8 @@ from typing import Any
 from pydantic import Field
 
 from outpost.checks.base import CheckSpec, Params
-from outpost.cluster import Cluster
-from outpost.cluster.nodes import read_nodemetrics, read_nodes
+from outpost.cluster import Cluster, read_collections
+from outpost.cluster.nodes import node_collection, nodemetric_collection
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named
 from outpost.kube.nodes import (
@@ -79,8 +79,9 @@ class NodeMetricFreshnessData:
 
 
 def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
-    nodes = read_nodes(cluster, params.nodes.label_query())
-    return NodeMetricFreshnessData(tuple(nodes), tuple(read_nodemetrics(cluster, params.page_size)))
+    nodes, metrics = read_collections(cluster, node_collection(params.nodes.label_query()),
+                                      nodemetric_collection(params.page_size))
+    return NodeMetricFreshnessData(tuple(nodes), tuple(metrics))
 
 
 def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:

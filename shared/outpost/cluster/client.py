@@ -26,6 +26,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -508,7 +509,18 @@ class Cluster:
     def watch(self, path: str, params: Sequence[tuple[str, str]], on_line: Callable[[bytes], bool], *,
               max_bytes: int, server_timeout_seconds: int) -> bool:
         """Open a watch of `path` (`params` carry `watch=1` and where it starts) and hand each event line to
-        `on_line` until it returns True (the caller has caught up: True) or the server ends the stream (False).
+        `on_line` until it returns True (the caller has caught up: True) or the server ends the stream (False):
+        `open_watch` then `follow`, for one watch alone."""
+        with contextlib.ExitStack() as streams:
+            stream = self.open_watch(streams, path, params, server_timeout_seconds=server_timeout_seconds)
+            return self.follow(stream, on_line, max_bytes=max_bytes)
+
+    def open_watch(self, streams: contextlib.ExitStack, path: str, params: Sequence[tuple[str, str]], *,
+                   server_timeout_seconds: int) -> WatchStream:
+        """Send a watch request and read its status, leaving its events unread until `follow`; the stream is
+        closed with `streams`. Several watches opened before any is followed run side by side on the server:
+        each bookmark is scheduled from when its own watch opened, so following them one after the other waits
+        about as long as following one.
 
         For `outpost.cluster.incremental`, which relists on `WatchBroken`: a status other than 200 (403 included:
         an identity allowed to list but not to watch still gets the LIST), a content coding, a stream that breaks or
@@ -523,14 +535,36 @@ class Cluster:
         # The server ends the watch at `server_timeout_seconds`; silence longer than that (plus slack) is a stall.
         read = self.deadline.cap(server_timeout_seconds + 2.0)
         limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
+        with self._watch_errors(where, read):
+            response = streams.enter_context(self._client.stream(
+                "GET", path, params=httpx.QueryParams(list(params)), headers={"Accept": JSON}, timeout=limits))
+            self.requests += 1
+            stream = WatchStream(response, where, read)
+            streams.callback(self._count_downloaded, stream)
+            try:
+                self._watch_status(response, where)
+            finally:
+                self._count_downloaded(stream)
+        return stream
+
+    def follow(self, stream: WatchStream, on_line: Callable[[bytes], bool], *, max_bytes: int) -> bool:
+        """Hand each event line of an open watch to `on_line` until it returns True (True) or the server ends the
+        stream (False); the errors are `open_watch`'s."""
+        with self._watch_errors(stream.where, stream.read_timeout):
+            try:
+                return self._follow(stream.response, stream.where, on_line, max_bytes)
+            finally:
+                self._count_downloaded(stream)
+
+    def _count_downloaded(self, stream: WatchStream) -> None:
+        downloaded = stream.response.num_bytes_downloaded
+        self.received_bytes += downloaded - stream.counted
+        stream.counted = downloaded
+
+    @contextlib.contextmanager
+    def _watch_errors(self, where: str, read: float) -> Iterator[None]:
         try:
-            with self._client.stream("GET", path, params=httpx.QueryParams(list(params)), headers={"Accept": JSON},
-                                     timeout=limits) as response:
-                self.requests += 1
-                try:
-                    return self._follow(response, where, on_line, max_bytes)
-                finally:
-                    self.received_bytes += response.num_bytes_downloaded
+            yield
         except httpx.TimeoutException as error:
             if self.deadline.expired:
                 raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
@@ -539,7 +573,7 @@ class Cluster:
         except httpx.HTTPError as error:
             raise WatchBroken(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
 
-    def _follow(self, response: httpx.Response, where: str, on_line: Callable[[bytes], bool], max_bytes: int) -> bool:
+    def _watch_status(self, response: httpx.Response, where: str) -> None:
         status = response.status_code
         if status != 200:
             text = self._read_body(response, where).decode("utf-8", "replace")
@@ -552,6 +586,8 @@ class Cluster:
         coding = response.headers.get("Content-Encoding", "").strip().lower()
         if coding not in ("", "identity"):
             raise WatchBroken(f"{where}: content coding {coding[:40]!r} on a watch (a plain watch is never encoded)")
+
+    def _follow(self, response: httpx.Response, where: str, on_line: Callable[[bytes], bool], max_bytes: int) -> bool:
         pending = bytearray()
         total = 0
         # An in-memory response (httpx.MockTransport's) was read whole already; a network one streams here.
@@ -590,6 +626,17 @@ class Cluster:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(page)"
         return MalformedResponse(f"{where}: field {field}: {first['msg']}")
+
+
+@dataclass
+class WatchStream:
+    """A watch request sent and its status read (`Cluster.open_watch`), its events not yet followed."""
+
+    response: httpx.Response
+    where: str
+    read_timeout: float
+    counted: int = 0
+    """Bytes of it already added to `Cluster.received_bytes`."""
 
 
 class WatchBroken(Exception):

@@ -15,6 +15,10 @@ resourceVersion. A later run in the same instance:
    about a second; 2 s brings none (measured: docs/contracts.md "Incremental reads");
 3. judges the records as they stand at that resourceVersion, and keeps them for the next run.
 
+A check reading several collections reads them with `read_collections`, which does step 1 and sends step 2's
+watch for each before it follows any: the server schedules each bookmark from when its own watch opened, so the
+run waits about a second in all, not a second per collection.
+
 Fail closed: any doubt relists, which re-anchors the state, and the check judges the LIST as it always did:
 nothing kept (cold start), state older than `cluster.incremental_max_age_seconds`, `410 Gone` or any ERROR event,
 a status other than 200 (a 403 too: an identity that may list but not watch), a stream that breaks, stalls or
@@ -34,15 +38,16 @@ for the next `LIST_ONLY_RUNS` runs; then it is followed again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from outpost.cluster import warm
-from outpost.cluster.client import METADATA_ONLY, Cluster, WatchBroken, loads_json
+from outpost.cluster.client import METADATA_ONLY, Cluster, WatchBroken, WatchStream, loads_json
 from outpost.errors import MalformedResponse
 from outpost.kube.objects import KubeObject, parse
 
@@ -104,31 +109,104 @@ class _Kept(Generic[R]):
     """Catch-ups in a row that received more bytes than the last LIST."""
 
 
+@dataclass
+class _Plan(Generic[R]):
+    """How one collection is read this run: followed from `kept` to `target` over `stream`, or LISTed for `why`."""
+
+    kept: _Kept[R] | None
+    why: str = ""
+    target: int | None = None
+    stream: WatchStream | None = None
+    target_bytes: int = 0
+    follows: bool = True
+    """False: this instance never follows the collection, so nothing is kept of it."""
+
+
 def read_collection(cluster: Cluster, collection: Collection[V, R]) -> list[R]:
     """Every object of `collection` reduced, in namespace/name order: followed from the kept state when it can
     be, read in full otherwise (see the module's docstring for when and why)."""
+    records: list[R] = read_collections(cluster, collection)[0]
+    return records
+
+
+R1 = TypeVar("R1")
+R2 = TypeVar("R2")
+
+
+@overload
+def read_collections(cluster: Cluster, first: Collection[Any, R1], /) -> tuple[list[R1]]: ...
+
+
+@overload
+def read_collections(cluster: Cluster, first: Collection[Any, R1], second: Collection[Any, R2], /
+                     ) -> tuple[list[R1], list[R2]]: ...
+
+
+def read_collections(cluster: Cluster, *collections: Collection[Any, Any]) -> tuple[list[Any], ...]:
+    """`read_collection` of each, with the watches of those that are followed open at once: the API server
+    schedules each bookmark from when its own watch opened, so a check that follows two collections waits for
+    the bookmarks about as long as for one. Any exception loses what is kept of all of them (the next run
+    lists them)."""
+    with contextlib.ExitStack() as streams:
+        plans = [_plan(cluster, collection, streams) for collection in collections]
+        return tuple(_read(cluster, collection, plan) for collection, plan in zip(collections, plans, strict=True))
+
+
+def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.ExitStack) -> _Plan[R]:
+    """Decide how `collection` is read; to follow it, learn the target and open the watch."""
     if not (cluster.incremental and collection.follow):
         why = "incremental reads off" if not cluster.incremental else "not followed (no watch cache)"
-        return _sorted(_relist(cluster, collection, why).records)
+        return _Plan(None, why, follows=False)
     kept: _Kept[R] | None = warm.recall(cluster.identity, collection.key, cluster.incremental_max_age_seconds)
     if kept is None:
-        why = "nothing kept (cold start, or older than cluster.incremental_max_age_seconds)"
-    elif kept.runs >= kept.list_only_until:
+        return _Plan(None, "nothing kept (cold start, or older than cluster.incremental_max_age_seconds)")
+    if kept.runs < kept.list_only_until:
+        kept.runs += 1
+        return _Plan(kept, kept.why_list_only)
+    where = f"WATCH {collection.path} on cluster {cluster.name}"
+    try:
+        before = cluster.received_bytes
+        target = _current_version(cluster, collection)
+        kept.runs += 1
+        if target < kept.resource_version:
+            raise WatchBroken(f"{where}: the resourceVersion went back from {kept.resource_version} to {target} "
+                              "(etcd restored from a backup, or another cluster at this address)", gone=True)
+        stream = None
+        if target > kept.resource_version:
+            params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
+                      ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
+                      *collection.selectors()]
+            stream = cluster.open_watch(streams, collection.path, params, server_timeout_seconds=WATCH_TIMEOUT_SECONDS)
+        return _Plan(kept, target=target, stream=stream, target_bytes=cluster.received_bytes - before)
+    except WatchBroken as broken:
+        return _Plan(kept, _give_up_following(kept, broken))
+    except BaseException:
+        warm.drop(cluster.identity, collection.key)  # never trusted again
+        raise
+
+
+def _give_up_following(kept: _Kept[R], broken: WatchBroken) -> str:
+    """Why this run LISTs; unless the state was merely stale, LIST for the next runs too."""
+    if not broken.gone:  # stale state is no reason to stop following: the LIST re-anchors it
+        kept.list_only_until = kept.runs + (10 if broken.forbidden else 1) * LIST_ONLY_RUNS
+        kept.why_list_only = f"listing after a watch that could not catch up ({broken})"
+    return f"the watch could not catch up: {broken}"
+
+
+def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R]) -> list[R]:
+    why = plan.why
+    if plan.kept is not None and plan.target is not None:
         try:
-            return _catch_up(cluster, collection, kept)
+            return _catch_up(cluster, collection, plan.kept, plan)
         except WatchBroken as broken:
-            why = f"the watch could not catch up: {broken}"
-            if not broken.gone:  # stale state is no reason to stop following: the LIST re-anchors it
-                kept.list_only_until = kept.runs + (10 if broken.forbidden else 1) * LIST_ONLY_RUNS
-                kept.why_list_only = f"listing after a watch that could not catch up ({broken})"
+            why = _give_up_following(plan.kept, broken)
         except BaseException:
             warm.drop(cluster.identity, collection.key)  # half-applied: never trusted again
             raise
-    else:
-        kept.runs += 1
-        why = kept.why_list_only
     fresh = _relist(cluster, collection, why)
-    if kept is not None:
+    if not plan.follows:
+        return _sorted(fresh.records)
+    if (kept := plan.kept) is not None:
         fresh.runs, fresh.list_only_until, fresh.why_list_only = kept.runs, kept.list_only_until, kept.why_list_only
         fresh.costly_watches = kept.costly_watches
     _anchor(cluster, collection, fresh)
@@ -215,17 +293,13 @@ def _event_adapter(model: type[KubeObject]) -> TypeAdapter[_Event[Any]]:
     return TypeAdapter(_Event[model])  # type: ignore[valid-type]
 
 
-def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R]) -> list[R]:
+def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], plan: _Plan[R]) -> list[R]:
     where = f"WATCH {collection.path} on cluster {cluster.name}"
     started_with = kept.resource_version
-    before = cluster.received_bytes
-    target = _current_version(cluster, collection)
-    kept.runs += 1
+    target = cast(int, plan.target)
     changes = 0
-    if target < kept.resource_version:
-        raise WatchBroken(f"{where}: the resourceVersion went back from {kept.resource_version} to {target} (etcd "
-                          "restored from a backup, or another cluster at this address)", gone=True)
-    if target > kept.resource_version:
+    watched_bytes = 0
+    if plan.stream is not None:
         adapter = _event_adapter(collection.model)
 
         def apply(line: bytes) -> bool:
@@ -256,14 +330,12 @@ def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R]) ->
             kept.resource_version = version
             return version >= target
 
-        params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
-                  ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
-                  *collection.selectors()]
-        if not cluster.watch(collection.path, params, apply, max_bytes=cluster.max_response_bytes,
-                             server_timeout_seconds=WATCH_TIMEOUT_SECONDS):
+        caught_up = cluster.follow(plan.stream, apply, max_bytes=cluster.max_response_bytes)
+        watched_bytes = plan.stream.counted
+        if not caught_up:
             raise WatchBroken(f"{where}: the watch ended at resourceVersion {kept.resource_version} before "
                               f"reaching {target} (no bookmark)")
-    received = cluster.received_bytes - before
+    received = plan.target_bytes + watched_bytes
     cluster.reads[collection.path] = (f"watch, {changes} changes from resourceVersion {started_with} to "
                                       f"{kept.resource_version}, {received} B")
     kept.costly_watches = kept.costly_watches + 1 if received > kept.list_bytes > 0 else 0

@@ -1,7 +1,8 @@
 """Reading nodes and a DaemonSet's pods for the node checks, page by page, reduced as they arrive.
 
 Guarantees: nodes, pods and usage reports are read with paginated LISTs, or followed with a watch by a warm
-instance (`outpost.cluster.incremental`, same records either way) (the cluster's `page_size`), pods only in
+instance (`outpost.cluster.incremental`, same records either way; a check reading two collections reads them
+with `read_collections`, so their watches run side by side) (the cluster's `page_size`), pods only in
 one namespace and by label selector (never every pod of the cluster); each page is validated straight from its
 bytes into outline views (`NodeOutline`, `PodOutline`, `NodeMetricOutline`: only the fields judged are built)
 and each item reduced to its facts (`NodeFacts`, `DaemonPod`) as soon as it is read, so memory grows with the
@@ -19,22 +20,27 @@ from outpost.kube.objects import NodeMetricOutline, NodeOutline, PodOutline
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES, PODS, collection_path
 
 
-def read_nodes(cluster: Cluster, label_selector: str | None = None) -> list[NodeFacts]:
-    return read_collection(cluster, Collection(collection_path(NODES), NodeOutline, outline_facts,
-                                               label_selector=label_selector or None))
+def node_collection(label_selector: str | None = None) -> Collection[NodeOutline, NodeFacts]:
+    return Collection(collection_path(NODES), NodeOutline, outline_facts, label_selector=label_selector or None)
 
 
-def read_daemon_pods(cluster: Cluster, namespace: str, label_selector: str) -> list[DaemonPod]:
-    return read_collection(cluster, Collection(collection_path(PODS, namespace), PodOutline, daemon_pod,
-                                               label_selector=label_selector or None))
+def daemon_pod_collection(namespace: str, label_selector: str) -> Collection[PodOutline, DaemonPod]:
+    return Collection(collection_path(PODS, namespace), PodOutline, daemon_pod, label_selector=label_selector or None)
 
 
-def read_nodemetrics(cluster: Cluster, page_size: int | None = None) -> list[UsageSample]:
+def nodemetric_collection(page_size: int | None = None) -> Collection[NodeMetricOutline, UsageSample]:
     """Every Koordinator NodeMetric as a usage sample. A NodeMetric carries the usage of every pod of
     its node, so it is large: `page_size` keeps one page under the response cap on big clusters (its
     outline view leaves those per-pod reports unbuilt)."""
-    return read_collection(cluster, Collection(collection_path(NODE_METRICS), NodeMetricOutline, nodemetric_usage,
-                                               page_size=page_size))
+    return Collection(collection_path(NODE_METRICS), NodeMetricOutline, nodemetric_usage, page_size=page_size)
+
+
+def read_nodes(cluster: Cluster, label_selector: str | None = None) -> list[NodeFacts]:
+    return read_collection(cluster, node_collection(label_selector))
+
+
+def read_daemon_pods(cluster: Cluster, namespace: str, label_selector: str) -> list[DaemonPod]:
+    return read_collection(cluster, daemon_pod_collection(namespace, label_selector))
 
 
 def read_metrics_k8s(cluster: Cluster) -> list[UsageSample]:
