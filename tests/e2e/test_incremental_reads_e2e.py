@@ -136,7 +136,11 @@ STEPS = [("quiet", quiet), ("node added", add_node), ("pod not ready", flip_pod_
 
 
 def heal(sandbox: SandboxInfo) -> None:
+    """The node gone and, without waiting for the pod garbage collector, the DaemonSet pods it was given (the
+    tests after this one compare the daemon pods with the nodes)."""
     sandbox.kubectl("delete", "node", NODE, "--ignore-not-found=true", "--wait=true")
+    sandbox.kubectl("delete", "pods", "--all-namespaces", f"--field-selector=spec.nodeName={NODE}",
+                    "--grace-period=0", "--force", "--wait=true", timeout=120)
     sandbox.kubectl("-n", "koordinator-system", "rollout", "status", "daemonset/koordlet", "--timeout=180s",
                     timeout=200)
 
