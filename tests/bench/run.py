@@ -628,12 +628,10 @@ def size_section(bench: Bench, config: Path, nodes: int, final: bool) -> dict[st
 
 
 def make_pending_pods(admin: Any, count: int, nodes: int) -> None:
-    """`count` pods bound to fake nodes and left Pending while kwok runs.
+    """`count` pods bound to fake nodes, left Pending because kwok is stopped (`reconciler_scenario`).
 
-    kwok's upstream `pod-ready` stage advances a Pending pod only while its Ready condition is not True. Each pod
-    is created unbound (a node selector nothing matches keeps the scheduler away), given Ready=True through its
-    status subresource, then bound to a fake node through the binding subresource: kwok then leaves it Pending,
-    as a kwok that failed to advance it would, and nothing else in the sandbox is stopped or changed.
+    Each pod is created unbound (a node selector nothing matches keeps the scheduler away), then bound to a fake
+    node through the binding subresource, as the scheduler binds one.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -648,8 +646,6 @@ def make_pending_pods(admin: Any, count: int, nodes: int) -> None:
             "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}],
                      "nodeSelector": {"outpost.bench/no-such-node": "true"},
                      "tolerations": [{"operator": "Exists"}]}})
-        admin.merge_patch(f"/api/v1/namespaces/{ns}/pods/{name}/status",
-                          {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
         admin.create(f"/api/v1/namespaces/{ns}/pods/{name}/binding", {
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
             "target": {"apiVersion": "v1", "kind": "Node", "name": f"kwok-node-{index % nodes}"}})
@@ -682,6 +678,21 @@ def reconciler_scenario(bench: Bench, admin: Any, state_dir: Path, nodes: int, p
         say(f"\n-- {RECONCILER}: skipped, {others} Pending pod(s) outside {BENCH_NAMESPACE} would be patched by "
             "the tutorial's script --")
         return None
+    # The job moves exactly the pods kwok's `pod-ready` stage would move, so while kwok runs it never has work:
+    # its case is a stopped kwok, which the scenario stages (kwok's own fault, `kwok-down`, as `sandbox break`).
+    from outpost_sandbox import cluster as sandbox_cluster
+
+    if not sandbox_cluster.stop_component("kwok", state_dir=state_dir):
+        raise RuntimeError("kwok was not running: the reconciler scenario needs a sandbox whose kwok it can stop")
+    try:
+        return reconciler_contenders(bench, admin, config, nodes, pods)
+    finally:
+        delete_bench_pods(admin)
+        log("restarting kwok (returns once every node Lease is renewed)")
+        sandbox_cluster.start_component("kwok", state_dir=state_dir, wait=True)
+
+
+def reconciler_contenders(bench: Bench, admin: Any, config: Path, nodes: int, pods: int) -> list[Figures]:
     figures = []
     for contender in ("outpost", "kubectl", "k8s client"):
         make_pending_pods(admin, pods, nodes)
@@ -906,8 +917,9 @@ def sandbox_sections(args: argparse.Namespace, growth: list[int], work: Path, bu
         say(report.table(GROWTH_HEADERS, growth_rows))
     finally:
         if started_here and not args.keep:
-            log("taking the sandbox down (this run started it; --keep leaves it)")
-            sandbox.down()
+            # Purged: a stopped sandbox's etcd would bring its 5,000 nodes back to the next run's 100-node step.
+            log("taking the sandbox down and deleting its state (this run started it; --keep leaves it)")
+            sandbox.down(purge=True)
 
 
 if __name__ == "__main__":
