@@ -27,6 +27,7 @@ What it serves, as the API server does:
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import ssl
 from collections.abc import Iterable
@@ -82,12 +83,17 @@ class _Route:
     subresource: str | None
 
 
-def _answer(code: int, body: str | dict[str, Any], content_type: str = "application/json") -> httpx.Response:
+def _answer(code: int, body: str | dict[str, Any], content_type: str = "application/json",
+            gzipped: bool = False) -> httpx.Response:
     """A response whose body is a stream, as from a socket: httpx reads it, closes it and sets `elapsed`
     (a response built with `json=`/`text=` is already read, and `Cluster` would fail on `elapsed`)."""
     data = (json.dumps(body) if isinstance(body, dict) else body).encode()
-    return httpx.Response(code, headers={"Content-Type": content_type, "Content-Length": str(len(data))},
-                          stream=httpx.ByteStream(data))
+    headers = {"Content-Type": content_type}
+    if gzipped:
+        data = gzip.compress(data)
+        headers["Content-Encoding"] = "gzip"
+    headers["Content-Length"] = str(len(data))
+    return httpx.Response(code, headers=headers, stream=httpx.ByteStream(data))
 
 
 def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Response:
@@ -114,6 +120,8 @@ class FakeApiServer:
     """A watch from a resourceVersion older than this is answered 410 Gone (history compacted)."""
     watch_status: int = 200
     """Anything else: every watch is answered with this status (403: an identity that may list but not watch)."""
+    gzip_lists: bool = False
+    """Every LIST answered gzip'd to a client that accepts it, as the API server answers a large one."""
 
     def serve_changes(self) -> FakeApiServer:
         """From now on every `add` and `remove` is a change a watch can follow."""
@@ -246,7 +254,8 @@ class FakeApiServer:
         body_items = [o if keep_kind else {k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
                       for o in page]
         return _answer(200, {"kind": f"{route.kind.kind}List", "apiVersion": route.kind.api_version,
-                                         "metadata": metadata, "items": body_items})
+                             "metadata": metadata, "items": body_items},
+                       gzipped=self.gzip_lists and "gzip" in request.headers.get("accept-encoding", ""))
 
 
     def _watch(self, route: _Route, request: httpx.Request) -> httpx.Response:

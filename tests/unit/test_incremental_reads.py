@@ -359,3 +359,26 @@ def test_two_collections_are_watched_side_by_side_and_each_equals_its_list() -> 
     assert requests_when_followed == [sent_before + 4], "a node event was applied before the pods' watch was open"
     with _cluster(api, incremental=False) as cluster:
         assert (followed_nodes, followed_pods) == read_collections(cluster, nodes, pods)
+
+
+def test_a_watch_is_weighed_against_the_list_as_parsed_not_as_gzipped() -> None:
+    """A gzip'd LIST is small on the wire and large to parse; a watch's events are parsed as received. Following
+    stays worth it while it parses less than a LIST would, even when its bytes outnumber the gzip'd LIST's (5,000
+    Nodes whose kubelets report status every 5 minutes)."""
+    api = _api()
+    api.gzip_lists = True
+    with _cluster(api) as cluster:
+        read_nodes(cluster)
+        listed_wire, listed_parsed = cluster.received_bytes, cluster.decoded_bytes
+    assert listed_wire * 2 < listed_parsed, "the fake's LIST was not gzip'd"
+    for round_ in range(4):
+        for node in _nodes()[:2]:
+            changed = copy.deepcopy(node)
+            changed["metadata"].setdefault("annotations", {})["outpost.test/heartbeat"] = str(round_)
+            api.add(changed)
+        with _cluster(api) as cluster:
+            facts = read_nodes(cluster)
+            how, watched = cluster.reads[NODE_PATH], cluster.received_bytes
+        assert how.startswith("watch, 2 changes"), how
+        assert listed_wire < watched < listed_parsed, (listed_wire, watched, listed_parsed)
+        assert facts == _listed(api)

@@ -210,6 +210,8 @@ class Cluster:
         """Every body this Cluster reads (one per run) counts against it, decoded, as it arrives."""
         self.received_bytes = 0
         """Bytes received as the server sent them (compressed when it compressed them), every request of the run."""
+        self.decoded_bytes = 0
+        """The bodies of those requests (not watches) as decoded: the bytes parsed."""
         self.requests = 0
         self.incremental = incremental
         self.incremental_max_age_seconds = incremental_max_age_seconds
@@ -335,6 +337,7 @@ class Cluster:
                 self.requests += 1
                 try:
                     data = self._read_body(response, where)
+                    self.decoded_bytes += len(data)
                 finally:
                     self.received_bytes += response.num_bytes_downloaded
         except httpx.TimeoutException as error:
