@@ -120,6 +120,9 @@ class FakeApiServer:
     """A watch from a resourceVersion older than this is answered 410 Gone (history compacted)."""
     watch_status: int = 200
     """Anything else: every watch is answered with this status (403: an identity that may list but not watch)."""
+    cut_next_watch: set[str] = field(default_factory=set)
+    """Paths whose next watch ends after its first event, with no bookmark: as the API server ends a watch at its
+    timeout, or drops a watcher too slow to drain, before it has sent everything."""
     gzip_lists: bool = False
     """Every LIST answered gzip'd to a client that accepts it, as the API server answers a large one."""
 
@@ -283,6 +286,9 @@ class FakeApiServer:
             else:
                 matching.pop()
         lines = [json.dumps(event) for event in matching]
+        if request.url.path in self.cut_next_watch:
+            self.cut_next_watch.discard(request.url.path)
+            return _answer(200, "".join(line + "\n" for line in lines[:1]))
         if self.bookmarks and params.get("allowWatchBookmarks") == "true":
             lines.append(json.dumps({"type": "BOOKMARK", "object": {
                 "kind": route.kind.kind, "apiVersion": route.kind.api_version,

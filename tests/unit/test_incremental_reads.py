@@ -18,7 +18,7 @@ from kit.fake_cluster import FakeApiServer, fake_cluster
 from kit.node_fixtures import serve
 from outpost.cluster import Cluster, Deadline, warm
 from outpost.cluster.incremental import LIST_ONLY_RUNS, Collection, read_collection, read_collections
-from outpost.cluster.nodes import daemon_pod_collection, read_daemon_pods, read_nodes
+from outpost.cluster.nodes import daemon_pod_collection, node_collection, read_daemon_pods, read_nodes
 from outpost.errors import MalformedResponse
 from outpost.kube.nodes import outline_facts
 from outpost.kube.objects import NodeOutline
@@ -382,3 +382,36 @@ def test_a_watch_is_weighed_against_the_list_as_parsed_not_as_gzipped() -> None:
         assert how.startswith("watch, 2 changes"), how
         assert listed_wire < watched < listed_parsed, (listed_wire, watched, listed_parsed)
         assert facts == _listed(api)
+
+
+def test_a_watch_left_unread_beside_another_and_cut_short_is_read_once_more_not_relisted() -> None:
+    """The second of a check's watches waits, unread, while the first is followed; the API server may end it
+    (its timeout, or a watcher too slow to drain) before it reaches the target. It is watched once more from where
+    its events got to; a watch that was read at once and cut short is still relisted."""
+    api = _api(pods=True)
+    nodes = node_collection()
+    pods = daemon_pod_collection("koordinator-system", "koord-app=koordlet")
+    pods_path = collection_path(KINDS["Pod"], "koordinator-system")
+    with _cluster(api) as cluster:
+        read_collections(cluster, nodes, pods)
+    koordlets = [o for o in HEALTHY if o.get("kind") == "Pod" and o["metadata"]["namespace"] == "koordinator-system"]
+    for pod in koordlets[:2]:
+        api.remove(KINDS["Pod"], pod["metadata"]["name"], "koordinator-system")
+    _flip(api)
+    api.cut_next_watch.add(pods_path)
+    sent_before = len(api.requests)
+    with _cluster(api) as cluster:
+        followed = read_collections(cluster, nodes, pods)
+        how = cluster.reads[pods_path]
+    assert how.startswith("watch, 1 changes"), how  # the second change, on the second watch
+    pod_watches = [r for r in api.requests[sent_before:] if r.path == pods_path and ("watch", "1") in r.query]
+    assert len(pod_watches) == 2
+    with _cluster(api, incremental=False) as cluster:
+        assert followed == read_collections(cluster, nodes, pods)
+    _flip(api)
+    api.add(_renamed(_nodes()[0], "another-node"))
+    api.cut_next_watch.add(NODE_PATH)
+    facts, how = _read(api)  # alone: read at once, so cut short is a reason to relist
+    assert how.startswith("list"), how
+    assert "no bookmark" in how, how
+    assert facts == _listed(api)

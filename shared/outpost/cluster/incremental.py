@@ -124,6 +124,8 @@ class _Plan(Generic[R]):
     target: int | None = None
     stream: WatchStream | None = None
     target_bytes: int = 0
+    beside_another: bool = False
+    """Its watch was opened while another of the run's was open too, and left unread while that one was followed."""
     follows: bool = True
     """False: this instance never follows the collection, so nothing is kept of it."""
 
@@ -151,11 +153,16 @@ def read_collections(cluster: Cluster, first: Collection[Any, R1], second: Colle
 def read_collections(cluster: Cluster, *collections: Collection[Any, Any]) -> tuple[list[Any], ...]:
     """`read_collection` of each, with the watches of those that are followed open at once: the API server
     schedules each bookmark from when its own watch opened, so a check that follows two collections waits for
-    the bookmarks about as long as for one. Any exception loses what is kept of all of them (the next run
-    lists them)."""
+    the bookmarks about as long as for one. A watch left unread while another is followed may be ended by the
+    server before it reaches the target (its timeout; a watcher too slow to drain): it is watched once more, read
+    at once, before it is relisted. Any exception loses what is kept of all of them (the next run lists them)."""
     with contextlib.ExitStack() as streams:
         plans = [_plan(cluster, collection, streams) for collection in collections]
-        return tuple(_read(cluster, collection, plan) for collection, plan in zip(collections, plans, strict=True))
+        if sum(plan.stream is not None for plan in plans) > 1:
+            for plan in plans:
+                plan.beside_another = plan.stream is not None
+        return tuple(_read(cluster, collection, plan, streams)
+                     for collection, plan in zip(collections, plans, strict=True))
 
 
 def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.ExitStack) -> _Plan[R]:
@@ -177,18 +184,21 @@ def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.Ex
         if target < kept.resource_version:
             raise WatchBroken(f"{where}: the resourceVersion went back from {kept.resource_version} to {target} "
                               "(etcd restored from a backup, or another cluster at this address)", gone=True)
-        stream = None
-        if target > kept.resource_version:
-            params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
-                      ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
-                      *collection.selectors()]
-            stream = cluster.open_watch(streams, collection.path, params, server_timeout_seconds=WATCH_TIMEOUT_SECONDS)
+        stream = _open_watch(cluster, collection, kept, streams) if target > kept.resource_version else None
         return _Plan(kept, target=target, stream=stream, target_bytes=cluster.received_bytes - before)
     except WatchBroken as broken:
         return _Plan(kept, _give_up_following(kept, broken))
     except BaseException:
         warm.drop(cluster.identity, collection.key)  # never trusted again
         raise
+
+
+def _open_watch(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R],
+                streams: contextlib.ExitStack) -> WatchStream:
+    params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
+              ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
+              *collection.selectors()]
+    return cluster.open_watch(streams, collection.path, params, server_timeout_seconds=WATCH_TIMEOUT_SECONDS)
 
 
 def _give_up_following(kept: _Kept[R], broken: WatchBroken) -> str:
@@ -199,11 +209,22 @@ def _give_up_following(kept: _Kept[R], broken: WatchBroken) -> str:
     return f"the watch could not catch up: {broken}"
 
 
-def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R]) -> list[R]:
+def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R], streams: contextlib.ExitStack) -> list[R]:
     why = plan.why
     if plan.kept is not None and plan.target is not None:
         try:
-            return _catch_up(cluster, collection, plan.kept, plan)
+            try:
+                return _catch_up(cluster, collection, plan.kept, plan)
+            except WatchBroken as broken:
+                if not plan.beside_another or broken.gone or broken.forbidden:
+                    raise
+                # Left unread while another watch was followed, it may have been ended by the server (its timeout,
+                # or a watcher too slow to drain) before it reached the target: once more, from the version the
+                # events applied so far reached, read at once.
+                plan.beside_another = False
+                plan.target_bytes += plan.stream.counted if plan.stream is not None else 0
+                plan.stream = _open_watch(cluster, collection, plan.kept, streams)
+                return _catch_up(cluster, collection, plan.kept, plan)
         except WatchBroken as broken:
             why = _give_up_following(plan.kept, broken)
         except BaseException:
