@@ -106,7 +106,7 @@ class Collection(Generic[V, R]):
 class _Kept(Generic[R]):
     resource_version: int
     records: dict[str, R]
-    list_bytes: int
+    list_decoded_bytes: int
     """The last LIST's bytes as decoded (a gzip'd LIST is parsed whole): what following must not exceed."""
     runs: int = 0
     list_only_until: int = 0
@@ -124,8 +124,7 @@ class _Plan(Generic[R]):
     target: int | None = None
     stream: WatchStream | None = None
     target_bytes: int = 0
-    beside_another: bool = False
-    """Its watch was opened while another of the run's was open too, and left unread while that one was followed."""
+    """Bytes the target's LIST received."""
     follows: bool = True
     """False: this instance never follows the collection, so nothing is kept of it."""
 
@@ -158,10 +157,8 @@ def read_collections(cluster: Cluster, *collections: Collection[Any, Any]) -> tu
     at once, before it is relisted. Any exception loses what is kept of all of them (the next run lists them)."""
     with contextlib.ExitStack() as streams:
         plans = [_plan(cluster, collection, streams) for collection in collections]
-        if sum(plan.stream is not None for plan in plans) > 1:
-            for plan in plans:
-                plan.beside_another = plan.stream is not None
-        return tuple(_read(cluster, collection, plan, streams)
+        side_by_side = sum(plan.stream is not None for plan in plans) > 1
+        return tuple(_read(cluster, collection, plan, streams, side_by_side)
                      for collection, plan in zip(collections, plans, strict=True))
 
 
@@ -209,24 +206,23 @@ def _give_up_following(kept: _Kept[R], broken: WatchBroken) -> str:
     return f"the watch could not catch up: {broken}"
 
 
-def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R], streams: contextlib.ExitStack) -> list[R]:
+def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R], streams: contextlib.ExitStack,
+          side_by_side: bool) -> list[R]:
     why = plan.why
-    if plan.kept is not None and plan.target is not None:
+    if (kept := plan.kept) is not None and (target := plan.target) is not None:
         try:
             try:
-                return _catch_up(cluster, collection, plan.kept, plan)
+                return _catch_up(cluster, collection, kept, target, plan.stream, plan.target_bytes)
             except WatchBroken as broken:
-                if not plan.beside_another or broken.gone or broken.forbidden:
+                if not side_by_side or plan.stream is None or broken.gone or broken.forbidden:
                     raise
                 # Left unread while another watch was followed, it may have been ended by the server (its timeout,
                 # or a watcher too slow to drain) before it reached the target: once more, from the version the
                 # events applied so far reached, read at once.
-                plan.beside_another = False
-                plan.target_bytes += plan.stream.counted if plan.stream is not None else 0
-                plan.stream = _open_watch(cluster, collection, plan.kept, streams)
-                return _catch_up(cluster, collection, plan.kept, plan)
+                again = _open_watch(cluster, collection, kept, streams)
+                return _catch_up(cluster, collection, kept, target, again, plan.target_bytes + plan.stream.counted)
         except WatchBroken as broken:
-            why = _give_up_following(plan.kept, broken)
+            why = _give_up_following(kept, broken)
         except BaseException:
             warm.drop(cluster.identity, collection.key)  # half-applied: never trusted again
             raise
@@ -320,13 +316,15 @@ def _event_adapter(model: type[KubeObject]) -> TypeAdapter[_Event[Any]]:
     return TypeAdapter(_Event[model])  # type: ignore[valid-type]
 
 
-def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], plan: _Plan[R]) -> list[R]:
+def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], target: int,
+              stream: WatchStream | None, earlier_bytes: int) -> list[R]:
+    """Apply `stream`'s events to `kept` until `target` (None: already there); `earlier_bytes` is what this run
+    spent on the collection before `stream` (the target's LIST, a watch cut short)."""
     where = f"WATCH {collection.path} on cluster {cluster.name}"
     started_with = kept.resource_version
-    target = cast(int, plan.target)
     changes = 0
     watched_bytes = 0
-    if plan.stream is not None:
+    if stream is not None:
         adapter = _event_adapter(collection.model)
 
         def apply(line: bytes) -> bool:
@@ -357,20 +355,20 @@ def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], pl
             kept.resource_version = version
             return version >= target
 
-        caught_up = cluster.follow(plan.stream, apply, max_bytes=cluster.max_response_bytes)
-        watched_bytes = plan.stream.counted
+        caught_up = cluster.follow(stream, apply, max_bytes=cluster.max_response_bytes)
+        watched_bytes = stream.counted
         if not caught_up:
             raise WatchBroken(f"{where}: the watch ended at resourceVersion {kept.resource_version} before "
                               f"reaching {target} (no bookmark)")
-    received = plan.target_bytes + watched_bytes
+    received = earlier_bytes + watched_bytes
     cluster.reads[collection.path] = (f"watch, {changes} changes from resourceVersion {started_with} to "
                                       f"{kept.resource_version}, {received} B")
-    kept.costly_watches = kept.costly_watches + 1 if received > kept.list_bytes > 0 else 0
+    kept.costly_watches = kept.costly_watches + 1 if received > kept.list_decoded_bytes > 0 else 0
     if kept.costly_watches >= 2:
         # Following cost more than listing would have, twice in a row: LIST for a while, then follow again.
         kept.costly_watches = 0
         kept.list_only_until = kept.runs + LIST_ONLY_RUNS
-        kept.why_list_only = (f"listing: two watches in a row received more than a LIST's {kept.list_bytes} B "
+        kept.why_list_only = (f"listing: two watches in a row received more than a LIST's {kept.list_decoded_bytes} B "
                               f"decoded (the last {received} B): the collection changes faster than it is read")
     warm.keep(cluster.identity, collection.key, kept)
     return _sorted(kept.records)
