@@ -509,15 +509,6 @@ class Cluster:
                                     "(the list would never end)")
         params["continue"] = token
 
-    def watch(self, path: str, params: Sequence[tuple[str, str]], on_line: Callable[[bytes], bool], *,
-              max_bytes: int, server_timeout_seconds: int) -> bool:
-        """Open a watch of `path` (`params` carry `watch=1` and where it starts) and hand each event line to
-        `on_line` until it returns True (the caller has caught up: True) or the server ends the stream (False):
-        `open_watch` then `follow`, for one watch alone."""
-        with contextlib.ExitStack() as streams:
-            stream = self.open_watch(streams, path, params, server_timeout_seconds=server_timeout_seconds)
-            return self.follow(stream, on_line, max_bytes=max_bytes)
-
     def open_watch(self, streams: contextlib.ExitStack, path: str, params: Sequence[tuple[str, str]], *,
                    server_timeout_seconds: int) -> WatchStream:
         """Send a watch request and read its status, leaving its events unread until `follow`; the stream is
