@@ -1,10 +1,11 @@
-"""The msgspec mirrors of the outline views (`outpost.kube.fast_outlines`), as `Cluster.iter_pages_as` uses them.
+"""The msgspec mirrors of the outline views (`outpost.kube.fast_outlines`), as `Cluster.iter_pages_as` and
+`outpost.cluster.incremental` use them.
 
-A LIST page of nodes, pods or NodeMetrics decoded into the mirrors must reduce to exactly the records the pydantic
-views give (a watch event still reduces from the view, and both land in the same kept state), on the captured
-sandbox documents and on the decoder benchmark's generated pages; and a page the mirror would read differently from
-the view (a lenient value, a snake_case key, a zoneless time, sub-microsecond digits, bad UTF-8) must come out as
-the view reads it: the same records, or the same `MalformedResponse`.
+A LIST page or a watch event of nodes, pods or NodeMetrics decoded into the mirrors must reduce to exactly the
+records the pydantic views give (both land in the same kept state), on the captured sandbox documents and on the
+decoder benchmark's generated pages; and a page or event the mirror would read differently from the view (a lenient
+value, a snake_case key, a zoneless time, sub-microsecond digits, bad UTF-8, an ERROR) must come out as the view
+reads it: the same records, or the same `MalformedResponse` or `WatchBroken`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import pytest
 
 from bench.decode_pages import pages
 from kit.node_fixtures import document, states
-from outpost.cluster.client import Cluster, ListPage, _ListMeta
+from outpost.cluster import incremental
+from outpost.cluster.client import Cluster, ListPage, WatchBroken, _ListMeta
 from outpost.errors import MalformedResponse
 from outpost.kube import fast_outlines
 from outpost.kube.conditions import Condition
@@ -259,3 +261,72 @@ def test_the_known_difference_json_nested_past_pydantics_200_levels_within_the_r
     assert _outcome(NodeOutline, outline_facts, body, mirrored=True) == [
         outline_facts(NodeOutline.model_validate({"metadata": {"name": "n1"}}), WHERE)]
     assert "recursion limit" in str(_outcome(NodeOutline, outline_facts, body, mirrored=False))
+
+
+def _event(kind: str, item: Any) -> bytes:
+    return json.dumps({"type": kind, "object": item}, ensure_ascii=False).encode()
+
+
+def _followed(view: type[Any], reduce: Callable[[Any, str], object], line: bytes, *, mirrored: bool) -> object:
+    """What `incremental._catch_up` makes of one event line: its type and reduced object, or the error."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not mirrored:
+            patch.setattr(fast_outlines, "event_decoder", lambda _model: None)
+        decode = incremental._event_decoder(view, WHERE)
+        try:
+            kind, decoded = decode(line)
+            return kind, reduce(decoded, WHERE)
+        except (MalformedResponse, WatchBroken) as error:
+            return f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.parametrize(("kind", "where", "items"), CAPTURED, ids=[f"{k}:{w}" for k, w, _ in CAPTURED])
+def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(kind: str, where: str,
+                                                                               items: list[Any]) -> None:
+    view, reduce, _ = KINDS[kind]
+    for event_type in ("ADDED", "MODIFIED", "DELETED"):
+        for item in items:
+            line = _event(event_type, item)
+            fast = fast_outlines.event_decoder(view)
+            assert fast is not None
+            assert isinstance(fast.decode(line).object, fast_outlines.MIRRORS[view]), where
+            assert _followed(view, reduce, line, mirrored=True) == _followed(view, reduce, line, mirrored=False)
+            assert _followed(view, reduce, line, mirrored=True) == (event_type, reduce(parse(view, item, WHERE), WHERE))
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), MUTATIONS,
+                         ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS])
+def test_an_event_reads_as_its_view_reads_it_whatever_a_field_holds(kind: str, path: tuple[str | int, ...],
+                                                                     value: Any) -> None:
+    view, reduce, _ = KINDS[kind]
+    item = next(found for found_kind, _, items in CAPTURED if found_kind == kind for found in items
+                if kind != "pod" or found.get("status", {}).get("conditions"))
+    line = _event("MODIFIED", _at(item, path, value)).replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
+    assert _followed(view, reduce, line, mirrored=True) == _followed(view, reduce, line, mirrored=False)
+
+
+BOOKMARK = {"kind": "Node", "apiVersion": "v1", "metadata": {
+    "resourceVersion": "5307", "creationTimestamp": None, "annotations": {"k8s.io/initial-events-end": "true"}}}
+GONE = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Expired", "code": 410,
+        "message": "too old resource version: 5 (2599)"}
+
+
+@pytest.mark.parametrize("line", [
+    _event("BOOKMARK", BOOKMARK),  # as the API server sends it (captured from the sandbox)
+    _event("ERROR", GONE),
+    _event("ERROR", {"kind": "Status", "code": 500, "message": "internal error"}),
+    _event("SYNC", BOOKMARK), _event("added", BOOKMARK), b'{"type": "ADDED"}', b'{"object": {}}',
+    b'{"type": "ADDED", "object": null}', b'{"type": "ADDED", "object": []}', b'[]', b'not json',
+    _event("MODIFIED", {"metadata": {"name": "n1", "resourceVersion": 7}}),
+    b'{"type": "ADDED", "object": {"metadata": {"name": "\xff"}}}',
+], ids=lambda line: line[:60].decode(errors="replace"))
+def test_a_bookmark_an_error_or_a_broken_event_reads_as_the_view_reads_it(line: bytes) -> None:
+    assert _followed(NodeOutline, outline_facts, line, mirrored=True) == _followed(NodeOutline, outline_facts, line,
+                                                                                   mirrored=False)
+
+
+def test_a_410_error_event_is_gone_and_names_the_status() -> None:
+    with pytest.raises(WatchBroken, match="ERROR event 410 Expired: too old resource version") as raised:
+        incremental._event_decoder(NodeOutline, WHERE)(_event("ERROR", GONE))
+    assert raised.value.gone
+    assert fast_outlines.event_decoder(View) is None  # no mirror: the view

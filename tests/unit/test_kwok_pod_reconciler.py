@@ -361,18 +361,19 @@ def running(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.parametrize(("pod", "left_alone"), [
-    pytest.param(created_pod(), None, id="bound to a fake node, Pending long enough: moved"),
-    pytest.param(created_pod(node="kwok-node-4", namespace="batch"), None, id="any namespace"),
-    pytest.param(created_pod(node="real-0"), "not_on_fake_nodes", id="on a node kwok does not manage"),
-    pytest.param(created_pod(node="gone-node"), "not_on_fake_nodes", id="on a node that does not exist"),
-    pytest.param(created_pod(node=""), "unbound", id="unbound"),
-    pytest.param(created_pod(since=recent()), "pending_less_than_min", id="too recent: kwok's to move"),
-    pytest.param(ready_already(created_pod()), "already_ready", id="Ready already: pod-ready would not match"),
-    pytest.param(deleting(created_pod()), "", id="being deleted: pod-delete's, not counted"),
-    pytest.param(running(created_pod()), "", id="not Pending: not even listed"),
+@pytest.mark.parametrize(("make_pod", "left_alone"), [  # made at test time: "too recent" is relative to now
+    pytest.param(lambda: created_pod(), None, id="bound to a fake node, Pending long enough: moved"),
+    pytest.param(lambda: created_pod(node="kwok-node-4", namespace="batch"), None, id="any namespace"),
+    pytest.param(lambda: created_pod(node="real-0"), "not_on_fake_nodes", id="on a node kwok does not manage"),
+    pytest.param(lambda: created_pod(node="gone-node"), "not_on_fake_nodes", id="on a node that does not exist"),
+    pytest.param(lambda: created_pod(node=""), "unbound", id="unbound"),
+    pytest.param(lambda: created_pod(since=recent()), "pending_less_than_min", id="too recent: kwok's to move"),
+    pytest.param(lambda: ready_already(created_pod()), "already_ready", id="Ready already: pod-ready would not match"),
+    pytest.param(lambda: deleting(created_pod()), "", id="being deleted: pod-delete's, not counted"),
+    pytest.param(lambda: running(created_pod()), "", id="not Pending: not even listed"),
 ])
-def test_moves_only_what_pod_ready_would(pod: dict[str, Any], left_alone: str | None) -> None:
+def test_moves_only_what_pod_ready_would(make_pod: Callable[[], dict[str, Any]], left_alone: str | None) -> None:
+    pod = make_pod()
     api = api_with(pod)
     result = run(api, KwokPodReconcilerParams(min_pending_seconds=60))
     who = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"

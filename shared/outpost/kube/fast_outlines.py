@@ -1,7 +1,9 @@
-"""msgspec mirrors of the node-wide outline views (NodeOutline, PodOutline, NodeMetricOutline), for their LIST pages.
+"""msgspec mirrors of the node-wide outline views (NodeOutline, PodOutline, NodeMetricOutline), for their LIST pages
+and watch events.
 
 Why: a 5,000-node LIST decoded into these and reduced costs 2-5x less CPU than into the pydantic views, and less
-peak memory (tests/bench/decoders.py). Watch events keep the views (`outpost.cluster.incremental`).
+peak memory (tests/bench/decoders.py); a warm run's watch events (about a thousand whole Nodes a minute at 5,000
+nodes) are most of what it parses (`outpost.cluster.incremental`).
 
 Guarantees (tests/unit/test_fast_outlines.py):
 - a mirror has its view's fields (same JSON names) and the properties the reducers read, so `outline_facts`,
@@ -9,8 +11,8 @@ Guarantees (tests/unit/test_fast_outlines.py):
 - it accepts less than its view, never more: msgspec's strict mode (a value of the declared JSON type, nothing
   coerced: `"true"`, `"1e3"`, `"null"` or an epoch number are refused, where pydantic's lax mode accepts some);
   a key the view would also read by its Python name (`node_name`: views populate by name) refuses the item; an
-  AwareDatetime needs a zone. Whatever a mirror refuses, `decode_page` raises `Refused`, and the caller decodes
-  that page with the view: errors stay the view's `MalformedResponse`, lenient values read as they do today;
+  AwareDatetime needs a zone. Whatever a mirror refuses, a decoder raises `Refused`, and the caller decodes
+  that page or event with the view: errors stay the view's `MalformedResponse`, lenient values read as they do today;
 - NodeMetric `updateTime`, the one time whose value a reducer keeps, has digits past the microsecond truncated as
   pydantic does (msgspec would round them); other times only have to be present or absent for the reducers.
 Known difference: a page nested deeper than pydantic-core's 200 levels but within the interpreter's recursion
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -217,6 +219,14 @@ class FastPage(msgspec.Struct, Generic[T], frozen=True):
     metadata: FastListMeta = msgspec.field(default_factory=FastListMeta)
 
 
+class FastEvent(msgspec.Struct, Generic[T], frozen=True):
+    """incremental._Event of a change or a bookmark. An ERROR event (its object is a Status) or an unknown type does
+    not fit: the view's event decides what it is."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: T
+
+
 MIRRORS: Mapping[type[View], type[FastKubeObject]] = {
     NodeOutline: FastNodeOutline,
     PodOutline: FastPodOutline,
@@ -228,35 +238,43 @@ class Refused(Exception):
     """The page does not fit its mirror (or is no valid UTF-8 JSON): decode it with the view."""
 
 
-class PageDecoder:
-    """Decodes one mirrored view's LIST pages (one msgspec decoder, built on first use)."""
+class Decoder(Generic[T]):
+    """Decodes one mirrored view's LIST pages or watch events (one msgspec decoder, built on first use)."""
 
-    def __init__(self, mirror: type[FastKubeObject]) -> None:
-        self.mirror = mirror
-        generic: Any = FastPage
-        self._decoder = msgspec.json.Decoder(generic[mirror], strict=True)
+    def __init__(self, shape: Any) -> None:
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(shape, strict=True)
 
-    def decode(self, body: bytes) -> FastPage[Any]:
-        """The page as mirrors, or `Refused`. msgspec skips unknown fields without checking their UTF-8, which
-        pydantic refuses: a page that is not ASCII is checked first (Go's encoder always writes valid UTF-8)."""
+    def decode(self, body: bytes) -> T:
+        """The document as mirrors, or `Refused`. msgspec skips unknown fields without checking their UTF-8, which
+        pydantic refuses: a document that is not ASCII is checked first (Go's encoder always writes valid UTF-8)."""
         if not body.isascii():
             try:
                 body.decode("utf-8")
             except UnicodeDecodeError:
                 raise Refused("not UTF-8") from None
         try:
-            page: FastPage[Any] = self._decoder.decode(body)
+            return self._decoder.decode(body)
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as error:
             raise Refused(str(error)) from None
-        return page
 
 
-_DECODERS: dict[type[View], PageDecoder] = {}
+_PAGE_DECODERS: dict[type[View], Decoder[FastPage[Any]]] = {}
+_EVENT_DECODERS: dict[type[View], Decoder[FastEvent[Any]]] = {}
 
 
-def page_decoder(model: type[View]) -> PageDecoder | None:
-    """The page decoder of `model`'s mirror, or None when it has none."""
-    decoder = _DECODERS.get(model)
+def page_decoder(model: type[View]) -> Decoder[FastPage[Any]] | None:
+    """The LIST page decoder of `model`'s mirror, or None when it has none."""
+    decoder = _PAGE_DECODERS.get(model)
     if decoder is None and model in MIRRORS:
-        decoder = _DECODERS[model] = PageDecoder(MIRRORS[model])
+        generic: Any = FastPage
+        decoder = _PAGE_DECODERS[model] = Decoder(generic[MIRRORS[model]])
+    return decoder
+
+
+def event_decoder(model: type[View]) -> Decoder[FastEvent[Any]] | None:
+    """The watch event decoder of `model`'s mirror, or None when it has none."""
+    decoder = _EVENT_DECODERS.get(model)
+    if decoder is None and model in MIRRORS:
+        generic: Any = FastEvent
+        decoder = _EVENT_DECODERS[model] = Decoder(generic[MIRRORS[model]])
     return decoder
