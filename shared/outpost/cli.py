@@ -1,4 +1,4 @@
-"""The `outpost` command line (README "Command line"; exit codes: docs/contracts.md "Exit codes and platform mapping").
+"""The `outpost` command line (docs/cli.md; exit codes: docs/contracts.md "Exit codes and platform mapping").
 
 Exit status of `run`: 0 all ok/degraded, 1 some check failed, 2 some probe error, 64 usage or
 configuration error; the highest applies. Every other command exits 0 on success and 64 on bad

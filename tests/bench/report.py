@@ -183,7 +183,7 @@ class Baseline:
 
 
 WALL_NOISE = 1.3
-"""Single wall times move by +-30 % between runs on the shared 2-CPU machine (README "## Benchmark")."""
+"""Single wall times move by +-30 % between runs on the shared 2-CPU machine (docs/benchmark.md)."""
 
 
 def no_worse(now: Figures, then: Baseline) -> str:
