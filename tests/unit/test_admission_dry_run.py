@@ -2,8 +2,8 @@
 server, and the seam it writes through (`Cluster.dry_run_create`: always dryRun=All, the API server's `timeout` sent,
 a webhook's 403 returned, RBAC's 403 raised, a longer read timeout allowed but never past the deadline).
 
-Fixtures (tests/unit/fixtures/admission_dry_run), built from upstream where no capture of the real managers exists
-(the sandbox is being rebuilt around them; the measurement is /work/shared/docs/real-managers.md):
+Fixtures (tests/unit/fixtures/admission_dry_run), built from upstream before the sandbox ran the real managers (their
+answers are judged on the sandbox by tests/e2e/test_webhook_checks_e2e.py and test_fault_catalogue_e2e.py):
 - `koordinator-admitted.json`: the API server's captured answer for the probe pod (v1.37.2), as koord-manager v1.6.0
   mutates it under upstream's documented profile (pkg/webhook/pod/mutating/cluster_colocation_profile.go,
   extended_resource_spec.go; PriorityClass koord-batch = 5000 from the chart): labels qosClass=BE, priority=1000,
