@@ -38,7 +38,7 @@ _CHECK_MODULES: Final[tuple[tuple[str, str], ...]] = (
     ("admission-dry-run", "admission_dry_run"),
     ("webhook-cert-expiry", "webhook_cert_expiry"),
 )
-"""The checks of the catalogue, in the catalogue's order (docs/checks.md): (check name, module under `outpost.checks`)."""
+"""The catalogue's checks in docs/checks.md's order: (check name, module under `outpost.checks`)."""
 
 _JOB_MODULES: Final[tuple[tuple[str, str], ...]] = (
     ("kwok-pod-reconciler", "kwok_pod_reconciler"),

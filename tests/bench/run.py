@@ -68,7 +68,7 @@ WARM_GAP_SECONDS = 60.0
 `schedule_minutes`: kwok-node-consistency 1, the others and apiserver-latency 5), so a warm instance's next run
 comes 1-5 minutes after its last; 60 s is the shortest (the fewest changes to catch up on per run)."""
 TODAY_COLD = {
-    # Cold figures before incremental reads: docs/benchmark.md, 2026-12-04 (growth table and side by side).
+    # Cold figures before incremental reads: the 2026-12-04 run (README's Benchmark before b62b99e).
     (100, "koordlet-coverage"): report.Baseline(53_200, 0.739),
     (100, "kruise-daemon-coverage"): report.Baseline(53_400, 0.937),
     (1000, "koordlet-coverage"): report.Baseline(514_000, 1.09),
@@ -623,8 +623,7 @@ def size_section(bench: Bench, config: Path, nodes: int, final: bool) -> dict[st
         then = TODAY_COLD.get((nodes, check))
         cold = table[check][0]
         if then is not None and cold is not None:
-            say(f"{check} cold vs before incremental reads (docs/benchmark.md, 2026-12-04): "
-                f"{report.no_worse(cold, then)}")
+            say(f"{check} cold vs before incremental reads (2026-12-04 run): {report.no_worse(cold, then)}")
     return table
 
 
