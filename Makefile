@@ -8,7 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint unit functional e2e bench clean
+.PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint fmt check hooks unit functional e2e \
+        bench clean
 
 setup: system-packages python sandbox-binaries tools
 
@@ -61,12 +62,25 @@ demo: setup
 # mypy --strict runs twice: the package, functions/ and the other test tiers ([tool.mypy] in pyproject.toml), then
 # tests/e2e with its own directory first on the path (its conftest is a second module named `conftest`).
 lint: python
+	$(BIN)/ruff format --check shared functions tests infra/sandbox
 	$(BIN)/ruff check shared functions tests infra/sandbox
 	$(BIN)/mypy
 	MYPYPATH=tests/e2e $(BIN)/mypy tests/e2e
 	$(BIN)/mypy --config-file infra/sandbox/pyproject.toml
 	$(BIN)/lint-imports
 	$(BIN)/lint-imports infra/sandbox/pyproject.toml
+
+# The inner loop, about a minute: lint (formatting included) and the unit tests. The pre-commit hook runs it.
+check: lint
+	$(BIN)/pytest -q tests/unit
+
+fmt: python
+	$(BIN)/ruff format shared functions tests infra/sandbox
+	$(BIN)/ruff check --fix shared functions tests infra/sandbox
+
+# The pre-commit hook (.githooks/pre-commit runs `make check`), once per clone.
+hooks:
+	git config core.hooksPath .githooks
 
 unit: python
 	$(BIN)/pytest tests/unit
