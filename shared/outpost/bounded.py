@@ -71,8 +71,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         budget = _capped(self._deadline, timeout, httpcore.ConnectTimeout, "TLS handshake")
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, budget), self._deadline)
 
@@ -116,8 +117,14 @@ class DeadlineBackend(httpcore.NetworkBackend):
         self._deadline = deadline
         self._inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         addresses = _resolve(host, port, _capped(self._deadline, timeout, httpcore.ConnectTimeout, "DNS lookup"))
         last: Exception | None = None
         for address in addresses:  # every address in turn, as socket.create_connection would, within the deadline
@@ -130,8 +137,9 @@ class DeadlineBackend(httpcore.NetworkBackend):
             return _DeadlineStream(stream, self._deadline)
         raise last or httpcore.ConnectError("no address to connect to")
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("unix sockets are not used by Outpost")
 
     def sleep(self, seconds: float) -> None:
@@ -196,12 +204,20 @@ class BodyRefused(Exception):
 
 def content_codings(header: str) -> list[str]:
     """The content codings of a `Content-Encoding` value, outermost last, `identity` left out."""
-    return [token.strip().lower() for token in header.split(",") if token.strip() and
-            token.strip().lower() != "identity"]
+    return [
+        token.strip().lower() for token in header.split(",") if token.strip() and token.strip().lower() != "identity"
+    ]
 
 
-def read_body(response: httpx.Response, *, cap: int, cap_setting: str, budget: ByteBudget | None = None,
-              deadline: Deadline | None = None, decode: bool = True) -> bytes:
+def read_body(
+    response: httpx.Response,
+    *,
+    cap: int,
+    cap_setting: str,
+    budget: ByteBudget | None = None,
+    deadline: Deadline | None = None,
+    decode: bool = True,
+) -> bytes:
     """The body of a streamed `response`, decoded by us, refused the moment it would pass a cap.
 
     httpx's own decoders inflate each network chunk whole and are asked for the size only afterwards, so an
@@ -225,15 +241,21 @@ def read_body(response: httpx.Response, *, cap: int, cap_setting: str, budget: B
     in_memory = response.is_stream_consumed
     codings = content_codings(response.headers.get("Content-Encoding", "")) if decode and not in_memory else []
     if len(codings) > 1:
-        raise BodyRefused("encoding", f"stacked content codings {', '.join(codings)!r} refused (one gzip layer "
-                                      "at most, as Go's net/http client decodes)")
+        raise BodyRefused(
+            "encoding",
+            f"stacked content codings {', '.join(codings)!r} refused (one gzip layer "
+            "at most, as Go's net/http client decodes)",
+        )
     if codings and codings[0] != GZIP:
-        raise BodyRefused("encoding", f"content coding {codings[0][:40]!r} refused (identity or gzip only, "
-                                      "as Go's net/http client decodes)")
+        raise BodyRefused(
+            "encoding",
+            f"content coding {codings[0][:40]!r} refused (identity or gzip only, as Go's net/http client decodes)",
+        )
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > cap:
-        raise BodyRefused("response-cap", f"response of {int(declared)} bytes exceeds the cap of {cap} bytes "
-                                          f"({cap_setting})")
+        raise BodyRefused(
+            "response-cap", f"response of {int(declared)} bytes exceeds the cap of {cap} bytes ({cap_setting})"
+        )
     reader = _Inflater(cap, budget) if codings else None
     chunks: list[bytes] = []
     size = 0
@@ -245,11 +267,15 @@ def read_body(response: httpx.Response, *, cap: int, cap_setting: str, budget: B
             return
         size += len(data)
         if size > cap:
-            raise BodyRefused("response-cap", f"response exceeds the cap of {cap} bytes ({cap_setting})"
-                              + (" once inflated" if reader is not None else ""))
+            raise BodyRefused(
+                "response-cap",
+                f"response exceeds the cap of {cap} bytes ({cap_setting})"
+                + (" once inflated" if reader is not None else ""),
+            )
         if budget is not None and not budget.spend(len(data)):
-            raise BodyRefused("run-budget", f"the run has read more than its budget of {budget.total} bytes "
-                                            f"({budget.setting})")
+            raise BodyRefused(
+                "run-budget", f"the run has read more than its budget of {budget.total} bytes ({budget.setting})"
+            )
         chunks.append(data)
 
     for piece in [response.content] if in_memory else response.iter_raw():

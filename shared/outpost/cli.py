@@ -48,8 +48,9 @@ PLUGIN_GROUP = "outpost.commands"
 SANDBOX_COMMANDS = ("demo", "sandbox")
 """Commands the `outpost-sandbox` distribution provides; without it they print how to install it."""
 
-SANDBOX_INSTALL_HINT = ("the sandbox is not installed: `pip install -e infra/sandbox` "
-                        "(from the repository root), or `make setup`")
+SANDBOX_INSTALL_HINT = (
+    "the sandbox is not installed: `pip install -e infra/sandbox` (from the repository root), or `make setup`"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -123,8 +124,14 @@ def _sandbox_missing(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     rows = [
-        {"name": c.name, "system": c.system, "layer": c.layer, "severity": c.severity,
-         "schedule": f"every {c.schedule_minutes} min", "fails_when": c.fails_when}
+        {
+            "name": c.name,
+            "system": c.system,
+            "layer": c.layer,
+            "severity": c.severity,
+            "schedule": f"every {c.schedule_minutes} min",
+            "fails_when": c.fails_when,
+        }
         for c in registry.checks() + registry.jobs()
     ]
     if args.json:
@@ -137,14 +144,19 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     enabled = settings.enabled_checks()
-    _out(f"configuration for environment {settings.environment!r} is valid: "
-         f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
-         f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}; "
-         f"worst-case run {run_worst_case_seconds(settings):g} s, function timeout "
-         f"{function_timeout_seconds(settings)} s (at most {platform_max_timeout(settings)} s)")
+    _out(
+        f"configuration for environment {settings.environment!r} is valid: "
+        f"cluster {settings.cluster.name!r} ({settings.cluster.auth.mode}), "
+        f"{len(enabled)} check(s) enabled{': ' + ', '.join(enabled) if enabled else ''}; "
+        f"worst-case run {run_worst_case_seconds(settings):g} s, function timeout "
+        f"{function_timeout_seconds(settings)} s (at most {platform_max_timeout(settings)} s)"
+    )
     deploy = settings.deploy
-    _out(f"deployable to {deploy.platform} {deploy.region} (every enabled check has a heartbeat and a monitor)"
-         if deploy else "not deployable (no deploy section): local runs only")
+    _out(
+        f"deployable to {deploy.platform} {deploy.region} (every enabled check has a heartbeat and a monitor)"
+        if deploy
+        else "not deployable (no deploy section): local runs only"
+    )
     return 0
 
 
@@ -199,8 +211,10 @@ def run_many(settings: Settings, names: Sequence[str], *, report: bool = True) -
         threads.append(thread)
     for thread in threads:
         thread.join()
-    return [result if result is not None else Result.error(name, f"{name}: the run ended without a result")
-            for name, result in zip(names, results, strict=True)]
+    return [
+        result if result is not None else Result.error(name, f"{name}: the run ended without a result")
+        for name, result in zip(names, results, strict=True)
+    ]
 
 
 def _out(text: str, *, file: TextIO | None = None, one_line: bool = False) -> None:
@@ -224,8 +238,13 @@ def _cell(text: str) -> str:
 
 def print_results(results: Sequence[Result]) -> None:
     rows = [
-        {"check": r.check, "status": r.status.value, "ms": str(r.duration_ms),
-         "pinged": "yes" if r.reported else "no", "summary": r.summary}
+        {
+            "check": r.check,
+            "status": r.status.value,
+            "ms": str(r.duration_ms),
+            "pinged": "yes" if r.reported else "no",
+            "summary": r.summary,
+        }
         for r in results
     ]
     _print_table(rows, ["check", "status", "ms", "pinged", "summary"])
@@ -283,8 +302,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _stop_line(signum: int) -> None:
     """The last line of a stopped `outpost run` (written by the signal handler straight to stderr)."""
     name, code = interrupt.signal_name(signum), interrupt.exit_code(signum)
-    interrupt.write_line(2, f"outpost run: stopped by {name}: no result; credential plugins killed, "
-                            f"and no heartbeat is sent after a stop (exit {code})")
+    interrupt.write_line(
+        2,
+        f"outpost run: stopped by {name}: no result; credential plugins killed, "
+        f"and no heartbeat is sent after a stop (exit {code})",
+    )
 
 
 if __name__ == "__main__":

@@ -117,8 +117,10 @@ def _https_url(value: str) -> str:
     if not value.startswith("https://"):
         raise ValueError("must be an https:// URL (TLS verification is never turned off)")
     if has_userinfo(value):
-        raise ValueError(f"must not carry user information (user:password@): {without_userinfo(value)} is "
-                         "what may be given; Outpost never sends a password (give a token)")
+        raise ValueError(
+            f"must not carry user information (user:password@): {without_userinfo(value)} is "
+            "what may be given; Outpost never sends a password (give a token)"
+        )
     return value.rstrip("/")
 
 
@@ -168,25 +170,32 @@ class ClusterSettings(_Model):
     # at no cost in wall time, for twice the (cheap, paginated) requests.
     page_size: int = Field(250, ge=1, le=5000, description="`limit` used for paginated LISTs.")
     max_response_bytes: int = Field(
-        32 * 1024 * 1024, ge=1024, le=128 * 1024 * 1024,
+        32 * 1024 * 1024,
+        ge=1024,
+        le=128 * 1024 * 1024,
         description="Largest response body accepted from the API server; a larger one is an error naming the path.",
     )
     # 256 MiB, 8x the per-response cap: every page of every LIST and every request of one run, counted decoded
     # as the bytes arrive. Far above what a check reads at 5,000 nodes (its pages are tens of MB in all), far
     # below what an endless LIST (continue tokens forever) or a gzip bomb would make a function read.
     max_run_bytes: int = Field(
-        256 * 1024 * 1024, ge=1024 * 1024, le=4 * 1024 * 1024 * 1024,
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=4 * 1024 * 1024 * 1024,
         description="Most response bytes (decoded) one check run reads from the cluster, all requests and LIST "
-                    "pages together; past it the run is an error naming the path.",
+        "pages together; past it the run is an error naming the path.",
     )
     # A warm instance follows a collection's changes with a watch instead of listing it again
     # (outpost.cluster.incremental); any doubt falls back to the LIST, so turning it off changes cost, never verdicts.
     incremental: bool = Field(
-        True, description="Let a warm function instance follow the collections it reads with a watch from their last "
-                          "resourceVersion instead of listing them every run.",
+        True,
+        description="Let a warm function instance follow the collections it reads with a watch from their last "
+        "resourceVersion instead of listing them every run.",
     )
     incremental_max_age_seconds: float = Field(
-        900.0, ge=60, le=3600,
+        900.0,
+        ge=60,
+        le=3600,
         description="State a warm instance keeps older than this is not followed but read again in full.",
     )
 
@@ -220,14 +229,18 @@ class DeploySettings(_Model):
 
     platform: Literal["aws", "gcf"]
     region: str = Field(description="AWS region (eu-west-1) or Google Cloud region (europe-west1).")
-    project: str | None = Field(None, description="Google Cloud project id the functions deploy into (Cloud "
-                                                  "Functions only; required there).")
-    architecture: Literal["arm64", "x86_64"] | None = Field(None, description="Lambda architecture (AWS only; "
-                                                                             "default arm64).")
+    project: str | None = Field(
+        None, description="Google Cloud project id the functions deploy into (Cloud Functions only; required there)."
+    )
+    architecture: Literal["arm64", "x86_64"] | None = Field(
+        None, description="Lambda architecture (AWS only; default arm64)."
+    )
     kms_key_arn: str | None = Field(
-        None, description="Customer-managed KMS key of the SecureString parameters / secrets (kms:Decrypt on it).")
+        None, description="Customer-managed KMS key of the SecureString parameters / secrets (kms:Decrypt on it)."
+    )
     failure_destination: str | None = Field(
-        None, description="ARN (SQS, SNS, Lambda, EventBridge bus) receiving failed scheduled runs (AWS only).")
+        None, description="ARN (SQS, SNS, Lambda, EventBridge bus) receiving failed scheduled runs (AWS only)."
+    )
 
 
 class CheckSettings(_Model):
@@ -311,8 +324,9 @@ def read_settings_file(path: str | os.PathLike[str]) -> Any:
     except (DuplicateKeyError, RefusedYamlError) as error:
         raise ConfigError(f"configuration {file} is invalid", [f"{file} {error}"]) from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"configuration {file} is not valid YAML", [f"{file}{yaml_error_where(error)}: "
-                                                                       f"{_problem(error)}"]) from None
+        raise ConfigError(
+            f"configuration {file} is not valid YAML", [f"{file}{yaml_error_where(error)}: {_problem(error)}"]
+        ) from None
 
 
 MAX_YAML_DEPTH = 64
@@ -383,11 +397,15 @@ def _check_expansion(root: yaml.Node) -> None:
             weight += child_weight
             height = max(height, child_height + 1)
             if weight > MAX_YAML_EXPANDED:
-                raise RefusedYamlError(f"{_where(node.start_mark)}: YAML aliases expand this value past "
-                                       f"{MAX_YAML_EXPANDED} nodes and characters (an alias bomb?)")
+                raise RefusedYamlError(
+                    f"{_where(node.start_mark)}: YAML aliases expand this value past "
+                    f"{MAX_YAML_EXPANDED} nodes and characters (an alias bomb?)"
+                )
             if height > MAX_YAML_DEPTH:
-                raise RefusedYamlError(f"{_where(node.start_mark)}: nested deeper than {MAX_YAML_DEPTH} levels "
-                                       "once its aliases are expanded")
+                raise RefusedYamlError(
+                    f"{_where(node.start_mark)}: nested deeper than {MAX_YAML_DEPTH} levels "
+                    "once its aliases are expanded"
+                )
         open_nodes.discard(key)
         measured[key] = (weight, height)
         return weight, height
@@ -436,11 +454,18 @@ ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]*$"
 
 def check_environment_name(environment: str) -> str:
     """`environment` if it is a plain name (no path parts: it becomes a file name); ConfigError otherwise."""
-    if not isinstance(environment, str) or not re.fullmatch(ENVIRONMENT_NAME_PATTERN, environment) \
-            or len(environment) > 63:
-        raise ConfigError("invalid environment name", [
-            f"environment {str(environment)[:40]!r}: must match {ENVIRONMENT_NAME_PATTERN} (lower-case letters, "
-            "digits, '-'; no path components), at most 63 characters"])
+    if (
+        not isinstance(environment, str)
+        or not re.fullmatch(ENVIRONMENT_NAME_PATTERN, environment)
+        or len(environment) > 63
+    ):
+        raise ConfigError(
+            "invalid environment name",
+            [
+                f"environment {str(environment)[:40]!r}: must match {ENVIRONMENT_NAME_PATTERN} (lower-case letters, "
+                "digits, '-'; no path components), at most 63 characters"
+            ],
+        )
     return environment
 
 

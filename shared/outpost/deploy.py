@@ -64,16 +64,19 @@ BUCKET_NAME_MAX: Final = 63
 _AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _GCP_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 _GCP_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-_ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
-                  r"(?P<account>\d{12})?:(?P<resource>.+)$")
+_ARN = re.compile(
+    r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
+    r"(?P<account>\d{12})?:(?P<resource>.+)$"
+)
 _FAILURE_DESTINATIONS: Final = ("sqs", "sns", "lambda", "events")
 
 
 def run_worst_case_seconds(settings: Settings) -> float:
     """The longest one run can take: the check's deadline plus the heartbeat's delivery budget."""
     beat = settings.heartbeat
-    return settings.cluster.deadline_seconds + worst_case_seconds(beat.timeout_seconds, beat.retries,
-                                                                  beat.backoff_seconds)
+    return settings.cluster.deadline_seconds + worst_case_seconds(
+        beat.timeout_seconds, beat.retries, beat.backoff_seconds
+    )
 
 
 def function_timeout_seconds(settings: Settings) -> int:
@@ -93,9 +96,11 @@ def timeout_problems(settings: Settings) -> list[str]:
     if worst + PLATFORM_MARGIN_SECONDS <= limit:
         return []
     where = settings.deploy.platform if settings.deploy else "aws"
-    return [f"cluster.deadline_seconds: deadline + heartbeat worst case (timeout x (1 + retries) + backoffs) = "
-            f"{worst:g} s; with a {PLATFORM_MARGIN_SECONDS:g} s margin it must fit in the function timeout, at "
-            f"most {limit} s on {where} (a run killed by the platform reports nothing)"]
+    return [
+        f"cluster.deadline_seconds: deadline + heartbeat worst case (timeout x (1 + retries) + backoffs) = "
+        f"{worst:g} s; with a {PLATFORM_MARGIN_SECONDS:g} s margin it must fit in the function timeout, at "
+        f"most {limit} s on {where} (a run killed by the platform reports nothing)"
+    ]
 
 
 def schedule_minutes(settings: Settings, name: str) -> int:
@@ -166,14 +171,18 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
         for role, account in service_accounts(env).items():
             names.append(("environment", f"{role} service account id", account, SERVICE_ACCOUNT_ID_MAX))
         if settings.deploy.project is not None:
-            names.append(("environment", "source bucket name", source_bucket(settings.deploy.project, env),
-                          BUCKET_NAME_MAX))
+            names.append(
+                ("environment", "source bucket name", source_bucket(settings.deploy.project, env), BUCKET_NAME_MAX)
+            )
         for check in settings.enabled_checks():
             names += [
-                (f"checks.{check}", "Cloud Functions function name", function_name(env, check),
-                 GCF_FUNCTION_NAME_MAX),
-                (f"checks.{check}", "Cloud Scheduler job name", function_name(env, check),
-                 CLOUD_SCHEDULER_JOB_NAME_MAX),
+                (f"checks.{check}", "Cloud Functions function name", function_name(env, check), GCF_FUNCTION_NAME_MAX),
+                (
+                    f"checks.{check}",
+                    "Cloud Scheduler job name",
+                    function_name(env, check),
+                    CLOUD_SCHEDULER_JOB_NAME_MAX,
+                ),
             ]
     return names
 
@@ -216,11 +225,15 @@ def deployment_problems(settings: Settings, source: Path | None = None, only: st
     env = settings.environment
     problems: list[str] = []
     if env in NOT_DEPLOYABLE:
-        problems.append(f"deploy: environment {env!r} is for local runs only (the sandbox) and is never deployed; "
-                        "remove the deploy section")
+        problems.append(
+            f"deploy: environment {env!r} is for local runs only (the sandbox) and is never deployed; "
+            "remove the deploy section"
+        )
     if source is not None and source.suffix in (".yaml", ".yml") and source.stem != env:
-        problems.append(f"environment: {env!r} must match its file name {source.name!r} (a stage deploys "
-                        "infra/environments/<stage>.yaml)")
+        problems.append(
+            f"environment: {env!r} must match its file name {source.name!r} (a stage deploys "
+            "infra/environments/<stage>.yaml)"
+        )
     problems += _region_problems(settings)
     problems += _check_problems(settings, only)
     problems += _secret_problems(settings)
@@ -230,8 +243,10 @@ def deployment_problems(settings: Settings, source: Path | None = None, only: st
     for path, what, name, limit in generated_names(settings):
         if len(name) > limit:
             fits = limit - (len(name) - len(env))
-            problems.append(f"{path}: the {what} {name!r} would be {len(name)} characters (limit {limit}); "
-                            f"environment names of at most {max(fits, 0)} characters fit")
+            problems.append(
+                f"{path}: the {what} {name!r} would be {len(name)} characters (limit {limit}); "
+                f"environment names of at most {max(fits, 0)} characters fit"
+            )
     return problems
 
 
@@ -253,19 +268,27 @@ def _check_problems(settings: Settings, only: str | None = None) -> list[str]:
     for name in enabled:
         check = settings.checks[name]
         if check.heartbeat is None:
-            problems.append(f"checks.{name}.heartbeat: required for a deployed check (a secret reference to its "
-                            "Vigilmon heartbeat URL): without it the check can never ping, and never alert")
+            problems.append(
+                f"checks.{name}.heartbeat: required for a deployed check (a secret reference to its "
+                "Vigilmon heartbeat URL): without it the check can never ping, and never alert"
+            )
         if not check.monitor_id:
-            problems.append(f"checks.{name}.monitor_id: required for a deployed check: the id of the Vigilmon monitor "
-                            f"watching its heartbeat (create it from `outpost monitors --env {settings.environment}`)")
+            problems.append(
+                f"checks.{name}.monitor_id: required for a deployed check: the id of the Vigilmon monitor "
+                f"watching its heartbeat (create it from `outpost monitors --env {settings.environment}`)"
+            )
         tiers.setdefault(severity(settings, name), []).append(name)
     channels = settings.vigilmon.channels
     if tiers.get("critical") and not channels.page:
-        problems.append(f"vigilmon.channels.page: required: critical checks ({', '.join(tiers['critical'])}) must "
-                        "page (e.g. a PagerDuty channel)")
+        problems.append(
+            f"vigilmon.channels.page: required: critical checks ({', '.join(tiers['critical'])}) must "
+            "page (e.g. a PagerDuty channel)"
+        )
     if enabled and not channels.notify:
-        problems.append(f"vigilmon.channels.notify: required: every monitor notifies (e.g. a Slack channel); "
-                        f"enabled: {', '.join(enabled)}")
+        problems.append(
+            f"vigilmon.channels.notify: required: every monitor notifies (e.g. a Slack channel); "
+            f"enabled: {', '.join(enabled)}"
+        )
     return problems
 
 
@@ -280,10 +303,15 @@ def _secret_problems(settings: Settings) -> list[str]:
         except ValueError:
             continue  # the shape validation already named it
         if ref.scheme not in stores:
-            why = ("a deployed function has no such variable" if ref.scheme == "env"
-                   else f"{platform} functions have no credentials for that store")
-            problems.append(f"{path}: {ref.scheme}: references cannot be read on {platform} ({why}); use "
-                            f"{' or '.join(s + ':' for s in stores)}")
+            why = (
+                "a deployed function has no such variable"
+                if ref.scheme == "env"
+                else f"{platform} functions have no credentials for that store"
+            )
+            problems.append(
+                f"{path}: {ref.scheme}: references cannot be read on {platform} ({why}); use "
+                f"{' or '.join(s + ':' for s in stores)}"
+            )
             continue
         if ref.scheme == "ssm":
             name, arn_region = _ssm_name(ref.name)
@@ -294,11 +322,15 @@ def _secret_problems(settings: Settings) -> list[str]:
         else:
             continue
         if not name.startswith(scope):
-            problems.append(f"{path}: {ref.scheme}: name is outside the stage's IAM scope: it must start with "
-                            f"{scope} (the function may read nothing else)")
+            problems.append(
+                f"{path}: {ref.scheme}: name is outside the stage's IAM scope: it must start with "
+                f"{scope} (the function may read nothing else)"
+            )
         if arn_region is not None and arn_region != region:
-            problems.append(f"{path}: {ref.scheme}: ARN is in region {arn_region}, the stage deploys to {region} "
-                            "(the IAM statement covers the stage's region)")
+            problems.append(
+                f"{path}: {ref.scheme}: ARN is in region {arn_region}, the stage deploys to {region} "
+                "(the IAM statement covers the stage's region)"
+            )
     return problems
 
 
@@ -327,11 +359,14 @@ def _auth_problems(settings: Settings) -> list[str]:
             EksAuth: "eks needs AWS credentials, which Cloud Functions do not have",
             GkeAuth: "gke needs Google application default credentials, which Lambda does not have",
         }.get(type(auth), "not supported there")
-        problems.append(f"cluster.auth.mode: {auth.mode} cannot authenticate on {platform} ({why}); use "
-                        f"{' or '.join(AUTH_MODES[platform])}")
+        problems.append(
+            f"cluster.auth.mode: {auth.mode} cannot authenticate on {platform} ({why}); use "
+            f"{' or '.join(AUTH_MODES[platform])}"
+        )
     if isinstance(auth, TokenAuth) and auth.ca_file:
-        problems.append("cluster.auth.ca_file: a file on this machine is not in the bundle; give the CA as ca_data "
-                        "(base64 PEM)")
+        problems.append(
+            "cluster.auth.ca_file: a file on this machine is not in the bundle; give the CA as ca_data (base64 PEM)"
+        )
     if isinstance(auth, EksAuth) and auth.role_arn is not None:
         match = _ARN.fullmatch(auth.role_arn)
         if not match or match["service"] != "iam" or not match["resource"].startswith("role/"):
@@ -348,18 +383,22 @@ def _arn_problems(settings: Settings) -> list[str]:
         if deploy.platform != "aws":
             problems.append("deploy.kms_key_arn: AWS only")
         elif not match or match["service"] != "kms" or not match["resource"].startswith("key/"):
-            problems.append("deploy.kms_key_arn: not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID; an alias "
-                            "cannot be granted kms:Decrypt)")
+            problems.append(
+                "deploy.kms_key_arn: not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID; an alias "
+                "cannot be granted kms:Decrypt)"
+            )
         elif match["region"] != deploy.region:
-            problems.append(f"deploy.kms_key_arn: key is in region {match['region']}, the stage deploys to "
-                            f"{deploy.region}")
+            problems.append(
+                f"deploy.kms_key_arn: key is in region {match['region']}, the stage deploys to {deploy.region}"
+            )
     if deploy.failure_destination is not None:
         match = _ARN.fullmatch(deploy.failure_destination)
         if deploy.platform != "aws":
             problems.append("deploy.failure_destination: AWS only")
         elif not match or match["service"] not in _FAILURE_DESTINATIONS:
-            problems.append(f"deploy.failure_destination: not the ARN of a {', '.join(_FAILURE_DESTINATIONS)} "
-                            "destination")
+            problems.append(
+                f"deploy.failure_destination: not the ARN of a {', '.join(_FAILURE_DESTINATIONS)} destination"
+            )
     if deploy.platform != "aws" and deploy.architecture is not None:
         problems.append("deploy.architecture: AWS only")
     return problems
@@ -375,12 +414,16 @@ def _cloud_functions_problems(settings: Settings, only: str | None = None) -> li
     if deploy.project is None:
         problems.append("deploy.project: required on gcf: the Google Cloud project id the functions deploy into")
     elif not _GCP_PROJECT.fullmatch(deploy.project):
-        problems.append("deploy.project: not a Google Cloud project id (6 to 30 characters: lower-case letters, "
-                        "digits, hyphens; starts with a letter)")
+        problems.append(
+            "deploy.project: not a Google Cloud project id (6 to 30 characters: lower-case letters, "
+            "digits, hyphens; starts with a letter)"
+        )
     for name in settings.enabled_checks():
         if only not in (None, name):
             continue
         if name in registry.names() and cron_schedule(schedule_minutes(settings, name)) is None:
-            problems.append(f"checks.{name}.schedule_minutes: {schedule_minutes(settings, name)} cannot be a Cloud "
-                            "Scheduler cron period (it must divide 60, or be whole hours dividing 24)")
+            problems.append(
+                f"checks.{name}.schedule_minutes: {schedule_minutes(settings, name)} cannot be a Cloud "
+                "Scheduler cron period (it must divide 60, or be whole hours dividing 24)"
+            )
     return problems

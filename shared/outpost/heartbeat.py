@@ -95,12 +95,19 @@ class _RetryingClient:
         self.retries = retries
         self.backoff_seconds = backoff_seconds
         self.timeout_seconds = timeout_seconds
-        self.budget = Deadline(budget_seconds if budget_seconds is not None
-                               else worst_case_seconds(timeout_seconds, retries, backoff_seconds))
+        self.budget = Deadline(
+            budget_seconds
+            if budget_seconds is not None
+            else worst_case_seconds(timeout_seconds, retries, backoff_seconds)
+        )
         self._sleep = sleep
-        self._client = httpx.Client(transport=transport if transport is not None else bounded_transport(self.budget),
-                                    timeout=timeout_seconds, follow_redirects=False, trust_env=False,
-                                    headers={"Accept-Encoding": "identity"})
+        self._client = httpx.Client(
+            transport=transport if transport is not None else bounded_transport(self.budget),
+            timeout=timeout_seconds,
+            follow_redirects=False,
+            trust_env=False,
+            headers={"Accept-Encoding": "identity"},
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -128,8 +135,11 @@ class _RetryingClient:
                 with self._client.stream(method, url, **kwargs) as response:
                     status = response.status_code
             except httpx.TimeoutException:
-                last_cause = (f"the delivery budget of {self.budget.seconds:g}s ran out" if self.budget.expired
-                              else f"timed out after {self.timeout_seconds:g}s")
+                last_cause = (
+                    f"the delivery budget of {self.budget.seconds:g}s ran out"
+                    if self.budget.expired
+                    else f"timed out after {self.timeout_seconds:g}s"
+                )
                 continue
             except httpx.InvalidURL:
                 raise ReportError(f"{what}: the URL is not a valid http(s) URL") from None

@@ -90,8 +90,9 @@ def read_bytes(path: str | os.PathLike[str], kind: FileKind, deadline: Deadline 
         status = os.fstat(descriptor)
         _require_regular(status.st_mode, kind, file)  # what was opened, whatever the path names by now
         if status.st_size > kind.limit:
-            raise LocalFileError(kind, file, f"is {_size(status.st_size)}, over the {kind.limit_text} limit "
-                                             f"for a {kind.name}")
+            raise LocalFileError(
+                kind, file, f"is {_size(status.st_size)}, over the {kind.limit_text} limit for a {kind.name}"
+            )
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -100,14 +101,14 @@ def read_bytes(path: str | os.PathLike[str], kind: FileKind, deadline: Deadline 
             try:
                 chunk = os.read(descriptor, min(CHUNK_BYTES, kind.limit + 1 - total))
             except OSError as error:
-                raise LocalFileError(kind, file, f"cannot be read: {error.strerror or type(error).__name__}") \
-                    from None
+                raise LocalFileError(kind, file, f"cannot be read: {error.strerror or type(error).__name__}") from None
             if not chunk:
                 return b"".join(chunks)
             total += len(chunk)
             if total > kind.limit:
-                raise LocalFileError(kind, file, f"grew past the {kind.limit_text} limit for a {kind.name} "
-                                                 "while it was read")
+                raise LocalFileError(
+                    kind, file, f"grew past the {kind.limit_text} limit for a {kind.name} while it was read"
+                )
             chunks.append(chunk)
     finally:
         os.close(descriptor)

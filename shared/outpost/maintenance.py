@@ -55,9 +55,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.vigilmon.api_key is None:
         raise ConfigError("maintenance needs the Vigilmon API key", ["vigilmon.api_key: required for maintenance"])
     targets = monitors(settings, args.check)
-    with VigilmonClient(settings.vigilmon.api_url, resolve(settings.vigilmon.api_key),
-                        timeout_seconds=settings.heartbeat.timeout_seconds, retries=settings.heartbeat.retries,
-                        backoff_seconds=settings.heartbeat.backoff_seconds) as client:
+    with VigilmonClient(
+        settings.vigilmon.api_url,
+        resolve(settings.vigilmon.api_key),
+        timeout_seconds=settings.heartbeat.timeout_seconds,
+        retries=settings.heartbeat.retries,
+        backoff_seconds=settings.heartbeat.backoff_seconds,
+    ) as client:
         for check, monitor_id in targets.items():
             if args.action == "start":
                 client.start_maintenance(monitor_id, args.minutes)

@@ -131,11 +131,19 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("package", help="validate a deployable environment and build its bundle")
     parser.add_argument("--env", required=True, metavar="ENV", help="environment: infra/environments/ENV.yaml")
     parser.add_argument("--output", default="build", metavar="DIR", help="output directory (default: build)")
-    parser.add_argument("--root", default=".", metavar="DIR",
-                        help="project directory with functions/ and infra/environments/ (default: .)")
-    parser.add_argument("--platform", choices=PLATFORMS, default=None,
-                        help="default: the environment's deploy.platform and deploy.architecture; `host` builds "
-                             "with this machine's wheels (tests; must match the environment's architecture)")
+    parser.add_argument(
+        "--root",
+        default=".",
+        metavar="DIR",
+        help="project directory with functions/ and infra/environments/ (default: .)",
+    )
+    parser.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default=None,
+        help="default: the environment's deploy.platform and deploy.architecture; `host` builds "
+        "with this machine's wheels (tests; must match the environment's architecture)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -157,9 +165,13 @@ def deployable_settings(environment: str, root: Path) -> tuple[Settings, Path]:
     config_file = environment_file(environment, root)
     settings = load_settings(config_file)
     if settings.deploy is None:
-        raise ConfigError(f"environment {environment!r} is not deployable", [
-            "deploy: missing: this environment runs locally only (add deploy: {platform: aws, region: ...} to "
-            "deploy it)"])
+        raise ConfigError(
+            f"environment {environment!r} is not deployable",
+            [
+                "deploy: missing: this environment runs locally only (add deploy: {platform: aws, region: ...} to "
+                "deploy it)"
+            ],
+        )
     return settings, config_file
 
 
@@ -168,21 +180,30 @@ def resolve_platform(settings: Settings, requested: str | None) -> tuple[str, st
     assert settings.deploy is not None
     if settings.deploy.platform == "gcf":
         if requested not in (None, CLOUD_FUNCTIONS, GCP):
-            raise PackagingError(f"--platform {requested}: environment {settings.environment} deploys to "
-                                 "Cloud Functions (deploy.platform: gcf)")
+            raise PackagingError(
+                f"--platform {requested}: environment {settings.environment} deploys to "
+                "Cloud Functions (deploy.platform: gcf)"
+            )
         return CLOUD_FUNCTIONS, None
     architecture = lambda_architecture(settings)
     if requested == HOST:
         machine = host_architecture()
         if machine != architecture:
-            raise PackagingError(f"--platform host builds {machine} wheels; environment {settings.environment} "
-                                 f"deploys {architecture} (deploy.architecture)")
+            raise PackagingError(
+                f"--platform host builds {machine} wheels; environment {settings.environment} "
+                f"deploys {architecture} (deploy.architecture)"
+            )
         return HOST, architecture
     if requested not in (None, f"aws-{architecture}"):
-        why = ("it deploys to AWS Lambda (deploy.platform: aws)" if requested in (GCP, CLOUD_FUNCTIONS) else
-               "its wheels would not import there")
-        raise PackagingError(f"--platform {requested}: environment {settings.environment} deploys "
-                             f"aws-{architecture} (deploy.platform, deploy.architecture): {why}")
+        why = (
+            "it deploys to AWS Lambda (deploy.platform: aws)"
+            if requested in (GCP, CLOUD_FUNCTIONS)
+            else "its wheels would not import there"
+        )
+        raise PackagingError(
+            f"--platform {requested}: environment {settings.environment} deploys "
+            f"aws-{architecture} (deploy.platform, deploy.architecture): {why}"
+        )
     return f"aws-{architecture}", architecture
 
 
@@ -197,13 +218,18 @@ def build(environment: str, output: Path, root: Path, platform: str | None = Non
         raise PackagingError(f"unknown platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     settings, config_file = deployable_settings(environment, root)
     chosen, architecture = resolve_platform(settings, platform)
-    missing = [f"checks.{name}: no entry module {entry_module(name)}" for name in settings.enabled_checks()
-               if not (root / entry_module(name)).is_file()]
+    missing = [
+        f"checks.{name}: no entry module {entry_module(name)}"
+        for name in settings.enabled_checks()
+        if not (root / entry_module(name)).is_file()
+    ]
     if missing:
         raise ConfigError(f"environment {environment!r} cannot be packaged", missing)
     if sys.version_info[:2] != RUNTIME_PYTHON:
-        raise PackagingError(f"byte code must be compiled by Python {'.'.join(map(str, RUNTIME_PYTHON))} (the "
-                             f"functions' runtime), not {sys.version_info.major}.{sys.version_info.minor}")
+        raise PackagingError(
+            f"byte code must be compiled by Python {'.'.join(map(str, RUNTIME_PYTHON))} (the "
+            f"functions' runtime), not {sys.version_info.major}.{sys.version_info.minor}"
+        )
     inputs = source_inputs(root, config_file)
     target = output / environment
     if target.exists():
@@ -251,8 +277,13 @@ def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -
             "description": f"Outpost check {name} ({env}, {severity(settings, name)})",
             "schedule": schedule,
         }
-    secrets = sorted({parse_secret_ref(ref).name.partition("/versions/")[0]
-                      for _path, ref in settings.secret_references() if ref.startswith("gcpsm:")})
+    secrets = sorted(
+        {
+            parse_secret_ref(ref).name.partition("/versions/")[0]
+            for _path, ref in settings.secret_references()
+            if ref.startswith("gcpsm:")
+        }
+    )
     accounts = service_accounts(env)
     return {
         "environment": env,
@@ -304,8 +335,9 @@ def source_inputs(root: Path, config_file: Path) -> dict[str, str]:
         for folder, subfolders, files in os.walk(root / directory):
             subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
             paths += [Path(folder) / name for name in files if not name.endswith(_SKIPPED_SUFFIXES)]
-    inputs = {path.resolve().relative_to(root.resolve()).as_posix(): file_sha256(path)
-              for path in paths if path.is_file()}
+    inputs = {
+        path.resolve().relative_to(root.resolve()).as_posix(): file_sha256(path) for path in paths if path.is_file()
+    }
     return dict(sorted(inputs.items()))
 
 
@@ -357,17 +389,36 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
     account = "arn:${AWS::Partition}:%s:${AWS::Region}:${AWS::AccountId}"
     statements: list[dict[str, Any]] = []
     if "ssm" in schemes:
-        statements.append({"Effect": "Allow", "Action": ["ssm:GetParameter"],
-                           "Resource": {"Fn::Sub": (account % "ssm") + f":parameter{ssm_scope(env)}*"}})
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["ssm:GetParameter"],
+                "Resource": {"Fn::Sub": (account % "ssm") + f":parameter{ssm_scope(env)}*"},
+            }
+        )
     if "secretsmanager" in schemes:
         scope = f":secret:{secretsmanager_scope(env)}*"
-        statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"],
-                           "Resource": {"Fn::Sub": (account % "secretsmanager") + scope}})
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["secretsmanager:GetSecretValue"],
+                "Resource": {"Fn::Sub": (account % "secretsmanager") + scope},
+            }
+        )
     if settings.deploy.kms_key_arn:
         region = settings.deploy.region
-        statements.append({"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": settings.deploy.kms_key_arn,
-                           "Condition": {"StringEquals": {"kms:ViaService": [
-                               f"ssm.{region}.amazonaws.com", f"secretsmanager.{region}.amazonaws.com"]}}})
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["kms:Decrypt"],
+                "Resource": settings.deploy.kms_key_arn,
+                "Condition": {
+                    "StringEquals": {
+                        "kms:ViaService": [f"ssm.{region}.amazonaws.com", f"secretsmanager.{region}.amazonaws.com"]
+                    }
+                },
+            }
+        )
     auth = settings.cluster.auth
     if isinstance(auth, EksAuth) and auth.role_arn:
         statements.append({"Effect": "Allow", "Action": ["sts:AssumeRole"], "Resource": auth.role_arn})
@@ -388,7 +439,7 @@ def resources(settings: Settings) -> dict[str, Any]:
             "Properties": {
                 "AlarmName": alarm_name(env, name),
                 "AlarmDescription": f"Outpost check {name} ({env}) failed or could not observe; Vigilmon alerts "
-                                    "on its silent heartbeat, this alarm on the failed invocations.",
+                "on its silent heartbeat, this alarm on the failed invocations.",
                 "Namespace": "AWS/Lambda",
                 "MetricName": "Errors",
                 "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": f"{logical_id(name)}LambdaFunction"}}],
@@ -401,16 +452,23 @@ def resources(settings: Settings) -> dict[str, Any]:
                 "TreatMissingData": "notBreaching",
                 "AlarmActions": topic,
                 "OKActions": topic,
-                "Tags": [{"Key": "service", "Value": SERVICE}, {"Key": "environment", "Value": env},
-                         {"Key": "check", "Value": name}],
+                "Tags": [
+                    {"Key": "service", "Value": SERVICE},
+                    {"Key": "environment", "Value": env},
+                    {"Key": "check", "Value": name},
+                ],
             },
         }
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Delete", "UpdateReplacePolicy": "Delete"}
     return {
-        "Parameters": {ALARM_TOPIC_PARAMETER: {
-            "Type": "String", "Default": "",
-            "Description": "SNS topic ARN notified when a check's function fails (empty: alarms without actions)",
-            "AllowedPattern": r"^(arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+)?$"}},
+        "Parameters": {
+            ALARM_TOPIC_PARAMETER: {
+                "Type": "String",
+                "Default": "",
+                "Description": "SNS topic ARN notified when a check's function fails (empty: alarms without actions)",
+                "AllowedPattern": r"^(arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+)?$",
+            }
+        },
         "Conditions": {"HasAlarmTopic": {"Fn::Not": [{"Fn::Equals": [{"Ref": ALARM_TOPIC_PARAMETER}, ""]}]}},
         "Resources": alarms,
         "extensions": extensions,
@@ -523,8 +581,15 @@ def architecture_mismatches(staging: Path, architecture: str) -> list[str]:
     return sorted(wrong)
 
 
-def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, platform: str,
-            architecture: str | None, scratch: Path) -> dict[str, str]:
+def _bundle(
+    settings: Settings,
+    root: Path,
+    config_file: Path,
+    archive: Path,
+    platform: str,
+    architecture: str | None,
+    scratch: Path,
+) -> dict[str, str]:
     """Stage, compile, check and zip one bundle; returns the bundled third-party versions."""
     extras = required_extras(settings, platform)
     staging = scratch / "bundle"
@@ -540,11 +605,33 @@ def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, pl
         (staging / "requirements.txt").write_text(cloud_functions_requirements(pins))
         (staging / "main.py").write_text(_cloud_functions_main(settings))
     else:
-        wheels = (["--platform", LAMBDA_WHEEL_PLATFORMS[architecture or "arm64"], "--implementation", "cp",
-                   "--python-version", ".".join(map(str, RUNTIME_PYTHON)), "--only-binary=:all:"]
-                  if platform != HOST else [])
-        _pip(["install", "--quiet", "--no-compile", "--disable-pip-version-check", "--target", str(staging),
-              "--constraint", str(constraints), *wheels, *requirements(root, extras)])
+        wheels = (
+            [
+                "--platform",
+                LAMBDA_WHEEL_PLATFORMS[architecture or "arm64"],
+                "--implementation",
+                "cp",
+                "--python-version",
+                ".".join(map(str, RUNTIME_PYTHON)),
+                "--only-binary=:all:",
+            ]
+            if platform != HOST
+            else []
+        )
+        _pip(
+            [
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--disable-pip-version-check",
+                "--target",
+                str(staging),
+                "--constraint",
+                str(constraints),
+                *wheels,
+                *requirements(root, extras),
+            ]
+        )
     _copy_product(root, staging)
     for name in settings.enabled_checks():
         module = staging / entry_module(name)
@@ -561,20 +648,25 @@ def _bundle(settings: Settings, root: Path, config_file: Path, archive: Path, pl
     names = sorted(path.relative_to(staging).as_posix() for path in staging.rglob("*") if path.is_file())
     forbidden = forbidden_entries(names, platform)
     if forbidden:
-        raise PackagingError(f"bundle for {platform} would contain {', '.join(forbidden)} (extras: "
-                             f"{', '.join(extras) or 'none'}); refusing to write {archive.name}")
+        raise PackagingError(
+            f"bundle for {platform} would contain {', '.join(forbidden)} (extras: "
+            f"{', '.join(extras) or 'none'}); refusing to write {archive.name}"
+        )
     if architecture is not None:
         wrong = architecture_mismatches(staging, architecture)
         if wrong:
-            raise PackagingError(f"bundle for {architecture} holds files built for another architecture: "
-                                 f"{', '.join(wrong[:5])}{' ...' if len(wrong) > 5 else ''}")
+            raise PackagingError(
+                f"bundle for {architecture} holds files built for another architecture: "
+                f"{', '.join(wrong[:5])}{' ...' if len(wrong) > 5 else ''}"
+            )
     _compile(staging)
     write_reproducible_zip(staging, archive)
     if platform != CLOUD_FUNCTIONS:
         unpacked = sum(path.stat().st_size for path in staging.rglob("*") if path.is_file())
         if unpacked > LAMBDA_UNPACKED_MAX_BYTES:
-            raise PackagingError(f"bundle unpacks to {unpacked / 1e6:.1f} MB, over Lambda's "
-                                 f"{LAMBDA_UNPACKED_MAX_BYTES / 1e6:.0f} MB")
+            raise PackagingError(
+                f"bundle unpacks to {unpacked / 1e6:.1f} MB, over Lambda's {LAMBDA_UNPACKED_MAX_BYTES / 1e6:.0f} MB"
+            )
     return pins if platform == CLOUD_FUNCTIONS else _bundled_versions(staging)
 
 
@@ -583,18 +675,37 @@ def resolved_versions(lines: list[str], constraints: Path, wheel_platform: str) 
     Python, under `constraints` (the building Python's versions, so what it holds is pinned to what was tested)."""
     with tempfile.TemporaryDirectory(prefix="outpost-resolve-") as scratch:
         report = Path(scratch) / "report.json"
-        _pip(["install", "--dry-run", "--quiet", "--ignore-installed", "--disable-pip-version-check",
-              "--report", str(report), "--constraint", str(constraints), "--platform", wheel_platform,
-              "--implementation", "cp", "--python-version", ".".join(map(str, RUNTIME_PYTHON)),
-              "--only-binary=:all:", *lines])
+        _pip(
+            [
+                "install",
+                "--dry-run",
+                "--quiet",
+                "--ignore-installed",
+                "--disable-pip-version-check",
+                "--report",
+                str(report),
+                "--constraint",
+                str(constraints),
+                "--platform",
+                wheel_platform,
+                "--implementation",
+                "cp",
+                "--python-version",
+                ".".join(map(str, RUNTIME_PYTHON)),
+                "--only-binary=:all:",
+                *lines,
+            ]
+        )
         installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     return {_normalized(item["metadata"]["name"]): item["metadata"]["version"] for item in installed}
 
 
 def cloud_functions_requirements(pins: Mapping[str, str]) -> str:
     """requirements.txt for Cloud Functions: one exact pin per line, sorted, so two builds match byte for byte."""
-    header = ("# Written by `outpost package`: the resolved dependencies of this environment's functions, pinned\n"
-              "# to the versions the building environment tested. Edit pyproject.toml, not this file.\n")
+    header = (
+        "# Written by `outpost package`: the resolved dependencies of this environment's functions, pinned\n"
+        "# to the versions the building environment tested. Edit pyproject.toml, not this file.\n"
+    )
     return header + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
@@ -605,8 +716,11 @@ def _normalized(name: str) -> str:
 
 def _copy_product(root: Path, staging: Path) -> None:
     """The `outpost` package from its sources: no caches, never the sandbox."""
-    shutil.copytree(root / "shared" / "outpost", staging / "outpost",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "sandbox"))
+    shutil.copytree(
+        root / "shared" / "outpost",
+        staging / "outpost",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "sandbox"),
+    )
 
 
 def _bundled_versions(staging: Path) -> dict[str, str]:
@@ -636,8 +750,13 @@ def _compile(staging: Path) -> None:
     """Byte-compile every module, deterministically: a fresh interpreter, a fixed hash seed (set and frozenset
     constants are marshalled in hash order), hash-based invalidation (no mtime), paths relative to the bundle."""
     environment = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-    process = subprocess.run([sys.executable, "-I", "-c", _COMPILE, str(staging)], capture_output=True, text=True,
-                             env=environment, check=False)
+    process = subprocess.run(
+        [sys.executable, "-I", "-c", _COMPILE, str(staging)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
     if process.returncode != 0:
         tail = " | ".join(process.stderr.strip().splitlines()[-3:])
         raise PackagingError(f"byte-compiling the bundle failed: {tail}")
@@ -695,8 +814,9 @@ def __getattr__(name):
 
 def _cloud_functions_main(settings: Settings) -> str:
     modules = {name: entry_module(name).removesuffix(".py").replace("/", ".") for name in settings.enabled_checks()}
-    return _CLOUD_FUNCTIONS_MAIN.format(environment=settings.environment, check_env=CHECK_ENV,
-                                        modules=json.dumps(modules, indent=4, sort_keys=True))
+    return _CLOUD_FUNCTIONS_MAIN.format(
+        environment=settings.environment, check_env=CHECK_ENV, modules=json.dumps(modules, indent=4, sort_keys=True)
+    )
 
 
 def describe(archive: Path) -> str:
@@ -704,13 +824,14 @@ def describe(archive: Path) -> str:
     with zipfile.ZipFile(archive) as bundle:
         entries = bundle.infolist()
     unpacked = sum(entry.file_size for entry in entries)
-    return (f"{archive.name}: {archive.stat().st_size / 1_000_000:.1f} MB ({unpacked / 1_000_000:.1f} MB unpacked), "
-            f"{len(entries)} files, sha256 {file_sha256(archive)[:16]}")
+    return (
+        f"{archive.name}: {archive.stat().st_size / 1_000_000:.1f} MB ({unpacked / 1_000_000:.1f} MB unpacked), "
+        f"{len(entries)} files, sha256 {file_sha256(archive)[:16]}"
+    )
 
 
 def _pip(arguments: list[str]) -> None:
-    process = subprocess.run([sys.executable, "-m", "pip", *arguments], capture_output=True, text=True,
-                             check=False)
+    process = subprocess.run([sys.executable, "-m", "pip", *arguments], capture_output=True, text=True, check=False)
     if process.returncode != 0:
         tail = " | ".join(process.stderr.strip().splitlines()[-3:])
         raise PackagingError(f"pip {arguments[0]} failed: {tail}")
@@ -721,20 +842,26 @@ def main(args: argparse.Namespace) -> int:
     target = build(args.env, root / args.output, root, args.platform)
     deployment = json.loads((target / DEPLOYMENT_FILE).read_text())
     record = deployment["build"]
-    print(f"packaged environment {args.env!r} into {target} (platform {record['platform']}, "
-          f"inputs sha256 {record['inputs_sha256'][:16]})")
+    print(
+        f"packaged environment {args.env!r} into {target} (platform {record['platform']}, "
+        f"inputs sha256 {record['inputs_sha256'][:16]})"
+    )
     print(describe(target / record["artifact"]))
     serverless = deployment["serverless"]
     if serverless:
         timeouts = {f["timeout"] for f in serverless["functions"].values()}
-        print(f"{len(serverless['functions'])} function(s), timeout {', '.join(map(str, sorted(timeouts)))} s; "
-              f"deploy with: serverless deploy --stage {args.env}")
+        print(
+            f"{len(serverless['functions'])} function(s), timeout {', '.join(map(str, sorted(timeouts)))} s; "
+            f"deploy with: serverless deploy --stage {args.env}"
+        )
     terraform = deployment.get("terraform")
     if terraform:
         variables = json.loads((target / terraform["variables"]).read_text())
         var_file = _relative(target / terraform["variables"], root)
-        print(f"{len(variables['checks'])} function(s) and Cloud Scheduler job(s), timeout "
-              f"{variables['timeout_seconds']} s; deploy with: terraform -chdir={terraform['directory']} workspace "
-              f"select -or-create {args.env} && terraform -chdir={terraform['directory']} apply "
-              f"-var-file={'../../' + var_file if not var_file.startswith('/') else var_file}")
+        print(
+            f"{len(variables['checks'])} function(s) and Cloud Scheduler job(s), timeout "
+            f"{variables['timeout_seconds']} s; deploy with: terraform -chdir={terraform['directory']} workspace "
+            f"select -or-create {args.env} && terraform -chdir={terraform['directory']} apply "
+            f"-var-file={'../../' + var_file if not var_file.startswith('/') else var_file}"
+        )
     return 0

@@ -72,19 +72,25 @@ RECONCILER_GROUP = "outpost-reconciler"
 _RBAC = "rbac.authorization.k8s.io"
 _ADMISSION = "admissionregistration.k8s.io"
 ADMISSION_POLICY_KINDS = {
-    "ValidatingAdmissionPolicy": Kind("ValidatingAdmissionPolicy", _ADMISSION, "v1", "validatingadmissionpolicies",
-                                      namespaced=False),
-    "ValidatingAdmissionPolicyBinding": Kind("ValidatingAdmissionPolicyBinding", _ADMISSION, "v1",
-                                             "validatingadmissionpolicybindings", namespaced=False),
+    "ValidatingAdmissionPolicy": Kind(
+        "ValidatingAdmissionPolicy", _ADMISSION, "v1", "validatingadmissionpolicies", namespaced=False
+    ),
+    "ValidatingAdmissionPolicyBinding": Kind(
+        "ValidatingAdmissionPolicyBinding", _ADMISSION, "v1", "validatingadmissionpolicybindings", namespaced=False
+    ),
 }
 """The policy's kinds, for whoever applies these manifests through `outpost.kube.paths.object_path` (the sandbox)."""
 _LABELS = {"app.kubernetes.io/part-of": "outpost"}
-NODE_PROXY_WARNING = ("nodes/proxy reaches the kubelet API of every node (on real kubelets including exec and "
-                      "run paths): granted only because an enabled check needs it (kruise-daemon-coverage with "
-                      "probe_healthz); turn that off and regenerate to drop it.")
-SECRETS_WARNING = ("a Secret GET returns the whole object, private keys included: the probe may read the named "
-                   "Secrets only because an enabled check opts in (webhook-cert-expiry with read_serving_secrets); "
-                   "turn that off and regenerate to drop it.")
+NODE_PROXY_WARNING = (
+    "nodes/proxy reaches the kubelet API of every node (on real kubelets including exec and "
+    "run paths): granted only because an enabled check needs it (kruise-daemon-coverage with "
+    "probe_healthz); turn that off and regenerate to drop it."
+)
+SECRETS_WARNING = (
+    "a Secret GET returns the whole object, private keys included: the probe may read the named "
+    "Secrets only because an enabled check opts in (webhook-cert-expiry with read_serving_secrets); "
+    "turn that off and regenerate to drop it."
+)
 
 
 @dataclass
@@ -210,8 +216,9 @@ def plan(declarations: Iterable[tuple[str, Access]]) -> Plan:
     for key, object_names in sorted(names.items(), key=lambda kv: (kv[0][0] or "", kv[0][1:])):
         namespace, group, resource, verb = key
         sorted_names = tuple(sorted(object_names)) if object_names else ()
-        grant, keys = merged.setdefault((namespace, group, resource, sorted_names),
-                                        (Grant(namespace, group, resource, [], sorted_names), []))
+        grant, keys = merged.setdefault(
+            (namespace, group, resource, sorted_names), (Grant(namespace, group, resource, [], sorted_names), [])
+        )
         grant.verbs.append(verb)
         keys.append(key)
         grant.checks += [c for c in checks[key] if c not in grant.checks]
@@ -239,8 +246,9 @@ def _note(checks: list[str], whens: list[str], check: str, when: str) -> None:
 
 
 # Subjects ---------------------------------------------------------------------------------------------------
-def subject(auth: ClusterAuth, *, user: str = PROBE_USER, group: str = PROBE_GROUP,
-            gcp_service_account: str | None = None) -> dict[str, Any]:
+def subject(
+    auth: ClusterAuth, *, user: str = PROBE_USER, group: str = PROBE_GROUP, gcp_service_account: str | None = None
+) -> dict[str, Any]:
     """Who the bindings name, by how the environment authenticates (module docstring)."""
     if isinstance(auth, EksAuth):
         return {"apiGroup": _RBAC, "kind": "Group", "name": group}
@@ -264,8 +272,9 @@ def gcp_runtime_account(settings: Settings) -> str:
 
 
 # Manifests --------------------------------------------------------------------------------------------------
-def _role(kind: str, name: str, namespace: str | None, grants: Sequence[Grant | UrlGrant],
-          description: str) -> dict[str, Any]:
+def _role(
+    kind: str, name: str, namespace: str | None, grants: Sequence[Grant | UrlGrant], description: str
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if namespace:
         metadata["namespace"] = namespace
@@ -280,8 +289,13 @@ def _binding(kind: str, name: str, namespace: str | None, who: dict[str, Any]) -
         metadata["namespace"] = namespace
     metadata["labels"] = dict(_LABELS)
     role_kind = "Role" if kind == "RoleBinding" else "ClusterRole"
-    return {"apiVersion": f"{_RBAC}/v1", "kind": kind, "metadata": metadata,
-            "roleRef": {"apiGroup": _RBAC, "kind": role_kind, "name": name}, "subjects": [dict(who)]}
+    return {
+        "apiVersion": f"{_RBAC}/v1",
+        "kind": kind,
+        "metadata": metadata,
+        "roleRef": {"apiGroup": _RBAC, "kind": role_kind, "name": name},
+        "subjects": [dict(who)],
+    }
 
 
 @dataclass(frozen=True)
@@ -294,9 +308,12 @@ class Document:
 
 
 def _notes(grants: Sequence[Grant | UrlGrant]) -> tuple[str, ...]:
-    return tuple(("WARNING (private keys): " if isinstance(g, Grant) and g.group == "" and g.resource == "secrets"
-                  else "") + ", ".join(g.checks) + (f" (only when {'; or '.join(g.when)})" if g.when else "")
-                 for g in grants)
+    return tuple(
+        ("WARNING (private keys): " if isinstance(g, Grant) and g.group == "" and g.resource == "secrets" else "")
+        + ", ".join(g.checks)
+        + (f" (only when {'; or '.join(g.when)})" if g.when else "")
+        for g in grants
+    )
 
 
 def _cel_string(value: str) -> str:
@@ -317,35 +334,58 @@ def _identity_condition(who: dict[str, Any]) -> str:
 def dry_run_policy(namespaces: Sequence[str], who: dict[str, Any]) -> list[Document]:
     """The ValidatingAdmissionPolicy and binding that refuse the probe's real pod creates in `namespaces`."""
     subject = f"{who['kind']} {who['name']}"
-    message = (f"{subject} may create pods in {', '.join(namespaces)} only as a dry run (dryRun=All): "
-               f"ValidatingAdmissionPolicy {DRY_RUN_POLICY}, generated by `outpost rbac`")
+    message = (
+        f"{subject} may create pods in {', '.join(namespaces)} only as a dry run (dryRun=All): "
+        f"ValidatingAdmissionPolicy {DRY_RUN_POLICY}, generated by `outpost rbac`"
+    )
     policy = {
-        "apiVersion": f"{_ADMISSION}/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": DRY_RUN_POLICY, "labels": dict(_LABELS), "annotations": {"outpost.dev/description": (
-            "RBAC cannot tell a dry run from a create: the probe's create pods right is for admission-dry-run's "
-            "dryRun=All creates only, and this policy refuses any other pod create by the probe.")}},
+        "apiVersion": f"{_ADMISSION}/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {
+            "name": DRY_RUN_POLICY,
+            "labels": dict(_LABELS),
+            "annotations": {
+                "outpost.dev/description": (
+                    "RBAC cannot tell a dry run from a create: the probe's create pods right is for "
+                    "admission-dry-run's "
+                    "dryRun=All creates only, and this policy refuses any other pod create by the probe."
+                )
+            },
+        },
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {
-                "namespaceSelector": {"matchExpressions": [
-                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
-                "resourceRules": [{"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"],
-                                   "resources": ["pods"]}],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}
+                    ]
+                },
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["pods"]}
+                ],
             },
             "matchConditions": [{"name": "outpost-probe-identity", "expression": _identity_condition(who)}],
             "validations": [{"expression": "request.dryRun", "message": message, "reason": "Forbidden"}],
         },
     }
     binding = {
-        "apiVersion": f"{_ADMISSION}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "apiVersion": f"{_ADMISSION}/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": DRY_RUN_POLICY, "labels": dict(_LABELS)},
         "spec": {"policyName": DRY_RUN_POLICY, "validationActions": ["Deny"]},
     }
-    return [Document(policy, (
-        f"The probe may create pods in {', '.join(namespaces)} (admission-dry-run), which RBAC cannot limit to dry "
-        "runs: this policy refuses its real creates.",
-        "Needs Kubernetes 1.30+ (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, on by default).")),
-        Document(binding)]
+    return [
+        Document(
+            policy,
+            (
+                f"The probe may create pods in {', '.join(namespaces)} (admission-dry-run), which RBAC cannot limit to "
+                f"dry "
+                "runs: this policy refuses its real creates.",
+                "Needs Kubernetes 1.30+ (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, on by default).",
+            ),
+        ),
+        Document(binding),
+    ]
 
 
 def probe_documents(settings: Settings, gcp_service_account: str | None = None) -> list[Document]:
@@ -356,44 +396,97 @@ def probe_documents(settings: Settings, gcp_service_account: str | None = None) 
     creating = sorted({g.namespace for g in generated.grants if "create" in g.verbs and g.namespace})
     own = sorted(set(creating) | ({PROBE_NAMESPACE} if who["kind"] == "ServiceAccount" else set()))
     for namespace in own:
-        docs.append(Document({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": namespace, "labels": dict(_LABELS),
-            "annotations": {"outpost.dev/description": (
-                "Outpost's own namespace: admission dry-run pods are created here with dryRun=All (never "
-                "stored). Keep it empty: the probe may create pods in this namespace only, and only as dry runs "
-                f"(ValidatingAdmissionPolicy {DRY_RUN_POLICY}).")}}},
-            ("Outpost's own namespace (the probe's dry-run pods; its ServiceAccount where auth is a token).",)))
+        docs.append(
+            Document(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {
+                        "name": namespace,
+                        "labels": dict(_LABELS),
+                        "annotations": {
+                            "outpost.dev/description": (
+                                "Outpost's own namespace: admission dry-run pods are created here with dryRun=All "
+                                "(never "
+                                "stored). Keep it empty: the probe may create pods in this namespace only, and only as "
+                                "dry runs "
+                                f"(ValidatingAdmissionPolicy {DRY_RUN_POLICY})."
+                            )
+                        },
+                    },
+                },
+                ("Outpost's own namespace (the probe's dry-run pods; its ServiceAccount where auth is a token).",),
+            )
+        )
     if who["kind"] == "ServiceAccount":
-        docs.append(Document({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
-            "name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)}},
-            ("The probe's ServiceAccount: its token is cluster.auth.token (kubectl create token).",)))
+        docs.append(
+            Document(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)},
+                },
+                ("The probe's ServiceAccount: its token is cluster.auth.token (kubectl create token).",),
+            )
+        )
     cluster_rules: list[Grant | UrlGrant] = [*generated.cluster_grants(), *generated.urls]
     if cluster_rules:
         public = ", ".join(generated.public)
-        docs.append(Document(
-            _role("ClusterRole", PROBE_ROLE, None, cluster_rules,
-                  "Outpost probe: what the enabled checks read cluster-wide, generated by `outpost rbac`."),
-            (f"Generated by `outpost rbac --env {settings.environment}` from the enabled checks' declarations.",
-             *((f"Not granted here (every identity may GET them: system:public-info-viewer): {public}",)
-               if public else ())),
-            _notes(cluster_rules)))
+        docs.append(
+            Document(
+                _role(
+                    "ClusterRole",
+                    PROBE_ROLE,
+                    None,
+                    cluster_rules,
+                    "Outpost probe: what the enabled checks read cluster-wide, generated by `outpost rbac`.",
+                ),
+                (
+                    f"Generated by `outpost rbac --env {settings.environment}` from the enabled checks' declarations.",
+                    *(
+                        (f"Not granted here (every identity may GET them: system:public-info-viewer): {public}",)
+                        if public
+                        else ()
+                    ),
+                ),
+                _notes(cluster_rules),
+            )
+        )
         docs.append(Document(_binding("ClusterRoleBinding", PROBE_ROLE, None, who)))
     node_proxy = generated.node_proxy()
     if node_proxy:
-        docs.append(Document(
-            _role("ClusterRole", NODE_PROXY_ROLE, None, node_proxy, "WARNING: " + NODE_PROXY_WARNING),
-            ("WARNING: " + NODE_PROXY_WARNING,), _notes(node_proxy)))
+        docs.append(
+            Document(
+                _role("ClusterRole", NODE_PROXY_ROLE, None, node_proxy, "WARNING: " + NODE_PROXY_WARNING),
+                ("WARNING: " + NODE_PROXY_WARNING,),
+                _notes(node_proxy),
+            )
+        )
         docs.append(Document(_binding("ClusterRoleBinding", NODE_PROXY_ROLE, None, who)))
     for namespace in generated.namespaces():
         grants = generated.in_namespace(namespace)
         secrets = [g for g in generated.secrets() if g.namespace == namespace]
-        docs.append(Document(
-            _role("Role", PROBE_ROLE, namespace, grants,
-                  f"Outpost probe: what the enabled checks read (or dry-run create) in {namespace}."),
-            (f"Namespace {namespace}.", *((f"WARNING: {SECRETS_WARNING}",) if secrets else ())), _notes(grants)))
+        docs.append(
+            Document(
+                _role(
+                    "Role",
+                    PROBE_ROLE,
+                    namespace,
+                    grants,
+                    f"Outpost probe: what the enabled checks read (or dry-run create) in {namespace}.",
+                ),
+                (f"Namespace {namespace}.", *((f"WARNING: {SECRETS_WARNING}",) if secrets else ())),
+                _notes(grants),
+            )
+        )
         docs.append(Document(_binding("RoleBinding", PROBE_ROLE, namespace, who)))
-    pod_creating = sorted({g.namespace for g in generated.grants
-                           if g.group == "" and g.resource == "pods" and "create" in g.verbs and g.namespace})
+    pod_creating = sorted(
+        {
+            g.namespace
+            for g in generated.grants
+            if g.group == "" and g.resource == "pods" and "create" in g.verbs and g.namespace
+        }
+    )
     if pod_creating:
         docs += dry_run_policy(pod_creating, who)
     return docs
@@ -406,8 +499,10 @@ def secrets_warning(settings: Settings) -> str | None:
         return None
     names = ", ".join(f"{g.namespace}/{name}" for g in grants for name in (g.names or ("(any)",)))
     checks = ", ".join(dict.fromkeys(c for g in grants for c in g.checks))
-    return (f"WARNING: the probe is granted get on Secrets {names} for {checks}: {SECRETS_WARNING} Without it, "
-            "webhook-cert-expiry judges the caBundles (and cert-manager Certificates, which hold no key).")
+    return (
+        f"WARNING: the probe is granted get on Secrets {names} for {checks}: {SECRETS_WARNING} Without it, "
+        "webhook-cert-expiry judges the caBundles (and cert-manager Certificates, which hold no key)."
+    )
 
 
 def reconciler_documents(settings: Settings) -> list[Document]:
@@ -421,14 +516,28 @@ def reconciler_documents(settings: Settings) -> list[Document]:
     who = subject(auth, user=RECONCILER_USER, group=RECONCILER_GROUP)
     docs: list[Document] = []
     if who["kind"] == "ServiceAccount":
-        docs.append(Document({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
-            "name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)}}))
+        docs.append(
+            Document(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)},
+                }
+            )
+        )
     wide: list[Grant | UrlGrant] = [*generated.cluster_grants(), *generated.urls]
-    description = ("kwok-pod-reconciler only: what the job declares (list nodes and Pending pods, patch "
-                   "pods/status). Bind to the job's own identity, never to the probe.")
+    description = (
+        "kwok-pod-reconciler only: what the job declares (list nodes and Pending pods, patch "
+        "pods/status). Bind to the job's own identity, never to the probe."
+    )
     if wide:
-        docs.append(Document(_role("ClusterRole", RECONCILER_ROLE, None, wide, description),
-                             ("The write job's own identity (never the probe's).",), _notes(wide)))
+        docs.append(
+            Document(
+                _role("ClusterRole", RECONCILER_ROLE, None, wide, description),
+                ("The write job's own identity (never the probe's).",),
+                _notes(wide),
+            )
+        )
         docs.append(Document(_binding("ClusterRoleBinding", RECONCILER_ROLE, None, who)))
     for namespace in generated.namespaces():
         grants = generated.in_namespace(namespace)
@@ -481,44 +590,68 @@ def instructions(settings: Settings, gcp_service_account: str | None = None) -> 
     if isinstance(auth, EksAuth):
         region = settings.deploy.region if settings.deploy else auth.region
         principal = auth.role_arn or f"arn:aws:iam::ACCOUNT_ID:role/{SERVICE}-{env}-{region}-lambdaRole"
-        return "\n".join([
-            f"# EKS ({auth.cluster_name}): map the Lambda functions' IAM role to the Kubernetes group "
-            f"{PROBE_GROUP!r}, which the bindings above name (an access entry with no access policy: the",
-            "# generated RBAC is all it may do).",
-            f"aws eks create-access-entry --region {auth.region} --cluster-name {auth.cluster_name} \\",
-            f"  --principal-arn {principal} \\",
-            f"  --type STANDARD --kubernetes-groups {PROBE_GROUP}",
-            *([] if auth.role_arn else [
-                "# ACCOUNT_ID: the function role is the one `serverless deploy` creates "
-                f"({SERVICE}-{env}-{region}-lambdaRole)."]),
-            "# Jobs that write (kwok-pod-reconciler) use their own cluster_auth role, mapped to group "
-            f"{RECONCILER_GROUP!r} the same way.",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    f"# EKS ({auth.cluster_name}): map the Lambda functions' IAM role to the Kubernetes group "
+                    f"{PROBE_GROUP!r}, which the bindings above name (an access entry with no access policy: the",
+                    "# generated RBAC is all it may do).",
+                    f"aws eks create-access-entry --region {auth.region} --cluster-name {auth.cluster_name} \\",
+                    f"  --principal-arn {principal} \\",
+                    f"  --type STANDARD --kubernetes-groups {PROBE_GROUP}",
+                    *(
+                        []
+                        if auth.role_arn
+                        else [
+                            "# ACCOUNT_ID: the function role is the one `serverless deploy` creates "
+                            f"({SERVICE}-{env}-{region}-lambdaRole)."
+                        ]
+                    ),
+                    "# Jobs that write (kwok-pod-reconciler) use their own cluster_auth role, mapped to group "
+                    f"{RECONCILER_GROUP!r} the same way.",
+                ]
+            )
+            + "\n"
+        )
     if isinstance(auth, GkeAuth):
         email = gcp_service_account or gcp_runtime_account(settings)
         project = (settings.deploy.project if settings.deploy is not None else None) or "PROJECT_ID"
-        return "\n".join([
-            f"# GKE: the functions' runtime service account authenticates as the user {email};",
-            "# the bindings above name it (pass --gcp-service-account EMAIL to generate them for yours). It",
-            "# needs roles/container.clusterViewer (to reach the cluster endpoint) and nothing more in IAM:",
-            f"gcloud projects add-iam-policy-binding {project} \\",
-            f"  --member serviceAccount:{email} --role roles/container.clusterViewer",
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    f"# GKE: the functions' runtime service account authenticates as the user {email};",
+                    "# the bindings above name it (pass --gcp-service-account EMAIL to generate them for yours). It",
+                    "# needs roles/container.clusterViewer (to reach the cluster endpoint) and nothing more in IAM:",
+                    f"gcloud projects add-iam-policy-binding {project} \\",
+                    f"  --member serviceAccount:{email} --role roles/container.clusterViewer",
+                ]
+            )
+            + "\n"
+        )
     if isinstance(auth, TokenAuth):
-        return "\n".join([
-            f"# Token auth: cluster.auth.token is a token of ServiceAccount {PROBE_NAMESPACE}/{PROBE_USER}, e.g.",
-            f"kubectl create token {PROBE_USER} --namespace {PROBE_NAMESPACE} --duration 8760h",
-            "# (or a kubernetes.io/service-account-token Secret), stored at the token's secret reference.",
-        ]) + "\n"
-    return (f"# Kubeconfig auth: the bindings name the user {PROBE_USER!r} (the sandbox's probe identity); "
-            "bind your kubeconfig's user instead where it differs.\n")
+        return (
+            "\n".join(
+                [
+                    f"# Token auth: cluster.auth.token is a token of ServiceAccount {PROBE_NAMESPACE}/{PROBE_USER}, "
+                    f"e.g.",
+                    f"kubectl create token {PROBE_USER} --namespace {PROBE_NAMESPACE} --duration 8760h",
+                    "# (or a kubernetes.io/service-account-token Secret), stored at the token's secret reference.",
+                ]
+            )
+            + "\n"
+        )
+    return (
+        f"# Kubeconfig auth: the bindings name the user {PROBE_USER!r} (the sandbox's probe identity); "
+        "bind your kubeconfig's user instead where it differs.\n"
+    )
 
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("rbac", help="the probe identity's RBAC, generated from the enabled checks")
     add_source_arguments(parser)
-    parser.add_argument("--gcp-service-account", metavar="EMAIL",
-                        help="GKE: the runtime service account the bindings name")
+    parser.add_argument(
+        "--gcp-service-account", metavar="EMAIL", help="GKE: the runtime service account the bindings name"
+    )
     parser.set_defaults(func=cmd_rbac)
 
 
@@ -528,6 +661,11 @@ def cmd_rbac(args: argparse.Namespace) -> int:
     if warning:
         print(warning, file=sys.stderr)
     print(yaml_text(settings, args.gcp_service_account), end="")
-    print("---\n" + "\n".join(f"# {line}" if line and not line.startswith("#") else line
-                               for line in instructions(settings, args.gcp_service_account).splitlines()))
+    print(
+        "---\n"
+        + "\n".join(
+            f"# {line}" if line and not line.startswith("#") else line
+            for line in instructions(settings, args.gcp_service_account).splitlines()
+        )
+    )
     return 0

@@ -40,9 +40,7 @@ _CHECK_MODULES: Final[tuple[tuple[str, str], ...]] = (
 )
 """The catalogue's checks in docs/checks.md's order: (check name, module under `outpost.checks`)."""
 
-_JOB_MODULES: Final[tuple[tuple[str, str], ...]] = (
-    ("kwok-pod-reconciler", "kwok_pod_reconciler"),
-)
+_JOB_MODULES: Final[tuple[tuple[str, str], ...]] = (("kwok-pod-reconciler", "kwok_pod_reconciler"),)
 """Jobs are not checks of the catalogue (they change the cluster) but run exactly like one: configured,
 scheduled, deployed and reported the same way, under `outpost run NAME`."""
 

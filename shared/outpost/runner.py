@@ -100,8 +100,13 @@ def _stopped(result: Result, when: str) -> Result:
     cause = f"{result.check}: the run was stopped {when}; not pinged"
     if result.status.healthy:
         cause = f"{result.check}: observed {result.status.value} but the run was stopped {when}; not pinged"
-    return Result(check=result.check, status=Status.ERROR, summary=cause, errors=[cause],
-                  details={**result.details, "observed_status": result.status.value, "stopped": True})
+    return Result(
+        check=result.check,
+        status=Status.ERROR,
+        summary=cause,
+        errors=[cause],
+        details={**result.details, "observed_status": result.status.value, "stopped": True},
+    )
 
 
 class _StopGuard(httpx.BaseTransport):
@@ -131,8 +136,11 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
     configured = settings.checks.get(name)
     if spec.opt_in and (configured is None or not configured.enabled):
         state = "not configured" if configured is None else "disabled"
-        return Result.error(name, f"{name}: opt-in job {state} in environment {settings.environment} "
-                                  f"(enable checks.{name}); nothing was done")
+        return Result.error(
+            name,
+            f"{name}: opt-in job {state} in environment {settings.environment} "
+            f"(enable checks.{name}); nothing was done",
+        )
     if spec.writes and cluster_factory is _default_cluster:
         cluster_factory = _default_writer
     settings = settings_for_check(settings, name)
@@ -177,6 +185,11 @@ def _report(settings: Settings, result: Result) -> Result:
     except Exception as error:  # noqa: BLE001 - any failure to deliver is "not delivered", never a crash
         reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
         cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {reason}"
-        return Result(check=result.check, status=Status.ERROR, summary=" ".join(cause.split()), errors=[cause],
-                      details={**result.details, "observed_status": result.status.value})
+        return Result(
+            check=result.check,
+            status=Status.ERROR,
+            summary=" ".join(cause.split()),
+            errors=[cause],
+            details={**result.details, "observed_status": result.status.value},
+        )
     return result.model_copy(update={"reported": True})

@@ -247,11 +247,15 @@ def _aws_client(service: str) -> Any:
 
     bound = _lookup_timeout.get()
     if bound is None:
-        config = Config(connect_timeout=5, read_timeout=_TIMEOUT_SECONDS,
-                        retries={"max_attempts": 3, "mode": "standard"})
+        config = Config(
+            connect_timeout=5, read_timeout=_TIMEOUT_SECONDS, retries={"max_attempts": 3, "mode": "standard"}
+        )
     else:
-        config = Config(connect_timeout=min(5.0, bound), read_timeout=min(_TIMEOUT_SECONDS, bound),
-                        retries={"max_attempts": 1, "mode": "standard"})
+        config = Config(
+            connect_timeout=min(5.0, bound),
+            read_timeout=min(_TIMEOUT_SECONDS, bound),
+            retries={"max_attempts": 1, "mode": "standard"},
+        )
     return boto3.client(service, config=config)  # type: ignore[call-overload]
 
 

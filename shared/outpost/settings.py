@@ -115,8 +115,9 @@ def check_params(settings: Settings, name: str) -> Any:
     spec = registry.get(name)
     configured = settings.checks.get(name)
     try:
-        return spec.params.model_validate(configured.params if configured else {},
-                                          context={PARAMS_DEADLINE: settings.cluster.deadline_seconds})
+        return spec.params.model_validate(
+            configured.params if configured else {}, context={PARAMS_DEADLINE: settings.cluster.deadline_seconds}
+        )
     except ValidationError as error:
         raise ConfigError("invalid check parameters", format_validation_error(error, f"checks.{name}.params")) from None
 
@@ -160,6 +161,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         # The command line names the identity for this run: it replaces every configured one, a check's
         # own `cluster_auth` included (a job then runs as that identity, or is refused by its RBAC).
         checks = {name: check.model_copy(update={"cluster_auth": None}) for name, check in settings.checks.items()}
-        settings = settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"auth": auth}),
-                                               "checks": checks})
+        settings = settings.model_copy(
+            update={"cluster": settings.cluster.model_copy(update={"auth": auth}), "checks": checks}
+        )
     return settings

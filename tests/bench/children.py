@@ -26,9 +26,15 @@ import time
 from typing import Any
 
 SCHEDULED_EVENT: dict[str, Any] = {
-    "version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa", "detail-type": "Scheduled Event",
-    "source": "aws.events", "account": "123456789012", "time": "2015-10-08T16:53:06Z", "region": "us-east-1",
-    "resources": ["arn:aws:events:us-east-1:123456789012:rule/my-scheduled-rule"], "detail": {},
+    "version": "0",
+    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2015-10-08T16:53:06Z",
+    "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/my-scheduled-rule"],
+    "detail": {},
 }
 
 
@@ -98,8 +104,15 @@ def _warm_rounds(config: str, names: list[str], out: Any) -> dict[str, Any]:
 
     settings = load_settings(config)
     lifetime = hwm_kib()
-    say({"event": "imported", "seconds": time.perf_counter() - started, "cpu_seconds": cpu() - cpu_started,
-         "rss_kib": current_kib(), "peak_kib": lifetime})
+    say(
+        {
+            "event": "imported",
+            "seconds": time.perf_counter() - started,
+            "cpu_seconds": cpu() - cpu_started,
+            "rss_kib": current_kib(),
+            "peak_kib": lifetime,
+        }
+    )
     for round_name in ("cold", "warm"):
         for name in names:
             say({"event": "waiting", "check": name, "round": round_name})
@@ -112,11 +125,25 @@ def _warm_rounds(config: str, names: list[str], out: Any) -> dict[str, Any]:
             details = result.details or {}
             run_peak = hwm_kib()
             lifetime = max(lifetime, run_peak)
-            say({"event": "ran", "check": name, "round": round_name, "started_at": at, "seconds": seconds,
-                 "cpu_seconds": cpu_seconds, "run_peak_kib": run_peak, "peak_reset": reset,
-                 "rss_kib": current_kib(), "process_peak_kib": lifetime, "status": result.status.value,
-                 "summary": result.summary[:200], "duration_ms": result.duration_ms,
-                 "reads": details.get("reads") or {}, "previous_scrape": details.get("previous_scrape")})
+            say(
+                {
+                    "event": "ran",
+                    "check": name,
+                    "round": round_name,
+                    "started_at": at,
+                    "seconds": seconds,
+                    "cpu_seconds": cpu_seconds,
+                    "run_peak_kib": run_peak,
+                    "peak_reset": reset,
+                    "rss_kib": current_kib(),
+                    "process_peak_kib": lifetime,
+                    "status": result.status.value,
+                    "summary": result.summary[:200],
+                    "duration_ms": result.duration_ms,
+                    "reads": details.get("reads") or {},
+                    "previous_scrape": details.get("previous_scrape"),
+                }
+            )
     return {"event": "done", "peak_kib": lifetime}
 
 

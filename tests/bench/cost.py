@@ -118,16 +118,20 @@ def invocation_usd(seconds: float, memory_mb: int) -> float:
 
 def monthly_usd(sample: RunSample, memory_mb: int, cold: bool) -> float:
     if cold:
-        seconds = (scaled_seconds(sample.init_seconds, sample.init_cpu_seconds, memory_mb)
-                   + scaled_seconds(sample.run_seconds, sample.run_cpu_seconds, memory_mb))
+        seconds = scaled_seconds(sample.init_seconds, sample.init_cpu_seconds, memory_mb) + scaled_seconds(
+            sample.run_seconds, sample.run_cpu_seconds, memory_mb
+        )
     else:
         seconds = scaled_seconds(sample.warm_seconds, sample.warm_cpu_seconds, memory_mb)
     return INVOCATIONS_PER_MONTH * invocation_usd(seconds, memory_mb)
 
 
 def candidate_sizes(floor_mb: int) -> list[int]:
-    return [floor_mb, *range(256, 3072 + 1, 128)] if floor_mb < 256 else [floor_mb, *range(
-        (floor_mb // 128 + 1) * 128, 3072 + 1, 128)]
+    return (
+        [floor_mb, *range(256, 3072 + 1, 128)]
+        if floor_mb < 256
+        else [floor_mb, *range((floor_mb // 128 + 1) * 128, 3072 + 1, 128)]
+    )
 
 
 @dataclass(frozen=True)
@@ -153,8 +157,9 @@ def cheapest(sample: RunSample, fraction: float | None = None) -> CheckCost:
         return common_usd(monthly_usd(sample, size, cold=False), monthly_usd(sample, size, cold=True), fraction)
 
     best = min(candidate_sizes(floor), key=lambda size: (common(size), size))
-    return CheckCost(sample.check, best, monthly_usd(sample, best, cold=False), monthly_usd(sample, best, cold=True),
-                     common(best))
+    return CheckCost(
+        sample.check, best, monthly_usd(sample, best, cold=False), monthly_usd(sample, best, cold=True), common(best)
+    )
 
 
 def catalogue(samples: list[RunSample], fraction: float | None = None) -> tuple[list[CheckCost], float, float]:

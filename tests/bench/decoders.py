@@ -54,14 +54,17 @@ from outpost.kube.objects import Lease, NodeMetricOutline, NodeOutline, PodOutli
 from outpost.kube.timestamps import age_seconds
 
 WHERE = "LIST bench"
-VIEWS: dict[str, type[View]] = {"node": NodeOutline, "pod": PodOutline, "nodemetric": NodeMetricOutline,
-                                "lease": Lease}
+VIEWS: dict[str, type[View]] = {"node": NodeOutline, "pod": PodOutline, "nodemetric": NodeMetricOutline, "lease": Lease}
 
 
 def lease_facts(lease: Any) -> tuple[str, str, int, float | None]:
     """What kwok-node-consistency reads of a node Lease: name, holder, duration, age at NOW."""
-    return lease.name, lease.spec.holder_identity, lease.spec.lease_duration_seconds, \
-        age_seconds(lease.spec.renew_time, NOW)
+    return (
+        lease.name,
+        lease.spec.holder_identity,
+        lease.spec.lease_duration_seconds,
+        age_seconds(lease.spec.renew_time, NOW),
+    )
 
 
 REDUCE: dict[str, Callable[[Any], object]] = {
@@ -92,8 +95,10 @@ class MLease(FastKubeObject, frozen=True):
     spec: MLeaseSpec = msgspec.field(default_factory=MLeaseSpec)
 
 
-MIRRORS: dict[str, type[FastKubeObject]] = {**{kind: fast_outlines.MIRRORS[view] for kind, view in VIEWS.items()
-                                               if view in fast_outlines.MIRRORS}, "lease": MLease}
+MIRRORS: dict[str, type[FastKubeObject]] = {
+    **{kind: fast_outlines.MIRRORS[view] for kind, view in VIEWS.items() if view in fast_outlines.MIRRORS},
+    "lease": MLease,
+}
 
 
 def page_type(kind: str) -> Any:
@@ -116,6 +121,7 @@ def build_pydantic_page(kind: str) -> Decode:
         for body in bodies:
             facts.extend(reduce(item) for item in adapter.validate_json(body).items)
         return facts
+
     return decode
 
 
@@ -128,6 +134,7 @@ def build_json_parse(kind: str) -> Decode:
         for body in bodies:
             facts.extend(reduce(parse(view, item, WHERE)) for item in loads_json(body, WHERE)["items"])
         return facts
+
     return decode
 
 
@@ -140,6 +147,7 @@ def build_msgspec(kind: str) -> Decode:
         for body in bodies:
             facts.extend(reduce(item) for item in decoder.decode(body).items)
         return facts
+
     return decode
 
 
@@ -163,6 +171,7 @@ def build_production(kind: str) -> Decode:
                 items = adapter.validate_json(body).items
             facts.extend(reduce(item) for item in items)
         return facts
+
     return decode
 
 
@@ -208,8 +217,17 @@ def child(path: str, kind: str, contender: str) -> None:
     facts = decode(bodies)
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(json.dumps({"setup_ms": setup * 1000, "first_page_ms": first * 1000, "rss_kb": rss, "traced": traced,
-                      "objects": len(facts)}))
+    print(
+        json.dumps(
+            {
+                "setup_ms": setup * 1000,
+                "first_page_ms": first * 1000,
+                "rss_kb": rss,
+                "traced": traced,
+                "objects": len(facts),
+            }
+        )
+    )
 
 
 def _status_kb(field: str) -> int:
@@ -228,8 +246,12 @@ def _reset_peak_rss() -> int:
 
 
 def memory(path: Path, kind: str, contender: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-m", "bench.decoders", "--child", str(path), kind, contender],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.decoders", "--child", str(path), kind, contender],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -243,11 +265,19 @@ def through_cluster(kind: str, bodies: list[bytes], page_size: int) -> list[obje
 
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.params["limit"] == str(page_size)
-        return httpx.Response(200, content=bodies[by_token[request.url.params.get("continue", "")]],
-                              headers={"Content-Type": "application/json"})
+        return httpx.Response(
+            200,
+            content=bodies[by_token[request.url.params.get("continue", "")]],
+            headers={"Content-Type": "application/json"},
+        )
 
-    with Cluster("bench", "https://bench.invalid", verify=ssl.create_default_context(), page_size=page_size,
-                 transport=httpx.MockTransport(handler)) as cluster:
+    with Cluster(
+        "bench",
+        "https://bench.invalid",
+        verify=ssl.create_default_context(),
+        page_size=page_size,
+        transport=httpx.MockTransport(handler),
+    ) as cluster:
         return [REDUCE[kind](view) for view in cluster.iter_list_as(VIEWS[kind], "/bench")]
 
 
@@ -271,8 +301,12 @@ PROBES: list[tuple[str, str, tuple[str | int, ...], Any]] = [
     ("renewTime +02:00 offset", "lease", ("spec", "renewTime"), "2026-12-05T19:09:27+02:00"),
     ('renewTime "yesterday"', "lease", ("spec", "renewTime"), "yesterday"),
     ("renewTime 1764954567 (epoch number)", "lease", ("spec", "renewTime"), 1764954567),
-    ("condition heartbeat without a zone", "node", ("status", "conditions", 0, "lastHeartbeatTime"),
-     "2026-12-05T17:03:30"),
+    (
+        "condition heartbeat without a zone",
+        "node",
+        ("status", "conditions", 0, "lastHeartbeatTime"),
+        "2026-12-05T17:03:30",
+    ),
     ("deletionTimestamp null", "pod", ("metadata", "deletionTimestamp"), None),
     ('deletionTimestamp "null" (string)', "pod", ("metadata", "deletionTimestamp"), "null"),
     ('generation "1e3" (string)', "node", ("metadata", "generation"), "1e3"),
@@ -339,8 +373,12 @@ def _production_outcome(kind: str, body: bytes, today: str) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     for line in (header, ["-" * width for width in widths], *rows):
-        print("  ".join(str(cell).rjust(width) if n else str(cell).ljust(width)
-                        for n, (cell, width) in enumerate(zip(line, widths, strict=True))).rstrip())
+        print(
+            "  ".join(
+                str(cell).rjust(width) if n else str(cell).ljust(width)
+                for n, (cell, width) in enumerate(zip(line, widths, strict=True))
+            ).rstrip()
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -354,8 +392,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.child:
         child(*args.child)
         return
-    print(f"python {sys.version.split()[0]}, pydantic-core {_core_version()}, msgspec {msgspec.__version__}; "
-          f"{args.count} objects a kind, CPU/wall best of {args.repeat}, memory from a fresh child per contender")
+    print(
+        f"python {sys.version.split()[0]}, pydantic-core {_core_version()}, msgspec {msgspec.__version__}; "
+        f"{args.count} objects a kind, CPU/wall best of {args.repeat}, memory from a fresh child per contender"
+    )
     rows: list[list[str]] = []
     checked = 0
     with tempfile.TemporaryDirectory() as scratch:
@@ -374,32 +414,74 @@ def main(argv: Sequence[str] | None = None) -> None:
                     for index, (got, want) in enumerate(zip(facts, today_facts, strict=True)):
                         assert got == want, f"{kind} object {index}: {name} gives {got!r}, {TODAY} {want!r}"
                     checked += len(facts)
-                measured = {name: (*best_times(decode, bodies, args.repeat), memory(path, kind, name))
-                            for name, decode in decoders.items()}
+                measured = {
+                    name: (*best_times(decode, bodies, args.repeat), memory(path, kind, name))
+                    for name, decode in decoders.items()
+                }
                 base_cpu, base_wall, base_mem = measured[TODAY]
                 for name, (cpu, wall, mem) in measured.items():
-                    rows.append([
-                        kind, str(page_size), f"{size / 1e6:.1f}", name,
-                        f"{cpu:.3f}", f"{base_cpu / cpu:.2f}x", f"{cpu / args.count * 1e6:.1f}",
-                        f"{wall:.3f}", f"{base_wall / wall:.2f}x",
-                        f"{mem['rss_kb'] / 1024:.1f}", _ratio(mem["rss_kb"], base_mem["rss_kb"]),
-                        f"{mem['traced'] / 2**20:.1f}", _ratio(mem["traced"], base_mem["traced"]),
-                        f"{mem['setup_ms'] + mem['first_page_ms']:.1f}", f"{wall / len(bodies) * 1000:.1f}",
-                    ])
+                    rows.append(
+                        [
+                            kind,
+                            str(page_size),
+                            f"{size / 1e6:.1f}",
+                            name,
+                            f"{cpu:.3f}",
+                            f"{base_cpu / cpu:.2f}x",
+                            f"{cpu / args.count * 1e6:.1f}",
+                            f"{wall:.3f}",
+                            f"{base_wall / wall:.2f}x",
+                            f"{mem['rss_kb'] / 1024:.1f}",
+                            _ratio(mem["rss_kb"], base_mem["rss_kb"]),
+                            f"{mem['traced'] / 2**20:.1f}",
+                            _ratio(mem["traced"], base_mem["traced"]),
+                            f"{mem['setup_ms'] + mem['first_page_ms']:.1f}",
+                            f"{wall / len(bodies) * 1000:.1f}",
+                        ]
+                    )
                 print(f"  measured {kind}, pages of {page_size}", file=sys.stderr)
     print()
-    _table(["kind", "page", "MB", "decoder", "CPU s", "speedup", "us/obj", "wall s", "speedup",
-            "peak RSS+ MB", "x today", "traced MB", "x today",
-            "cold 1st page ms", "warm page ms"], rows)
+    _table(
+        [
+            "kind",
+            "page",
+            "MB",
+            "decoder",
+            "CPU s",
+            "speedup",
+            "us/obj",
+            "wall s",
+            "speedup",
+            "peak RSS+ MB",
+            "x today",
+            "traced MB",
+            "x today",
+            "cold 1st page ms",
+            "warm page ms",
+        ],
+        rows,
+    )
     print(f"\nsame facts: yes ({checked} objects compared against {TODAY}, and Cluster.iter_list_as agrees)")
     print(f"import msgspec in a process that has already imported outpost: {_msgspec_import_ms():.1f} ms (best of 5)")
-    print("\nstrictness: one item with a wrong-typed field (today: pydantic lax mode; msgspec strict by default);"
-          " * = msgspec differs from today\n")
+    print(
+        "\nstrictness: one item with a wrong-typed field (today: pydantic lax mode; msgspec strict by default);"
+        " * = msgspec differs from today\n"
+    )
     probes = strictness()
-    _table(["probe", "today", "msgspec", "msgspec strict=False", "production"],
-           [[what, _short(today), *(_short(other) + (" *" if _short(other) != _short(today) else "")
-                                    for other in (strict, lax, production))]
-            for what, today, strict, lax, production in probes])
+    _table(
+        ["probe", "today", "msgspec", "msgspec strict=False", "production"],
+        [
+            [
+                what,
+                _short(today),
+                *(
+                    _short(other) + (" *" if _short(other) != _short(today) else "")
+                    for other in (strict, lax, production)
+                ),
+            ]
+            for what, today, strict, lax, production in probes
+        ],
+    )
     print("\nthe messages, today's (MalformedResponse from `parse`) and msgspec's (ValidationError):")
     for what, today, strict, _, _ in probes:
         if today != "ok" or strict != "ok":
@@ -411,10 +493,14 @@ def _short(outcome: str) -> str:
 
 
 def _msgspec_import_ms() -> float:
-    code = ("import time, outpost.cluster.client, outpost.kube.nodes\n"
-            "started = time.perf_counter()\nimport msgspec\nprint(time.perf_counter() - started)")
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-            for _ in range(5)]
+    code = (
+        "import time, outpost.cluster.client, outpost.kube.nodes\n"
+        "started = time.perf_counter()\nimport msgspec\nprint(time.perf_counter() - started)"
+    )
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(5)
+    ]
     return min(runs) * 1000
 
 
@@ -424,6 +510,7 @@ def _ratio(value: float, base: float) -> str:
 
 def _core_version() -> str:
     import pydantic_core
+
     return str(pydantic_core.__version__)
 
 

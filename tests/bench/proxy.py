@@ -197,16 +197,27 @@ class Counts:
     request_lines: tuple[str, ...] = ()
 
     def minus(self, earlier: Counts) -> Counts:
-        return Counts(self.requests - earlier.requests, self.bytes_to_client - earlier.bytes_to_client,
-                      self.bytes_from_client - earlier.bytes_from_client, self.connections - earlier.connections,
-                      self.request_lines[len(earlier.request_lines):])
+        return Counts(
+            self.requests - earlier.requests,
+            self.bytes_to_client - earlier.bytes_to_client,
+            self.bytes_from_client - earlier.bytes_from_client,
+            self.connections - earlier.connections,
+            self.request_lines[len(earlier.request_lines) :],
+        )
 
 
 class CountingProxy:
     """The proxy, run on its own event loop thread; `measure()` brackets one contender's run."""
 
-    def __init__(self, upstream_host: str, upstream_port: int, upstream_ca: str, authorization: str,
-                 server_context: ssl.SSLContext, listen_host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        upstream_host: str,
+        upstream_port: int,
+        upstream_ca: str,
+        authorization: str,
+        server_context: ssl.SSLContext,
+        listen_host: str = "127.0.0.1",
+    ) -> None:
         self.upstream_host, self.upstream_port = upstream_host, upstream_port
         self._authorization = authorization
         self._client_context = ssl.create_default_context(cafile=upstream_ca)
@@ -256,8 +267,9 @@ class CountingProxy:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self._loop = loop
-            self._server = loop.run_until_complete(asyncio.start_server(
-                self._handle, self._listen_host, 0, ssl=self._server_context, limit=1 << 20))
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._handle, self._listen_host, 0, ssl=self._server_context, limit=1 << 20)
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             try:
@@ -295,11 +307,17 @@ class CountingProxy:
         tasks: list[asyncio.Task[None]] = []
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection(
-                self.upstream_host, self.upstream_port, ssl=self._client_context,
-                server_hostname=self.upstream_host, limit=1 << 20)
+                self.upstream_host,
+                self.upstream_port,
+                ssl=self._client_context,
+                server_hostname=self.upstream_host,
+                limit=1 << 20,
+            )
             writers.append(upstream_writer)
-            tasks = [asyncio.create_task(self._client_to_server(client_reader, upstream_writer)),
-                     asyncio.create_task(self._server_to_client(upstream_reader, client_writer))]
+            tasks = [
+                asyncio.create_task(self._client_to_server(client_reader, upstream_writer)),
+                asyncio.create_task(self._server_to_client(upstream_reader, client_writer)),
+            ]
             # Either side closing ends the connection: HTTP clients do not half-close, and the API server closes
             # only when it is done with the connection.
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -358,28 +376,53 @@ def throwaway_tls(directory: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLCont
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outpost-bench-proxy-ca")])
-    ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
-               .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-               .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                            data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                            crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-               .sign(ca_key, hashes.SHA256()))
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=365))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outpost-bench-proxy")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host)),
-                                                        x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outpost-bench-proxy")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=365))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     ca_path, cert_path, key_path = directory / "ca.crt", directory / "proxy.crt", directory / "proxy.key"
     ca_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     key_path.chmod(0o600)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)

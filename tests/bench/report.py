@@ -83,15 +83,18 @@ def ratio_rows(ours: Figures, others: Sequence[Figures]) -> list[list[str]]:
     """One row per other contender: how many times more bytes, requests, time, memory and API server CPU it took."""
     rows = []
     for other in others:
-        rows.append([
-            f"{other.contender} / {ours.contender}",
-            ratio_text(times(other.bytes_received, ours.bytes_received)),
-            ratio_text(times(other.requests, ours.requests)),
-            ratio_text(times(other.wall_seconds, ours.wall_seconds)),
-            ratio_text(times(other.peak_rss_kib, ours.peak_rss_kib)),
-            ratio_text(times(other.apiserver_cpu_seconds, ours.apiserver_cpu_seconds))
-            if ours.apiserver_cpu_seconds > 0 and other.apiserver_cpu_seconds > 0 else "n/a",
-        ])
+        rows.append(
+            [
+                f"{other.contender} / {ours.contender}",
+                ratio_text(times(other.bytes_received, ours.bytes_received)),
+                ratio_text(times(other.requests, ours.requests)),
+                ratio_text(times(other.wall_seconds, ours.wall_seconds)),
+                ratio_text(times(other.peak_rss_kib, ours.peak_rss_kib)),
+                ratio_text(times(other.apiserver_cpu_seconds, ours.apiserver_cpu_seconds))
+                if ours.apiserver_cpu_seconds > 0 and other.apiserver_cpu_seconds > 0
+                else "n/a",
+            ]
+        )
     return rows
 
 
@@ -100,9 +103,18 @@ RAW_HEADERS = ("contender", "wall", "bytes received", "requests", "peak RSS", "A
 
 
 def raw_rows(figures: Sequence[Figures]) -> list[list[str]]:
-    return [[f.contender, seconds_text(f.wall_seconds), size_text(f.bytes_received), str(f.requests),
-             f"{f.peak_rss_kib / 1024:.0f} MB", seconds_text(f.apiserver_cpu_seconds),
-             ("ok" if f.ok else "NOT OK") + (f" ({f.note})" if f.note else "")] for f in figures]
+    return [
+        [
+            f.contender,
+            seconds_text(f.wall_seconds),
+            size_text(f.bytes_received),
+            str(f.requests),
+            f"{f.peak_rss_kib / 1024:.0f} MB",
+            seconds_text(f.apiserver_cpu_seconds),
+            ("ok" if f.ok else "NOT OK") + (f" ({f.note})" if f.note else ""),
+        ]
+        for f in figures
+    ]
 
 
 def request_summary(lines: Sequence[str], limit: int = 8, width: int = 110) -> str:
@@ -116,8 +128,17 @@ def request_summary(lines: Sequence[str], limit: int = 8, width: int = 110) -> s
 
 
 # Warm and cold side by side ------------------------------------------------------------------------------------
-SIDE_HEADERS = ("check", "contender", "bytes received", "requests", "wall", "CPU", "peak RSS", "API server CPU",
-                "result")
+SIDE_HEADERS = (
+    "check",
+    "contender",
+    "bytes received",
+    "requests",
+    "wall",
+    "CPU",
+    "peak RSS",
+    "API server CPU",
+    "result",
+)
 
 
 def side_rows(check: str, figures: Sequence[Figures | None]) -> list[list[str]]:
@@ -126,10 +147,19 @@ def side_rows(check: str, figures: Sequence[Figures | None]) -> list[list[str]]:
     for f in figures:
         if f is None:
             continue
-        rows.append([check if not rows else "", f.contender, size_text(f.bytes_received), str(f.requests),
-                     seconds_text(f.wall_seconds), seconds_text(f.cpu_seconds), f"{f.peak_rss_kib / 1024:.1f} MB",
-                     seconds_text(f.apiserver_cpu_seconds),
-                     ("ok" if f.ok else "NOT OK") + (f" ({f.note[:70]})" if f.note else "")])
+        rows.append(
+            [
+                check if not rows else "",
+                f.contender,
+                size_text(f.bytes_received),
+                str(f.requests),
+                seconds_text(f.wall_seconds),
+                seconds_text(f.cpu_seconds),
+                f"{f.peak_rss_kib / 1024:.1f} MB",
+                seconds_text(f.apiserver_cpu_seconds),
+                ("ok" if f.ok else "NOT OK") + (f" ({f.note[:70]})" if f.note else ""),
+            ]
+        )
     return rows
 
 
@@ -189,15 +219,27 @@ WALL_NOISE = 1.3
 def no_worse(now: Figures, then: Baseline) -> str:
     """Today's cold run against an earlier one: bytes and peak RSS within 5 %, requests no more, wall within the
     machine's noise. E.g. 'bytes 2.6 MB vs 2.6 MB, wall 4.10 s vs 4.60 s: no worse (met)'."""
-    checks = [(f"bytes {size_text(now.bytes_received)} vs {size_text(then.bytes_received)}",
-               now.bytes_received <= then.bytes_received * 1.05)]
+    checks = [
+        (
+            f"bytes {size_text(now.bytes_received)} vs {size_text(then.bytes_received)}",
+            now.bytes_received <= then.bytes_received * 1.05,
+        )
+    ]
     if then.requests is not None:
         checks.append((f"requests {now.requests} vs {then.requests}", now.requests <= then.requests))
-    checks.append((f"wall {seconds_text(now.wall_seconds)} vs {seconds_text(then.wall_seconds)}",
-                   now.wall_seconds <= then.wall_seconds * WALL_NOISE))
+    checks.append(
+        (
+            f"wall {seconds_text(now.wall_seconds)} vs {seconds_text(then.wall_seconds)}",
+            now.wall_seconds <= then.wall_seconds * WALL_NOISE,
+        )
+    )
     if then.peak_rss_mb is not None:
-        checks.append((f"peak RSS {now.peak_rss_kib / 1024:.1f} MB vs {then.peak_rss_mb:.1f} MB",
-                       now.peak_rss_kib / 1024 <= then.peak_rss_mb * 1.05))
+        checks.append(
+            (
+                f"peak RSS {now.peak_rss_kib / 1024:.1f} MB vs {then.peak_rss_mb:.1f} MB",
+                now.peak_rss_kib / 1024 <= then.peak_rss_mb * 1.05,
+            )
+        )
     worse = [text.split(" ", 1)[0] if not text.startswith("peak") else "peak RSS" for text, ok in checks if not ok]
     verdict = "no worse (met)" if not worse else f"worse in {', '.join(worse)} (MISSED)"
     return ", ".join(text for text, _ in checks) + f": {verdict}"

@@ -59,8 +59,14 @@ CHILDREN = Path(__file__).resolve().parent / "children.py"
 LOCAL = REPO / "infra" / "environments" / "local.yaml"
 BUNDLE_ENV = "dev"  # a deployable example for this machine's architecture (x86_64) enabling the whole catalogue
 COVERAGE = ("koordlet-coverage", "kruise-daemon-coverage", "kwok-node-consistency")
-WARM_CHECKS = ("koordlet-coverage", "kruise-daemon-coverage", "kwok-node-consistency", "nodemetric-freshness",
-               "node-utilization", "apiserver-latency")
+WARM_CHECKS = (
+    "koordlet-coverage",
+    "kruise-daemon-coverage",
+    "kwok-node-consistency",
+    "nodemetric-freshness",
+    "node-utilization",
+    "apiserver-latency",
+)
 """The warm contender's checks: those that read node-wide collections (followed by a warm instance) and
 apiserver-latency (a warm instance judges against the scrape it kept: no wait)."""
 WARM_GAP_SECONDS = 60.0
@@ -144,17 +150,32 @@ def run_measured(argv: Sequence[str], env: dict[str, str], cwd: Path | None = No
     """Run to completion under GNU time, which reports the max RSS over the process and every descendant it waited
     for. Not wait4 from here: Linux carries a process's peak RSS across fork and exec, so a child of this (large)
     interpreter would report at least this interpreter's size; GNU time is a few hundred kB."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".time") as measured:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r", suffix=".time") as measured,
+    ):
         started = time.perf_counter()
-        process = subprocess.run([GNU_TIME, "-q", "-f", "%M %U %S", "-o", measured.name, *argv], stdout=out,
-                                 stderr=err, env=env, cwd=cwd, check=False)
+        process = subprocess.run(
+            [GNU_TIME, "-q", "-f", "%M %U %S", "-o", measured.name, *argv],
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            check=False,
+        )
         wall = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
         fields = (measured.read().strip().splitlines() or ["0 0 0"])[-1].split()
-        return Process(wall, int(fields[0]), float(fields[1]) + float(fields[2]), process.returncode,
-                       out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+        return Process(
+            wall,
+            int(fields[0]),
+            float(fields[1]) + float(fields[2]),
+            process.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
 
 
 def child_json(argv: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
@@ -195,8 +216,14 @@ class Bench:
     bin_dir: Path
     nodes: int  # the sandbox's node count (its size tier sets the node Lease duration)
 
-    def measure(self, contender: str, argv: Sequence[str], env: dict[str, str],
-                judge: Callable[[Process], tuple[bool, str]], api_cpu: bool = True) -> Figures:
+    def measure(
+        self,
+        contender: str,
+        argv: Sequence[str],
+        env: dict[str, str],
+        judge: Callable[[Process], tuple[bool, str]],
+        api_cpu: bool = True,
+    ) -> Figures:
         """One run through the proxy; with `api_cpu`, the API server's idle rate is sampled first and subtracted."""
         idle = self.apiserver.idle_rate(self.args.idle_seconds) if api_cpu else 0.0
         cpu_before = self.apiserver.seconds()
@@ -205,9 +232,18 @@ class Bench:
         spent = self.apiserver.seconds() - cpu_before - idle * process.wall_seconds if api_cpu else float("nan")
         counts: Counts = box[0]
         ok, note = judge(process)
-        return Figures(contender, process.wall_seconds, counts.bytes_to_client, counts.requests,
-                       process.peak_rss_kib, max(0.0, spent) if api_cpu else spent, ok, note, counts.request_lines,
-                       process.cpu_seconds)
+        return Figures(
+            contender,
+            process.wall_seconds,
+            counts.bytes_to_client,
+            counts.requests,
+            process.peak_rss_kib,
+            max(0.0, spent) if api_cpu else spent,
+            ok,
+            note,
+            counts.request_lines,
+            process.cpu_seconds,
+        )
 
     # The three contenders -------------------------------------------------------------------------------------
     def outpost(self, check: str, config: Path, api_cpu: bool = True) -> Figures:
@@ -216,8 +252,12 @@ class Bench:
 
     def kubectl(self, scenario: str) -> Figures:
         home = Path(tempfile.mkdtemp(prefix="kubectl-home-", dir=self.work))
-        env = {"PATH": f"{self.bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
-               "KUBECONFIG": str(self.kubeconfig), "LC_ALL": "C"}
+        env = {
+            "PATH": f"{self.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "KUBECONFIG": str(self.kubeconfig),
+            "LC_ALL": "C",
+        }
         argv = ["bash", "-euo", "pipefail", "-c", PIPELINES[scenario]]
         try:
             return self.measure("kubectl", argv, env, judge_exit)
@@ -265,8 +305,9 @@ class WarmRun:
     process_peak_kib: int
 
 
-def warm_contender(bench: Bench, config: Path, checks: Sequence[str], gap: float,
-                   api_cpu: bool = True) -> tuple[dict[str, WarmRun], dict[str, WarmRun], dict[str, dict[str, Any]]]:
+def warm_contender(
+    bench: Bench, config: Path, checks: Sequence[str], gap: float, api_cpu: bool = True
+) -> tuple[dict[str, WarmRun], dict[str, WarmRun], dict[str, dict[str, Any]]]:
     """The warm contender: per check one child process (its function instance, all started together), every check
     run cold (round 1), then, `gap` seconds after round 1 ended, every check run warm (round 2): one gap for all.
 
@@ -283,9 +324,15 @@ def warm_contender(bench: Bench, config: Path, checks: Sequence[str], gap: float
         children: dict[str, subprocess.Popen[str]] = {}
         for name in checks:
             err = stack.enter_context(tempfile.TemporaryFile())
-            children[name] = subprocess.Popen([sys.executable, str(CHILDREN), "warm", str(config), name],
-                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
-                                              text=True, bufsize=1)
+            children[name] = subprocess.Popen(
+                [sys.executable, str(CHILDREN), "warm", str(config), name],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                text=True,
+                bufsize=1,
+            )
             stack.callback(_end_child, name, children[name], err)
 
         def line(name: str) -> dict[str, Any]:
@@ -315,8 +362,9 @@ def warm_contender(bench: Bench, config: Path, checks: Sequence[str], gap: float
     return runs["cold"], runs["warm"], instances
 
 
-def _bracket(bench: Bench, child: subprocess.Popen[str], name: str, line: Callable[[str], dict[str, Any]],
-             api_cpu: bool) -> WarmRun:
+def _bracket(
+    bench: Bench, child: subprocess.Popen[str], name: str, line: Callable[[str], dict[str, Any]], api_cpu: bool
+) -> WarmRun:
     """One run of a warm contender's child, counted at the proxy between "go" and "ran"."""
     assert child.stdin is not None
     idle = bench.apiserver.idle_rate(bench.args.idle_seconds) if api_cpu else 0.0
@@ -331,9 +379,18 @@ def _bracket(bench: Bench, child: subprocess.Popen[str], name: str, line: Callab
     note = f"check {ran['duration_ms']} ms" if ok else f"{ran['status']}: {ran['summary'][:160]}"
     if not ran.get("peak_reset"):
         note += "; peak RSS is the process's so far (VmHWM could not be reset)"
-    figures = Figures(f"outpost {ran['round']} (instance)",
-                      ran["seconds"], counts.bytes_to_client, counts.requests, ran["run_peak_kib"],
-                      max(0.0, spent) if api_cpu else spent, ok, note, counts.request_lines, ran["cpu_seconds"])
+    figures = Figures(
+        f"outpost {ran['round']} (instance)",
+        ran["seconds"],
+        counts.bytes_to_client,
+        counts.requests,
+        ran["run_peak_kib"],
+        max(0.0, spent) if api_cpu else spent,
+        ok,
+        note,
+        counts.request_lines,
+        ran["cpu_seconds"],
+    )
     return WarmRun(figures, ran["reads"], ran.get("previous_scrape"), ran["started_at"], ran["process_peak_kib"])
 
 
@@ -350,18 +407,23 @@ def _end_child(name: str, child: subprocess.Popen[str], err: Any) -> None:
         log(f"warm contender {name} exited {code}: {err.read().decode(errors='replace')[-400:]}")
 
 
-def print_warm_contender(cold: dict[str, WarmRun], warm: dict[str, WarmRun], instances: dict[str, dict[str, Any]],
-                         gap: float) -> None:
+def print_warm_contender(
+    cold: dict[str, WarmRun], warm: dict[str, WarmRun], instances: dict[str, dict[str, Any]], gap: float
+) -> None:
     imports = statistics.median(i.get("seconds", math.nan) for i in instances.values())
-    say(f"warm contender: one process per check (a function instance), all run cold, then each run again warm "
+    say(
+        f"warm contender: one process per check (a function instance), all run cold, then each run again warm "
         f"{gap:g} s after the cold round ended (node-wide checks are scheduled every 1-5 minutes); imports "
-        f"{report.seconds_text(imports)} (median)")
+        f"{report.seconds_text(imports)} (median)"
+    )
     for name, run in warm.items():
         first = cold.get(name)
         since = f"{run.started_at - first.started_at:.0f} s after its cold run" if first else "no cold run"
         instance = instances.get(name, {})
-        say(f"  {name} ({since}; instance peak RSS {instance.get('peak_kib', 0) / 1024:.1f} MB over both runs, "
-            f"{run.figures.peak_rss_kib / 1024:.1f} MB during the warm run):")
+        say(
+            f"  {name} ({since}; instance peak RSS {instance.get('peak_kib', 0) / 1024:.1f} MB over both runs, "
+            f"{run.figures.peak_rss_kib / 1024:.1f} MB during the warm run):"
+        )
         if first:
             say(f"    cold read: {report.reads_summary(first.reads, first.previous_scrape)}")
         say(f"    warm read: {report.reads_summary(run.reads, run.previous_scrape)}")
@@ -385,16 +447,26 @@ def median_figures(samples: Sequence[Figures]) -> Figures:
 
 # Configuration ------------------------------------------------------------------------------------------------
 
+
 def proxy_kubeconfig(path: Path, port: int, ca_file: Path) -> Path:
     import base64
 
-    doc = {"apiVersion": "v1", "kind": "Config",
-           "clusters": [{"name": "bench", "cluster": {
-               "server": f"https://127.0.0.1:{port}",
-               "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode()}}],
-           "users": [{"name": "bench", "user": {"token": PLACEHOLDER_TOKEN}}],
-           "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
-           "current-context": "bench"}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "bench",
+                "cluster": {
+                    "server": f"https://127.0.0.1:{port}",
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": "bench", "user": {"token": PLACEHOLDER_TOKEN}}],
+        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
+        "current-context": "bench",
+    }
     path.write_text(yaml.safe_dump(doc))
     path.chmod(0o600)
     return path
@@ -410,8 +482,9 @@ def lease_bound(nodes: int) -> int | None:
     return lease_seconds if lease_seconds > KwokNodeConsistencyParams().max_lease_duration_seconds else None
 
 
-def bench_config(path: Path, kubeconfig: Path, state_dir: Path, nodes: int,
-                 reconciler: dict[str, Any] | None = None) -> Path:
+def bench_config(
+    path: Path, kubeconfig: Path, state_dir: Path, nodes: int, reconciler: dict[str, Any] | None = None
+) -> Path:
     """local.yaml as shipped, every identity pointed at the proxy, heartbeats as SSM references (resolved only by
     invocations that report), a longer deadline so a slow run is measured rather than cut off, and
     kwok-node-consistency told the node Lease duration this sandbox's size tier uses (as an operator of a cluster
@@ -466,8 +539,13 @@ def moto_ssm(parameters: dict[str, str]) -> Iterator[str]:
     server.start()
     url = f"http://127.0.0.1:{port}"
     try:
-        ssm = boto3.client("ssm", endpoint_url=url, region_name="eu-west-1", aws_access_key_id="testing",
-                           aws_secret_access_key="testing")
+        ssm = boto3.client(
+            "ssm",
+            endpoint_url=url,
+            region_name="eu-west-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         for name, value in parameters.items():
             ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
         yield url
@@ -476,10 +554,17 @@ def moto_ssm(parameters: dict[str, str]) -> Iterator[str]:
 
 
 def aws_env(endpoint: str, config: Path) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OUTPOST_CONFIG": str(config),
-            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1", "PYTHONHASHSEED": "0",
-            "AWS_EC2_METADATA_DISABLED": "true"}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "OUTPOST_CONFIG": str(config),
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "PYTHONHASHSEED": "0",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
 
 
 def entry_modules(bundle: Path) -> list[str]:
@@ -487,48 +572,73 @@ def entry_modules(bundle: Path) -> list[str]:
 
 
 def cold_start(args: argparse.Namespace, bundle: Path) -> None:
-    say("\n== 3. Cold start from the built bundle "
-        f"(`outpost package --env {BUNDLE_ENV} --platform host`; median of {args.repeat} fresh interpreters) ==")
+    say(
+        "\n== 3. Cold start from the built bundle "
+        f"(`outpost package --env {BUNDLE_ENV} --platform host`; median of {args.repeat} fresh interpreters) =="
+    )
     config = bundle / "infra" / "environments" / f"{BUNDLE_ENV}.yaml"
     python = sys.executable
     bare = [run_measured([python, "-S", "-c", "pass"], dict(os.environ)) for _ in range(args.repeat)]
     bare_seconds = statistics.median(p.wall_seconds for p in bare)
     bare_kib = statistics.median(p.peak_rss_kib for p in bare)
-    kube = [child_json([python, str(CHILDREN), "import-site", "kubernetes"], dict(os.environ))
-            for _ in range(args.repeat)]
+    kube = [
+        child_json([python, str(CHILDREN), "import-site", "kubernetes"], dict(os.environ)) for _ in range(args.repeat)
+    ]
     with moto_ssm({f"/outpost/{BUNDLE_ENV}/heartbeat/koordlet-coverage": "https://hb.example/ping/x"}) as endpoint:
         env = aws_env(endpoint, config)
         rows = []
         worst = (0.0, 0.0)
         for module in entry_modules(bundle):
-            samples = [child_json([python, "-S", str(CHILDREN), "import", str(bundle), module], env)
-                       for _ in range(args.repeat)]
+            samples = [
+                child_json([python, "-S", str(CHILDREN), "import", str(bundle), module], env)
+                for _ in range(args.repeat)
+            ]
             seconds = statistics.median(s["seconds"] for s in samples)
             peak = statistics.median(s["peak_kib"] for s in samples) / 1024
             worst = (max(worst[0], seconds), max(worst[1], peak))
-            rows.append([module.split(".")[1], report.seconds_text(seconds), f"{peak:.1f} MB",
-                         report.target_text(seconds <= 0.3 and peak <= 64)])
+            rows.append(
+                [
+                    module.split(".")[1],
+                    report.seconds_text(seconds),
+                    f"{peak:.1f} MB",
+                    report.target_text(seconds <= 0.3 and peak <= 64),
+                ]
+            )
         kube_seconds = statistics.median(s["seconds"] for s in kube)
         kube_peak = statistics.median(s["peak_kib"] for s in kube) / 1024
-        say(f"entry import, worst of {len(rows)} modules: {report.seconds_text(worst[0])}, {worst[1]:.1f} MB peak "
+        say(
+            f"entry import, worst of {len(rows)} modules: {report.seconds_text(worst[0])}, {worst[1]:.1f} MB peak "
             f"RSS; `import kubernetes`: {report.seconds_text(kube_seconds)}, {kube_peak:.1f} MB "
             f"(kubernetes / entry: time {report.ratio_text(report.times(kube_seconds, worst[0]))}, memory "
             f"{report.ratio_text(report.times(kube_peak, worst[1]))}); bare `python -S -c pass`: "
-            f"{report.seconds_text(bare_seconds)} (whole process), {bare_kib / 1024:.1f} MB")
-        say(f"target: <= 0.3 s and <= 64 MB per entry import: "
-            f"{report.target_text(worst[0] <= 0.3 and worst[1] <= 64)}")
+            f"{report.seconds_text(bare_seconds)} (whole process), {bare_kib / 1024:.1f} MB"
+        )
+        say(f"target: <= 0.3 s and <= 64 MB per entry import: {report.target_text(worst[0] <= 0.3 and worst[1] <= 64)}")
         say(report.table(("entry module", "import", "peak RSS", "target"), rows))
-        first = [child_json([python, "-S", str(CHILDREN), "first-call", str(bundle),
-                             "functions.koordlet_coverage.main",
-                             f"ssm:/outpost/{BUNDLE_ENV}/heartbeat/koordlet-coverage"], env)
-                 for _ in range(args.repeat)]
+        first = [
+            child_json(
+                [
+                    python,
+                    "-S",
+                    str(CHILDREN),
+                    "first-call",
+                    str(bundle),
+                    "functions.koordlet_coverage.main",
+                    f"ssm:/outpost/{BUNDLE_ENV}/heartbeat/koordlet-coverage",
+                ],
+                env,
+            )
+            for _ in range(args.repeat)
+        ]
     secret = statistics.median(s["secret_seconds"] for s in first)
     token = statistics.median(s["eks_token_seconds"] for s in first)
     peak = statistics.median(s["peak_kib"] for s in first) / 1024
     ok = all(s["secret_ok"] and s["eks_token_ok"] for s in first)
-    say(f"first invocation, after the entry import: SSM GetParameter (local moto server; boto3 imported on this "
+    say(
+        f"first invocation, after the entry import: SSM GetParameter (local moto server; boto3 imported on this "
         f"path only) {report.seconds_text(secret)}, then EKS token minting (presign, no network) "
-        f"{report.seconds_text(token)}; peak RSS then {peak:.1f} MB{'' if ok else ' (NOT OK)'}")
+        f"{report.seconds_text(token)}; peak RSS then {peak:.1f} MB{'' if ok else ' (NOT OK)'}"
+    )
 
 
 # Sandbox scenarios --------------------------------------------------------------------------------------------
@@ -557,22 +667,30 @@ def side_by_side(bench: Bench, config: Path, scenario: str, repeat: int) -> list
     return [median_figures(samples) for samples in runs]
 
 
-def print_side_by_side(scenario: str, figures: list[Figures], nodes: int, coverage_targets: bool,
-                       warm: Figures | None = None) -> None:
+def print_side_by_side(
+    scenario: str, figures: list[Figures], nodes: int, coverage_targets: bool, warm: Figures | None = None
+) -> None:
     ours, pipeline, client = figures
     say(f"\n-- {scenario} ({nodes} nodes) --")
-    say(report.table(report.RATIO_HEADERS, report.ratio_rows(ours, [pipeline, client])
-                     + (report.ratio_rows(warm, [pipeline, client]) if warm is not None else [])))
+    say(
+        report.table(
+            report.RATIO_HEADERS,
+            report.ratio_rows(ours, [pipeline, client])
+            + (report.ratio_rows(warm, [pipeline, client]) if warm is not None else []),
+        )
+    )
     if coverage_targets and warm is not None:
         print_warm_targets(warm, pipeline, nodes)
     if coverage_targets:
         bytes_ratio = report.times(pipeline.bytes_received, ours.bytes_received)
         speed = report.times(pipeline.wall_seconds, ours.wall_seconds)
-        say(f"targets vs kubectl: bytes {report.at_least(bytes_ratio, 10)}; speed {report.at_least(speed, 5)}; "
+        say(
+            f"targets vs kubectl: bytes {report.at_least(bytes_ratio, 10)}; speed {report.at_least(speed, 5)}; "
             f"peak RSS {report.at_most(ours.peak_rss_kib / 1024, 64, 'MB')}; API server CPU "
             f"{report.seconds_text(ours.apiserver_cpu_seconds)} vs "
             f"{report.seconds_text(pipeline.apiserver_cpu_seconds)} "
-            f"({report.target_text(ours.apiserver_cpu_seconds < pipeline.apiserver_cpu_seconds)})")
+            f"({report.target_text(ours.apiserver_cpu_seconds < pipeline.apiserver_cpu_seconds)})"
+        )
     say(report.table(report.RAW_HEADERS, report.raw_rows(figures + ([warm] if warm is not None else []))))
     for each in figures + ([warm] if warm is not None else []):
         say(f"  {each.contender} sent: {report.request_summary(each.request_lines)}")
@@ -583,10 +701,12 @@ def print_warm_targets(warm: Figures, pipeline: Figures, nodes: int, label: str 
     bytes_ratio = report.times(pipeline.bytes_received, warm.bytes_received)
     speed = report.times(pipeline.wall_seconds, warm.wall_seconds)
     at = "" if nodes == 5000 else f" (targets are set for 5,000 nodes; this is {nodes:,})"
-    say(f"{label}targets, WARM vs kubectl{at}: bytes {report.at_least(bytes_ratio, 10)}; "
+    say(
+        f"{label}targets, WARM vs kubectl{at}: bytes {report.at_least(bytes_ratio, 10)}; "
         f"speed {report.at_least(speed, 5)}; CPU a run {report.at_most(warm.cpu_seconds * 1000, 50, 'ms')}; "
         "peak RSS with the state "
-        f"{report.at_most(warm.peak_rss_kib / 1024, 64, 'MB')}")
+        f"{report.at_most(warm.peak_rss_kib / 1024, 64, 'MB')}"
+    )
 
 
 def size_section(bench: Bench, config: Path, nodes: int, final: bool) -> dict[str, list[Figures | None]]:
@@ -595,8 +715,10 @@ def size_section(bench: Bench, config: Path, nodes: int, final: bool) -> dict[st
     client] (None where a contender has no such scenario)."""
     args = bench.args
     repeat = args.repeat if final else 1
-    say(f"\n== 0. Warm and cold side by side at {nodes} nodes (warm gap {args.warm_gap:g} s; cold, kubectl and "
-        f"client: {'median of ' + str(repeat) if repeat > 1 else 'one run'}) ==")
+    say(
+        f"\n== 0. Warm and cold side by side at {nodes} nodes (warm gap {args.warm_gap:g} s; cold, kubectl and "
+        f"client: {'median of ' + str(repeat) if repeat > 1 else 'one run'}) =="
+    )
     log(f"warm contender at {nodes} nodes ({len(WARM_CHECKS)} checks, gap {args.warm_gap:g} s)")
     cold_in, warm, instances = warm_contender(bench, config, WARM_CHECKS, args.warm_gap)
     print_warm_contender(cold_in, warm, instances, args.warm_gap)
@@ -608,13 +730,14 @@ def size_section(bench: Bench, config: Path, nodes: int, final: bool) -> dict[st
             ours, pipeline, client = side_by_side(bench, config, check, repeat)
             table[check] = [ours, warm_run, pipeline, client]
         else:
-            table[check] = [median_figures([bench.outpost(check, config) for _ in range(repeat)]), warm_run, None,
-                            None]
+            table[check] = [median_figures([bench.outpost(check, config) for _ in range(repeat)]), warm_run, None, None]
     rows = [row for check, figures in table.items() for row in report.side_rows(check, figures)]
     say(report.table(report.SIDE_HEADERS, rows))
-    say("(outpost: `outpost run NAME` in a fresh interpreter, its CPU and peak RSS the whole process; outpost warm: "
+    say(
+        "(outpost: `outpost run NAME` in a fresh interpreter, its CPU and peak RSS the whole process; outpost warm: "
         "the second run inside the check's instance, its CPU that run's, its peak RSS the instance's during that run, "
-        "kept state included)")
+        "kept state included)"
+    )
     for check in ("koordlet-coverage", "kruise-daemon-coverage"):
         _, warmed, kubectl_run, _ = table[check]
         if warmed is not None and kubectl_run is not None:
@@ -641,14 +764,28 @@ def make_pending_pods(admin: Any, count: int, nodes: int) -> None:
 
     def one(index: int) -> None:
         name = f"pending-{index}"
-        admin.create(f"/api/v1/namespaces/{ns}/pods", {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-            "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36"}],
-                     "nodeSelector": {"outpost.bench/no-such-node": "true"},
-                     "tolerations": [{"operator": "Exists"}]}})
-        admin.create(f"/api/v1/namespaces/{ns}/pods/{name}/binding", {
-            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": f"kwok-node-{index % nodes}"}})
+        admin.create(
+            f"/api/v1/namespaces/{ns}/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "containers": [{"name": "c", "image": "library/busybox:1.36"}],
+                    "nodeSelector": {"outpost.bench/no-such-node": "true"},
+                    "tolerations": [{"operator": "Exists"}],
+                },
+            },
+        )
+        admin.create(
+            f"/api/v1/namespaces/{ns}/pods/{name}/binding",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": name, "namespace": ns},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": f"kwok-node-{index % nodes}"},
+            },
+        )
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, range(count)))
@@ -670,13 +807,16 @@ def delete_bench_pods(admin: Any) -> None:
 
 
 def reconciler_scenario(bench: Bench, admin: Any, state_dir: Path, nodes: int, pods: int) -> list[Figures] | None:
-    config = bench_config(bench.work / "reconciler.yaml", bench.kubeconfig, state_dir, nodes,
-                          {"max_pods": 1000, "min_pending_seconds": 0})
+    config = bench_config(
+        bench.work / "reconciler.yaml", bench.kubeconfig, state_dir, nodes, {"max_pods": 1000, "min_pending_seconds": 0}
+    )
     delete_bench_pods(admin)
     _, others = pending_count(admin)
     if others:
-        say(f"\n-- {RECONCILER}: skipped, {others} Pending pod(s) outside {BENCH_NAMESPACE} would be patched by "
-            "the tutorial's script --")
+        say(
+            f"\n-- {RECONCILER}: skipped, {others} Pending pod(s) outside {BENCH_NAMESPACE} would be patched by "
+            "the tutorial's script --"
+        )
         return None
     # The job moves exactly the pods kwok's `pod-ready` stage would move, so while kwok runs it never has work:
     # its case is a stopped kwok, which the scenario stages (kwok's own fault, `kwok-down`, as `sandbox break`).
@@ -705,10 +845,20 @@ def reconciler_contenders(bench: Bench, admin: Any, config: Path, nodes: int, po
             result = bench.client(RECONCILER)
         left, _ = pending_count(admin)
         note = f"{ready} Pending before, {left} after"
-        figures.append(Figures(result.contender, result.wall_seconds, result.bytes_received, result.requests,
-                               result.peak_rss_kib, result.apiserver_cpu_seconds, result.ok and left == 0,
-                               "; ".join(n for n in (result.note, note) if n), result.request_lines,
-                               result.cpu_seconds))
+        figures.append(
+            Figures(
+                result.contender,
+                result.wall_seconds,
+                result.bytes_received,
+                result.requests,
+                result.peak_rss_kib,
+                result.apiserver_cpu_seconds,
+                result.ok and left == 0,
+                "; ".join(n for n in (result.note, note) if n),
+                result.request_lines,
+                result.cpu_seconds,
+            )
+        )
         delete_bench_pods(admin)
     return figures
 
@@ -726,14 +876,26 @@ def catalogue_round(bench: Bench, config: Path) -> None:
     slowest = singles[slowest_index]
     ratio = everything.wall_seconds / slowest.wall_seconds
     verdict = "" if everything.ok else f" (NOT all ok: {everything.note})"
-    say(f"run --all: {report.seconds_text(everything.wall_seconds)} for {len(names)} checks, "
+    say(
+        f"run --all: {report.seconds_text(everything.wall_seconds)} for {len(names)} checks, "
         f"{everything.requests} API requests, {report.size_text(everything.bytes_received)} per full round, "
-        f"peak RSS {everything.peak_rss_kib / 1024:.0f} MB{verdict}")
-    say(f"slowest single check: {names[slowest_index]} {report.seconds_text(slowest.wall_seconds)}; "
-        f"ratio {ratio:.2f} (target <= 1.5: {report.target_text(ratio <= 1.5)})")
-    rows = [[name, report.seconds_text(f.wall_seconds), str(f.requests), report.size_text(f.bytes_received),
-             f"{f.peak_rss_kib / 1024:.0f} MB", "ok" if f.ok else f"NOT OK ({f.note})"]
-            for name, f in zip(names, singles, strict=True)]
+        f"peak RSS {everything.peak_rss_kib / 1024:.0f} MB{verdict}"
+    )
+    say(
+        f"slowest single check: {names[slowest_index]} {report.seconds_text(slowest.wall_seconds)}; "
+        f"ratio {ratio:.2f} (target <= 1.5: {report.target_text(ratio <= 1.5)})"
+    )
+    rows = [
+        [
+            name,
+            report.seconds_text(f.wall_seconds),
+            str(f.requests),
+            report.size_text(f.bytes_received),
+            f"{f.peak_rss_kib / 1024:.0f} MB",
+            "ok" if f.ok else f"NOT OK ({f.note})",
+        ]
+        for name, f in zip(names, singles, strict=True)
+    ]
     say(report.table(("check (outpost run NAME)", "wall", "requests", "bytes", "peak RSS", "result"), rows))
 
 
@@ -747,65 +909,124 @@ def cost_section(args: argparse.Namespace, bundle: Path, config: Path, warm_runs
     modules = set(entry_modules(bundle))
     samples: list[cost.RunSample] = []
     statuses: dict[str, str] = {}
-    with HeartbeatReceiver() as receiver, moto_ssm(
-            {f"/outpost/bench/heartbeat/{name}": receiver.url_for(name) for name in names}) as endpoint:
+    with (
+        HeartbeatReceiver() as receiver,
+        moto_ssm({f"/outpost/bench/heartbeat/{name}": receiver.url_for(name) for name in names}) as endpoint,
+    ):
         env = aws_env(endpoint, config)
         for name in names:
             module = f"functions.{name.replace('-', '_')}.main"
             if module not in modules:
                 continue
-            runs = [child_json([sys.executable, "-S", str(CHILDREN), "invoke", str(bundle), module], env)
-                    for _ in range(args.cost_repeat)]
+            runs = [
+                child_json([sys.executable, "-S", str(CHILDREN), "invoke", str(bundle), module], env)
+                for _ in range(args.cost_repeat)
+            ]
             statuses[name] = ",".join(sorted({r["status"] for r in runs}))
-            samples.append(cost.RunSample(
-                name, statistics.median(r["seconds"] for r in runs),
-                statistics.median(r["init_cpu_seconds"] for r in runs),
-                statistics.median(r["run_seconds"] for r in runs),
-                statistics.median(r["run_cpu_seconds"] for r in runs),
-                statistics.median(r["peak_kib"] for r in runs) / 1024,
-                statistics.median(r["warm_seconds"] for r in runs),
-                statistics.median(r["warm_cpu_seconds"] for r in runs)))
+            samples.append(
+                cost.RunSample(
+                    name,
+                    statistics.median(r["seconds"] for r in runs),
+                    statistics.median(r["init_cpu_seconds"] for r in runs),
+                    statistics.median(r["run_seconds"] for r in runs),
+                    statistics.median(r["run_cpu_seconds"] for r in runs),
+                    statistics.median(r["peak_kib"] for r in runs) / 1024,
+                    statistics.median(r["warm_seconds"] for r in runs),
+                    statistics.median(r["warm_cpu_seconds"] for r in runs),
+                )
+            )
     measured_by: dict[str, str] = {}
     for index, sample in enumerate(samples):
         run = warm_runs.get(sample.check)
         if run is not None and run.ok:
-            samples[index] = dataclasses.replace(sample, warm_seconds=run.wall_seconds,
-                                                 warm_cpu_seconds=run.cpu_seconds)
+            samples[index] = dataclasses.replace(
+                sample, warm_seconds=run.wall_seconds, warm_cpu_seconds=run.cpu_seconds
+            )
             measured_by[sample.check] = f"after {args.warm_gap:g} s"
         else:
             measured_by[sample.check] = "2nd invocation"
     fraction = cost.cold_fraction(cost.LAMBDA_HOURS_PER_COLD_START)
     costs, warm, cold = cost.catalogue(samples, fraction)
     common = sum(c.common_usd for c in costs)
-    say(f"prices: ${cost.ARM64_USD_PER_GB_SECOND}/GB-s, ${cost.USD_PER_REQUEST * 1e6:.2f}/M requests "
+    say(
+        f"prices: ${cost.ARM64_USD_PER_GB_SECOND}/GB-s, ${cost.USD_PER_REQUEST * 1e6:.2f}/M requests "
         f"({cost.PRICES_SOURCE}); {cost.INVOCATIONS_PER_MONTH} invocations per check-month; memory = smallest size "
-        f">= peak RSS x {cost.HEADROOM}; CPU time scaled by {cost.FULL_VCPU_MB} MB / size, waiting unchanged")
-    say(f"warm runs: {', '.join(c for c, by in measured_by.items() if by != '2nd invocation') or 'none'} measured "
+        f">= peak RSS x {cost.HEADROOM}; CPU time scaled by {cost.FULL_VCPU_MB} MB / size, waiting unchanged"
+    )
+    say(
+        f"warm runs: {', '.join(c for c, by in measured_by.items() if by != '2nd invocation') or 'none'} measured "
         f"in the warm instance {args.warm_gap:g} s after their cold run (check only, no heartbeat); the others the "
-        "second invocation of the same process (secret cached, heartbeat included)")
-    say(f"cold starts (assumption): one per {cost.LAMBDA_HOURS_PER_COLD_START:g} h per function on Lambda, i.e. "
+        "second invocation of the same process (secret cached, heartbeat included)"
+    )
+    say(
+        f"cold starts (assumption): one per {cost.LAMBDA_HOURS_PER_COLD_START:g} h per function on Lambda, i.e. "
         f"{fraction:.2%} of every-minute invocations (AWS: Lambda keeps an environment 'for some time' after an "
         "invocation and terminates environments 'every few hours ... even for functions that are invoked "
         f"continuously', values unpublished; measured idle lifetime 10 min > the 1-5 min schedules: "
         f"{'; '.join(cost.LAMBDA_WARM_SOURCES)}); Cloud Run functions: instances kept idle 'for an unspecified "
         f"amount of time', assumed the same one per {cost.GCP_HOURS_PER_COLD_START:g} h "
-        f"({'; '.join(cost.GCP_WARM_SOURCES)})")
-    say(f"catalogue ({len(costs)} functions), per cluster-month: ${common:.2f} in the common case (warm, "
+        f"({'; '.join(cost.GCP_WARM_SOURCES)})"
+    )
+    say(
+        f"catalogue ({len(costs)} functions), per cluster-month: ${common:.2f} in the common case (warm, "
         f"{fraction:.2%} cold; target <= $1: {report.target_text(common <= 1.0)}); ${warm:.2f} if every invocation "
         f"were warm; ${cold:.2f} if every invocation were a cold start (init + first invocation billed: the "
-        "cold-only upper bound)")
-    rows = [[s.check, report.seconds_text(s.init_seconds), report.seconds_text(s.run_seconds),
-             report.seconds_text(s.warm_seconds), measured_by[s.check], report.seconds_text(s.warm_cpu_seconds),
-             f"{s.peak_rss_mb:.0f} MB", f"{c.memory_mb} MB", f"${c.cold_usd:.3f}", f"${c.common_usd:.3f}",
-             f"${c.warm_usd:.3f}", statuses[s.check]]
-            for s, c in zip(samples, costs, strict=True)]
+        "cold-only upper bound)"
+    )
+    rows = [
+        [
+            s.check,
+            report.seconds_text(s.init_seconds),
+            report.seconds_text(s.run_seconds),
+            report.seconds_text(s.warm_seconds),
+            measured_by[s.check],
+            report.seconds_text(s.warm_cpu_seconds),
+            f"{s.peak_rss_mb:.0f} MB",
+            f"{c.memory_mb} MB",
+            f"${c.cold_usd:.3f}",
+            f"${c.common_usd:.3f}",
+            f"${c.warm_usd:.3f}",
+            statuses[s.check],
+        ]
+        for s, c in zip(samples, costs, strict=True)
+    ]
     rows.append(["total", "", "", "", "", "", "", "", f"${cold:.2f}", f"${common:.2f}", f"${warm:.2f}", ""])
-    say(report.table(("function", "init", "1st run", "warm run", "warm measured", "warm CPU", "peak RSS", "size",
-                      "cold-only/month", "common case/month", "all-warm/month", "status"), rows))
+    say(
+        report.table(
+            (
+                "function",
+                "init",
+                "1st run",
+                "warm run",
+                "warm measured",
+                "warm CPU",
+                "peak RSS",
+                "size",
+                "cold-only/month",
+                "common case/month",
+                "all-warm/month",
+                "status",
+            ),
+            rows,
+        )
+    )
 
 
-GROWTH_HEADERS = ("nodes", "koordlet: outpost cold", "bytes", "outpost warm", "bytes", "kubectl", "bytes",
-                  "kruise-daemon: outpost cold", "bytes", "outpost warm", "bytes", "kubectl", "bytes")
+GROWTH_HEADERS = (
+    "nodes",
+    "koordlet: outpost cold",
+    "bytes",
+    "outpost warm",
+    "bytes",
+    "kubectl",
+    "bytes",
+    "kruise-daemon: outpost cold",
+    "bytes",
+    "outpost warm",
+    "bytes",
+    "kubectl",
+    "bytes",
+)
 
 
 def growth_row(nodes: int, table: dict[str, list[Figures | None]]) -> list[str]:
@@ -813,16 +1034,27 @@ def growth_row(nodes: int, table: dict[str, list[Figures | None]]) -> list[str]:
     cells = [str(nodes)]
     for check in COVERAGE[:2]:
         for figures in table[check][:3]:
-            cells += ([report.seconds_text(figures.wall_seconds), report.size_text(figures.bytes_received)]
-                      if figures is not None else ["n/a", "n/a"])
+            cells += (
+                [report.seconds_text(figures.wall_seconds), report.size_text(figures.bytes_received)]
+                if figures is not None
+                else ["n/a", "n/a"]
+            )
     return cells
 
 
 def machine() -> str:
-    memory = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal:")), "0")
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    memory = next(
+        (line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")),
+        "0",
+    )
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     return f"{os.cpu_count()} CPUs ({cpu}), {int(memory) / 1024 / 1024:.0f} GiB, Python {platform.python_version()}"
 
 
@@ -834,9 +1066,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--cost-repeat", type=int, default=1, help="invocations per check for the cost figures")
     parser.add_argument("--idle-seconds", type=float, default=1.0, help="API server idle-rate sample per run")
-    parser.add_argument("--warm-gap", type=float, default=WARM_GAP_SECONDS,
-                        help="seconds between the warm contender's cold and warm rounds (the node-wide checks are "
-                             "scheduled every 1-5 minutes; default %(default)g)")
+    parser.add_argument(
+        "--warm-gap",
+        type=float,
+        default=WARM_GAP_SECONDS,
+        help="seconds between the warm contender's cold and warm rounds (the node-wide checks are "
+        "scheduled every 1-5 minutes; default %(default)g)",
+    )
     parser.add_argument("--state-dir", default=str(Path.home() / ".outpost" / "bench-sandbox"))
     parser.add_argument("--keep", action="store_true", help="leave a sandbox this run started running")
     parser.add_argument("--skip-sandbox", action="store_true", help="cold start only")
@@ -875,16 +1111,18 @@ def sandbox_sections(args: argparse.Namespace, growth: list[int], work: Path, bu
             have = len(reader.list("/api/v1/nodes"))
             # `nodes` counts fake nodes; the sandbox adds its process node (a real kubelet) beside them.
             fake = len(reader.list("/api/v1/nodes", label_selector="type=kwok"))
-            say(f"\nsandbox: {have} nodes, {fake} of them fake "
-                f"({'reused' if up.already_up else f'up in {up.seconds:.0f} s'})")
+            say(
+                f"\nsandbox: {have} nodes, {fake} of them fake "
+                f"({'reused' if up.already_up else f'up in {up.seconds:.0f} s'})"
+            )
             admin = Kube.from_kubeconfig(up.kubeconfig, timeout=120)
             log(wait_daemonsets(admin, have, timeout=600))
             host, port = up.server.removeprefix("https://").rsplit(":", 1)
-            with CountingProxy(host, int(port), str(up.ca_path), f"Bearer {sandbox.admin_token()}",
-                               context) as proxy:
+            with CountingProxy(host, int(port), str(up.ca_path), f"Bearer {sandbox.admin_token()}", context) as proxy:
                 kubeconfig = proxy_kubeconfig(work / "proxy.kubeconfig", proxy.port, proxy_ca)
-                bench = Bench(args, proxy, ApiserverCpu(sandbox.procs.pid("kube-apiserver")), work, kubeconfig,
-                              up.bin_dir, have)
+                bench = Bench(
+                    args, proxy, ApiserverCpu(sandbox.procs.pid("kube-apiserver")), work, kubeconfig, up.bin_dir, have
+                )
                 config = bench_config(work / "bench.yaml", kubeconfig, sandbox.state_dir, have)
                 if fake != nodes:
                     growth_rows.append([f"{nodes} (sandbox has {fake} fake nodes: skipped)"] + [""] * 12)
@@ -894,25 +1132,40 @@ def sandbox_sections(args: argparse.Namespace, growth: list[int], work: Path, bu
                 growth_rows.append(growth_row(nodes, table))
                 if not final:
                     continue
-                say(f"\n== 1./2. Side by side at {nodes} nodes: Outpost (cold, and warm) vs the tutorial's kubectl "
-                    f"pipeline vs the official kubernetes client (median of {args.repeat}; the runs of section 0) ==")
+                say(
+                    f"\n== 1./2. Side by side at {nodes} nodes: Outpost (cold, and warm) vs the tutorial's kubectl "
+                    f"pipeline vs the official kubernetes client (median of {args.repeat}; the runs of section 0) =="
+                )
                 for scenario in COVERAGE:
                     cold, warm, pipeline, client = table[scenario]
                     assert cold is not None
                     assert pipeline is not None
                     assert client is not None
-                    print_side_by_side(scenario, [cold, pipeline, client], nodes,
-                                       coverage_targets=scenario != "kwok-node-consistency", warm=warm)
+                    print_side_by_side(
+                        scenario,
+                        [cold, pipeline, client],
+                        nodes,
+                        coverage_targets=scenario != "kwok-node-consistency",
+                        warm=warm,
+                    )
                 log(f"side by side: {RECONCILER} with {args.pending_pods} Pending pods")
                 figures = reconciler_scenario(bench, admin, sandbox.state_dir, nodes, args.pending_pods)
                 if figures is not None:
-                    print_side_by_side(f"{RECONCILER}, {args.pending_pods} Pending pods on fake nodes", figures,
-                                       nodes, coverage_targets=False)
+                    print_side_by_side(
+                        f"{RECONCILER}, {args.pending_pods} Pending pods on fake nodes",
+                        figures,
+                        nodes,
+                        coverage_targets=False,
+                    )
                 log("catalogue round")
                 catalogue_round(bench, config)
                 log("cost")
-                cost_section(args, bundle, config,
-                             {check: figures[1] for check, figures in table.items() if figures[1] is not None})
+                cost_section(
+                    args,
+                    bundle,
+                    config,
+                    {check: figures[1] for check, figures in table.items() if figures[1] is not None},
+                )
         say("\n== 5. Growth: coverage checks, Outpost cold and warm vs kubectl pipeline (wall, bytes) ==")
         say(report.table(GROWTH_HEADERS, growth_rows))
     finally:

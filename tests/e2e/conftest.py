@@ -42,16 +42,19 @@ class SandboxInfo:
     nodes: int
     systems: bool  # Koordinator and OpenKruise installed
 
-    def kubectl(self, *args: str, probe: bool = False, check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, probe: bool = False, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         config = self.probe_kubeconfig if probe else self.kubeconfig
         proc = subprocess.run(
             [str(self.bin_dir / "kubectl"), "--kubeconfig", str(config), *args],
-            capture_output=True, text=True, timeout=timeout, check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if check and proc.returncode != 0:
-            pytest.fail(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}",
-                        pytrace=False)
+            pytest.fail(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}", pytrace=False)
         return proc
 
 
@@ -93,8 +96,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item,
-                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keep each phase's report on the test item, so a fixture's teardown knows how the test went."""
     report = yield
     setattr(item, f"report_{report.when}", report)
@@ -122,8 +126,11 @@ def _sandbox_restored(request: pytest.FixtureRequest) -> Iterator[None]:
         if info.systems:
             _systems_settled(request, info)  # the kubelet restarts it; the next test starts from it leading again
         more = f" (+{len(crashed) - 1} more)" if len(crashed) > 1 else ""
-        pytest.fail(f"a real manager panicked during this test, {crashed[0]}{more}: what the test made is not what a "
-                    "cluster holds, or upstream has a bug worth naming", pytrace=False)
+        pytest.fail(
+            f"a real manager panicked during this test, {crashed[0]}{more}: what the test made is not what a "
+            "cluster holds, or upstream has a bug worth naming",
+            pytrace=False,
+        )
 
 
 def _manager_log_sizes(info: SandboxInfo) -> dict[Path, int]:
@@ -159,8 +166,9 @@ def _restore(request: pytest.FixtureRequest, info: SandboxInfo, before: tuple[ob
         pytest.fail(f"sandbox not restored after this test ({what}): {type(exc).__name__}: {exc}", pytrace=False)
     call = getattr(request.node, "report_call", None)
     if call is not None and call.passed:
-        pytest.fail(f"this test passed but left the sandbox broken ({what}); restored for the next tests",
-                    pytrace=False)
+        pytest.fail(
+            f"this test passed but left the sandbox broken ({what}); restored for the next tests", pytrace=False
+        )
 
 
 def _disturbance(info: SandboxInfo) -> tuple[object, ...]:

@@ -50,8 +50,11 @@ def _first_rule_allowed(sandbox: SandboxInfo, obj: dict[str, Any]) -> bool:
 @contextmanager
 def probe_granted_for(sandbox: SandboxInfo, config: Path) -> Iterator[None]:
     """The probe holds, besides its baseline, the RBAC generated for `config`'s enabled checks."""
-    documents = [_renamed(doc.obj) for doc in rbac.probe_documents(load_settings(config))
-                 if doc.obj["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
+    documents = [
+        _renamed(doc.obj)
+        for doc in rbac.probe_documents(load_settings(config))
+        if doc.obj["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+    ]
     manifest = sandbox.state_dir / f"rbac{SUFFIX}-{config.stem}.yaml"
     manifest.write_text(rbac.render([rbac.Document(obj) for obj in documents]))
     sandbox.kubectl("apply", "-f", str(manifest))

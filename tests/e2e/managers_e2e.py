@@ -29,13 +29,21 @@ def write_config(tmp_path: Path, sandbox: SandboxInfo, check: str, params: dict[
     entry: dict[str, Any] = {"heartbeat": f"env:{heartbeat_env(check)}"}
     if params:
         entry["params"] = params
-    path.write_text(yaml.safe_dump({
-        "environment": "e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 20, "read_timeout_seconds": 8},
-        "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {check: entry},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
+                    "deadline_seconds": 20,
+                    "read_timeout_seconds": 8,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
+                "checks": {check: entry},
+            }
+        )
+    )
     return path
 
 

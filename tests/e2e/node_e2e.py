@@ -38,23 +38,39 @@ def shipped_params(check: str) -> dict[str, Any]:
     return dict(entry.get("params") or {})
 
 
-def write_config(directory: Path, check: str, probe_kubeconfig: Path, params: dict[str, Any] | None = None,
-                 *, shipped: bool = True) -> Path:
+def write_config(
+    directory: Path, check: str, probe_kubeconfig: Path, params: dict[str, Any] | None = None, *, shipped: bool = True
+) -> Path:
     """`params` over local.yaml's for `check` (`shipped`), or over the check's defaults alone."""
     merged = {**(shipped_params(check) if shipped else {}), **(params or {})}
     path = directory / f"{check}.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(probe_kubeconfig)},
-                    "deadline_seconds": 45, "read_timeout_seconds": 10},
-        "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": merged}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(probe_kubeconfig)},
+                    "deadline_seconds": 45,
+                    "read_timeout_seconds": 10,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
+                "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": merged}},
+            }
+        )
+    )
     return path
 
 
-def run_as_probe(directory: Path, check: str, probe_kubeconfig: Path, receiver: HeartbeatReceiver,
-                 params: dict[str, Any] | None = None, *, shipped: bool = True) -> Result:
+def run_as_probe(
+    directory: Path,
+    check: str,
+    probe_kubeconfig: Path,
+    receiver: HeartbeatReceiver,
+    params: dict[str, Any] | None = None,
+    *,
+    shipped: bool = True,
+) -> Result:
     """One run of `check` as the probe identity, reporting to `receiver`."""
     os.environ[heartbeat_env(check)] = receiver.url_for(check)
     config = write_config(directory, check, probe_kubeconfig, params, shipped=shipped)
@@ -64,8 +80,14 @@ def run_as_probe(directory: Path, check: str, probe_kubeconfig: Path, receiver: 
 def cli_run(config: Path, check: str, receiver: HeartbeatReceiver) -> tuple[int, dict[str, Any]]:
     """`outpost run CHECK --config FILE --json` in a process of its own: (exit status, the result)."""
     env = {**os.environ, heartbeat_env(check): receiver.url_for(check)}
-    proc = subprocess.run([sys.executable, "-m", "outpost.cli", "run", check, "--config", str(config), "--json"],
-                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "outpost.cli", "run", check, "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
 
     (result,) = json.loads(proc.stdout)
     return proc.returncode, result

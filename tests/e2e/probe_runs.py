@@ -21,16 +21,26 @@ def heartbeat_env(check: str) -> str:
     return "OUTPOST_HEARTBEAT_E2E_" + check.upper().replace("-", "_")
 
 
-def write_config(tmp_path: Path, probe_kubeconfig: Path, check: str, params: dict[str, Any] | None = None,
-                 deadline: float = 30) -> Path:
+def write_config(
+    tmp_path: Path, probe_kubeconfig: Path, check: str, params: dict[str, Any] | None = None, deadline: float = 30
+) -> Path:
     path = tmp_path / f"{check}.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(probe_kubeconfig)},
-                    "deadline_seconds": deadline, "connect_timeout_seconds": 3, "read_timeout_seconds": 10},
-        "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": params or {}}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(probe_kubeconfig)},
+                    "deadline_seconds": deadline,
+                    "connect_timeout_seconds": 3,
+                    "read_timeout_seconds": 10,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
+                "checks": {check: {"heartbeat": f"env:{heartbeat_env(check)}", "params": params or {}}},
+            }
+        )
+    )
     return path
 
 

@@ -28,8 +28,7 @@ def trust(sb: Any) -> ssl.SSLContext:
 
 def api(sb: Any, path: str, probe: bool = True, timeout: float = 10.0) -> httpx.Response:
     token = sb.probe_token if probe else sb.admin_token
-    return httpx.get(sb.server + path, headers={"Authorization": f"Bearer {token}"},
-                     verify=trust(sb), timeout=timeout)
+    return httpx.get(sb.server + path, headers={"Authorization": f"Bearer {token}"}, verify=trust(sb), timeout=timeout)
 
 
 def get_json(sb: Any, path: str) -> Any:
@@ -38,18 +37,39 @@ def get_json(sb: Any, path: str) -> Any:
     return r.json()
 
 
-def dry_run_pod(sb: Any, labels: dict[str, str], owner: dict[str, Any] | None = None,
-                namespace: str = "outpost-sandbox", timeout: float = 40.0) -> dict[str, Any]:
+def dry_run_pod(
+    sb: Any,
+    labels: dict[str, str],
+    owner: dict[str, Any] | None = None,
+    namespace: str = "outpost-sandbox",
+    timeout: float = 40.0,
+) -> dict[str, Any]:
     """Create a pod with dryRun=All as admin: the admission chain runs, nothing is stored. The sandbox's own
     namespace is opted in to the colocation profile, as the probe's is."""
     metadata: dict[str, Any] = {"generateName": "dry-", "namespace": namespace, "labels": labels}
     if owner is not None:
         metadata["ownerReferences"] = [owner]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36",
-                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
-    r = httpx.post(sb.server + f"/api/v1/namespaces/{namespace}/pods?dryRun=All", json=pod,
-                   headers={"Authorization": f"Bearer {sb.admin_token}"}, verify=trust(sb), timeout=timeout)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "library/busybox:1.36",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ]
+        },
+    }
+    r = httpx.post(
+        sb.server + f"/api/v1/namespaces/{namespace}/pods?dryRun=All",
+        json=pod,
+        headers={"Authorization": f"Bearer {sb.admin_token}"},
+        verify=trust(sb),
+        timeout=timeout,
+    )
     assert r.status_code == 201, f"dry-run create: {r.status_code} {r.text[:200]}"
     out: dict[str, Any] = r.json()
     return out

@@ -40,18 +40,23 @@ def receiver() -> Iterator[HeartbeatReceiver]:
 
 def write_config(tmp_path: Path, auth: dict[str, object]) -> Path:
     path = tmp_path / "e2e.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "e2e",
-        "cluster": {"name": "sandbox", "auth": auth, "deadline_seconds": 20, "read_timeout_seconds": 8},
-        "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {CHECK: {"heartbeat": f"env:{HEARTBEAT_ENV}"}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "e2e",
+                "cluster": {"name": "sandbox", "auth": auth, "deadline_seconds": 20, "read_timeout_seconds": 8},
+                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
+                "checks": {CHECK: {"heartbeat": f"env:{HEARTBEAT_ENV}"}},
+            }
+        )
+    )
     return path
 
 
 @pytest.fixture
-def probe_config(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                 monkeypatch: pytest.MonkeyPatch) -> Path:
+def probe_config(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     monkeypatch.setenv(HEARTBEAT_ENV, receiver.url_for(CHECK))
     return write_config(tmp_path, {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)})
 
@@ -76,23 +81,29 @@ def test_healthy_pings_once(probe_config: Path, receiver: HeartbeatReceiver) -> 
     assert all(c["ok"] for c in result.details["readyz"]["checks"])
 
 
-def test_token_auth_with_probe_identity(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_auth_with_probe_identity(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("E2E_PROBE_TOKEN", sandbox.probe_token)
     monkeypatch.setenv(HEARTBEAT_ENV, receiver.url_for(CHECK))
-    config = write_config(tmp_path, {"mode": "token", "server": sandbox.server, "token": "env:E2E_PROBE_TOKEN",
-                                     "ca_file": str(sandbox.ca_path)})
+    config = write_config(
+        tmp_path,
+        {"mode": "token", "server": sandbox.server, "token": "env:E2E_PROBE_TOKEN", "ca_file": str(sandbox.ca_path)},
+    )
     result = run_check(load_settings(config), CHECK, log=False)
     assert result.status is Status.OK, result.errors
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_wrong_token_is_error_and_silent(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_token_is_error_and_silent(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("E2E_PROBE_TOKEN", "not-a-valid-token")
     monkeypatch.setenv(HEARTBEAT_ENV, receiver.url_for(CHECK))
-    config = write_config(tmp_path, {"mode": "token", "server": sandbox.server, "token": "env:E2E_PROBE_TOKEN",
-                                     "ca_file": str(sandbox.ca_path)})
+    config = write_config(
+        tmp_path,
+        {"mode": "token", "server": sandbox.server, "token": "env:E2E_PROBE_TOKEN", "ca_file": str(sandbox.ca_path)},
+    )
     result = run_check(load_settings(config), CHECK, log=False)
     assert result.status is Status.ERROR
     assert "HTTP 401" in result.summary
@@ -103,7 +114,10 @@ def test_wrong_token_is_error_and_silent(tmp_path: Path, sandbox: SandboxInfo, r
 def test_cli_json_against_sandbox(sandbox: SandboxInfo) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "outpost.cli", "run", CHECK, "--kubeconfig", str(sandbox.probe_kubeconfig), "--json"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
@@ -112,13 +126,17 @@ def test_cli_json_against_sandbox(sandbox: SandboxInfo) -> None:
     assert result["reported"] is False
 
 
-def test_apiserver_down_is_error_exit_2_and_silent(probe_config: Path, sandbox: SandboxInfo,
-                                                   receiver: HeartbeatReceiver) -> None:
+def test_apiserver_down_is_error_exit_2_and_silent(
+    probe_config: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     faults.break_fault("apiserver-down", state_dir=sandbox.state_dir)
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "outpost.cli", "run", CHECK, "--config", str(probe_config), "--json"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert proc.returncode == 2, proc.stdout + proc.stderr
         (result,) = json.loads(proc.stdout)

@@ -41,8 +41,9 @@ def get_traffic(sandbox: SandboxInfo) -> Iterator[None]:
         while not stop.is_set():
             # A GET the probe's generated RBAC allows (koord-manager-health reads it): a refused request is
             # not timed by the request-duration histogram.
-            sandbox.kubectl("get", "deployment", "koord-manager", "-n", "koordinator-system", probe=True,
-                            check=False, timeout=10)
+            sandbox.kubectl(
+                "get", "deployment", "koord-manager", "-n", "koordinator-system", probe=True, check=False, timeout=10
+            )
             stop.wait(0.2)
 
     worker = threading.Thread(target=keep_getting, daemon=True)
@@ -53,8 +54,9 @@ def get_traffic(sandbox: SandboxInfo) -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("get_traffic")
-def test_healthy_p99_per_verb_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo,
-                                                   receiver: HeartbeatReceiver) -> None:
+def test_healthy_p99_per_verb_is_ok_and_pings_once(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"interval_seconds": 3}), CHECK)
     assert result.status is Status.OK, result.errors
     verbs = result.details["verbs"]
@@ -66,8 +68,9 @@ def test_healthy_p99_per_verb_is_ok_and_pings_once(tmp_path: Path, sandbox: Sand
 
 
 @pytest.mark.usefixtures("get_traffic")
-def test_thresholds_below_observed_latency_fail_naming_the_verb(tmp_path: Path, sandbox: SandboxInfo,
-                                                               receiver: HeartbeatReceiver) -> None:
+def test_thresholds_below_observed_latency_fail_naming_the_verb(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     params = {"interval_seconds": 3, "thresholds_seconds": {"GET": 0.000001}, "default_threshold_seconds": None}
     result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, params), CHECK)
     assert result.status is Status.FAILED, result.summary

@@ -40,8 +40,9 @@ def address(sandbox: SandboxInfo) -> str:
     return sandbox.server.removeprefix("https://")
 
 
-def test_healthy_ladder_is_ok_timed_and_pings_once(config: Path, sandbox: SandboxInfo,
-                                                   receiver: HeartbeatReceiver) -> None:
+def test_healthy_ladder_is_ok_timed_and_pings_once(
+    config: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run(config, CHECK)
     assert result.status is Status.OK, result.summary
     assert result.details["class"] == "healthy"

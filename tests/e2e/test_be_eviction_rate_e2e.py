@@ -34,8 +34,9 @@ def receiver() -> Iterator[HeartbeatReceiver]:
         yield running
 
 
-def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_healthy_is_ok_and_pings_once(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = run(local_config(tmp_path, sandbox, [CHECK]), CHECK, receiver, monkeypatch)
     assert result.status is Status.OK, result
     assert result.reported is True
@@ -43,8 +44,9 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
     assert result.details["evictions"] == 0
 
 
-def test_evictions_read_through_events_k8s_io_fail_on_the_first_run(tmp_path: Path, sandbox: SandboxInfo,
-                                                                     receiver: HeartbeatReceiver) -> None:
+def test_evictions_read_through_events_k8s_io_fail_on_the_first_run(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     config = local_config(tmp_path, sandbox, [CHECK], {CHECK: {"api": "events.k8s.io/v1"}})
     faults.break_fault("be-evictions", state_dir=sandbox.state_dir)
     try:
@@ -55,7 +57,8 @@ def test_evictions_read_through_events_k8s_io_fail_on_the_first_run(tmp_path: Pa
     assert (code, result["status"]) == (1, "failed"), result
     assert result["summary"].startswith("BE pods: observed 10 evictPodSuccess in the last 30 min (want at most 5)")
     assert result["details"]["by_reason"] == {"cpu": 10}
-    assert any(line.startswith("pod default/be-batch-") and "evictPodByBECPUSatisfaction" in line
-               for line in result["errors"]), result["errors"]
+    assert any(
+        line.startswith("pod default/be-batch-") and "evictPodByBECPUSatisfaction" in line for line in result["errors"]
+    ), result["errors"]
     assert result["reported"] is False
     assert receiver.pings_for(CHECK) == 0

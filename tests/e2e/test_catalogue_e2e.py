@@ -36,9 +36,9 @@ def receiver() -> Iterator[HeartbeatReceiver]:
         yield running
 
 
-
-def test_run_all_on_the_local_environment_is_all_ok(tmp_path: Path, sandbox: SandboxInfo,
-                                                     receiver: HeartbeatReceiver) -> None:
+def test_run_all_on_the_local_environment_is_all_ok(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     environment = pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir)
     env = dict(os.environ)
     for name, check in environment["checks"].items():
@@ -48,14 +48,23 @@ def test_run_all_on_the_local_environment_is_all_ok(tmp_path: Path, sandbox: San
     config = tmp_path / "local.yaml"
     config.write_text(yaml.safe_dump(environment))
 
-    process = subprocess.run([sys.executable, "-m", "outpost.cli", "run", "--all", "--config", str(config), "--json"],
-                             capture_output=True, text=True, timeout=240, check=False, env=env)
+    process = subprocess.run(
+        [sys.executable, "-m", "outpost.cli", "run", "--all", "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env=env,
+    )
 
     assert process.stdout.strip(), process.stderr
     results = {result["check"]: result for result in json.loads(process.stdout)}
     assert sorted(results) == sorted(registry.names()), "run --all on local must run the whole catalogue"
-    not_ok = {name: (result["status"], result["summary"], result.get("errors"))
-              for name, result in results.items() if result["status"] != "ok"}
+    not_ok = {
+        name: (result["status"], result["summary"], result.get("errors"))
+        for name, result in results.items()
+        if result["status"] != "ok"
+    }
     assert not not_ok, json.dumps(not_ok, indent=1)
     assert process.returncode == 0, process.stderr
     assert {name: receiver.pings_for(name) for name in results} == dict.fromkeys(results, 1)

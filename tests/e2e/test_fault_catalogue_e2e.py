@@ -61,10 +61,16 @@ def targets(fault: faults.Fault) -> list[str | None]:
 CASES = [(fault.name, target) for fault in faults.FAULTS.values() for target in targets(fault)]
 
 SYSTEM_OF = {"koord-manager": "koordinator", "kruise-controller-manager": "kruise"}
-CONFIGURATION = {"koordinator": "koordinator-mutating-webhook-configuration",
-                 "kruise": "kruise-mutating-webhook-configuration"}
-LEASE_OF = {"koord-manager": "koordinator-manager", "kruise-controller-manager": "kruise-manager",
-            "koord-scheduler": "koord-scheduler", "koord-descheduler": "koord-descheduler"}
+CONFIGURATION = {
+    "koordinator": "koordinator-mutating-webhook-configuration",
+    "kruise": "kruise-mutating-webhook-configuration",
+}
+LEASE_OF = {
+    "koord-manager": "koordinator-manager",
+    "kruise-controller-manager": "kruise-manager",
+    "koord-scheduler": "koord-scheduler",
+    "koord-descheduler": "koord-descheduler",
+}
 
 
 def named(fault: str, target: str | None, check: str) -> str:
@@ -72,18 +78,29 @@ def named(fault: str, target: str | None, check: str) -> str:
     system = target if target in CONFIGURATION else SYSTEM_OF.get(target or "", "")
     lease = (target or "lease") if fault == "manager-lease-stolen" else LEASE_OF.get(target or "", "lease")
     by_check = {
-        "koord-manager-health": "koord-manager", "kruise-manager-health": "kruise-controller-manager",
+        "koord-manager-health": "koord-manager",
+        "kruise-manager-health": "kruise-controller-manager",
         "kruise-manager-replicas": "kruise-controller-manager",
-        "koord-webhook": "koordinator-webhook-service", "kruise-webhook": "kruise-webhook-service",
+        "koord-webhook": "koordinator-webhook-service",
+        "kruise-webhook": "kruise-webhook-service",
         "admission-dry-run": CONFIGURATION.get(system, "webhook"),
         "leader-leases": lease,
-        "webhook-cert-expiry": ({"koordinator": "koordinator-webhook-certs", "kruise": "kruise-webhook-certs"}[system]
-                                if fault.startswith("webhook-cert") else CONFIGURATION.get(system, "webhook")),
+        "webhook-cert-expiry": (
+            {"koordinator": "koordinator-webhook-certs", "kruise": "kruise-webhook-certs"}[system]
+            if fault.startswith("webhook-cert")
+            else CONFIGURATION.get(system, "webhook")
+        ),
         "kruise-daemon-coverage": "kwok-node-0" if fault == "kruise-daemon-missing" else "kruise-daemon",
-        "koordlet-coverage": "kwok-node-0", "nodemetric-freshness": "kwok-node-0",
-        "kwok-node-consistency": "kwok-node-0", "node-utilization": "kwok-node-",
-        "gang-scheduling": "outpost-fault-", "be-eviction-rate": "be-batch", "ls-latency": "ls-web",
-        "apiserver-health": "/", "apiserver-triage": "apiserver", "apiserver-cert-expiry": "apiserver",
+        "koordlet-coverage": "kwok-node-0",
+        "nodemetric-freshness": "kwok-node-0",
+        "kwok-node-consistency": "kwok-node-0",
+        "node-utilization": "kwok-node-",
+        "gang-scheduling": "outpost-fault-",
+        "be-eviction-rate": "be-batch",
+        "ls-latency": "ls-web",
+        "apiserver-health": "/",
+        "apiserver-triage": "apiserver",
+        "apiserver-cert-expiry": "apiserver",
     }
     return by_check[check]
 
@@ -100,8 +117,11 @@ def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> 
     certificates["params"] = {**certificates.get("params", {}), "read_serving_secrets": True}
     latency = environment["checks"]["apiserver-latency"]
     # Cold every run: a scrape kept from before a fault would put the fault inside the healed run's window.
-    latency["params"] = {**latency.get("params", {}), "interval_seconds": HEALED_LATENCY_WINDOW_S,
-                         "max_previous_age_seconds": 0}
+    latency["params"] = {
+        **latency.get("params", {}),
+        "interval_seconds": HEALED_LATENCY_WINDOW_S,
+        "max_previous_age_seconds": 0,
+    }
     config = tmp_path_factory.mktemp("catalogue") / "local.yaml"
     config.write_text(yaml.safe_dump(environment))
     with probe_granted_for(sandbox, config):
@@ -159,9 +179,11 @@ def leader_restarted_not_leading(sandbox: SandboxInfo, target: str | None) -> No
     Lease until the thief's hour is up."""
     manager = LEADER_LEASES[target or ""][0]
     deadline = time.monotonic() + 60
-    while not any(p["status"]["containerStatuses"][0].get("lastState", {}).get("terminated", {}).get("finishedAt")
-                  and age(p["status"]["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"]) < 60
-                  for p in pods_of(sandbox, manager)):
+    while not any(
+        p["status"]["containerStatuses"][0].get("lastState", {}).get("terminated", {}).get("finishedAt")
+        and age(p["status"]["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"]) < 60
+        for p in pods_of(sandbox, manager)
+    ):
         assert time.monotonic() < deadline, f"no pod of {manager} exited after its Lease was stolen"
         time.sleep(1)
     assert lease_of(sandbox, target or "")["holderIdentity"] == "outpost-fault-thief"
@@ -183,8 +205,9 @@ def republished_by_the_manager(sandbox: SandboxInfo, system: str | None) -> None
     Secret and in every caBundle of its configurations."""
     secret = secret_of(sandbox, system)
     assert ca_days(secret) > 3600
-    config = get_json(sandbox, f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-                               f"{CONFIGURATION[system or '']}")
+    config = get_json(
+        sandbox, f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{CONFIGURATION[system or '']}"
+    )
     assert {w["clientConfig"]["caBundle"] for w in config["webhooks"]} == {secret["data"]["ca-cert.pem"]}
 
 
@@ -201,11 +224,15 @@ def observers_only(sandbox: SandboxInfo, _target: str | None) -> None:
 
 
 WHILE_BROKEN: dict[str, Callable[[SandboxInfo, str | None], None]] = {
-    "manager-down": crash_looping, "manager-frozen": frozen, "manager-lease-stolen": leader_restarted_not_leading,
-    "etcd-down": control_plane_status, "apiserver-cert-expired": observers_only,
+    "manager-down": crash_looping,
+    "manager-frozen": frozen,
+    "manager-lease-stolen": leader_restarted_not_leading,
+    "etcd-down": control_plane_status,
+    "apiserver-cert-expired": observers_only,
 }
 AFTER_HEAL: dict[str, Callable[[SandboxInfo, str | None], None]] = {
-    "webhook-cert-expiring": republished_by_the_manager, "webhook-certs-deleted": republished_by_the_manager,
+    "webhook-cert-expiring": republished_by_the_manager,
+    "webhook-certs-deleted": republished_by_the_manager,
 }
 
 
@@ -236,8 +263,9 @@ def shown(results: dict[str, Result]) -> str:
 
 
 @pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" if t else f for f, t in CASES])
-def test_fault_is_caught_on_the_first_run_and_healed(fault: str, target: str | None, sandbox: SandboxInfo,
-                                                     settings: Settings) -> None:
+def test_fault_is_caught_on_the_first_run_and_healed(
+    fault: str, target: str | None, sandbox: SandboxInfo, settings: Settings
+) -> None:
     checks = faults.FAULTS[fault].checks_for(target)
     record = faults.break_fault(fault, target, sandbox.state_dir)
     try:
@@ -248,8 +276,11 @@ def test_fault_is_caught_on_the_first_run_and_healed(fault: str, target: str | N
         faults.heal(fault, record["target"], sandbox.state_dir)
     missed = {name: r for name, r in broken.items() if r.status.healthy}
     assert not missed, f"{fault} ({target}) not caught:\n{shown(missed)}"
-    unnamed = {name: r for name, r in broken.items()
-               if not any(named(fault, target, name) in line for line in [r.summary, *r.errors])}
+    unnamed = {
+        name: r
+        for name, r in broken.items()
+        if not any(named(fault, target, name) in line for line in [r.summary, *r.errors])
+    }
     assert not unnamed, f"{fault} ({target}): failures do not name the object:\n{shown(unnamed)}"
     unsaid = {name: r for name, r in broken.items() if SAID.get((fault, name), "") not in r.summary}
     assert not unsaid, f"{fault} ({target}): a failure does not say its class:\n{shown(unsaid)}"

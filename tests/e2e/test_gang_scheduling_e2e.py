@@ -29,8 +29,9 @@ def receiver() -> Iterator[HeartbeatReceiver]:
         yield running
 
 
-def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_healthy_is_ok_and_pings_once(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = run(local_config(tmp_path, sandbox, [CHECK]), CHECK, receiver, monkeypatch)
     assert result.status is Status.OK, result
     assert result.reported is True
@@ -41,14 +42,21 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
 @pytest.mark.parametrize(
     ("fault", "named"),
     [
-        ("podgroup-failed", "podgroup default/outpost-fault-failed-gang: observed 1 failed member(s), 2 running + 0 "
-                            "succeeded of minMember 3"),
-        ("podgroup-stuck", "podgroup default/outpost-fault-pending-gang: observed 3 member(s) waiting to be "
-                           "scheduled longer than 600 s"),
+        (
+            "podgroup-failed",
+            "podgroup default/outpost-fault-failed-gang: observed 1 failed member(s), 2 running + 0 "
+            "succeeded of minMember 3",
+        ),
+        (
+            "podgroup-stuck",
+            "podgroup default/outpost-fault-pending-gang: observed 3 member(s) waiting to be "
+            "scheduled longer than 600 s",
+        ),
     ],
 )
-def test_fault_fails_on_the_first_run(fault: str, named: str, tmp_path: Path, sandbox: SandboxInfo,
-                                      receiver: HeartbeatReceiver) -> None:
+def test_fault_fails_on_the_first_run(
+    fault: str, named: str, tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     config = local_config(tmp_path, sandbox, [CHECK])
     faults.break_fault(fault, state_dir=sandbox.state_dir)
     try:

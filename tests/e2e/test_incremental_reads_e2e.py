@@ -41,8 +41,9 @@ LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.
 NODE = "outpost-incremental-node"
 COLLECTIONS: dict[str, Collection[Any, Any]] = {
     "nodes": Collection(collection_path(NODES), NodeOutline, outline_facts),
-    "koordlet pods": Collection(collection_path(PODS, "koordinator-system"), PodOutline, daemon_pod,
-                                label_selector="koord-app=koordlet"),
+    "koordlet pods": Collection(
+        collection_path(PODS, "koordinator-system"), PodOutline, daemon_pod, label_selector="koord-app=koordlet"
+    ),
     "node leases": Collection(collection_path(LEASES, "kube-node-lease"), Lease, keep_view),
     "nodemetrics": Collection(collection_path(NODE_METRICS), NodeMetricOutline, nodemetric_usage),
 }
@@ -91,25 +92,52 @@ def add_node(sandbox: SandboxInfo) -> None:
 
 
 def flip_pod_not_ready(sandbox: SandboxInfo) -> None:
-    pods = json.loads(sandbox.kubectl("-n", "koordinator-system", "get", "pods", "-l", "koord-app=koordlet",
-                                      "-o", "json").stdout)["items"]
+    pods = json.loads(
+        sandbox.kubectl("-n", "koordinator-system", "get", "pods", "-l", "koord-app=koordlet", "-o", "json").stdout
+    )["items"]
     pod = pods[0]
-    conditions = [dict(c, status="False") if c["type"] in ("Ready", "ContainersReady") else c
-                  for c in pod["status"].get("conditions", [])]
-    kubectl_json(sandbox, "-n", "koordinator-system", "patch", "pod", pod["metadata"]["name"], "--subresource=status",
-                 "--type=merge", body={"status": {"conditions": conditions}})
+    conditions = [
+        dict(c, status="False") if c["type"] in ("Ready", "ContainersReady") else c
+        for c in pod["status"].get("conditions", [])
+    ]
+    kubectl_json(
+        sandbox,
+        "-n",
+        "koordinator-system",
+        "patch",
+        "pod",
+        pod["metadata"]["name"],
+        "--subresource=status",
+        "--type=merge",
+        body={"status": {"conditions": conditions}},
+    )
 
 
 def roll_out_daemonset(sandbox: SandboxInfo) -> None:
-    kubectl_json(sandbox, "-n", "koordinator-system", "patch", "daemonset", "koordlet", "--type=merge",
-                 body={"spec": {"template": {"metadata": {"annotations": {
-                     "outpost.test/rollout": str(time.time_ns())}}}}})
+    kubectl_json(
+        sandbox,
+        "-n",
+        "koordinator-system",
+        "patch",
+        "daemonset",
+        "koordlet",
+        "--type=merge",
+        body={"spec": {"template": {"metadata": {"annotations": {"outpost.test/rollout": str(time.time_ns())}}}}},
+    )
     time.sleep(2)  # some pods replaced, the rest still to come: the next run sees a rollout under way
 
 
 def steal_lease(sandbox: SandboxInfo) -> None:
-    kubectl_json(sandbox, "-n", "kube-node-lease", "patch", "lease", "kwok-node-1", "--type=merge",
-                 body={"spec": {"holderIdentity": "outpost-incremental-thief"}})
+    kubectl_json(
+        sandbox,
+        "-n",
+        "kube-node-lease",
+        "patch",
+        "lease",
+        "kwok-node-1",
+        "--type=merge",
+        body={"spec": {"holderIdentity": "outpost-incremental-thief"}},
+    )
 
 
 def remove_node(sandbox: SandboxInfo) -> None:
@@ -130,23 +158,40 @@ def quiet(sandbox: SandboxInfo) -> None:
     time.sleep(1)
 
 
-STEPS = [("quiet", quiet), ("node added", add_node), ("pod not ready", flip_pod_not_ready),
-         ("daemonset rollout", roll_out_daemonset), ("lease stolen", steal_lease), ("node removed", remove_node),
-         ("relist forced by 410", None), ("quiet again", quiet)]
+STEPS = [
+    ("quiet", quiet),
+    ("node added", add_node),
+    ("pod not ready", flip_pod_not_ready),
+    ("daemonset rollout", roll_out_daemonset),
+    ("lease stolen", steal_lease),
+    ("node removed", remove_node),
+    ("relist forced by 410", None),
+    ("quiet again", quiet),
+]
 
 
 def heal(sandbox: SandboxInfo) -> None:
     """The node gone and, without waiting for the pod garbage collector, the DaemonSet pods it was given (the
     tests after this one compare the daemon pods with the nodes)."""
     sandbox.kubectl("delete", "node", NODE, "--ignore-not-found=true", "--wait=true")
-    sandbox.kubectl("delete", "pods", "--all-namespaces", f"--field-selector=spec.nodeName={NODE}",
-                    "--grace-period=0", "--force", "--wait=true", timeout=120)
-    sandbox.kubectl("-n", "koordinator-system", "rollout", "status", "daemonset/koordlet", "--timeout=180s",
-                    timeout=200)
+    sandbox.kubectl(
+        "delete",
+        "pods",
+        "--all-namespaces",
+        f"--field-selector=spec.nodeName={NODE}",
+        "--grace-period=0",
+        "--force",
+        "--wait=true",
+        timeout=120,
+    )
+    sandbox.kubectl(
+        "-n", "koordinator-system", "rollout", "status", "daemonset/koordlet", "--timeout=180s", timeout=200
+    )
 
 
-def test_a_warm_instance_judges_what_a_full_list_at_the_same_version_gives(sandbox: SandboxInfo,
-                                                                         settings: Settings) -> None:
+def test_a_warm_instance_judges_what_a_full_list_at_the_same_version_gives(
+    sandbox: SandboxInfo, settings: Settings
+) -> None:
     how: dict[str, list[str]] = {name: [] for name in COLLECTIONS}
     gone: list[str] = []
     try:
@@ -164,8 +209,10 @@ def test_a_warm_instance_judges_what_a_full_list_at_the_same_version_gives(sandb
                     truth = exact_list(sandbox, collection, kept.resource_version)
                     said = cluster.reads[collection.path]
                     how[name].append(f"{label}: {said}")
-                    assert records == truth, (f"{label}: {name} read as '{said}' differs from the LIST at "
-                                              f"resourceVersion {kept.resource_version}")
+                    assert records == truth, (
+                        f"{label}: {name} read as '{said}' differs from the LIST at "
+                        f"resourceVersion {kept.resource_version}"
+                    )
                     if step == 0:
                         assert said.startswith("list"), said
                         assert "cold start" in said, said

@@ -55,8 +55,9 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
         assert [(o["endpoint"], o["status_code"]) for o in outcomes] == [(":8000/readyz", 200)]
 
 
-def test_another_body_fails_unless_judged_by_status_code_only(tmp_path: Path, sandbox: SandboxInfo,
-                                                              receiver: HeartbeatReceiver) -> None:
+def test_another_body_fails_unless_judged_by_status_code_only(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     pods = manager_pods(sandbox)
     by_body = run_once(write_config(tmp_path, sandbox, CHECK, METRICS), CHECK)
     assert by_body.status is Status.FAILED, by_body.summary

@@ -40,23 +40,24 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert receiver.pings_for(CHECK) == 1
     assert result.details["coverage_by_class"] == {
         "real": {"selected": REAL_NODES, "covered": REAL_NODES, "uncovered": 0},
-        "fake": {"selected": sandbox.nodes, "covered": sandbox.nodes, "uncovered": 0}}
+        "fake": {"selected": sandbox.nodes, "covered": sandbox.nodes, "uncovered": 0},
+    }
 
 
-def test_defaults_judge_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo,
-                                           receiver: HeartbeatReceiver) -> None:
+def test_defaults_judge_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, shipped=False)
     assert result.status is Status.OK, result.errors
-    assert result.details["coverage_by_class"] == {"real": {"selected": REAL_NODES, "covered": REAL_NODES,
-                                                            "uncovered": 0}}
+    assert result.details["coverage_by_class"] == {
+        "real": {"selected": REAL_NODES, "covered": REAL_NODES, "uncovered": 0}
+    }
     assert result.details["excluded"] == {"class fake not selected": sandbox.nodes}
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_no_node_selected_is_error_with_exit_2(tmp_path: Path, sandbox: SandboxInfo,
-                                               receiver: HeartbeatReceiver) -> None:
-    config = write_config(tmp_path, CHECK, sandbox.probe_kubeconfig, {"nodes": {"classes": ["virtual"]}},
-                          shipped=False)
+def test_no_node_selected_is_error_with_exit_2(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
+    config = write_config(tmp_path, CHECK, sandbox.probe_kubeconfig, {"nodes": {"classes": ["virtual"]}}, shipped=False)
     code, result = cli_run(config, CHECK, receiver)
     assert (code, result["status"]) == (2, "error"), result
     assert "no node selected (virtual nodes; " in result["summary"]

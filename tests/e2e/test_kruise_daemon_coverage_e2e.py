@@ -46,8 +46,9 @@ def node_proxy_granted(sandbox: SandboxInfo) -> Iterator[None]:
     documents = rbac.probe_documents(settings.model_copy(update={"checks": checks}))
     node_proxy = [d for d in documents if d.obj["metadata"]["name"] == NODE_PROXY_ROLE]
     assert [d.obj["kind"] for d in node_proxy] == ["ClusterRole", "ClusterRoleBinding"]
-    assert node_proxy[1].obj["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                                              "name": PROBE_USER}]
+    assert node_proxy[1].obj["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": PROBE_USER}
+    ]
     manifest = sandbox.state_dir / "e2e-node-proxy.yaml"
     manifest.write_text(rbac.render(node_proxy))
     sandbox.kubectl("apply", "-f", str(manifest))
@@ -64,25 +65,30 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_healthz_without_the_node_proxy_role_is_error(tmp_path: Path, sandbox: SandboxInfo,
-                                                      receiver: HeartbeatReceiver) -> None:
+def test_healthz_without_the_node_proxy_role_is_error(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
     assert result.status is Status.ERROR
     assert "HTTP 403" in result.summary
     assert receiver.pings_for(CHECK) == 0
 
 
-def test_healthy_with_healthz_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-                                         node_proxy_granted: None) -> None:
+def test_healthy_with_healthz_pings_once(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, node_proxy_granted: None
+) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
     assert result.status is Status.OK, result.errors
-    assert result.details["healthz"]["by_class"] == {"real": {"probed": REAL_NODES, "healthy": REAL_NODES},
-                                                     "fake": {"probed": sandbox.nodes, "healthy": sandbox.nodes}}
+    assert result.details["healthz"]["by_class"] == {
+        "real": {"probed": REAL_NODES, "healthy": REAL_NODES},
+        "fake": {"probed": sandbox.nodes, "healthy": sandbox.nodes},
+    }
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_default_healthz_classes_ask_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo,
-                                                        receiver: HeartbeatReceiver, node_proxy_granted: None) -> None:
+def test_default_healthz_classes_ask_the_real_node_only(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, node_proxy_granted: None
+) -> None:
     params = {**HEALTHZ, "healthz_classes": ["real"]}  # the default, over local.yaml's [real, fake]
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, params)
     assert result.status is Status.OK, result.errors

@@ -56,12 +56,18 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
         assert [(o["endpoint"], o["status_code"]) for o in outcomes] == [(":8000/readyz", 200)]
 
 
-def test_asking_healthz_fails_every_pod_with_exit_1(tmp_path: Path, sandbox: SandboxInfo,
-                                                    receiver: HeartbeatReceiver) -> None:
+def test_asking_healthz_fails_every_pod_with_exit_1(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     pods = manager_pods(sandbox)
     config = write_config(tmp_path, sandbox, CHECK, {"paths": ["/healthz", "/readyz"]})
-    proc = subprocess.run([sys.executable, "-m", "outpost.cli", "run", CHECK, "--config", str(config), "--json"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "outpost.cli", "run", CHECK, "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (result,) = json.loads(proc.stdout)
     assert result["status"] == "failed"

@@ -41,18 +41,21 @@ def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, rece
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_fewer_ready_than_min_ready_fails_naming_the_deployment(tmp_path: Path, sandbox: SandboxInfo,
-                                                               receiver: HeartbeatReceiver) -> None:
+def test_fewer_ready_than_min_ready_fails_naming_the_deployment(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run_once(write_config(tmp_path, sandbox, CHECK, {"min_ready": 3}), CHECK)
     assert result.status is Status.FAILED
-    assert result.errors == ["deployment kruise-system/kruise-controller-manager: observed 2 ready replicas, "
-                             "spec.replicas 2 (want >= 3)"]
+    assert result.errors == [
+        "deployment kruise-system/kruise-controller-manager: observed 2 ready replicas, spec.replicas 2 (want >= 3)"
+    ]
     assert result.reported is False
     assert receiver.pings_for(CHECK) == 0
 
 
-def test_the_deployment_absent_is_failed_naming_it(tmp_path: Path, sandbox: SandboxInfo,
-                                                   receiver: HeartbeatReceiver) -> None:
+def test_the_deployment_absent_is_failed_naming_it(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     config = write_config(tmp_path, sandbox, CHECK, {"deployment": "kruise-manager"})
     with probe_granted_for(sandbox, config):  # an environment configured so: `get` on that name, 404 here
         result = run_once(config, CHECK)

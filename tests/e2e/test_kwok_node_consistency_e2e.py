@@ -42,16 +42,19 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_a_bound_below_kwoks_lease_duration_names_every_lease(tmp_path: Path, sandbox: SandboxInfo,
-                                                              receiver: HeartbeatReceiver) -> None:
+def test_a_bound_below_kwoks_lease_duration_names_every_lease(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     bound = NODE_LEASE_SECONDS - 10
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, {"max_lease_duration_seconds": bound})
     assert result.status is Status.FAILED, result.summary
     assert result.details["long_lease_count"] == sandbox.nodes
     assert result.details["stale_lease_count"] == 0
-    assert result.errors[0].startswith(f"lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds "
-                                       f"{NODE_LEASE_SECONDS}, holder ")
-    assert result.errors[0].endswith(f"(want <= {bound} s: a holder that stopped renewing would look alive for "
-                                     f"{NODE_LEASE_SECONDS} s)")
+    assert result.errors[0].startswith(
+        f"lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds {NODE_LEASE_SECONDS}, holder "
+    )
+    assert result.errors[0].endswith(
+        f"(want <= {bound} s: a holder that stopped renewing would look alive for {NODE_LEASE_SECONDS} s)"
+    )
     assert result.reported is False
     assert receiver.pings_for(CHECK) == 0

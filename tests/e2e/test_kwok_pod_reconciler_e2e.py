@@ -54,9 +54,13 @@ def config(tmp_path: Path, sandbox: SandboxInfo, **params: Any) -> Path:
 
 
 def kubectl_as_reconciler(sandbox: SandboxInfo, *args: str) -> str:
-    proc = subprocess.run([str(sandbox.bin_dir / "kubectl"), "--kubeconfig",
-                           str(sandbox.state_dir / "reconciler.kubeconfig"), *args],
-                          capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [str(sandbox.bin_dir / "kubectl"), "--kubeconfig", str(sandbox.state_dir / "reconciler.kubeconfig"), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return proc.stdout.strip()
 
 
@@ -84,8 +88,7 @@ def internal_ip(sandbox: SandboxInfo, node: str) -> str:
     return str(next(a["address"] for a in addresses if a["type"] == "InternalIP"))
 
 
-def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo,
-                                           receiver: HeartbeatReceiver) -> None:
+def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
     code, result = run_cli(local_config(tmp_path, sandbox, [JOB]), JOB, receiver)
     assert (code, result["status"]) == (0, "ok"), result
     assert result["summary"] == "moved 0 Pending pod(s) on fake nodes to Running"
@@ -98,9 +101,18 @@ def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo,
 def test_the_write_identity_can_do_only_what_the_job_does(sandbox: SandboxInfo) -> None:
     # Exactly its generated RBAC (kwok_pod_reconciler.declared_access): it lists, it never GETs one object.
     allowed = [("list", "nodes"), ("list", "pods"), ("patch", "pods/status")]
-    refused = [("get", "nodes"), ("get", "pods"), ("patch", "pods"), ("update", "pods/status"), ("delete", "pods"),
-               ("create", "pods"), ("patch", "nodes"), ("patch", "nodes/status"), ("list", "secrets"),
-               ("list", "events")]
+    refused = [
+        ("get", "nodes"),
+        ("get", "pods"),
+        ("patch", "pods"),
+        ("update", "pods/status"),
+        ("delete", "pods"),
+        ("create", "pods"),
+        ("patch", "nodes"),
+        ("patch", "nodes/status"),
+        ("list", "secrets"),
+        ("list", "events"),
+    ]
 
     def can_i(verb: str, what: str) -> str:
         resource, _, subresource = what.partition("/")
@@ -120,21 +132,34 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
         # as every kubelet does: koord-manager v1.6.0 panics on a node without allocatable (noderesource
         # plugins/util/util.go PrepareNodeForResource writes into the nil map), and its webhooks go with it.
         resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-        node = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": OTHER_NODE, "labels": {NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}},
-                "status": {"capacity": resources, "allocatable": resources}}
-        manifests = [node, *(pod(name, fake) for name, fake in FAKE_PODS.items()),
-                     pod(ON_OTHER_NODE, OTHER_NODE), pod(UNBOUND, None)]
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": OTHER_NODE, "labels": {NO_KOORDLET_LABEL: "true", NO_KRUISE_DAEMON_LABEL: "true"}},
+            "status": {"capacity": resources, "allocatable": resources},
+        }
+        manifests = [
+            node,
+            *(pod(name, fake) for name, fake in FAKE_PODS.items()),
+            pod(ON_OTHER_NODE, OTHER_NODE),
+            pod(UNBOUND, None),
+        ]
         for manifest in manifests:
-            proc = subprocess.run([str(sandbox.bin_dir / "kubectl"), "--kubeconfig", str(sandbox.kubeconfig),
-                                   "create", "-f", "-"], input=json.dumps(manifest), capture_output=True,
-                                  text=True, timeout=30, check=False)
+            proc = subprocess.run(
+                [str(sandbox.bin_dir / "kubectl"), "--kubeconfig", str(sandbox.kubeconfig), "create", "-f", "-"],
+                input=json.dumps(manifest),
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
             assert proc.returncode == 0, proc.stderr
         assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")
         yield
     finally:
-        sandbox.kubectl("delete", "pod", "-n", NS, "--ignore-not-found", "--grace-period=0", "--force",
-                        *EVERY_POD, check=False)
+        sandbox.kubectl(
+            "delete", "pod", "-n", NS, "--ignore-not-found", "--grace-period=0", "--force", *EVERY_POD, check=False
+        )
         sandbox.kubectl("delete", "node", "--ignore-not-found", OTHER_NODE, check=False)
         faults.heal("kwok-down", state_dir=sandbox.state_dir)
         # koord-manager deletes the extra node's NodeMetric once the node is gone: wait, before the next test looks
@@ -146,8 +171,9 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("kwok_down_with_pods")
-def test_kwok_down_moves_exactly_the_fake_node_pods(tmp_path: Path, sandbox: SandboxInfo,
-                                                    receiver: HeartbeatReceiver) -> None:
+def test_kwok_down_moves_exactly_the_fake_node_pods(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     code, dry = run_cli(config(tmp_path, sandbox, dry_run=True), JOB, receiver)
     assert (code, dry["status"]) == (0, "ok"), dry
     assert dry["summary"] == f"would move 2 Pending pod(s) on fake nodes to Running: {MOVED}"
@@ -169,13 +195,17 @@ def test_kwok_down_moves_exactly_the_fake_node_pods(tmp_path: Path, sandbox: San
     assert left_alone["already_ready"] == 0, left_alone
     after = statuses(sandbox)
     assert {name: status.get("phase") for name, status in after.items()} == {
-        **dict.fromkeys(FAKE_PODS, "Running"), ON_OTHER_NODE: "Pending", UNBOUND: "Pending"}
+        **dict.fromkeys(FAKE_PODS, "Running"),
+        ON_OTHER_NODE: "Pending",
+        UNBOUND: "Pending",
+    }
     for name, node in FAKE_PODS.items():
         moved = after[name]
         conditions = {c["type"]: c["status"] for c in moved["conditions"]}
         assert conditions == {"Initialized": "True", "Ready": "True", "ContainersReady": "True"}, (name, conditions)
         assert [(c["name"], c["ready"], "running" in c["state"]) for c in moved["containerStatuses"]] == [
-            ("c", True, True)], name
+            ("c", True, True)
+        ], name
         assert moved["hostIP"] == internal_ip(sandbox, node), name
         assert "podIP" not in moved, name
 

@@ -47,13 +47,17 @@ def settled(sandbox: SandboxInfo) -> None:
 def running_pods(sandbox: SandboxInfo, namespace: str, selector: str) -> dict[str, str]:
     """Running pod name -> node, as admin."""
     pods = json.loads(sandbox.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout)
-    return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in pods["items"]
-            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
+    return {
+        p["metadata"]["name"]: p["spec"].get("nodeName", "")
+        for p in pods["items"]
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    }
 
 
 @pytest.mark.usefixtures("settled")
-def test_healthy_reports_the_real_holder_pods_and_pings_once(tmp_path: Path, sandbox: SandboxInfo,
-                                                             receiver: HeartbeatReceiver) -> None:
+def test_healthy_reports_the_real_holder_pods_and_pings_once(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run_once(write_config(tmp_path, sandbox, CHECK), CHECK)
     assert result.status is Status.OK, result.errors
     assert result.reported is True
@@ -69,8 +73,9 @@ def test_healthy_reports_the_real_holder_pods_and_pings_once(tmp_path: Path, san
 
 
 @pytest.mark.usefixtures("settled")
-def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(tmp_path: Path, sandbox: SandboxInfo,
-                                                                       receiver: HeartbeatReceiver) -> None:
+def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     bound = UPSTREAM_DURATION - 5
     result = run_once(write_config(tmp_path, sandbox, CHECK, {"max_lease_duration_seconds": bound}), CHECK)
     assert result.status is Status.FAILED, result.summary
@@ -78,6 +83,8 @@ def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(tmp_path
     assert sorted(line.partition(": ")[0] for line in result.errors) == sorted(f"lease {key}" for key in LEASES)
     for key, holder in holders.items():
         (line,) = [line for line in result.errors if line.startswith(f"lease {key}: ")]
-        assert line.startswith(f"lease {key}: observed leaseDurationSeconds {UPSTREAM_DURATION} held by {holder} "
-                               f"(want <= {bound} s: nobody would take over for {UPSTREAM_DURATION} s")
+        assert line.startswith(
+            f"lease {key}: observed leaseDurationSeconds {UPSTREAM_DURATION} held by {holder} "
+            f"(want <= {bound} s: nobody would take over for {UPSTREAM_DURATION} s"
+        )
     assert receiver.pings_for(CHECK) == 0

@@ -43,15 +43,17 @@ def config(tmp_path: Path, sandbox: SandboxInfo) -> Path:
 def endpoint_judged_by_status_code(tmp_path: Path, sandbox: SandboxInfo) -> Path:
     """local.yaml's ls-web endpoint with `expect_body: null`, in a directory of its own."""
     shipped = yaml.safe_load((ROOT / "infra" / "environments" / "local.yaml").read_text())
-    endpoints: list[dict[str, Any]] = [{**e, "expect_body": None}
-                                       for e in shipped["checks"][CHECK]["params"]["endpoints"]]
+    endpoints: list[dict[str, Any]] = [
+        {**e, "expect_body": None} for e in shipped["checks"][CHECK]["params"]["endpoints"]
+    ]
     directory = tmp_path / "by-status-code"
     directory.mkdir()
     return local_config(directory, sandbox, [CHECK], {CHECK: {"endpoints": endpoints}})
 
 
-def test_healthy_is_ok_and_pings_once(config: Path, receiver: HeartbeatReceiver,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_healthy_is_ok_and_pings_once(
+    config: Path, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = run(config, CHECK, receiver, monkeypatch)
     assert result.status is Status.OK, result
     assert result.reported is True
@@ -61,9 +63,9 @@ def test_healthy_is_ok_and_pings_once(config: Path, receiver: HeartbeatReceiver,
     assert endpoint["elapsed_ms"] < 500
 
 
-def test_slower_than_degraded_ms_is_degraded_and_pinged(config: Path, sandbox: SandboxInfo,
-                                                        receiver: HeartbeatReceiver,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slower_than_degraded_ms_is_degraded_and_pinged(
+    config: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     faults.break_fault("backend-slow", "ls-workload", sandbox.state_dir, delay_ms=1000)
     try:
         result = run(config, CHECK, receiver, monkeypatch)
@@ -76,9 +78,9 @@ def test_slower_than_degraded_ms_is_degraded_and_pinged(config: Path, sandbox: S
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_a_wrong_body_passes_only_when_judged_by_status_code(config: Path, tmp_path: Path, sandbox: SandboxInfo,
-                                                            receiver: HeartbeatReceiver,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_body_passes_only_when_judged_by_status_code(
+    config: Path, tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     by_code = endpoint_judged_by_status_code(tmp_path, sandbox)
     faults.break_fault("backend-wrong-body", "ls-workload", sandbox.state_dir)
     try:

@@ -40,8 +40,9 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_defaults_judge_the_real_node_without_a_lower_bound(tmp_path: Path, sandbox: SandboxInfo,
-                                                            receiver: HeartbeatReceiver) -> None:
+def test_defaults_judge_the_real_node_without_a_lower_bound(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, shipped=False)
     assert result.status is Status.OK, result.errors
     assert result.details["sampled"] == REAL_NODES
@@ -50,15 +51,17 @@ def test_defaults_judge_the_real_node_without_a_lower_bound(tmp_path: Path, sand
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_nodes_above_the_node_threshold_are_named_degraded(tmp_path: Path, sandbox: SandboxInfo,
-                                                           receiver: HeartbeatReceiver) -> None:
+def test_nodes_above_the_node_threshold_are_named_degraded(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     # The mean (62 %) stays within local.yaml's 60 to 65 %; every node is above a 50 % threshold.
     params = {"node_threshold_percent": 50, "upper_percent": 65}
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, params)
     assert result.status is Status.DEGRADED, result.summary
     assert result.details["above_threshold_count"] == sandbox.nodes + REAL_NODES
     assert result.errors[0].startswith("node ")
-    assert result.errors[0].endswith(" % (NodeMetric) (want <= 50 %: LoadAwareScheduling filters the node out "
-                                     "above it)")
+    assert result.errors[0].endswith(
+        " % (NodeMetric) (want <= 50 %: LoadAwareScheduling filters the node out above it)"
+    )
     assert result.reported is True
     assert receiver.pings_for(CHECK) == 1

@@ -39,8 +39,7 @@ def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: Hear
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_defaults_judge_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo,
-                                           receiver: HeartbeatReceiver) -> None:
+def test_defaults_judge_the_real_node_only(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
     result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, shipped=False)
     assert result.status is Status.OK, result.errors
     assert result.details["fresh"] == REAL_NODES

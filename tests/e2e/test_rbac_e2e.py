@@ -52,8 +52,12 @@ def _admin(sandbox: SandboxInfo) -> httpx.Client:
 
 
 def _client(sandbox: SandboxInfo, token: str) -> httpx.Client:
-    return httpx.Client(base_url=sandbox.server, verify=ssl.create_default_context(cafile=str(sandbox.ca_path)),
-                        timeout=10, headers={"Authorization": f"Bearer {token}"})
+    return httpx.Client(
+        base_url=sandbox.server,
+        verify=ssl.create_default_context(cafile=str(sandbox.ca_path)),
+        timeout=10,
+        headers={"Authorization": f"Bearer {token}"},
+    )
 
 
 def _allowed(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant) -> bool:
@@ -77,13 +81,13 @@ def _allowed(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rb
     return bool(answer.json()["status"].get("allowed"))
 
 
-def _wait_until(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant,
-                allowed: bool) -> None:
+def _wait_until(client: httpx.Client, namespace: str | None, grant: rbac.Grant | rbac.UrlGrant, allowed: bool) -> None:
     deadline = time.monotonic() + RBAC_PROPAGATION_SECONDS
     while _allowed(client, namespace, grant) != allowed:
         assert time.monotonic() < deadline, (
             f"{grant.rule()} in {namespace or 'the ClusterRole'}: the probe still {'is not' if allowed else 'is'} "
-            f"allowed after {RBAC_PROPAGATION_SECONDS:g} s (granted elsewhere, or the change not in effect)")
+            f"allowed after {RBAC_PROPAGATION_SECONDS:g} s (granted elsewhere, or the change not in effect)"
+        )
         time.sleep(0.2)
 
 
@@ -96,8 +100,13 @@ def _replace(sandbox: SandboxInfo, role: dict[str, Any], name: str) -> None:
 
 def _role_of(manifests: list[dict[str, Any]], namespace: str | None) -> dict[str, Any]:
     kind = "Role" if namespace else "ClusterRole"
-    return next(m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == rbac.PROBE_ROLE
-                and m["metadata"].get("namespace") == namespace)
+    return next(
+        m
+        for m in manifests
+        if m["kind"] == kind
+        and m["metadata"]["name"] == rbac.PROBE_ROLE
+        and m["metadata"].get("namespace") == namespace
+    )
 
 
 def test_the_sandbox_probe_holds_exactly_the_generated_roles(sandbox: SandboxInfo, local: Settings) -> None:
@@ -121,8 +130,11 @@ def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: San
     generated = rbac.plan(rbac.declared(local))
     manifests = rbac.manifests(local)
     exercised = [(ns, grant) for ns, grant in generated.rules() if not grant.when]
-    situational = sorted((ns or "", grant.rule().get("resources", [""])[0], tuple(grant.checks))
-                         for ns, grant in generated.rules() if grant.when)
+    situational = sorted(
+        (ns or "", grant.rule().get("resources", [""])[0], tuple(grant.checks))
+        for ns, grant in generated.rules()
+        if grant.when
+    )
     # Sent only in some situations, so a healthy cluster cannot show them needed: exactly these.
     assert situational == [
         ("koordinator-system", "endpoints", ("koord-webhook",)),  # no EndpointSlice for the Service
@@ -143,8 +155,10 @@ def test_generated_rbac_is_minimal_each_rule_removed_breaks_a_check(sandbox: San
                 _wait_until(admin, namespace, grant, allowed=False)
                 results = [run_check(local, name, report=False, log=False) for name in grant.checks]
                 if not any(r.status is Status.ERROR for r in results):
-                    unbroken.append(f"{namespace or 'cluster'}: {grant.rule()} -> "
-                                    + "; ".join(f"{r.check} {r.status.value}" for r in results))
+                    unbroken.append(
+                        f"{namespace or 'cluster'}: {grant.rule()} -> "
+                        + "; ".join(f"{r.check} {r.status.value}" for r in results)
+                    )
             finally:
                 _replace(sandbox, role, "restore")
                 _wait_until(admin, namespace, grant, allowed=True)
@@ -195,8 +209,14 @@ def _can_i(sandbox: SandboxInfo, verb: str, what: str, namespace: str | None) ->
     args = ["auth", "can-i", verb, what, *(["-n", namespace] if namespace else ["--all-namespaces"])]
     if what.endswith("/proxy") or what.endswith("/status") or what.endswith("/token"):
         resource, _, sub = what.rpartition("/")
-        args = ["auth", "can-i", verb, resource, f"--subresource={sub}",
-                *(["-n", namespace] if namespace else ["--all-namespaces"])]
+        args = [
+            "auth",
+            "can-i",
+            verb,
+            resource,
+            f"--subresource={sub}",
+            *(["-n", namespace] if namespace else ["--all-namespaces"]),
+        ]
     answer = sandbox.kubectl(*args, probe=True, check=False)
     word = (answer.stdout.split() or [""])[0]
     assert word in ("yes", "no"), f"kubectl auth can-i: {answer.stdout} {answer.stderr}"
@@ -213,18 +233,21 @@ def test_declared_access_is_allowed(sandbox: SandboxInfo, verb: str, what: str, 
     assert _can_i(sandbox, verb, what, namespace)
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/namespaces/koordinator-system/secrets",
-    "/api/v1/namespaces/koordinator-system/secrets/koordinator-webhook-certs",
-    "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs",
-    "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs-other",
-    "/api/v1/secrets",
-    "/api/v1/configmaps",
-    "/apis/apps/v1/namespaces/kube-system/deployments",
-    "/debug/pprof/",
-    "/logs/",
-    "/metrics/slis",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/namespaces/koordinator-system/secrets",
+        "/api/v1/namespaces/koordinator-system/secrets/koordinator-webhook-certs",
+        "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs",
+        "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs-other",
+        "/api/v1/secrets",
+        "/api/v1/configmaps",
+        "/apis/apps/v1/namespaces/kube-system/deployments",
+        "/debug/pprof/",
+        "/logs/",
+        "/metrics/slis",
+    ],
+)
 def test_direct_gets_of_what_no_check_reads_answer_403(sandbox: SandboxInfo, path: str) -> None:
     with _client(sandbox, sandbox.probe_token) as probe:
         assert probe.get(path).status_code == 403
@@ -236,8 +259,12 @@ PROBE_NAMESPACE = "outpost-probe"
 
 
 def _pod(prefix: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": prefix, "namespace": PROBE_NAMESPACE},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": prefix, "namespace": PROBE_NAMESPACE},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+    }
 
 
 def _stored(admin: httpx.Client, prefix: str) -> list[str]:
@@ -258,7 +285,8 @@ def _holds(live: Any, wanted: Any) -> bool:
 def test_the_sandbox_holds_the_generated_dry_run_policy(sandbox: SandboxInfo, local: Settings) -> None:
     generated = {m["kind"]: m for m in rbac.manifests(local) if m["kind"].startswith("ValidatingAdmissionPolicy")}
     assert set(generated) == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, (
-        "outpost rbac --env local generates no dry-run policy for the probe's create pods right")
+        "outpost rbac --env local generates no dry-run policy for the probe's create pods right"
+    )
     for kind, wanted in generated.items():
         assert wanted["metadata"]["name"] == POLICY
         live = json.loads(sandbox.kubectl("get", kind.lower(), POLICY, "-o", "json").stdout)
@@ -287,8 +315,7 @@ def test_as_the_probe_a_real_pod_create_is_refused_naming_the_policy(sandbox: Sa
 def test_as_the_probe_a_dry_run_pod_create_is_admitted_and_stores_nothing(sandbox: SandboxInfo) -> None:
     prefix = "outpost-e2e-dry-run-"
     with _client(sandbox, sandbox.probe_token) as probe, _admin(sandbox) as admin:
-        answer = probe.post(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", params={"dryRun": "All"},
-                            json=_pod(prefix))
+        answer = probe.post(f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods", params={"dryRun": "All"}, json=_pod(prefix))
         assert answer.status_code == 201, answer.text[:300]
         assert answer.json()["metadata"]["name"].startswith(prefix)
         assert _stored(admin, prefix) == []
@@ -299,14 +326,43 @@ def test_the_policy_binds_the_probe_only(sandbox: SandboxInfo) -> None:
     identity's real create in the same namespace is not the policy's business (RBAC is what holds it there)."""
     probe_pod, other_pod = "outpost-e2e-as-probe", "outpost-e2e-as-other"
     try:
-        as_probe = sandbox.kubectl("run", probe_pod, "-n", PROBE_NAMESPACE, "--image=registry.k8s.io/pause:3.10",
-                                   "--restart=Never", "--as", rbac.PROBE_USER, check=False)
+        as_probe = sandbox.kubectl(
+            "run",
+            probe_pod,
+            "-n",
+            PROBE_NAMESPACE,
+            "--image=registry.k8s.io/pause:3.10",
+            "--restart=Never",
+            "--as",
+            rbac.PROBE_USER,
+            check=False,
+        )
         assert as_probe.returncode != 0, "the probe's real create (impersonated) was admitted"
         assert f"ValidatingAdmissionPolicy '{POLICY}'" in as_probe.stderr, as_probe.stderr
-        as_other = sandbox.kubectl("run", other_pod, "-n", PROBE_NAMESPACE, "--image=registry.k8s.io/pause:3.10",
-                                   "--restart=Never", "--as", "outpost-e2e-operator", "--as-group", "system:masters",
-                                   check=False)
+        as_other = sandbox.kubectl(
+            "run",
+            other_pod,
+            "-n",
+            PROBE_NAMESPACE,
+            "--image=registry.k8s.io/pause:3.10",
+            "--restart=Never",
+            "--as",
+            "outpost-e2e-operator",
+            "--as-group",
+            "system:masters",
+            check=False,
+        )
         assert as_other.returncode == 0, as_other.stderr
     finally:
-        sandbox.kubectl("delete", "pod", probe_pod, other_pod, "-n", PROBE_NAMESPACE, "--ignore-not-found",
-                        "--grace-period=0", "--force", check=False)
+        sandbox.kubectl(
+            "delete",
+            "pod",
+            probe_pod,
+            other_pod,
+            "-n",
+            PROBE_NAMESPACE,
+            "--ignore-not-found",
+            "--grace-period=0",
+            "--force",
+            check=False,
+        )

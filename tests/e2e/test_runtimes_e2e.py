@@ -37,26 +37,32 @@ def receiver() -> Iterator[HeartbeatReceiver]:
 
 
 @pytest.fixture
-def configured(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-               monkeypatch: pytest.MonkeyPatch) -> None:
+def configured(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "runtime-e2e.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "runtime-e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 20},
-        "heartbeat": {"timeout_seconds": 2, "retries": 0},
-        "checks": {CHECK: {"heartbeat": "env:RUNTIME_E2E_HEARTBEAT"}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "runtime-e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
+                    "deadline_seconds": 20,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 0},
+                "checks": {CHECK: {"heartbeat": "env:RUNTIME_E2E_HEARTBEAT"}},
+            }
+        )
+    )
     monkeypatch.setenv("OUTPOST_CONFIG", str(path))
     monkeypatch.setenv("RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
-
 
 
 @pytest.fixture
 def gcf_url(configured: None) -> Iterator[str]:
     with served_http_target(ENTRY) as url:
         yield url
-
 
 
 def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: HeartbeatReceiver) -> None:
@@ -78,8 +84,9 @@ def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: H
     assert receiver.pings_for(CHECK) == 3
 
 
-def test_adapters_agree_when_etcd_is_down(configured: None, gcf_url: str, sandbox: SandboxInfo,
-                                          receiver: HeartbeatReceiver) -> None:
+def test_adapters_agree_when_etcd_is_down(
+    configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     module = lambda_module(ENTRY)
     faults.break_fault("etcd-down", state_dir=sandbox.state_dir)
     try:

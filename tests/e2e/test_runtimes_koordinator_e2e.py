@@ -36,19 +36,26 @@ def receiver() -> Iterator[HeartbeatReceiver]:
 
 
 @pytest.fixture
-def configured(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver,
-               monkeypatch: pytest.MonkeyPatch) -> None:
+def configured(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "koordinator-runtime-e2e.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "koordinator-runtime-e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 20},
-        "heartbeat": {"timeout_seconds": 2, "retries": 0},
-        "checks": {CHECK: {"heartbeat": "env:KOORD_RUNTIME_E2E_HEARTBEAT"}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "koordinator-runtime-e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
+                    "deadline_seconds": 20,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 0},
+                "checks": {CHECK: {"heartbeat": "env:KOORD_RUNTIME_E2E_HEARTBEAT"}},
+            }
+        )
+    )
     monkeypatch.setenv("OUTPOST_CONFIG", str(path))
     monkeypatch.setenv("KOORD_RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
-
 
 
 @pytest.fixture
@@ -57,9 +64,9 @@ def gcf_url(configured: None) -> Iterator[str]:
         yield url
 
 
-
 def test_koord_manager_health_through_lambda_and_functions_framework(
-        configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
+    configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     module = lambda_module(ENTRY)
     healthy_schedule = scheduled(module)
     healthy_http = httpx.post(gcf_url, json={}, timeout=60)

@@ -29,13 +29,14 @@ def test_every_patch_names_a_module_version_and_files_it_changes() -> None:
         module, _, version = str(patch.relative_to(GO_DIR / "patches")).removesuffix(".patch").rpartition("@")
         assert module, f"{patch}: name it <module>@<version>.patch"
         assert version.startswith("v"), f"{patch}: name it <module>@<version>.patch"
-        changed = [line[len("+++ b/"):] for line in patch.read_text().splitlines() if line.startswith("+++ b/")]
+        changed = [line[len("+++ b/") :] for line in patch.read_text().splitlines() if line.startswith("+++ b/")]
         assert changed, f"{patch}: no file changed"
 
 
 def test_patched_modules_pass_their_go_tests() -> None:
-    proc = subprocess.run(["bash", str(build_script()), "test"], capture_output=True, text=True, timeout=900,
-                          check=False)
+    proc = subprocess.run(
+        ["bash", str(build_script()), "test"], capture_output=True, text=True, timeout=900, check=False
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-6000:]
     assert "ok  \toutpost.local/sandbox/kwok" in proc.stdout, output[-6000:]
@@ -44,20 +45,30 @@ def test_patched_modules_pass_their_go_tests() -> None:
 def test_the_built_kwok_uses_the_patched_easycel() -> None:
     bin_dir = ensure_binaries()
     # The module list compiled into the binary records the replacement.
-    info = subprocess.run(["go", "version", "-m", str(bin_dir / "kwok")], capture_output=True, text=True,
-                          check=True).stdout
+    info = subprocess.run(
+        ["go", "version", "-m", str(bin_dir / "kwok")], capture_output=True, text=True, check=True
+    ).stdout
     easycel = [line for line in info.splitlines() if "github.com/wzshiming/easycel" in line]
     assert any(line.strip().startswith("=>") and "/patched/" in line for line in easycel), info
 
 
 RELEASES = {  # binary -> (module, its version pin in versions.env, main package)
     "kruise-manager": ("github.com/openkruise/kruise", "KRUISE_VERSION", "github.com/openkruise/kruise"),
-    "koord-manager": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
-                      "github.com/koordinator-sh/koordinator/cmd/koord-manager"),
-    "koord-scheduler": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
-                        "github.com/koordinator-sh/koordinator/cmd/koord-scheduler"),
-    "koord-descheduler": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION",
-                          "github.com/koordinator-sh/koordinator/cmd/koord-descheduler"),
+    "koord-manager": (
+        "github.com/koordinator-sh/koordinator",
+        "KOORDINATOR_VERSION",
+        "github.com/koordinator-sh/koordinator/cmd/koord-manager",
+    ),
+    "koord-scheduler": (
+        "github.com/koordinator-sh/koordinator",
+        "KOORDINATOR_VERSION",
+        "github.com/koordinator-sh/koordinator/cmd/koord-scheduler",
+    ),
+    "koord-descheduler": (
+        "github.com/koordinator-sh/koordinator",
+        "KOORDINATOR_VERSION",
+        "github.com/koordinator-sh/koordinator/cmd/koord-descheduler",
+    ),
 }
 
 
@@ -71,13 +82,17 @@ def test_each_manager_is_its_pinned_release_built_as_the_main_module(binary: str
     module, pin, package = RELEASES[binary]
     bin_dir = ensure_binaries()
     assert json.loads((bin_dir / "versions.json").read_text())[module] == pins()[pin]
-    info = subprocess.run(["go", "version", "-m", str(bin_dir / binary)], capture_output=True, text=True,
-                          check=True).stdout
+    info = subprocess.run(
+        ["go", "version", "-m", str(bin_dir / binary)], capture_output=True, text=True, check=True
+    ).stdout
     assert f"\tpath\t{package}\n" in info
     assert f"\tmod\t{module}\t" in info  # the release itself is the main module, not a dependency
     # Its go.mod's replace directives held: every replaced dependency linked in is replaced as the release says.
-    release_dir = json.loads(subprocess.run(["go", "mod", "download", "-json", f"{module}@{pins()[pin]}"],
-                                            capture_output=True, text=True, check=True).stdout)["Dir"]
+    release_dir = json.loads(
+        subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{pins()[pin]}"], capture_output=True, text=True, check=True
+        ).stdout
+    )["Dir"]
     go_mod = (Path(release_dir) / "go.mod").read_text()
     replaced = re.findall(r"^\t=>\t(\S+)\t(\S+)", info, flags=re.MULTILINE)
     assert replaced, f"{binary}: no replaced module linked in: built outside its release's go.mod?"
@@ -86,6 +101,11 @@ def test_each_manager_is_its_pinned_release_built_as_the_main_module(binary: str
 
 
 def test_the_upstream_objects_are_what_the_pins_render() -> None:
-    proc = subprocess.run([sys.executable, str(GO_DIR / "render_upstream.py"), "--check"], capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(GO_DIR / "render_upstream.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

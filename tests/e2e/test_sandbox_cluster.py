@@ -30,8 +30,7 @@ NODE_NET = ipaddress.ip_network("10.245.0.0/16")
 
 def _client(sb: SandboxInfo, token: str) -> httpx.Client:
     ctx = ssl.create_default_context(cafile=str(sb.ca_path))
-    return httpx.Client(base_url=sb.server, verify=ctx, timeout=15,
-                        headers={"Authorization": f"Bearer {token}"})
+    return httpx.Client(base_url=sb.server, verify=ctx, timeout=15, headers={"Authorization": f"Bearer {token}"})
 
 
 @pytest.fixture
@@ -100,10 +99,13 @@ def test_deployment_scheduled_by_real_scheduler_and_running(sandbox: SandboxInfo
             "template": {
                 "metadata": {"labels": {"app": "web"}},
                 # Fake nodes carry kwok's taint; pods meant for them tolerate it (the process node runs the managers).
-                "spec": {"tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
-                         "nodeSelector": {"type": "kwok"},
-                         "containers": [{"name": "web", "image": "registry.invalid/web:1",
-                                         "resources": {"requests": {"cpu": "100m"}}}]},
+                "spec": {
+                    "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+                    "nodeSelector": {"type": "kwok"},
+                    "containers": [
+                        {"name": "web", "image": "registry.invalid/web:1", "resources": {"requests": {"cpu": "100m"}}}
+                    ],
+                },
             },
         },
     }
@@ -128,8 +130,9 @@ def test_deployment_scheduled_by_real_scheduler_and_running(sandbox: SandboxInfo
             assert scheduled[0]["status"] == "True"
             assert ipaddress.ip_address(p["status"]["podIP"]) in POD_NET
             assert ipaddress.ip_address(p["status"]["hostIP"]) in NODE_NET
-        events = json.loads(sandbox.kubectl(
-            "get", "events", "-n", ns, "--field-selector", "reason=Scheduled", "-o", "json").stdout)
+        events = json.loads(
+            sandbox.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scheduled", "-o", "json").stdout
+        )
         sources = {e.get("reportingComponent") or e.get("source", {}).get("component") for e in events["items"]}
         assert "default-scheduler" in sources
     finally:
@@ -141,21 +144,31 @@ def test_probe_identity_is_read_only_and_sees_health(sandbox: SandboxInfo, probe
     assert probe.get("/livez").status_code == 200
     assert probe.get("/readyz", params={"verbose": "1"}).status_code == 200
     assert probe.get("/api/v1/nodes", params={"limit": "1"}).status_code == 200
-    assert probe.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-                     params={"limit": "1"}).status_code == 200
+    assert (
+        probe.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", params={"limit": "1"}).status_code
+        == 200
+    )
     assert probe.get("/api/v1/secrets").status_code == 403
     assert probe.get("/api/v1/namespaces/kube-system/secrets").status_code == 403
     assert probe.get("/api/v1/nodes/kwok-node-0/proxy/healthz").status_code == 403
-    created = probe.post("/api/v1/namespaces/default/configmaps",
-                         json={"metadata": {"name": "x"}, "data": {}})
+    created = probe.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}, "data": {}})
     assert created.status_code == 403
     can = sandbox.kubectl("auth", "can-i", "list", "secrets", "-A", probe=True, check=False)
     assert can.stdout.strip() == "no"
     # The service proxy only by Service name, in its namespace (the generated RBAC): not across namespaces.
     can = sandbox.kubectl("auth", "can-i", "get", "services/proxy", "-A", probe=True, check=False)
     assert can.stdout.strip() == "no"
-    can = sandbox.kubectl("auth", "can-i", "get", "services/https:kruise-webhook-service:443", "--subresource=proxy",
-                          "-n", "kruise-system", probe=True, check=False)
+    can = sandbox.kubectl(
+        "auth",
+        "can-i",
+        "get",
+        "services/https:kruise-webhook-service:443",
+        "--subresource=proxy",
+        "-n",
+        "kruise-system",
+        probe=True,
+        check=False,
+    )
     assert can.stdout.strip() == "yes"
 
 

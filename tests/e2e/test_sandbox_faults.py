@@ -57,8 +57,9 @@ def heal(sb: Any, name: str) -> None:
 # ---- the real koord-scheduler ------------------------------------------------------------------------------------
 def test_a_stuck_gang_as_koord_scheduler_sees_it(sb: Any) -> None:
     brk(sb, "podgroup-stuck")
-    group = get_json(sb, "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/"
-                         "outpost-fault-pending-gang")
+    group = get_json(
+        sb, "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/outpost-fault-pending-gang"
+    )
     assert group["status"]["phase"] == "Scheduling"
     members = get_json(sb, "/api/v1/namespaces/default/pods?labelSelector=app=outpost-fault-pending-gang")["items"]
     assert len(members) == 3
@@ -92,16 +93,20 @@ def test_ls_workload_slow(sb: Any) -> None:
     assert time.monotonic() - t < 1.0
 
 
-@pytest.mark.parametrize(("fault", "ns", "selector"), [
-    ("koordlet-missing", "koordinator-system", "koord-app=koordlet"),
-    ("kruise-daemon-missing", "kruise-system", "control-plane=daemon"),
-])
+@pytest.mark.parametrize(
+    ("fault", "ns", "selector"),
+    [
+        ("koordlet-missing", "koordinator-system", "koord-app=koordlet"),
+        ("kruise-daemon-missing", "kruise-system", "control-plane=daemon"),
+    ],
+)
 def test_daemonset_leaves_a_node(sb: Any, fault: str, ns: str, selector: str) -> None:
     node = "kwok-node-1"
 
     def on_node() -> list[Any]:
         items: list[Any] = get_json(
-            sb, f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}&fieldSelector=spec.nodeName={node}")["items"]
+            sb, f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}&fieldSelector=spec.nodeName={node}"
+        )["items"]
         return items
 
     assert on_node()
@@ -158,8 +163,13 @@ def test_apiserver_overload_429_for_the_probe_while_readyz_200(sb: Any) -> None:
 # ---- command line -----------------------------------------------------------------------------------------------
 def test_cli_break_and_heal(sb: Any) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "outpost_sandbox", *args, "--state-dir", str(sb.state_dir)],
-                              capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "outpost_sandbox", *args, "--state-dir", str(sb.state_dir)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     out = run("break", "backend-500", "--target", "ls-workload")
     assert out.returncode == 0, out.stderr

@@ -28,7 +28,8 @@ from outpost_sandbox.procs import ProcessTable
 pytestmark = pytest.mark.sandbox
 
 KOORD_WEBHOOK_HEALTHZ = (
-    "/api/v1/namespaces/koordinator-system/services/https:koordinator-webhook-service:443/proxy/healthz")
+    "/api/v1/namespaces/koordinator-system/services/https:koordinator-webhook-service:443/proxy/healthz"
+)
 
 
 def pods(sb: Any, ns: str, selector: str) -> list[dict[str, Any]]:
@@ -81,8 +82,10 @@ def test_kruise_daemon_answers_on_every_node_through_node_proxy(sandbox: Any) ->
 def test_ls_workload_answers_through_its_service(sandbox: Any) -> None:
     r = api(sandbox, LS_WEB)
     assert r.status_code == 200
-    slices = get_json(sandbox, "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
-                               "?labelSelector=kubernetes.io/service-name=ls-web")["items"]
+    slices = get_json(
+        sandbox,
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io/service-name=ls-web",
+    )["items"]
     ready = [e for s in slices for e in s.get("endpoints") or [] if e["conditions"].get("ready")]
     assert len(ready) == 2  # written by the real endpointslice controller
 
@@ -99,7 +102,8 @@ def test_upstream_names_labels_and_ports(sandbox: Any) -> None:
     assert k["status"]["readyReplicas"] == 2
     kd = get_json(sandbox, "/apis/apps/v1/namespaces/kruise-system/daemonsets/kruise-daemon")
     terms = kd["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert {"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]} in terms[0]["matchExpressions"]
     for svc, ns in (("koordinator-webhook-service", "koordinator-system"), ("kruise-webhook-service", "kruise-system")):
         s = get_json(sandbox, f"/api/v1/namespaces/{ns}/services/{svc}")
@@ -113,8 +117,10 @@ def test_upstream_names_labels_and_ports(sandbox: Any) -> None:
             assert all(w["clientConfig"]["caBundle"] for w in cfg["webhooks"]), name
             assert all(w["failurePolicy"] == "Fail" for w in cfg["webhooks"] if w["name"] in pod_webhooks), name
             assert "template" in cfg["metadata"]["annotations"], name  # the manager's Ensure keeps its template
-    crds = {c["metadata"]["name"] for c in get_json(
-        sandbox, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]}
+    crds = {
+        c["metadata"]["name"]
+        for c in get_json(sandbox, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    }
     upstream = {d["metadata"]["name"] for d in systems.upstream_manifests() if d["kind"] == "CustomResourceDefinition"}
     assert len(upstream) == 29  # 18 of OpenKruise's, 11 of Koordinator's config/crd/bases
     assert upstream <= crds
@@ -179,16 +185,18 @@ def test_a_new_nodes_nodemetric_is_reported_as_soon_as_koord_manager_creates_it(
                 time.sleep(0.25)
             assert created_at is not None, f"koord-manager created no NodeMetric for {name} in 60 s"
             assert reported_after is not None, f"NodeMetric {name} not reported in 60 s"
-            assert reported_after < server.NODEMETRIC_REFRESH_S / 4, \
+            assert reported_after < server.NODEMETRIC_REFRESH_S / 4, (
                 f"NodeMetric {name} reported {reported_after:.1f} s after it was created"
+            )
         finally:
             kube.delete(f"/api/v1/nodes/{name}")
             # The DaemonSet pods kwok ran there go now, not after the pod GC's quarantine.
             for pod in kube.list("/api/v1/pods"):
                 if pod["spec"].get("nodeName") == name:
                     meta = pod["metadata"]
-                    kube.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                                {"gracePeriodSeconds": "0"})
+                    kube.delete(
+                        f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", {"gracePeriodSeconds": "0"}
+                    )
             deadline = time.monotonic() + 60
             while kube.get(metric_path, ok_missing=True) is not None and time.monotonic() < deadline:
                 time.sleep(0.5)
@@ -196,12 +204,23 @@ def test_a_new_nodes_nodemetric_is_reported_as_soon_as_koord_manager_creates_it(
 
 
 def _gang_member(gang: str, index: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{gang}-{index}", "namespace": "default", "labels": {systems.GANG_LABEL: gang}},
-            "spec": {"schedulerName": "koord-scheduler", "nodeSelector": {"type": "kwok"},
-                     "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
-                     "containers": [{"name": "w", "image": "library/busybox:1.36",
-                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{gang}-{index}", "namespace": "default", "labels": {systems.GANG_LABEL: gang}},
+        "spec": {
+            "schedulerName": "koord-scheduler",
+            "nodeSelector": {"type": "kwok"},
+            "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "w",
+                    "image": "library/busybox:1.36",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
+    }
 
 
 def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,8 +238,9 @@ def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkey
     assert logs, "no koord-scheduler log under the sandbox's logs/pods"
 
     def members(kube: Kube) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = kube.get("/api/v1/namespaces/default/pods",
-                                               labelSelector=f"{systems.GANG_LABEL}={gang}")["items"]
+        found: list[dict[str, Any]] = kube.get(
+            "/api/v1/namespaces/default/pods", labelSelector=f"{systems.GANG_LABEL}={gang}"
+        )["items"]
         return found
 
     def wait(what: str, predicate: Any, timeout: float = 30) -> None:
@@ -231,12 +251,20 @@ def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkey
 
     with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
         try:
-            kube.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                        "metadata": {"name": gang, "namespace": "default"}, "spec": {"minMember": 3}})
+            kube.apply(
+                {
+                    "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": gang, "namespace": "default"},
+                    "spec": {"minMember": 3},
+                }
+            )
             for i in range(2):
                 kube.apply(_gang_member(gang, i))
-            wait("koord's PodGroup controller to write Pending",
-                 lambda: (kube.get(group_path).get("status") or {}).get("phase") == "Pending")
+            wait(
+                "koord's PodGroup controller to write Pending",
+                lambda: (kube.get(group_path).get("status") or {}).get("phase") == "Pending",
+            )
             time.sleep(2)  # both members held by PreEnqueue; nothing else is to update the PodGroup
             assert [p["spec"].get("nodeName") for p in members(kube)] == [None, None]
             offsets = {log: log.stat().st_size for log in logs}
@@ -245,19 +273,30 @@ def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkey
             assert systems.REQUEUE_ANNOTATION in kube.get(group_path)["metadata"].get("annotations", {})
 
             def moved() -> set[str]:
-                text = "".join(log.read_bytes()[offsets[log]:].decode(errors="replace") for log in logs)
-                return {f"{gang}-{i}" for i in range(2)
-                        if f'"Pod moved to an internal scheduling queue" pod="default/{gang}-{i}" '
-                           'event="PodgroupsUpdate"' in text}
+                text = "".join(log.read_bytes()[offsets[log] :].decode(errors="replace") for log in logs)
+                return {
+                    f"{gang}-{i}"
+                    for i in range(2)
+                    if f'"Pod moved to an internal scheduling queue" pod="default/{gang}-{i}" '
+                    'event="PodgroupsUpdate"' in text
+                }
+
             wait("koord-scheduler to move both held members on the PodGroup update", lambda: len(moved()) == 2)
             assert [p["spec"].get("nodeName") for p in members(kube)] == [None, None], "an incomplete gang was bound"
             kube.apply(_gang_member(gang, 2))
             # The third member can meet the same informer race (the scheduler's gang cache counts 2 when it
             # reaches PreEnqueue): what the sandbox does about it everywhere, a requeue while it is held.
             monkeypatch.setattr(systems, "GANG_REQUEUE_S", 5.0)
-            wait("the completed gang bound", systems.requeuing(
-                kube, "default", gang, lambda: len(members(kube)) == 3
-                and all(p["spec"].get("nodeName") for p in members(kube))), timeout=60)
+            wait(
+                "the completed gang bound",
+                systems.requeuing(
+                    kube,
+                    "default",
+                    gang,
+                    lambda: len(members(kube)) == 3 and all(p["spec"].get("nodeName") for p in members(kube)),
+                ),
+                timeout=60,
+            )
         finally:
             for pod in members(kube):
                 kube.delete(f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}", {"gracePeriodSeconds": "0"})

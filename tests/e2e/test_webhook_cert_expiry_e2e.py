@@ -30,12 +30,16 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.sandbox
 CHECK = "webhook-cert-expiry"
-CONFIGURATIONS = ("mutatingwebhookconfiguration koordinator-mutating-webhook-configuration",
-                  "validatingwebhookconfiguration koordinator-validating-webhook-configuration",
-                  "mutatingwebhookconfiguration kruise-mutating-webhook-configuration",
-                  "validatingwebhookconfiguration kruise-validating-webhook-configuration")
-SECRETS = {"koordinator-system/koordinator-webhook-certs": "secret koordinator-system/koordinator-webhook-certs",
-           "kruise-system/kruise-webhook-certs": "secret kruise-system/kruise-webhook-certs"}
+CONFIGURATIONS = (
+    "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration",
+    "validatingwebhookconfiguration koordinator-validating-webhook-configuration",
+    "mutatingwebhookconfiguration kruise-mutating-webhook-configuration",
+    "validatingwebhookconfiguration kruise-validating-webhook-configuration",
+)
+SECRETS = {
+    "koordinator-system/koordinator-webhook-certs": "secret koordinator-system/koordinator-webhook-certs",
+    "kruise-system/kruise-webhook-certs": "secret kruise-system/kruise-webhook-certs",
+}
 TEN_YEARS_DAYS = 3650
 """The managers' CA and serving certificate lifetime (github.com/openkruise/kruise@v1.8.0 and
 github.com/koordinator-sh/koordinator@v1.6.0, pkg/webhook/util/generator/selfsigned.go)."""
@@ -59,8 +63,9 @@ def test_probe_may_get_no_secret_by_default(sandbox: SandboxInfo) -> None:
     assert can_i(sandbox, "get", "secrets/some-other-secret", "-n", "kruise-system") == "no"
 
 
-def test_healthy_is_ok_and_pings_once_without_secret_rights(tmp_path: Path, sandbox: SandboxInfo,
-                                                             receiver: HeartbeatReceiver) -> None:
+def test_healthy_is_ok_and_pings_once_without_secret_rights(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
     result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK), CHECK)
     assert result.status is Status.OK, result.errors
@@ -75,21 +80,24 @@ def test_healthy_is_ok_and_pings_once_without_secret_rights(tmp_path: Path, sand
     assert receiver.pings_for(CHECK) == 1
 
 
-def test_a_threshold_beyond_the_certificates_names_every_bundle(tmp_path: Path, sandbox: SandboxInfo,
-                                                                receiver: HeartbeatReceiver) -> None:
+def test_a_threshold_beyond_the_certificates_names_every_bundle(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"threshold_days": TEN_YEARS_DAYS})
     result = run(config, CHECK)
     assert result.status is Status.FAILED, result.summary
     for name in CONFIGURATIONS:
-        assert any(line.startswith(f"{name}: webhook ") and " caBundle certificate " in line
-                   for line in result.errors), (name, result.errors)
+        assert any(
+            line.startswith(f"{name}: webhook ") and " caBundle certificate " in line for line in result.errors
+        ), (name, result.errors)
     assert not [line for line in result.errors if line.startswith("secret ")]
     assert all(line.endswith(f"(want > {TEN_YEARS_DAYS} days)") for line in result.errors), result.errors
     assert_silent(result, receiver, CHECK)
 
 
-def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(tmp_path: Path, sandbox: SandboxInfo,
-                                                                   receiver: HeartbeatReceiver) -> None:
+def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True}), CHECK)
     assert result.status is Status.ERROR, result.summary
     assert "403" in result.summary, result.summary
@@ -97,15 +105,23 @@ def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(tmp_path: Pat
     assert_silent(result, receiver, CHECK)
 
 
-def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(tmp_path: Path, sandbox: SandboxInfo,
-                                                           receiver: HeartbeatReceiver) -> None:
+def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True})
     (tmp_path / "threshold").mkdir()
     with probe_granted_for(sandbox, config):
         assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "yes"
         result = run(config, CHECK)
-        expiring = run(write_config(tmp_path / "threshold", sandbox.probe_kubeconfig, CHECK,
-                                    {"read_serving_secrets": True, "threshold_days": TEN_YEARS_DAYS}), CHECK)
+        expiring = run(
+            write_config(
+                tmp_path / "threshold",
+                sandbox.probe_kubeconfig,
+                CHECK,
+                {"read_serving_secrets": True, "threshold_days": TEN_YEARS_DAYS},
+            ),
+            CHECK,
+        )
     assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
     assert result.status is Status.OK, result.errors
     assert result.details["serving_certificates"] == "secrets"
@@ -125,29 +141,50 @@ def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(tmp_path: Path, sandb
 
 
 CERTIFICATE_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "certificates.cert-manager.io"},
-    "spec": {"group": "cert-manager.io", "scope": "Namespaced",
-             "names": {"plural": "certificates", "singular": "certificate", "kind": "Certificate",
-                       "listKind": "CertificateList"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+    "spec": {
+        "group": "cert-manager.io",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "certificates",
+            "singular": "certificate",
+            "kind": "Certificate",
+            "listKind": "CertificateList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
 }
 """cert-manager's Certificate as the API server serves it (cert-manager.io/v1, status a subresource), with an open
 schema: what is proven is the probe's keyless read of status.notAfter, not cert-manager's validation."""
 
 
-def test_a_cert_manager_certificate_is_read_without_any_secret(tmp_path: Path, sandbox: SandboxInfo,
-                                                                receiver: HeartbeatReceiver) -> None:
+def test_a_cert_manager_certificate_is_read_without_any_secret(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+) -> None:
     if sandbox.kubectl("get", "crd", "certificates.cert-manager.io", check=False).returncode == 0:
         pytest.skip("cert-manager's CRD is already installed: not this test's to replace")
     crd, certificate = tmp_path / "crd.json", tmp_path / "certificate.json"
     crd.write_text(json.dumps(CERTIFICATE_CRD))
-    certificate.write_text(json.dumps({
-        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-        "metadata": {"name": "kruise-webhook-cert", "namespace": "kruise-system"},
-        "spec": {"secretName": "kruise-webhook-certs", "issuerRef": {"name": "selfsigned", "kind": "Issuer"}}}))
+    certificate.write_text(
+        json.dumps(
+            {
+                "apiVersion": "cert-manager.io/v1",
+                "kind": "Certificate",
+                "metadata": {"name": "kruise-webhook-cert", "namespace": "kruise-system"},
+                "spec": {"secretName": "kruise-webhook-certs", "issuerRef": {"name": "selfsigned", "kind": "Issuer"}},
+            }
+        )
+    )
     params = {"cert_manager_certificates": [{"namespace": "kruise-system", "name": "kruise-webhook-cert"}]}
     config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, params)
     try:
@@ -156,19 +193,39 @@ def test_a_cert_manager_certificate_is_read_without_any_secret(tmp_path: Path, s
         sandbox.kubectl("apply", "-f", str(certificate))
         with probe_granted_for(sandbox, config):
             never_issued = run(config, CHECK)
-            sandbox.kubectl("patch", "certificate", "kruise-webhook-cert", "-n", "kruise-system", "--subresource",
-                            "status", "--type", "merge", "-p", json.dumps({"status": {
-                                "notAfter": "2036-01-01T00:00:00Z",
-                                "conditions": [{"type": "Ready", "status": "True"}]}}))
+            sandbox.kubectl(
+                "patch",
+                "certificate",
+                "kruise-webhook-cert",
+                "-n",
+                "kruise-system",
+                "--subresource",
+                "status",
+                "--type",
+                "merge",
+                "-p",
+                json.dumps(
+                    {
+                        "status": {
+                            "notAfter": "2036-01-01T00:00:00Z",
+                            "conditions": [{"type": "Ready", "status": "True"}],
+                        }
+                    }
+                ),
+            )
             issued = run(config, CHECK)
-            assert can_i(sandbox, "get", "certificates.cert-manager.io/kruise-webhook-cert", "-n",
-                         "kruise-system") == "yes"
+            assert (
+                can_i(sandbox, "get", "certificates.cert-manager.io/kruise-webhook-cert", "-n", "kruise-system")
+                == "yes"
+            )
             assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
     finally:
         sandbox.kubectl("delete", "crd", "certificates.cert-manager.io", "--ignore-not-found", "--wait=true")
     assert never_issued.status is Status.FAILED, never_issued.summary
-    assert never_issued.errors == ["certificate kruise-system/kruise-webhook-cert: status.notAfter absent, never "
-                                   "issued (Ready absent) (want an issued certificate)"]
+    assert never_issued.errors == [
+        "certificate kruise-system/kruise-webhook-cert: status.notAfter absent, never "
+        "issued (Ready absent) (want an issued certificate)"
+    ]
     assert issued.status is Status.OK, issued.errors
     assert issued.details["serving_certificates"] == "cert-manager"
     assert issued.details["serving_secrets"] == {}

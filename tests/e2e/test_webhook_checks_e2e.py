@@ -49,15 +49,27 @@ def receiver() -> Iterator[HeartbeatReceiver]:
 
 def write_config(tmp_path: Path, sandbox: SandboxInfo, params: dict[str, dict[str, Any]] | None = None) -> Path:
     path = tmp_path / "e2e.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "e2e",
-        "cluster": {"name": "sandbox", "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 40, "read_timeout_seconds": 8},
-        "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-        "checks": {check: {"heartbeat": f"env:{env_name(check)}", **({"params": params[check]}
-                                                                     if params and check in params else {})}
-                   for check in CHECKS},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "e2e",
+                "cluster": {
+                    "name": "sandbox",
+                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
+                    "deadline_seconds": 40,
+                    "read_timeout_seconds": 8,
+                },
+                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
+                "checks": {
+                    check: {
+                        "heartbeat": f"env:{env_name(check)}",
+                        **({"params": params[check]} if params and check in params else {}),
+                    }
+                    for check in CHECKS
+                },
+            }
+        )
+    )
     return path
 
 
@@ -82,17 +94,28 @@ def trust(sb: SandboxInfo) -> ssl.SSLContext:
 
 
 def admin_get(sb: SandboxInfo, path: str) -> Any:
-    response = httpx.get(sb.server + path, headers={"Authorization": f"Bearer {sb.admin_token}"},
-                         verify=trust(sb), timeout=10)
+    response = httpx.get(
+        sb.server + path, headers={"Authorization": f"Bearer {sb.admin_token}"}, verify=trust(sb), timeout=10
+    )
     assert response.status_code == 200, f"GET {path}: {response.status_code} {response.text[:200]}"
     return response.json()
 
 
 def probe_dry_run_create(sb: SandboxInfo, namespace: str) -> httpx.Response:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "e2e-", "namespace": namespace},
-           "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
-    return httpx.post(f"{sb.server}/api/v1/namespaces/{namespace}/pods", params={"dryRun": "All"}, json=pod,
-                      headers={"Authorization": f"Bearer {sb.probe_token}"}, verify=trust(sb), timeout=30)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "e2e-", "namespace": namespace},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    return httpx.post(
+        f"{sb.server}/api/v1/namespaces/{namespace}/pods",
+        params={"dryRun": "All"},
+        json=pod,
+        headers={"Authorization": f"Bearer {sb.probe_token}"},
+        verify=trust(sb),
+        timeout=30,
+    )
 
 
 def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, receiver: HeartbeatReceiver) -> None:
@@ -103,8 +126,7 @@ def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, rec
         assert result.reported is True
         assert receiver.pings_for(check) == 1, check
     dry_run = run_check(settings, "admission-dry-run", log=False, report=False)
-    assert {s: d["mutated"] for s, d in dry_run.details["systems"].items()} == {"koordinator": True,
-                                                                              "openkruise": True}
+    assert {s: d["mutated"] for s, d in dry_run.details["systems"].items()} == {"koordinator": True, "openkruise": True}
     # The sandbox applies the documented profile and labels the probe namespace as its documentation asks.
     assert dry_run.details["systems"]["koordinator"]["profiles"] == {"colocation-profile-example": "selects (100%)"}
 
@@ -128,23 +150,40 @@ def test_probe_may_create_pods_only_in_its_own_namespace(sb: SandboxInfo) -> Non
     can_i = sb.kubectl("auth", "can-i", "create", "pods", "--all-namespaces", probe=True, check=False)
     assert can_i.stdout.strip() == "no"
     assert sb.kubectl("auth", "can-i", "create", "pods", "-n", PROBE_NAMESPACE, probe=True).stdout.strip() == "yes"
-    assert sb.kubectl("auth", "can-i", "delete", "pods", "-n", PROBE_NAMESPACE, probe=True,
-                      check=False).stdout.strip() == "no"
+    assert (
+        sb.kubectl("auth", "can-i", "delete", "pods", "-n", PROBE_NAMESPACE, probe=True, check=False).stdout.strip()
+        == "no"
+    )
 
 
-OPENKRUISE_ONLY = {"systems": [{"system": "openkruise", "configuration": "kruise-mutating-webhook-configuration",
-                                 "pod_owner": {"api_version": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-                                               "name": "outpost-dry-run"},
-                                 "want_readiness_gates": ["KruisePodReady"]}]}
+OPENKRUISE_ONLY = {
+    "systems": [
+        {
+            "system": "openkruise",
+            "configuration": "kruise-mutating-webhook-configuration",
+            "pod_owner": {"api_version": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "outpost-dry-run"},
+            "want_readiness_gates": ["KruisePodReady"],
+        }
+    ]
+}
 
 
-@pytest.mark.parametrize(("params", "refused"), [
-    ({}, "GET /api/v1/namespaces/default "),  # Koordinator's profiles select by the namespace's labels
-    (OPENKRUISE_ONLY, "POST /api/v1/namespaces/default/pods"),
-], ids=["namespace-read", "create"])
-def test_probe_refused_by_rbac_is_error_and_silent(sb: SandboxInfo, tmp_path: Path, receiver: HeartbeatReceiver,
-                                                  monkeypatch: pytest.MonkeyPatch, params: dict[str, Any],
-                                                  refused: str) -> None:
+@pytest.mark.parametrize(
+    ("params", "refused"),
+    [
+        ({}, "GET /api/v1/namespaces/default "),  # Koordinator's profiles select by the namespace's labels
+        (OPENKRUISE_ONLY, "POST /api/v1/namespaces/default/pods"),
+    ],
+    ids=["namespace-read", "create"],
+)
+def test_probe_refused_by_rbac_is_error_and_silent(
+    sb: SandboxInfo,
+    tmp_path: Path,
+    receiver: HeartbeatReceiver,
+    monkeypatch: pytest.MonkeyPatch,
+    params: dict[str, Any],
+    refused: str,
+) -> None:
     monkeypatch.setenv(env_name("admission-dry-run"), receiver.url_for("admission-dry-run"))
     config = write_config(tmp_path, sb, {"admission-dry-run": {"namespace": "default", **params}})
     result = run_check(load_settings(config), "admission-dry-run", log=False)
@@ -158,19 +197,36 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
     faults.break_fault("webhook-config-deleted", "kruise", sb.state_dir)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "outpost.cli", "run", "kruise-webhook", "admission-dry-run", "--config",
-             str(config), "--json", "--no-report"],
-            capture_output=True, text=True, timeout=120, check=False)
+            [
+                sys.executable,
+                "-m",
+                "outpost.cli",
+                "run",
+                "kruise-webhook",
+                "admission-dry-run",
+                "--config",
+                str(config),
+                "--json",
+                "--no-report",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     finally:
         faults.heal("webhook-config-deleted", state_dir=sb.state_dir)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     results = {r["check"]: r for r in json.loads(proc.stdout)}
-    assert {name: r["status"] for name, r in results.items()} == {"kruise-webhook": "failed",
-                                                                  "admission-dry-run": "failed"}
+    assert {name: r["status"] for name, r in results.items()} == {
+        "kruise-webhook": "failed",
+        "admission-dry-run": "failed",
+    }
 
 
-def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(sb: SandboxInfo, config: Path,
-                                                           receiver: HeartbeatReceiver) -> None:
+def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(
+    sb: SandboxInfo, config: Path, receiver: HeartbeatReceiver
+) -> None:
     """Koordinator's pod webhook fails closed and selects every pod outside the control-plane namespaces, so with
     koord-manager gone the API server refuses OpenKruise's dry-run pod too, naming Koordinator's webhook."""
     faults.break_fault("manager-scaled-to-zero", "koord-manager", sb.state_dir)
@@ -179,12 +235,17 @@ def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(sb: SandboxInfo, con
     finally:
         faults.heal("manager-scaled-to-zero", state_dir=sb.state_dir)
     assert result.status is Status.FAILED, result.errors
-    refusal = ("mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
-               "mpod-create.koordinator.sh refused the dry-run create of pod outpost-probe/outpost-dry-run-* "
-               "(dry run, {system}): HTTP ")
+    refusal = (
+        "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
+        "mpod-create.koordinator.sh refused the dry-run create of pod outpost-probe/outpost-dry-run-* "
+        "(dry run, {system}): HTTP "
+    )
     assert [line.partition("HTTP ")[0] + "HTTP " for line in result.errors] == [
-        refusal.format(system=system) for system in ("koordinator", "openkruise")]
+        refusal.format(system=system) for system in ("koordinator", "openkruise")
+    ]
     assert all('failed calling webhook "mpod-create.koordinator.sh"' in line for line in result.errors)
     assert {s: d["webhook"] for s, d in result.details["systems"].items()} == {
-        "koordinator": "mpod-create.koordinator.sh", "openkruise": "mpod-create.koordinator.sh"}
+        "koordinator": "mpod-create.koordinator.sh",
+        "openkruise": "mpod-create.koordinator.sh",
+    }
     assert receiver.pings_for("admission-dry-run") == 0

@@ -28,8 +28,9 @@ def heartbeat_env(name: str) -> str:
     return "OUTPOST_HEARTBEAT_" + name.upper().replace("-", "_")
 
 
-def local_config(tmp_path: Path, sandbox: SandboxInfo, names: list[str],
-                 params: dict[str, dict[str, Any]] | None = None) -> Path:
+def local_config(
+    tmp_path: Path, sandbox: SandboxInfo, names: list[str], params: dict[str, dict[str, Any]] | None = None
+) -> Path:
     """infra/environments/local.yaml with only `names` enabled, its kubeconfig paths (the probe's, and the
     reconciler's own) pointed at this session's sandbox, and `params` merged over the shipped ones."""
     doc = yaml.safe_load((ROOT / "infra" / "environments" / "local.yaml").read_text())
@@ -56,7 +57,13 @@ def run(config: Path, name: str, receiver: HeartbeatReceiver, monkeypatch: Any) 
 def run_cli(config: Path, name: str, receiver: HeartbeatReceiver) -> tuple[int, dict[str, Any]]:
     """`outpost run NAME --config FILE --json` in a process of its own: (exit code, the one result)."""
     env = {**os.environ, heartbeat_env(name): receiver.url_for(name)}
-    proc = subprocess.run([sys.executable, "-m", "outpost.cli", "run", name, "--config", str(config), "--json"],
-                          capture_output=True, text=True, timeout=90, check=False, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "outpost.cli", "run", name, "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        env=env,
+    )
     (result,) = json.loads(proc.stdout)
     return proc.returncode, result

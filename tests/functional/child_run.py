@@ -64,20 +64,37 @@ Forked from this small launcher, the case's figure is its own. Signals to the la
 exit code is the case's (128 + N for a signal N, as a shell reports it)."""
 
 
-def run_child(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 60.0,
-              stdin: bytes | None = None, cwd: str | None = None,
-              after_start: float | None = None, send_signal: int | None = None) -> ChildOutcome:
+def run_child(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    stdin: bytes | None = None,
+    cwd: str | None = None,
+    after_start: float | None = None,
+    send_signal: int | None = None,
+) -> ChildOutcome:
     """Run `argv`; optionally send `send_signal` to it `after_start` seconds after it started."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp, \
-            tempfile.TemporaryDirectory() as scratch:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryFile() as inp,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         if stdin is not None:
             inp.write(stdin)
             inp.seek(0)
         report = os.path.join(scratch, "maxrss")
         started = time.monotonic()
-        process = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, report, *argv], stdin=inp, stdout=out,
-                                   stderr=err, cwd=cwd, env=dict(env) if env is not None else None,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCHER, report, *argv],
+            stdin=inp,
+            stdout=out,
+            stderr=err,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
         killed = False
         signalled = False
         while True:
@@ -132,9 +149,11 @@ def run_python(code: str, **kwargs: object) -> ChildOutcome:
 def assert_bounded(outcome: ChildOutcome, budget: float, secrets: Sequence[str] = ()) -> None:
     """The matrix's common contract (see the module doc); the message says which part broke."""
     assert not outcome.killed, (
-        f"still running {outcome.seconds:.1f} s after start (killed); output: {outcome.output[-500:]}")
+        f"still running {outcome.seconds:.1f} s after start (killed); output: {outcome.output[-500:]}"
+    )
     assert outcome.seconds <= budget + SLACK_SECONDS, (
-        f"took {outcome.seconds:.1f} s, more than the budget {budget:g} s + {SLACK_SECONDS:g} s")
+        f"took {outcome.seconds:.1f} s, more than the budget {budget:g} s + {SLACK_SECONDS:g} s"
+    )
     assert outcome.peak_rss_mb < MAX_RSS_MB, f"peak RSS {outcome.peak_rss_mb:.0f} MB, over {MAX_RSS_MB:g} MB"
     assert "Traceback (most recent call last)" not in outcome.output, outcome.output[-2000:]
     for secret in secrets:

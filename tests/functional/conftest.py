@@ -81,8 +81,9 @@ def _warm_up(url: str) -> None:
     """
     import boto3
 
-    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                                    region_name="eu-west-1")
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="eu-west-1"
+    )
     session.client("ssm", endpoint_url=url).describe_parameters()
     session.client("secretsmanager", endpoint_url=url).list_secrets()
 

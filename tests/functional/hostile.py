@@ -42,8 +42,9 @@ class Request:
 Behaviour = Callable[[socket.socket, Request, threading.Event], None]
 
 
-def _answer(conn: socket.socket, status: int, body: bytes, headers: dict[str, str] | None = None,
-            reason: str = "X") -> None:
+def _answer(
+    conn: socket.socket, status: int, body: bytes, headers: dict[str, str] | None = None, reason: str = "X"
+) -> None:
     head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}", "Connection: close"]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
@@ -63,8 +64,13 @@ def echo_credential(status: int, html: bool = False) -> Behaviour:
             body = f"<html><body><h1>Internal error</h1><pre>request auth={credential}</pre></body></html>"
             _answer(conn, status, body.encode(), {"Content-Type": "text/html"})
         else:
-            status_object = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
-                             "message": f"token {credential} is not allowed to get /livez"}
+            status_object = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "code": status,
+                "message": f"token {credential} is not allowed to get /livez",
+            }
             _answer(conn, status, json.dumps(status_object).encode(), {"Content-Type": "application/json"})
 
     return behave
@@ -181,8 +187,11 @@ def big_gzip_bomb(inflated: int = 1024 * 1024 * 1024, status: int = 200) -> Beha
 
 def stacked_gzip(body: str, status: int = 200) -> Behaviour:
     """A small, honest body in two gzip layers: what Go's client would not decode."""
-    return reply(status, gzip.compress(gzip.compress(body.encode())),
-                 {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"})
+    return reply(
+        status,
+        gzip.compress(gzip.compress(body.encode())),
+        {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"},
+    )
 
 
 def endless_body(status: int = 200, interval: float = 0.0) -> Behaviour:
@@ -204,8 +213,10 @@ def health_lines(count: int, status: int = 200, failing_every: int = 0) -> Behav
     lines repeated: the test process never holds a million line objects (a child's peak RSS, as wait4 reports
     it, starts from its parent's at fork)."""
     block_size = min(count, 1000)
-    block = "".join(f"[-]check-{n} failed: reason withheld\n" if failing_every and n % failing_every == 0
-                    else f"[+]check-{n} ok\n" for n in range(block_size)).encode()
+    block = "".join(
+        f"[-]check-{n} failed: reason withheld\n" if failing_every and n % failing_every == 0 else f"[+]check-{n} ok\n"
+        for n in range(block_size)
+    ).encode()
     body = block * (count // block_size) + b"readyz check passed\n"
     return reply(status, body, {"Content-Type": "text/plain"})
 
@@ -232,11 +243,18 @@ class EndlessList:
         while not stop.is_set():
             self.pages += 1
             token = "again" if self.same_token else f"page-{self.pages}"
-            body = json.dumps({"kind": "List", "apiVersion": "v1",
-                               "metadata": {"continue": token, "padding": "x" * self.padding},
-                               "items": []}).encode()
-            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-                         .encode() + body)
+            body = json.dumps(
+                {
+                    "kind": "List",
+                    "apiVersion": "v1",
+                    "metadata": {"continue": token, "padding": "x" * self.padding},
+                    "items": [],
+                }
+            ).encode()
+            conn.sendall(
+                f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
             self.sent += len(body)
             if not _next_request(conn):
                 return
@@ -259,8 +277,9 @@ def _next_request(conn: socket.socket) -> bool:
 def routes(table: dict[str, Behaviour], default: Behaviour | None = None) -> Behaviour:
     """Dispatch on the request path: the behaviour of the longest key that starts the path, else `default`
     (404 when none)."""
-    fallback = default or reply(404, '{"kind":"Status","code":404,"message":"not found"}',
-                                {"Content-Type": "application/json"})
+    fallback = default or reply(
+        404, '{"kind":"Status","code":404,"message":"not found"}', {"Content-Type": "application/json"}
+    )
 
     def behave(conn: socket.socket, request: Request, stop: threading.Event) -> None:
         path = request.path.split("?", 1)[0]
@@ -371,7 +390,10 @@ def silent_tcp() -> tuple[socket.socket, int]:
 
 
 BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
-    "hang": hang, "trickle-headers": trickle_headers, "trickle-body": trickle_body, "healthy": healthy,
+    "hang": hang,
+    "trickle-headers": trickle_headers,
+    "trickle-body": trickle_body,
+    "healthy": healthy,
 }
 
 

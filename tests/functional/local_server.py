@@ -86,7 +86,6 @@ class LocalServer:
         self._server.server_close()
 
 
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

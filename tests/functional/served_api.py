@@ -37,8 +37,9 @@ class ServedApi:
 
             def do_GET(self) -> None:
                 owner.authorizations.append(self.headers.get("Authorization", ""))
-                request = httpx.Request("GET", f"https://127.0.0.1{self.path}",
-                                        headers={"Accept": self.headers.get("Accept", "*/*")})
+                request = httpx.Request(
+                    "GET", f"https://127.0.0.1{self.path}", headers={"Accept": self.headers.get("Accept", "*/*")}
+                )
                 try:
                     answer = owner.api.handler(request)
                 except httpx.ReadTimeout:  # `hang(path)`: hold the request, as a stuck backend does

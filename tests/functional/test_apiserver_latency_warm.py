@@ -55,8 +55,10 @@ class Metrics:
             fast, total = self.fast, self.fast + self.slow
             self.answered.append(time.monotonic())
         lines = [f"# TYPE {METRIC} histogram"]
-        lines += [f'{METRIC}_bucket{{{GET},le="{le}"}} {count}'
-                  for le, count in (("0.05", fast), ("0.5", fast), ("5", total), ("+Inf", total))]
+        lines += [
+            f'{METRIC}_bucket{{{GET},le="{le}"}} {count}'
+            for le, count in (("0.05", fast), ("0.5", fast), ("5", total), ("+Inf", total))
+        ]
         lines += [f"{METRIC}_sum{{{GET}}} 1", f"{METRIC}_count{{{GET}}} {total}"]
         return 200, "text/plain; version=0.0.4", "\n".join(lines) + "\n"
 
@@ -82,16 +84,28 @@ def metrics(pki: LocalhostTls) -> Iterator[tuple[str, Metrics]]:
         yield url, served
 
 
-def timed_run(tmp_path: Path, pki: LocalhostTls, server: str, params: dict[str, Any],
-              cluster: str = "local") -> tuple[Result, float]:
+def timed_run(
+    tmp_path: Path, pki: LocalhostTls, server: str, params: dict[str, Any], cluster: str = "local"
+) -> tuple[Result, float]:
     """One scheduled run as the function runs it (settings read, a new `Cluster`), and how long it took."""
     config = tmp_path / f"{cluster}.yaml"
-    config.write_text(yaml.safe_dump({
-        "environment": "latency-warm",
-        "cluster": {"name": cluster, "auth": {"mode": "token", "server": server, "token": f"env:{TOKEN_ENV}",
-                                              "ca_file": str(pki.ca_file)}},
-        "checks": {CHECK: {"params": params}},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "latency-warm",
+                "cluster": {
+                    "name": cluster,
+                    "auth": {
+                        "mode": "token",
+                        "server": server,
+                        "token": f"env:{TOKEN_ENV}",
+                        "ca_file": str(pki.ca_file),
+                    },
+                },
+                "checks": {CHECK: {"params": params}},
+            }
+        )
+    )
     settings = load_settings(config)
     started = time.monotonic()
     result = run_check(settings, CHECK, report=False, log=False)
@@ -105,7 +119,8 @@ def window(result: Result) -> float:
 
 
 def test_cold_run_waits_and_keeps_then_the_next_run_does_not_wait(
-        tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]) -> None:
+    tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]
+) -> None:
     server, served = metrics
     cold, cold_took = timed_run(tmp_path, pki, server, {})  # the default cold wait: 3 s
     assert cold.status is Status.OK, cold.errors
@@ -124,8 +139,9 @@ def test_cold_run_waits_and_keeps_then_the_next_run_does_not_wait(
     assert hot.details["verbs"]["GET"]["requests"] == 100
 
 
-def test_kept_scrape_older_than_max_age_is_not_used(tmp_path: Path, pki: LocalhostTls,
-                                                    metrics: tuple[str, Metrics]) -> None:
+def test_kept_scrape_older_than_max_age_is_not_used(
+    tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]
+) -> None:
     server, served = metrics
     params = {"cold_interval_seconds": 1, "max_previous_age_seconds": 1.5}
     first, _took = timed_run(tmp_path, pki, server, params)
@@ -138,8 +154,9 @@ def test_kept_scrape_older_than_max_age_is_not_used(tmp_path: Path, pki: Localho
     assert took >= 1.0
 
 
-def test_a_scrape_kept_for_another_cluster_is_not_used(tmp_path: Path, pki: LocalhostTls,
-                                                       metrics: tuple[str, Metrics]) -> None:
+def test_a_scrape_kept_for_another_cluster_is_not_used(
+    tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]
+) -> None:
     server, served = metrics
     params = {"cold_interval_seconds": 1}
     timed_run(tmp_path, pki, server, params, cluster="east")
@@ -156,7 +173,8 @@ def test_a_scrape_kept_for_another_cluster_is_not_used(tmp_path: Path, pki: Loca
 
 
 def test_restart_between_kept_and_new_scrape_is_judged_since_the_restart(
-        tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]) -> None:
+    tmp_path: Path, pki: LocalhostTls, metrics: tuple[str, Metrics]
+) -> None:
     server, served = metrics
     params = {"cold_interval_seconds": 1}
     first, _took = timed_run(tmp_path, pki, server, params)

@@ -26,14 +26,25 @@ def sandbox_absent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("sandbox_absent")
-@pytest.mark.parametrize("argv", [["sandbox", "up"], ["sandbox", "up", "--nodes", "3"], ["sandbox"],
-                                  ["demo"], ["demo", "--nodes", "2", "--state-dir", "/tmp/x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sandbox", "up"],
+        ["sandbox", "up", "--nodes", "3"],
+        ["sandbox"],
+        ["demo"],
+        ["demo", "--nodes", "2", "--state-dir", "/tmp/x"],
+    ],
+)
 def test_sandbox_commands_without_the_sandbox_say_how_to_install_it(
-        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(argv) == cli.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"outpost {argv[0]}: the sandbox is not installed: `pip install -e infra/sandbox` "
-                   "(from the repository root), or `make setup`"]
+    assert err == [
+        f"outpost {argv[0]}: the sandbox is not installed: `pip install -e infra/sandbox` "
+        "(from the repository root), or `make setup`"
+    ]
 
 
 @pytest.mark.usefixtures("sandbox_absent")
@@ -54,8 +65,10 @@ def test_installed_sandbox_provides_its_commands_through_entry_points() -> None:
 
 
 def test_importing_the_product_never_imports_the_sandbox() -> None:
-    code = ("import sys, outpost, outpost.cli, outpost.runner, outpost.registry, outpost.rbac; "
-            "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')))")
+    code = (
+        "import sys, outpost, outpost.cli, outpost.runner, outpost.registry, outpost.rbac; "
+        "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -63,9 +76,11 @@ def test_importing_the_product_never_imports_the_sandbox() -> None:
 @pytest.mark.parametrize("argv", [["list"], ["run", "--help"], ["validate", "--env", "local"]])
 def test_the_products_own_commands_do_not_load_the_sandbox_plugin(argv: list[str]) -> None:
     """`outpost run` in a CronJob or a benchmark pays for the sandbox plugin's imports only when it runs it."""
-    code = ("import sys; from outpost import cli\n"
-            "try:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')), file=sys.stderr)")
+    code = (
+        "import sys; from outpost import cli\n"
+        "try:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')), file=sys.stderr)"
+    )
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
     assert done.stderr.strip().splitlines()[-1] == "[]"
 

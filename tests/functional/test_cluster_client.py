@@ -46,8 +46,9 @@ def trust(pki: LocalhostTls) -> ssl.SSLContext:
     return context
 
 
-def cluster(server: str, pki: LocalhostTls, *, deadline: float = 10.0, read: float = 5.0,
-            page_size: int = 2) -> Cluster:
+def cluster(
+    server: str, pki: LocalhostTls, *, deadline: float = 10.0, read: float = 5.0, page_size: int = 2
+) -> Cluster:
     return Cluster(
         "test",
         server,
@@ -122,11 +123,15 @@ def test_malformed_bodies(pki: LocalhostTls, body: str, match: str) -> None:
 
 
 def test_lists_validated_into_outlines_follow_continue_and_keep_only_what_they_declare(pki: LocalhostTls) -> None:
-    node = {"metadata": {"name": "n1", "labels": {"type": "kwok"}, "managedFields": [{"manager": "kwok"}]},
-            "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}], "images": [{"names": ["x"]}]}}
-    pages = {None: {"items": [node, {**node, "metadata": {"name": "n2"}}], "metadata": {"continue": "tok-2"}},
-             "tok-2": {"items": [{**node, "metadata": {"name": "n3"}}], "metadata": {"continue": ""}}}
+    node = {
+        "metadata": {"name": "n1", "labels": {"type": "kwok"}, "managedFields": [{"manager": "kwok"}]},
+        "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "images": [{"names": ["x"]}]},
+    }
+    pages = {
+        None: {"items": [node, {**node, "metadata": {"name": "n2"}}], "metadata": {"continue": "tok-2"}},
+        "tok-2": {"items": [{**node, "metadata": {"name": "n3"}}], "metadata": {"continue": ""}},
+    }
 
     def respond(request):  # type: ignore[no-untyped-def]
         token = request.path.split("continue=")[1].split("&")[0] if "continue=" in request.path else None
@@ -148,8 +153,11 @@ def test_lists_validated_into_outlines_follow_continue_and_keep_only_what_they_d
     [
         ("<html>not json</html>", "body is not JSON"),
         ('{"kind": "NodeList"}', "response has no items list"),
-        ('{"items": [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n7"}, "spec": {"unschedulable": "maybe"}}]}',
-         r"LIST /api/v1/nodes on cluster test: node n7: field spec.unschedulable: Input should be a valid boolean"),
+        (
+            '{"items": [{"metadata": {"name": "n1"}}, '
+            '{"metadata": {"name": "n7"}, "spec": {"unschedulable": "maybe"}}]}',
+            r"LIST /api/v1/nodes on cluster test: node n7: field spec.unschedulable: Input should be a valid boolean",
+        ),
         ('{"items": [], "metadata": {"continue": 7}}', r"LIST /api/v1/nodes on cluster test: field metadata.continue"),
     ],
 )
@@ -202,18 +210,26 @@ def test_constructor_headers_go_with_every_request_and_never_replace_the_token(p
     received: list[tuple[str | None, str | None, str | None]] = []
 
     def respond(request):  # type: ignore[no-untyped-def]
-        received.append((request.headers["Impersonate-User"], request.headers["Authorization"],
-                         request.headers["User-Agent"]))
+        received.append(
+            (request.headers["Impersonate-User"], request.headers["Authorization"], request.headers["User-Agent"])
+        )
         return 200, "application/json", json.dumps({"items": [], "metadata": {}})
 
-    with https_server(pki, respond) as (url, _seen), Cluster(
-            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10),
-            headers={"Impersonate-User": "apf-load"}) as c:
+    with (
+        https_server(pki, respond) as (url, _seen),
+        Cluster(
+            "test",
+            url,
+            verify=trust(pki),
+            token=lambda: TOKEN,
+            deadline=Deadline(10),
+            headers={"Impersonate-User": "apf-load"},
+        ) as c,
+    ):
         c.get("/readyz")
         c.list("/api/v1/pods")
     assert [user for user, _auth, _agent in received] == ["apf-load", "apf-load"]
-    assert all(auth == f"Bearer {TOKEN}" and agent and agent.startswith("outpost/")
-               for _user, auth, agent in received)
+    assert all(auth == f"Bearer {TOKEN}" and agent and agent.startswith("outpost/") for _user, auth, agent in received)
 
 
 def test_writer_delete_sends_its_parameters_and_treats_404_as_gone(pki: LocalhostTls) -> None:
@@ -222,103 +238,151 @@ def test_writer_delete_sends_its_parameters_and_treats_404_as_gone(pki: Localhos
             return 404, "application/json", json.dumps({"kind": "Status", "code": 404})
         return 200, "application/json", json.dumps({"kind": "Pod", "metadata": {"name": "p"}})
 
-    with https_server(pki, respond) as (url, seen), ClusterWriter(
-            "test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as writer:
+    with (
+        https_server(pki, respond) as (url, seen),
+        ClusterWriter("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as writer,
+    ):
         deleted = writer.delete("/api/v1/namespaces/ns/pods/p", {"gracePeriodSeconds": "0"})
         missing = writer.delete("/api/v1/namespaces/ns/pods/gone")
     assert deleted == {"kind": "Pod", "metadata": {"name": "p"}}
     assert missing is None
-    assert seen == ["DELETE /api/v1/namespaces/ns/pods/p?gracePeriodSeconds=0",
-                    "DELETE /api/v1/namespaces/ns/pods/gone"]
+    assert seen == [
+        "DELETE /api/v1/namespaces/ns/pods/p?gracePeriodSeconds=0",
+        "DELETE /api/v1/namespaces/ns/pods/gone",
+    ]
 
 
 # -- issue 20: one byte budget per run, counted as bytes arrive; strict encodings; our own request --------------
 
 
 def hostile_cluster(server: HostileServer, pki: LocalhostTls, **options: Any) -> Cluster:
-    return Cluster("test", server.url, verify=trust(pki), token=options.pop("token", lambda: TOKEN),
-                   connect_timeout=2.0, read_timeout=5.0, deadline=Deadline(options.pop("deadline", 10.0)),
-                   page_size=2, **options)
+    return Cluster(
+        "test",
+        server.url,
+        verify=trust(pki),
+        token=options.pop("token", lambda: TOKEN),
+        connect_timeout=2.0,
+        read_timeout=5.0,
+        deadline=Deadline(options.pop("deadline", 10.0)),
+        page_size=2,
+        **options,
+    )
 
 
 def test_a_gzip_answer_is_decoded_by_outpost_and_asked_for_as_go_asks(pki: LocalhostTls) -> None:
     body = json.dumps({"kind": "Status", "message": "fine"}).encode()
     # two concatenated gzip members read as one body, as Go's gzip.Reader does (multistream)
-    served = reply(200, gzip.compress(body[:10]) + gzip.compress(body[10:]),
-                   {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    served = reply(
+        200,
+        gzip.compress(body[:10]) + gzip.compress(body[10:]),
+        {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     with HostileServer(served, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c:
         assert c.get_json("/version") == {"kind": "Status", "message": "fine"}
         assert c.budget.used == len(body)  # counted decoded
     assert server.requests[0].headers["accept-encoding"] == "gzip"
 
 
-@pytest.mark.parametrize(("encoding", "match"), [
-    ("gzip, gzip", r"GET /livez on cluster test: stacked content codings 'gzip, gzip' refused"),
-    ("gzip,identity,gzip", r"stacked content codings 'gzip, gzip' refused"),
-    ("deflate", r"content coding 'deflate' refused \(identity or gzip only"),
-    ("br", r"content coding 'br' refused"),
-    ("x-gzip", r"content coding 'x-gzip' refused"),
-])
+@pytest.mark.parametrize(
+    ("encoding", "match"),
+    [
+        ("gzip, gzip", r"GET /livez on cluster test: stacked content codings 'gzip, gzip' refused"),
+        ("gzip,identity,gzip", r"stacked content codings 'gzip, gzip' refused"),
+        ("deflate", r"content coding 'deflate' refused \(identity or gzip only"),
+        ("br", r"content coding 'br' refused"),
+        ("x-gzip", r"content coding 'x-gzip' refused"),
+    ],
+)
 def test_stacked_or_other_content_codings_are_refused_by_name(pki: LocalhostTls, encoding: str, match: str) -> None:
     served = reply(200, gzip.compress(gzip.compress(b"[+]ping ok\n")), {"Content-Encoding": encoding})
-    with (HostileServer(served, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c,
-          pytest.raises(MalformedResponse, match=match)):
+    with (
+        HostileServer(served, pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(MalformedResponse, match=match),
+    ):
         c.get("/livez")
 
 
 def test_a_gzip_bomb_is_refused_before_it_inflates_past_the_cap(pki: LocalhostTls) -> None:
     # 256 MiB of zeros in about 256 KB: refused at the cap (1 MiB) having inflated no more than that.
-    with (HostileServer(big_gzip_bomb(256 * 1024 * 1024), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki, max_response_bytes=1024 * 1024) as c,
-          pytest.raises(ResponseTooLarge, match=r"GET /livez .*exceeds the cap of 1048576 bytes "
-                                                r"\(cluster.max_response_bytes\) once inflated")):
+    with (
+        HostileServer(big_gzip_bomb(256 * 1024 * 1024), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki, max_response_bytes=1024 * 1024) as c,
+        pytest.raises(
+            ResponseTooLarge,
+            match=r"GET /livez .*exceeds the cap of 1048576 bytes "
+            r"\(cluster.max_response_bytes\) once inflated",
+        ),
+    ):
         c.get("/livez")
 
 
-@pytest.mark.parametrize(("body", "match"), [
-    (gzip.compress(b"[+]ping ok\n" * 100)[:-12], "gzip body ends before its stream does"),
-    (b"\x1f\x8b\x08\x00garbage-not-deflate", "gzip body is corrupt"),
-])
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (gzip.compress(b"[+]ping ok\n" * 100)[:-12], "gzip body ends before its stream does"),
+        (b"\x1f\x8b\x08\x00garbage-not-deflate", "gzip body is corrupt"),
+    ],
+)
 def test_a_broken_gzip_body_is_malformed(pki: LocalhostTls, body: bytes, match: str) -> None:
-    with (HostileServer(reply(200, body, {"Content-Encoding": "gzip"}), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki) as c, pytest.raises(MalformedResponse, match=match)):
+    with (
+        HostileServer(reply(200, body, {"Content-Encoding": "gzip"}), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(MalformedResponse, match=match),
+    ):
         c.get("/livez")
 
 
 def test_the_run_budget_spans_every_request_of_the_cluster(pki: LocalhostTls) -> None:
     chunk = "x" * (600 * 1024)
-    with (HostileServer(reply(200, chunk), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c):
+    with (
+        HostileServer(reply(200, chunk), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c,
+    ):
         c.get("/a")  # 600 KiB of the run's 1 MiB
-        with pytest.raises(ResponseTooLarge, match=r"GET /b on cluster test: the run has read more than its "
-                                                   r"budget of 1048576 bytes \(cluster.max_run_bytes\)"):
+        with pytest.raises(
+            ResponseTooLarge,
+            match=r"GET /b on cluster test: the run has read more than its "
+            r"budget of 1048576 bytes \(cluster.max_run_bytes\)",
+        ):
             c.get("/b")
 
 
 def test_the_run_budget_spans_every_page_of_a_list(pki: LocalhostTls) -> None:
     pages = EndlessList(padding=50_000)
-    with (HostileServer(pages, pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c,
-          pytest.raises(ResponseTooLarge, match=r"LIST|budget of 1048576 bytes \(cluster.max_run_bytes\)")):
+    with (
+        HostileServer(pages, pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki, max_run_bytes=1024 * 1024) as c,
+        pytest.raises(ResponseTooLarge, match=r"LIST|budget of 1048576 bytes \(cluster.max_run_bytes\)"),
+    ):
         list(c.iter_list_as(NodeOutline, "/api/v1/nodes"))
     assert pages.sent < 1024 * 1024 + 2 * 51_000
 
 
 @pytest.mark.parametrize("validated", [False, True])
-def test_a_list_is_bounded_in_pages_and_refuses_a_repeated_token(pki: LocalhostTls, validated: bool,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_list_is_bounded_in_pages_and_refuses_a_repeated_token(
+    pki: LocalhostTls, validated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def read(c: Cluster) -> None:
         list(c.iter_list_as(NodeOutline, "/api/v1/nodes") if validated else c.iter_list("/api/v1/nodes"))
 
-    with (HostileServer(EndlessList(padding=10, same_token=True), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki) as c,
-          pytest.raises(MalformedResponse, match=r"LIST /api/v1/nodes on cluster test: page 2 hands back the "
-                                                 r"continue token it was asked with")):
+    with (
+        HostileServer(EndlessList(padding=10, same_token=True), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(
+            MalformedResponse,
+            match=r"LIST /api/v1/nodes on cluster test: page 2 hands back the "
+            r"continue token it was asked with",
+        ),
+    ):
         read(c)
     monkeypatch.setattr(client, "MAX_LIST_PAGES", 5)
     pages = EndlessList(padding=10)
-    with (HostileServer(pages, pki.cert_file, pki.key_file) as server, hostile_cluster(server, pki) as c,
-          pytest.raises(ResponseTooLarge, match=r"LIST /api/v1/nodes on cluster test: more than 5 pages of 2")):
+    with (
+        HostileServer(pages, pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(ResponseTooLarge, match=r"LIST /api/v1/nodes on cluster test: more than 5 pages of 2"),
+    ):
         read(c)
     assert pages.pages == 5
 
@@ -332,57 +396,90 @@ READS: dict[str, Callable[[Cluster], object]] = {
 
 @pytest.mark.parametrize("how", list(READS))
 def test_json_nested_deeper_than_the_parser_goes_is_malformed_not_a_crash(pki: LocalhostTls, how: str) -> None:
-    with (HostileServer(deep_json(100_000), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki) as c,
-          pytest.raises(MalformedResponse, match=r"/api/v1/nodes.*JSON nested deeper than \d+ levels, the parser's "
-                                                 r"limit \(Go's encoding/json stops at 10000\)")):
+    with (
+        HostileServer(deep_json(100_000), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(
+            MalformedResponse,
+            match=r"/api/v1/nodes.*JSON nested deeper than \d+ levels, the parser's "
+            r"limit \(Go's encoding/json stops at 10000\)",
+        ),
+    ):
         READS[how](c)
 
 
 def test_a_deeply_nested_refusal_is_still_the_refusal(pki: LocalhostTls) -> None:
-    with (HostileServer(deep_json(100_000, status=403, wrap="none"), pki.cert_file, pki.key_file) as server,
-          hostile_cluster(server, pki) as c, pytest.raises(ClusterAuthError, match=r"GET /livez .*HTTP 403")):
+    with (
+        HostileServer(deep_json(100_000, status=403, wrap="none"), pki.cert_file, pki.key_file) as server,
+        hostile_cluster(server, pki) as c,
+        pytest.raises(ClusterAuthError, match=r"GET /livez .*HTTP 403"),
+    ):
         c.get("/livez")
 
 
-@pytest.mark.parametrize(("token", "match"), [
-    ("t" * (64 * 1024 + 1), r"the bearer token is 65537 bytes, more than the 65536 bytes Outpost sends"),
-    ("tok\u00e9n-value", r"characters an HTTP header cannot carry"),
-    ("tok\ten-value", r"characters an HTTP header cannot carry"),
-])
-def test_a_token_no_header_should_carry_is_refused_before_anything_is_sent(pki: LocalhostTls, token: str,
-                                                                            match: str) -> None:
-    with (HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
-          hostile_cluster(server, pki, token=lambda: token) as c):
+@pytest.mark.parametrize(
+    ("token", "match"),
+    [
+        ("t" * (64 * 1024 + 1), r"the bearer token is 65537 bytes, more than the 65536 bytes Outpost sends"),
+        ("tok\u00e9n-value", r"characters an HTTP header cannot carry"),
+        ("tok\ten-value", r"characters an HTTP header cannot carry"),
+    ],
+)
+def test_a_token_no_header_should_carry_is_refused_before_anything_is_sent(
+    pki: LocalhostTls, token: str, match: str
+) -> None:
+    with (
+        HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
+        hostile_cluster(server, pki, token=lambda: token) as c,
+    ):
         with pytest.raises(ClusterAuthError, match=match) as caught:
             c.get("/livez")
         assert token not in str(caught.value)
         assert (server.requests, server.refused_large_headers) == ([], 0)
     ok = "t" * (64 * 1024)  # the largest token sent: under Go's (and kube-apiserver's) 1 MiB header limit
-    with (HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
-          hostile_cluster(server, pki, token=lambda: ok) as c):
+    with (
+        HostileServer(healthy(), pki.cert_file, pki.key_file, max_header_bytes=1 << 20) as server,
+        hostile_cluster(server, pki, token=lambda: ok) as c,
+    ):
         assert c.get("/livez").status_code == 200
 
 
-@pytest.mark.parametrize(("status", "reason"), [(411, "Length Required"), (413, "Content Too Large"),
-                                                (414, "URI Too Long"), (415, "Unsupported Media Type"),
-                                                (431, "Request Header Fields Too Large")])
-def test_a_refusal_of_our_own_request_is_an_error_from_every_verb(pki: LocalhostTls, status: int,
-                                                                  reason: str) -> None:
-    with (https_server(pki, lambda _r: (status, "text/plain", "nope")) as (url, _seen),
-          ClusterWriter("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c):
-        for call in (lambda: c.get("/livez"), lambda: c.dry_run_create("/api/v1/namespaces/p/pods", {}),
-                     lambda: c.create("/api/v1/namespaces/p/pods", {})):
-            with pytest.raises(ClusterRequestRefused, match=rf"HTTP {status} {reason}: our own request was refused, "
-                                                            "nothing observed 'nope'") as caught:
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (411, "Length Required"),
+        (413, "Content Too Large"),
+        (414, "URI Too Long"),
+        (415, "Unsupported Media Type"),
+        (431, "Request Header Fields Too Large"),
+    ],
+)
+def test_a_refusal_of_our_own_request_is_an_error_from_every_verb(pki: LocalhostTls, status: int, reason: str) -> None:
+    with (
+        https_server(pki, lambda _r: (status, "text/plain", "nope")) as (url, _seen),
+        ClusterWriter("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c,
+    ):
+        for call in (
+            lambda: c.get("/livez"),
+            lambda: c.dry_run_create("/api/v1/namespaces/p/pods", {}),
+            lambda: c.create("/api/v1/namespaces/p/pods", {}),
+        ):
+            with pytest.raises(
+                ClusterRequestRefused,
+                match=rf"HTTP {status} {reason}: our own request was refused, "
+                "nothing observed 'nope'",
+            ) as caught:
                 call()
             assert caught.value.status_code == status
 
 
 def test_a_400_is_still_the_callers_to_judge(pki: LocalhostTls) -> None:
-    denial = json.dumps({"kind": "Status", "code": 400,
-                         "message": 'admission webhook "vpod.koordinator.sh" denied the request: no'})
-    with (https_server(pki, lambda _r: (400, "application/json", denial)) as (url, _seen),
-          Cluster("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c):
+    denial = json.dumps(
+        {"kind": "Status", "code": 400, "message": 'admission webhook "vpod.koordinator.sh" denied the request: no'}
+    )
+    with (
+        https_server(pki, lambda _r: (400, "application/json", denial)) as (url, _seen),
+        Cluster("test", url, verify=trust(pki), token=lambda: TOKEN, deadline=Deadline(10)) as c,
+    ):
         assert c.get("/api/v1/namespaces/ns/pods/p:8000/proxy/readyz").status_code == 400
         assert c.dry_run_create("/api/v1/namespaces/p/pods", {}).status_code == 400

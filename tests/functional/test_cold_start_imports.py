@@ -45,8 +45,9 @@ def _cold_start(check: str, config: Path) -> dict[str, Any]:
     entry = REPO / "functions" / check.replace("-", "_") / "main.py"
     env = {**os.environ, "OUTPOST_CONFIG": str(config)}
     env.pop("OUTPOST_ENV", None)
-    done = subprocess.run([sys.executable, "-c", _PROBE, str(entry)], env=env, capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(entry)], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -75,15 +76,19 @@ def test_cold_start_still_refuses_its_own_bad_params_and_unknown_checks(tmp_path
     assert any(p.startswith("checks.not-a-check: unknown check") for p in problems), problems
 
 
-def test_another_checks_bad_params_are_that_checks_cold_start_and_validate_still_refuses_them(
-        tmp_path: Path) -> None:
+def test_another_checks_bad_params_are_that_checks_cold_start_and_validate_still_refuses_them(tmp_path: Path) -> None:
     raw = yaml.safe_load(LOCAL.read_text())
     raw["checks"]["kruise-manager-replicas"]["params"] = {"min_ready": "many"}
     config = tmp_path / "local.yaml"
     config.write_text(yaml.safe_dump(raw))
     assert "modules" in _cold_start("koordlet-coverage", config)  # this function's check is fine: it starts
     assert _cold_start("kruise-manager-replicas", config)["error"] == "ConfigError"
-    validate = subprocess.run([str(Path(sys.executable).parent / "outpost"), "validate", "--config", str(config)],
-                              capture_output=True, text=True, timeout=120, check=False)
+    validate = subprocess.run(
+        [str(Path(sys.executable).parent / "outpost"), "validate", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert validate.returncode != 0
     assert "checks.kruise-manager-replicas.params.min_ready" in validate.stdout + validate.stderr

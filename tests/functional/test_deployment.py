@@ -43,8 +43,11 @@ T = TypeVar("T")
 
 def project(destination: Path) -> Path:
     """What a user's checkout holds for a deployment: sources, entry modules, environments, serverless.yml."""
-    shutil.copytree(REPO / "shared" / "outpost", destination / "shared" / "outpost",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        REPO / "shared" / "outpost",
+        destination / "shared" / "outpost",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     shutil.copytree(REPO / "functions", destination / "functions", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "infra" / "environments", destination / "infra" / "environments")
     shutil.copytree(REPO / "infra" / "aws", destination / "infra" / "aws")
@@ -55,8 +58,15 @@ def project(destination: Path) -> Path:
 
 def serverless(root: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     assert SERVERLESS.exists(), "Serverless Framework v3 is not installed; run `make setup` (it installs .tools)"
-    return subprocess.run([str(SERVERLESS), "package", *arguments], cwd=root, capture_output=True, text=True,
-                          check=False, timeout=300, env=SLS_ENV)
+    return subprocess.run(
+        [str(SERVERLESS), "package", *arguments],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env=SLS_ENV,
+    )
 
 
 def concurrently(jobs: dict[str, Callable[[], T]]) -> dict[str, T]:
@@ -96,11 +106,24 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Stage]:
         deployment = json.loads((root / "build" / name / DEPLOYMENT_FILE).read_text())
         template_file = root / ".serverless" / "cloudformation-template-update-stack.json"
         template = json.loads(template_file.read_text()) if template_file.exists() else {}
-        result[name] = Stage(name, root, load_settings(environment_file(name, root)), deployment,
-                             root / "build" / name / deployment["build"]["artifact"], template, packaged[name])
-    result["prod-again"] = Stage("prod", roots["prod-again"], result["prod"].settings,
-                                 json.loads((roots["prod-again"] / "build" / "prod" / DEPLOYMENT_FILE).read_text()),
-                                 roots["prod-again"] / "build" / "prod" / "outpost-prod.zip", {}, packaged["prod"])
+        result[name] = Stage(
+            name,
+            root,
+            load_settings(environment_file(name, root)),
+            deployment,
+            root / "build" / name / deployment["build"]["artifact"],
+            template,
+            packaged[name],
+        )
+    result["prod-again"] = Stage(
+        "prod",
+        roots["prod-again"],
+        result["prod"].settings,
+        json.loads((roots["prod-again"] / "build" / "prod" / DEPLOYMENT_FILE).read_text()),
+        roots["prod-again"] / "build" / "prod" / "outpost-prod.zip",
+        {},
+        packaged["prod"],
+    )
     return result
 
 
@@ -131,8 +154,9 @@ def test_serverless_packages_every_example(stages: dict[str, Stage], name: str) 
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_bundle_has_byte_code_for_the_runtime_and_wheels_for_the_architecture(stages: dict[str, Stage],
-                                                                              name: str) -> None:
+def test_bundle_has_byte_code_for_the_runtime_and_wheels_for_the_architecture(
+    stages: dict[str, Stage], name: str
+) -> None:
     stage = stages[name]
     architecture = lambda_architecture(stage.settings)
     with zipfile.ZipFile(stage.archive) as bundle:
@@ -164,12 +188,18 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
     settings = stage.settings
     assert settings.deploy is not None
     functions = stage.resources("AWS::Lambda::Function")
-    configs = {value["Properties"]["FunctionName"]["Ref"]: value["Properties"]
-               for value in stage.resources("AWS::Lambda::EventInvokeConfig").values()}
-    rules = {value["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: value["Properties"]
-             for value in stage.resources("AWS::Events::Rule").values()}
-    alarms = {value["Properties"]["Dimensions"][0]["Value"]["Ref"]: value["Properties"]
-              for value in stage.resources("AWS::CloudWatch::Alarm").values()}
+    configs = {
+        value["Properties"]["FunctionName"]["Ref"]: value["Properties"]
+        for value in stage.resources("AWS::Lambda::EventInvokeConfig").values()
+    }
+    rules = {
+        value["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: value["Properties"]
+        for value in stage.resources("AWS::Events::Rule").values()
+    }
+    alarms = {
+        value["Properties"]["Dimensions"][0]["Value"]["Ref"]: value["Properties"]
+        for value in stage.resources("AWS::CloudWatch::Alarm").values()
+    }
     assert len(functions) == len(settings.enabled_checks())
     for check in enabled(stage):
         key = f"{logical_id(check)}LambdaFunction"
@@ -186,13 +216,15 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         assert configs[key]["MaximumEventAgeInSeconds"] == min(max(minutes * 60, 60), 21_600)
         destination = settings.deploy.failure_destination
         assert (configs[key].get("DestinationConfig") or None) == (  # Serverless writes {} for none
-            {"OnFailure": {"Destination": destination}} if destination else None)
+            {"OnFailure": {"Destination": destination}} if destination else None
+        )
         expected_rate = "rate(1 minute)" if minutes == 1 else f"rate({minutes} minutes)"
         assert rules[key]["ScheduleExpression"] == expected_rate
         alarm = alarms[key]
         assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/Lambda", "Errors", 1)
-        assert alarm["AlarmActions"] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}],
-                                                    {"Ref": "AWS::NoValue"}]}
+        assert alarm["AlarmActions"] == {
+            "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
+        }
     assert stage.resources("AWS::Lambda::Version") == {}  # no version piles up per deploy
     urls = stage.resources("AWS::Lambda::Url")
     assert {value["Properties"]["AuthType"] for value in urls.values()} == {"AWS_IAM"}
@@ -225,16 +257,25 @@ def test_iam_grants_exactly_the_stage_scope_its_key_and_its_role(stages: dict[st
 
 
 def test_cfn_lint_is_clean_and_informational_findings_are_the_reviewed_ones(stages: dict[str, Stage]) -> None:
-    templates = [str(stages[name].root / ".serverless" / "cloudformation-template-update-stack.json")
-                 for name in EXAMPLES]
+    templates = [
+        str(stages[name].root / ".serverless" / "cloudformation-template-update-stack.json") for name in EXAMPLES
+    ]
     cfn_lint = Path(sys.executable).parent / "cfn-lint"  # installed by the dev extra beside this Python
-    process = subprocess.run([str(cfn_lint), "--include-checks", "I", "--format", "json", "--", *templates],
-                             capture_output=True, text=True, check=False, timeout=300)
+    process = subprocess.run(
+        [str(cfn_lint), "--include-checks", "I", "--format", "json", "--", *templates],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     findings = json.loads(process.stdout or "[]")
     # Reviewed: I1022 (prefer Fn::Sub over Fn::Join) is raised on the deployment bucket policy the Serverless
     # Framework itself generates; the Join is equivalent and not ours to rewrite. Anything else fails the test.
-    reviewed = [f for f in findings if f["Rule"]["Id"] == "I1022"
-                and f["Location"]["Path"][:2] == ["Resources", "ServerlessDeploymentBucketPolicy"]]
+    reviewed = [
+        f
+        for f in findings
+        if f["Rule"]["Id"] == "I1022" and f["Location"]["Path"][:2] == ["Resources", "ServerlessDeploymentBucketPolicy"]
+    ]
     unreviewed = [f"{f['Rule']['Id']} {f['Location']['Path']} {f['Message']}" for f in findings if f not in reviewed]
     assert unreviewed == [], unreviewed
     # cfn-lint's exit status is a bit mask: 1 fatal, 2 error, 4 warning, 8 informational.
@@ -267,33 +308,45 @@ REFUSALS = {
     "local stage": Refusal(("--stage", "local"), "stage local is the local sandbox's environment"),
     "stage without a build": Refusal(("--stage", "qa"), "no build for stage qa: run `outpost package --env qa`"),
     "environment file edited after the build": Refusal(
-        ("--stage", "dev"), "build/dev is stale: infra/environments/dev.yaml changed since it was built",
-        lambda root: rewrite(root / "infra/environments/dev.yaml",
-                             lambda text: re.sub(r"deadline_seconds: *\d+", "deadline_seconds: 600", text))),
+        ("--stage", "dev"),
+        "build/dev is stale: infra/environments/dev.yaml changed since it was built",
+        lambda root: rewrite(
+            root / "infra/environments/dev.yaml",
+            lambda text: re.sub(r"deadline_seconds: *\d+", "deadline_seconds: 600", text),
+        ),
+    ),
     "source changed after the build": Refusal(
-        ("--stage", "dev"), "build/dev is stale: shared/outpost/runner.py changed since it was built",
-        lambda root: rewrite(root / "shared/outpost/runner.py", lambda text: text + "\n# changed\n")),
+        ("--stage", "dev"),
+        "build/dev is stale: shared/outpost/runner.py changed since it was built",
+        lambda root: rewrite(root / "shared/outpost/runner.py", lambda text: text + "\n# changed\n"),
+    ),
     "source added after the build": Refusal(
-        ("--stage", "dev"), "build/dev is stale: shared/outpost/added.py changed since it was built",
-        lambda root: (root / "shared/outpost/added.py").write_text("ADDED = 1\n")),
+        ("--stage", "dev"),
+        "build/dev is stale: shared/outpost/added.py changed since it was built",
+        lambda root: (root / "shared/outpost/added.py").write_text("ADDED = 1\n"),
+    ),
     "bundle replaced": Refusal(
-        ("--stage", "dev"), "the bundle build/dev/outpost-dev.zip is not the one built for stage dev",
-        lambda root: _replace_bundle(root / "build/dev/outpost-dev.zip")),
-    "another region": Refusal(("--stage", "dev", "--region", "us-east-1"),
-                              "--region us-east-1: infra/environments/dev.yaml deploys to eu-west-1"),
+        ("--stage", "dev"),
+        "the bundle build/dev/outpost-dev.zip is not the one built for stage dev",
+        lambda root: _replace_bundle(root / "build/dev/outpost-dev.zip"),
+    ),
+    "another region": Refusal(
+        ("--stage", "dev", "--region", "us-east-1"),
+        "--region us-east-1: infra/environments/dev.yaml deploys to eu-west-1",
+    ),
 }
 
 
 @pytest.fixture(scope="module")
-def refusals(stages: dict[str, Stage], tmp_path_factory: pytest.TempPathFactory
-             ) -> dict[str, subprocess.CompletedProcess[str]]:
+def refusals(
+    stages: dict[str, Stage], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, subprocess.CompletedProcess[str]]:
     base = tmp_path_factory.mktemp("refusals")
 
     def attempt(case: str) -> subprocess.CompletedProcess[str]:
         root = base / case.replace(" ", "-")
         # Hard links: cheap copies of the dev build; `rewrite` unlinks before writing, so nothing is shared.
-        shutil.copytree(stages["dev"].root, root, copy_function=os.link,
-                        ignore=shutil.ignore_patterns(".serverless"))
+        shutil.copytree(stages["dev"].root, root, copy_function=os.link, ignore=shutil.ignore_patterns(".serverless"))
         refusal = REFUSALS[case]
         if refusal.change is not None:
             refusal.change(root)
@@ -303,8 +356,9 @@ def refusals(stages: dict[str, Stage], tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_serverless_refuses_before_packaging_anything(refusals: dict[str, subprocess.CompletedProcess[str]],
-                                                      tmp_path_factory: pytest.TempPathFactory, case: str) -> None:
+def test_serverless_refuses_before_packaging_anything(
+    refusals: dict[str, subprocess.CompletedProcess[str]], tmp_path_factory: pytest.TempPathFactory, case: str
+) -> None:
     process = refusals[case]
     output = process.stdout + process.stderr
     assert process.returncode != 0, output
@@ -332,8 +386,7 @@ def test_outpost_package_refuses_local_and_writes_nothing(tmp_path: Path, capsys
     assert not (root / "build").exists()
 
 
-def test_outpost_package_refuses_an_example_made_incomplete(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_outpost_package_refuses_an_example_made_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = project(tmp_path / "project")
     document = yaml.safe_load((root / "infra/environments/prod.yaml").read_text())
     for check in document["checks"].values():

@@ -115,18 +115,31 @@ class Env:
         self.monkeypatch.setenv("FM_API_TOKEN", API_TOKEN)
         if "FM_HEARTBEAT" not in os.environ:
             self.heartbeat_url()
-        return parse_settings({
-            "environment": "fault-matrix",
-            "cluster": {"name": "hostile", "auth": auth, "connect_timeout_seconds": 1, "read_timeout_seconds": 1,
-                        "deadline_seconds": DEADLINE, "max_response_bytes": MAX_RESPONSE_BYTES, **cluster},
-            "heartbeat": {"timeout_seconds": HEARTBEAT_TIMEOUT, "retries": HEARTBEAT_RETRIES,
-                          "backoff_seconds": HEARTBEAT_BACKOFF},
-            "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}},
-        })
+        return parse_settings(
+            {
+                "environment": "fault-matrix",
+                "cluster": {
+                    "name": "hostile",
+                    "auth": auth,
+                    "connect_timeout_seconds": 1,
+                    "read_timeout_seconds": 1,
+                    "deadline_seconds": DEADLINE,
+                    "max_response_bytes": MAX_RESPONSE_BYTES,
+                    **cluster,
+                },
+                "heartbeat": {
+                    "timeout_seconds": HEARTBEAT_TIMEOUT,
+                    "retries": HEARTBEAT_RETRIES,
+                    "backoff_seconds": HEARTBEAT_BACKOFF,
+                },
+                "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}},
+            }
+        )
 
     def token(self, server: str, token: str = "env:FM_API_TOKEN", **cluster: Any) -> Settings:  # noqa: S107
-        return self.settings({"mode": "token", "server": server, "token": token, "ca_file": str(self.pki.ca_file)},
-                             **cluster)
+        return self.settings(
+            {"mode": "token", "server": server, "token": token, "ca_file": str(self.pki.ca_file)}, **cluster
+        )
 
     def plugin(self, script: str, name: str = "plugin") -> str:
         path = self.tmp / f"{name}.sh"
@@ -139,11 +152,14 @@ class Env:
         self.pid_files.append(path)
         return path
 
-    def kubeconfig(self, server: str, user: dict[str, Any] | None, *, cluster: dict[str, Any] | None = None,
-                   context: str = "c") -> Settings:
+    def kubeconfig(
+        self, server: str, user: dict[str, Any] | None, *, cluster: dict[str, Any] | None = None, context: str = "c"
+    ) -> Settings:
         entry: dict[str, Any] = {"server": server, "certificate-authority": str(self.pki.ca_file), **(cluster or {})}
         document: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Config", "current-context": context,
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": context,
             "clusters": [{"name": "c", "cluster": entry}],
             "contexts": [{"name": "c", "context": {"cluster": "c", **({"user": "u"} if user is not None else {})}}],
             "users": [{"name": "u", "user": user}] if user is not None else [],
@@ -154,13 +170,20 @@ class Env:
 
 
 def exec_user(command: str, **extra: Any) -> dict[str, Any]:
-    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command,
-                     "interactiveMode": "Never", **extra}}
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": command,
+            "interactiveMode": "Never",
+            **extra,
+        }
+    }
 
 
 def exec_credential(token: str) -> str:
-    return json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                       "status": {"token": token}})
+    return json.dumps(
+        {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}
+    )
 
 
 def healthy_token_settings(env: Env) -> Settings:
@@ -222,14 +245,33 @@ def _plugin_with_grandchild(env: Env) -> Settings:
 
 def _gke_refresh_fails(env: Env) -> Settings:
     key = env.request.getfixturevalue("service_account_key_pem")
-    token_endpoint = LocalServer(script=[(400, {"Content-Type": "application/json"}, json.dumps(
-        {"error": "invalid_grant", "error_description": f"account disabled {PROVIDER_BODY_SECRET}"}).encode())])
+    token_endpoint = LocalServer(
+        script=[
+            (
+                400,
+                {"Content-Type": "application/json"},
+                json.dumps(
+                    {"error": "invalid_grant", "error_description": f"account disabled {PROVIDER_BODY_SECRET}"}
+                ).encode(),
+            )
+        ]
+    )
     token_endpoint.start()
     env.stack.callback(token_endpoint.stop)
     adc = env.tmp / "adc.json"
-    adc.write_text(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k",
-                               "private_key": key, "client_email": "probe@p.iam.gserviceaccount.com",
-                               "client_id": "1", "token_uri": f"{token_endpoint.base_url}/token"}))
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "p",
+                "private_key_id": "k",
+                "private_key": key,
+                "client_email": "probe@p.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": f"{token_endpoint.base_url}/token",
+            }
+        )
+    )
     env.monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
     ca = base64.b64encode(env.pki.ca_file.read_bytes()).decode()
     return env.settings({"mode": "gke", "server": env.server(healthy()).url, "ca_data": ca})
@@ -240,9 +282,16 @@ def _eks_sts_unreachable(env: Env) -> Settings:
     env.monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     env.monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     ca = base64.b64encode(env.pki.ca_file.read_bytes()).decode()
-    return env.settings({"mode": "eks", "cluster_name": "prod", "region": "eu-west-1",
-                         "server": env.server(healthy()).url, "ca_data": ca,
-                         "role_arn": "arn:aws:iam::123456789012:role/outpost-probe"})
+    return env.settings(
+        {
+            "mode": "eks",
+            "cluster_name": "prod",
+            "region": "eu-west-1",
+            "server": env.server(healthy()).url,
+            "ca_data": ca,
+            "role_arn": "arn:aws:iam::123456789012:role/outpost-probe",
+        }
+    )
 
 
 def _ssm_parameter_missing(env: Env) -> Settings:
@@ -269,119 +318,249 @@ def heartbeat_case(name: str, arrange: Callable[[Env], Settings], cause: str) ->
     """A heartbeat fault: the observation is healthy, the receiver is tried and fails, within its own budget."""
     return Case(name, arrange, cause, budget=DEADLINE + HEARTBEAT_BUDGET, heartbeat_contacted=True)
 
+
 CASES = [
     # -- the API server's network path --------------------------------------------------------------
     Case("refused", lambda env: env.token(f"https://127.0.0.1:{free_port()}"), r"connection refused"),
-    Case("black-holed after TCP connect", lambda env: env.token(env.black_hole()),
-         r"connect timed out after 1\.0 s|deadline of 1\.5 s ran out \(while connecting\)"),
+    Case(
+        "black-holed after TCP connect",
+        lambda env: env.token(env.black_hole()),
+        r"connect timed out after 1\.0 s|deadline of 1\.5 s ran out \(while connecting\)",
+    ),
     Case("wrong CA", lambda env: env.token(env.server(healthy(), stranger=True).url), r"TLS verification failed"),
-    Case("DNS name that does not resolve", lambda env: env.token("https://outpost-fault-matrix.invalid:6443"),
-         r"DNS lookup|deadline of 1\.5 s ran out"),
+    Case(
+        "DNS name that does not resolve",
+        lambda env: env.token("https://outpost-fault-matrix.invalid:6443"),
+        r"DNS lookup|deadline of 1\.5 s ran out",
+    ),
     Case("closes the connection at once", _served(close_at_once), r"RemoteProtocolError|ReadError|disconnected"),
     Case("garbage instead of HTTP", _served(garbage), r"RemoteProtocolError|ProtocolError"),
     Case("truncated body", _served(truncated), r"RemoteProtocolError|incomplete|peer closed"),
-    Case("hangs after the request", _served(hang, read_timeout_seconds=30),
-         r"deadline of 1\.5 s ran out \(while waiting for the answer\)"),
+    Case(
+        "hangs after the request",
+        _served(hang, read_timeout_seconds=30),
+        r"deadline of 1\.5 s ran out \(while waiting for the answer\)",
+    ),
     Case("hangs within the read timeout", _served(hang), r"read timed out after 1\.0 s|deadline"),
-    Case("trickles the headers a byte at a time", _served(trickle_headers, read_timeout_seconds=30),
-         r"deadline of 1\.5 s ran out"),
-    Case("trickles the body a byte at a time", _served(trickle_body, read_timeout_seconds=30),
-         r"deadline of 1\.5 s ran out"),
-    Case("stalls between bytes for less than the read timeout", _served(lambda: trickle_body(0.4)),
-         r"deadline of 1\.5 s ran out"),
+    Case(
+        "trickles the headers a byte at a time",
+        _served(trickle_headers, read_timeout_seconds=30),
+        r"deadline of 1\.5 s ran out",
+    ),
+    Case(
+        "trickles the body a byte at a time",
+        _served(trickle_body, read_timeout_seconds=30),
+        r"deadline of 1\.5 s ran out",
+    ),
+    Case(
+        "stalls between bytes for less than the read timeout",
+        _served(lambda: trickle_body(0.4)),
+        r"deadline of 1\.5 s ran out",
+    ),
     # -- sizes ---------------------------------------------------------------------------------------
     Case("declares a 200 MB body", _served(huge_declared), rf"GET /livez .*exceeds the cap of {MAX_RESPONSE_BYTES}"),
-    Case("streams an endless chunked body", _served(huge_chunked),
-         rf"GET /livez .*exceeds the cap of {MAX_RESPONSE_BYTES}"),
+    Case(
+        "streams an endless chunked body",
+        _served(huge_chunked),
+        rf"GET /livez .*exceeds the cap of {MAX_RESPONSE_BYTES}",
+    ),
     Case("gzip bomb", _served(gzip_bomb), rf"GET /livez .*exceeds the cap of {MAX_RESPONSE_BYTES}"),
     # -- statuses and bodies -------------------------------------------------------------------------
     Case("401", _status(401, '{"kind":"Status","message":"Unauthorized"}', "application/json"), r"HTTP 401"),
     Case("403 echoing the token", _served(lambda: echo_credential(403)), r"HTTP 403"),
-    Case("500 HTML page echoing the token", _served(lambda: echo_credential(500, html=True)), r"/livez 500",
-         statuses=frozenset({Status.FAILED})),
-    Case("503 with failing readyz lines", _status(503, "[+]ping ok\n[-]etcd failed: reason withheld\n"),
-         r"apiserver unhealthy: .*etcd", statuses=frozenset({Status.FAILED})),
-    Case("502 from a load balancer", _status(502, "<html>Bad Gateway</html>", "text/html"), r"/livez 502",
-         statuses=frozenset({Status.FAILED})),
+    Case(
+        "500 HTML page echoing the token",
+        _served(lambda: echo_credential(500, html=True)),
+        r"/livez 500",
+        statuses=frozenset({Status.FAILED}),
+    ),
+    Case(
+        "503 with failing readyz lines",
+        _status(503, "[+]ping ok\n[-]etcd failed: reason withheld\n"),
+        r"apiserver unhealthy: .*etcd",
+        statuses=frozenset({Status.FAILED}),
+    ),
+    Case(
+        "502 from a load balancer",
+        _status(502, "<html>Bad Gateway</html>", "text/html"),
+        r"/livez 502",
+        statuses=frozenset({Status.FAILED}),
+    ),
     Case("429 rate limited", _status(429, "slow down"), r"HTTP 429 rate limited, health not observed"),
-    Case("302 redirect", lambda env: env.token(env.server(reply(302, "", {"Location": "https://elsewhere/"})).url),
-         r"HTTP 302 redirect \(not followed\)"),
+    Case(
+        "302 redirect",
+        lambda env: env.token(env.server(reply(302, "", {"Location": "https://elsewhere/"})).url),
+        r"HTTP 302 redirect \(not followed\)",
+    ),
     Case("301 redirect", _status(301), r"HTTP 301 redirect"),
-    Case("200 HTML page", _status(200, "<html><body>Welcome to nginx</body></html>", "text/html"),
-         r"without a verbose health report"),
+    Case(
+        "200 HTML page",
+        _status(200, "<html><body>Welcome to nginx</body></html>", "text/html"),
+        r"without a verbose health report",
+    ),
     Case("200 empty body", _status(200, ""), r"without a verbose health report"),
-    Case("200 with an unknown charset", _status(200, "<p>caf\xe9</p>", "text/html; charset=no-such-charset"),
-         r"without a verbose health report"),
-    Case("200 binary garbage body", _status(200, "\x00\x01\x02\xff", "application/octet-stream"),
-         r"without a verbose health report"),
+    Case(
+        "200 with an unknown charset",
+        _status(200, "<p>caf\xe9</p>", "text/html; charset=no-such-charset"),
+        r"without a verbose health report",
+    ),
+    Case(
+        "200 binary garbage body",
+        _status(200, "\x00\x01\x02\xff", "application/octet-stream"),
+        r"without a verbose health report",
+    ),
     # -- credentials: kubeconfig and exec plugins ----------------------------------------------------------
-    Case("kubeconfig server is plain http", lambda env: env.kubeconfig(
-        env.server(healthy(), tls=False).url, {"token": KUBECONFIG_TOKEN}), r"not https://",
-        after=_nothing_sent_to_plain_http),
-    Case("kubeconfig insecure-skip-tls-verify", lambda env: env.kubeconfig(
-        env.server(healthy()).url, {"token": KUBECONFIG_TOKEN}, cluster={"insecure-skip-tls-verify": True}),
-        r"insecure-skip-tls-verify"),
-    Case("kubeconfig context missing", lambda env: env.kubeconfig(
-        env.server(healthy()).url, {"token": KUBECONFIG_TOKEN}, context="nowhere"), r"context nowhere is not defined"),
-    Case("kubeconfig static token echoed in a 500 page", lambda env: env.kubeconfig(
-        env.server(echo_credential(500, html=True)).url, {"token": KUBECONFIG_TOKEN}), r"/livez 500",
-        statuses=frozenset({Status.FAILED})),
-    Case("anonymous kubeconfig user gets 401", lambda env: env.kubeconfig(
-        env.server(reply(401, '{"message":"Unauthorized"}')).url, None), r"HTTP 401"),
-    Case("kubeconfig legacy auth-provider", lambda env: env.kubeconfig(
-        env.server(healthy()).url, {"auth-provider": {"name": "gcp"}}), r"legacy auth-provider"),
-    Case("exec plugin hangs (killed at the deadline)", _hanging_plugin,
-         r"no credentials within the deadline of 1\.5 s \(the plugin was killed\)", after=_plugins_are_gone),
-    Case("exec plugin's child holds the pipes", _plugin_with_grandchild,
-         r"no credentials within the deadline of 1\.5 s", after=_plugins_are_gone),
-    Case("exec plugin fails with a secret on stderr", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        env.plugin(f"echo 'refresh token {STDERR_SECRET} expired' >&2\nexit 3\n"))), r"exited with status 3"),
-    Case("exec plugin prints garbage", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        env.plugin("echo 'Please log in at https://sso.example/'\n"))), r"not an ExecCredential"),
-    Case("exec plugin answers another apiVersion", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        env.plugin(f"echo '{exec_credential(EXEC_TOKEN).replace('/v1', '/v1beta1')}'\n"))),
-        r"apiVersion does not match"),
-    Case("exec plugin gives no credentials", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        env.plugin('echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'\n'
-                   ))), r"produced no credentials"),
-    Case("exec plugin not installed", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        "/nonexistent/kubelogin", installHint="install kubelogin")), r"cannot start kubelogin"),
-    Case("exec plugin wants a terminal", lambda env: env.kubeconfig(env.server(healthy()).url, exec_user(
-        env.plugin("exit 0\n"), interactiveMode="Always")), r"interactiveMode Always needs a terminal"),
-    Case("exec plugin token echoed in a 403", lambda env: env.kubeconfig(
-        env.server(echo_credential(403)).url, exec_user(env.plugin(f"echo '{exec_credential(EXEC_TOKEN)}'\n"))),
-        r"HTTP 403"),
-    Case("GKE token refresh fails", _gke_refresh_fails,
-         r"gke credentials: access token refresh failed \(RefreshError\)"),
-    Case("EKS role cannot be assumed", _eks_sts_unreachable,
-         r"eks credentials for cluster prod: token could not be made"),
+    Case(
+        "kubeconfig server is plain http",
+        lambda env: env.kubeconfig(env.server(healthy(), tls=False).url, {"token": KUBECONFIG_TOKEN}),
+        r"not https://",
+        after=_nothing_sent_to_plain_http,
+    ),
+    Case(
+        "kubeconfig insecure-skip-tls-verify",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url, {"token": KUBECONFIG_TOKEN}, cluster={"insecure-skip-tls-verify": True}
+        ),
+        r"insecure-skip-tls-verify",
+    ),
+    Case(
+        "kubeconfig context missing",
+        lambda env: env.kubeconfig(env.server(healthy()).url, {"token": KUBECONFIG_TOKEN}, context="nowhere"),
+        r"context nowhere is not defined",
+    ),
+    Case(
+        "kubeconfig static token echoed in a 500 page",
+        lambda env: env.kubeconfig(env.server(echo_credential(500, html=True)).url, {"token": KUBECONFIG_TOKEN}),
+        r"/livez 500",
+        statuses=frozenset({Status.FAILED}),
+    ),
+    Case(
+        "anonymous kubeconfig user gets 401",
+        lambda env: env.kubeconfig(env.server(reply(401, '{"message":"Unauthorized"}')).url, None),
+        r"HTTP 401",
+    ),
+    Case(
+        "kubeconfig legacy auth-provider",
+        lambda env: env.kubeconfig(env.server(healthy()).url, {"auth-provider": {"name": "gcp"}}),
+        r"legacy auth-provider",
+    ),
+    Case(
+        "exec plugin hangs (killed at the deadline)",
+        _hanging_plugin,
+        r"no credentials within the deadline of 1\.5 s \(the plugin was killed\)",
+        after=_plugins_are_gone,
+    ),
+    Case(
+        "exec plugin's child holds the pipes",
+        _plugin_with_grandchild,
+        r"no credentials within the deadline of 1\.5 s",
+        after=_plugins_are_gone,
+    ),
+    Case(
+        "exec plugin fails with a secret on stderr",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url,
+            exec_user(env.plugin(f"echo 'refresh token {STDERR_SECRET} expired' >&2\nexit 3\n")),
+        ),
+        r"exited with status 3",
+    ),
+    Case(
+        "exec plugin prints garbage",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url, exec_user(env.plugin("echo 'Please log in at https://sso.example/'\n"))
+        ),
+        r"not an ExecCredential",
+    ),
+    Case(
+        "exec plugin answers another apiVersion",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url,
+            exec_user(env.plugin(f"echo '{exec_credential(EXEC_TOKEN).replace('/v1', '/v1beta1')}'\n")),
+        ),
+        r"apiVersion does not match",
+    ),
+    Case(
+        "exec plugin gives no credentials",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url,
+            exec_user(
+                env.plugin(
+                    'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'\n'
+                )
+            ),
+        ),
+        r"produced no credentials",
+    ),
+    Case(
+        "exec plugin not installed",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url, exec_user("/nonexistent/kubelogin", installHint="install kubelogin")
+        ),
+        r"cannot start kubelogin",
+    ),
+    Case(
+        "exec plugin wants a terminal",
+        lambda env: env.kubeconfig(
+            env.server(healthy()).url, exec_user(env.plugin("exit 0\n"), interactiveMode="Always")
+        ),
+        r"interactiveMode Always needs a terminal",
+    ),
+    Case(
+        "exec plugin token echoed in a 403",
+        lambda env: env.kubeconfig(
+            env.server(echo_credential(403)).url, exec_user(env.plugin(f"echo '{exec_credential(EXEC_TOKEN)}'\n"))
+        ),
+        r"HTTP 403",
+    ),
+    Case(
+        "GKE token refresh fails", _gke_refresh_fails, r"gke credentials: access token refresh failed \(RefreshError\)"
+    ),
+    Case(
+        "EKS role cannot be assumed", _eks_sts_unreachable, r"eks credentials for cluster prod: token could not be made"
+    ),
     # -- secret stores ---------------------------------------------------------------------------------
-    Case("token secret not set", lambda env: env.token(env.server(healthy()).url, token="env:FM_UNSET_TOKEN"),
-         r"secret env:FM_UNSET_TOKEN: environment variable is not set"),
+    Case(
+        "token secret not set",
+        lambda env: env.token(env.server(healthy()).url, token="env:FM_UNSET_TOKEN"),
+        r"secret env:FM_UNSET_TOKEN: environment variable is not set",
+    ),
     Case("token secret missing in SSM", _ssm_parameter_missing, r"ssm get_parameter failed \(ParameterNotFound\)"),
     Case("token secret missing in Secret Manager", _gcpsm_secret_missing, r"HTTP 404 \(NOT_FOUND\)"),
     # -- the heartbeat ---------------------------------------------------------------------------------
-    heartbeat_case("heartbeat down", _heartbeat(url=lambda env: f"http://127.0.0.1:{free_port()}/hb/{HEARTBEAT_TOKEN}"),
-         r"heartbeat was not delivered: .*connection failed"),
+    heartbeat_case(
+        "heartbeat down",
+        _heartbeat(url=lambda env: f"http://127.0.0.1:{free_port()}/hb/{HEARTBEAT_TOKEN}"),
+        r"heartbeat was not delivered: .*connection failed",
+    ),
     heartbeat_case("heartbeat 404", _heartbeat([(404, {}, b"no such heartbeat")]), r"not delivered: .*HTTP 404"),
     heartbeat_case("heartbeat 500", _heartbeat([(500, {}, b"oops")]), r"not delivered: .*HTTP 500 \(gave up after 2"),
-    heartbeat_case("heartbeat redirect", _heartbeat([(302, {"Location": "https://elsewhere/"}, b"")]),
-         r"not delivered: .*HTTP 302"),
+    heartbeat_case(
+        "heartbeat redirect", _heartbeat([(302, {"Location": "https://elsewhere/"}, b"")]), r"not delivered: .*HTTP 302"
+    ),
     heartbeat_case("heartbeat hangs", _heartbeat(["hang"]), r"not delivered: .*(timed out|budget)"),
-    heartbeat_case("heartbeat URL malformed",
-                   _heartbeat(url=lambda env: f"https://exa mple.invalid:99999/{HEARTBEAT_TOKEN}"),
-         r"not delivered: .*not a valid http\(s\) URL"),
-    heartbeat_case("heartbeat URL is plain http to a remote host",
-         _heartbeat(url=lambda env: f"http://vigilmon.invalid/api/heartbeat/{HEARTBEAT_TOKEN}"),
-         r"not delivered: .*must be https://"),
+    heartbeat_case(
+        "heartbeat URL malformed",
+        _heartbeat(url=lambda env: f"https://exa mple.invalid:99999/{HEARTBEAT_TOKEN}"),
+        r"not delivered: .*not a valid http\(s\) URL",
+    ),
+    heartbeat_case(
+        "heartbeat URL is plain http to a remote host",
+        _heartbeat(url=lambda env: f"http://vigilmon.invalid/api/heartbeat/{HEARTBEAT_TOKEN}"),
+        r"not delivered: .*must be https://",
+    ),
     heartbeat_case("heartbeat secret not set", _heartbeat(url=lambda env: ""), r"not delivered: .*FM_HEARTBEAT"),
 ]
 
 
 @pytest.fixture
-def env(tmp_path: Path, pki: LocalhostTls, stranger_pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch,
-        receiver: LocalServer,
-        request: pytest.FixtureRequest) -> Iterator[Env]:
+def env(
+    tmp_path: Path,
+    pki: LocalhostTls,
+    stranger_pki: LocalhostTls,
+    monkeypatch: pytest.MonkeyPatch,
+    receiver: LocalServer,
+    request: pytest.FixtureRequest,
+) -> Iterator[Env]:
     monkeypatch.delenv("FM_HEARTBEAT", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
     with ExitStack() as stack:
@@ -419,8 +598,13 @@ def test_fault(case: Case, env: Env, capsys: pytest.CaptureFixture[str], caplog:
         assert env.heartbeat.requests == [], "the heartbeat was contacted although the check did not succeed"
     run_lines = [json.loads(line) for line in out.out.splitlines() if line.startswith("{")]
     assert [(line["check"], line["status"]) for line in run_lines] == [("apiserver-health", result.status.value)]
-    assert_no_credential(result.model_dump_json(), out.out, out.err, caplog.text,
-                         "\n".join(str(r.exc_text or "") for r in caplog.records))
+    assert_no_credential(
+        result.model_dump_json(),
+        out.out,
+        out.err,
+        caplog.text,
+        "\n".join(str(r.exc_text or "") for r in caplog.records),
+    )
     if case.after is not None:
         case.after(env, result)
 
@@ -434,19 +618,28 @@ def _write(path: Path, document: dict[str, Any] | str) -> Path:
 
 
 def _environment(server: str, **extra: Any) -> dict[str, Any]:
-    return {"environment": "fm", "cluster": {"name": "c", "auth": {"mode": "token", "server": server,
-                                                                     "token": "env:FM_API_TOKEN"}, **extra},
-            "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}}}
+    return {
+        "environment": "fm",
+        "cluster": {"name": "c", "auth": {"mode": "token", "server": server, "token": "env:FM_API_TOKEN"}, **extra},
+        "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}},
+    }
 
 
 def test_cli_adhoc_kubeconfig_with_plain_http_is_refused(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     plain = env.server(healthy(), tls=False)
     path = env.tmp / "adhoc"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": plain.url}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": KUBECONFIG_TOKEN}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": plain.url}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": KUBECONFIG_TOKEN}}],
+            }
+        )
+    )
     env.monkeypatch.delenv("OUTPOST_CONFIG", raising=False)
     env.monkeypatch.delenv("OUTPOST_ENV", raising=False)
     code = cli.main(["run", "apiserver-health", "--kubeconfig", str(path), "--json"])
@@ -486,8 +679,11 @@ def test_cli_run_all_with_every_check_disabled_runs_nothing(env: Env, capsys: py
 
 def test_a_disabled_check_run_by_name_does_not_ping(env: Env) -> None:
     settings = healthy_token_settings(env)
-    disabled = settings.model_copy(update={"checks": {"apiserver-health": settings.checks["apiserver-health"]
-                                                      .model_copy(update={"enabled": False})}})
+    disabled = settings.model_copy(
+        update={
+            "checks": {"apiserver-health": settings.checks["apiserver-health"].model_copy(update={"enabled": False})}
+        }
+    )
     result = run_check(disabled, "apiserver-health", log=False)
     assert result.status is Status.OK
     assert result.reported is False
@@ -496,16 +692,19 @@ def test_a_disabled_check_run_by_name_does_not_ping(env: Env) -> None:
 
 
 def test_validate_refuses_duplicate_keys(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
-    text = ("environment: fm\ncluster:\n  name: c\n  deadline_seconds: 10\n  deadline_seconds: 500\n"
-            "  auth: {mode: token, server: 'https://127.0.0.1:1', token: 'env:X'}\n")
+    text = (
+        "environment: fm\ncluster:\n  name: c\n  deadline_seconds: 10\n  deadline_seconds: 500\n"
+        "  auth: {mode: token, server: 'https://127.0.0.1:1', token: 'env:X'}\n"
+    )
     config = _write(env.tmp / "dup.yaml", text)
     assert cli.main(["validate", "--config", str(config)]) == cli.EXIT_USAGE
     assert "line 5 column 3: duplicate key 'deadline_seconds'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["../../../etc/passwd", "prod/../../x", "/etc/hosts", "Prod", "a" * 80])
-def test_environment_names_are_checked_before_any_path_is_built(name: str, capsys: pytest.CaptureFixture[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_names_are_checked_before_any_path_is_built(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     opened: list[str] = []
     real_read_text = Path.read_text
 
@@ -559,14 +758,16 @@ def test_lambda_adapter_never_logs_or_answers_an_echoed_token(env: Env, capsys: 
     _load.cache_clear()
 
 
-@pytest.mark.parametrize(("event", "expected"), [
-    ({"version": "2.0", "requestContext": {"http": {"method": "GET"}}, "body": "!!", "isBase64Encoded": True}, 400),
-    ({"httpMethod": "GET", "queryStringParameters": {"report": "maybe"}}, 400),
-    ({"httpMethod": "DELETE"}, 405),
-    ({"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "body": "[1, 2]"}, 400),
-])
-def test_malformed_http_invocations_are_refused_without_running(env: Env, event: dict[str, Any],
-                                                                 expected: int) -> None:
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ({"version": "2.0", "requestContext": {"http": {"method": "GET"}}, "body": "!!", "isBase64Encoded": True}, 400),
+        ({"httpMethod": "GET", "queryStringParameters": {"report": "maybe"}}, 400),
+        ({"httpMethod": "DELETE"}, 405),
+        ({"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "body": "[1, 2]"}, 400),
+    ],
+)
+def test_malformed_http_invocations_are_refused_without_running(env: Env, event: dict[str, Any], expected: int) -> None:
     from outpost.runtime import aws_lambda
     from outpost.runtime.common import _load
 

@@ -78,8 +78,9 @@ class Arena:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def server(self, behaviour: Behaviour, *, tls: bool = True, **options: Any) -> HostileServer:
-        server = HostileServer(behaviour, self.pki.cert_file if tls else None, self.pki.key_file if tls else None,
-                               **options)
+        server = HostileServer(
+            behaviour, self.pki.cert_file if tls else None, self.pki.key_file if tls else None, **options
+        )
         self.stack.enter_context(server)
         self.servers.append(server)
         return server
@@ -93,18 +94,26 @@ class Arena:
         server_requests = len(self.heartbeat_server.requests) if self.heartbeat_server else 0
         return len(self.receiver.requests) + server_requests
 
-    def config(self, api: HostileServer, check: str, params: dict[str, Any] | None = None,
-               **cluster: Any) -> Path:
+    def config(self, api: HostileServer, check: str, params: dict[str, Any] | None = None, **cluster: Any) -> Path:
         base = self.heartbeat_server.url if self.heartbeat_server else self.receiver.base_url
         self.environment.setdefault("FM_API_TOKEN", API_TOKEN)
         self.environment["FM_HEARTBEAT"] = f"{base}/api/heartbeat/{HEARTBEAT_TOKEN}"
         self.environment["FM_VIGILMON_KEY"] = API_KEY
         document = {
             "environment": "budget-matrix",
-            "cluster": {"name": "hostile", "auth": {"mode": "token", "server": api.url, "token": "env:FM_API_TOKEN",
-                                                    "ca_file": str(self.pki.ca_file)},
-                        "connect_timeout_seconds": 2, "read_timeout_seconds": 2, "deadline_seconds": DEADLINE,
-                        **cluster},
+            "cluster": {
+                "name": "hostile",
+                "auth": {
+                    "mode": "token",
+                    "server": api.url,
+                    "token": "env:FM_API_TOKEN",
+                    "ca_file": str(self.pki.ca_file),
+                },
+                "connect_timeout_seconds": 2,
+                "read_timeout_seconds": 2,
+                "deadline_seconds": DEADLINE,
+                **cluster,
+            },
             "heartbeat": HEARTBEAT,
             "vigilmon": {"api_url": f"{base}/api", "api_key": "env:FM_VIGILMON_KEY"},
             "checks": {check: {"heartbeat": "env:FM_HEARTBEAT", "monitor_id": "mon-1", "params": params or {}}},
@@ -131,13 +140,19 @@ class Case:
         return DEADLINE + (HEARTBEAT_BUDGET if self.pinged else 0.0)
 
 
-def run(check: str, behaviour: Callable[[], Behaviour], params: dict[str, Any] | None = None,
-        **cluster: Any) -> Callable[[Arena], list[str]]:
+def run(
+    check: str, behaviour: Callable[[], Behaviour], params: dict[str, Any] | None = None, **cluster: Any
+) -> Callable[[Arena], list[str]]:
     """`outpost run CHECK` against one hostile API server."""
 
     def arrange(arena: Arena) -> list[str]:
-        return ["run", check, "--json", "--config", str(arena.config(arena.server(behaviour()), check, params,
-                                                                      **cluster))]
+        return [
+            "run",
+            check,
+            "--json",
+            "--config",
+            str(arena.config(arena.server(behaviour()), check, params, **cluster)),
+        ]
 
     return arrange
 
@@ -147,8 +162,13 @@ def healthy_cluster_hostile_heartbeat(behaviour: Callable[[], Behaviour]) -> Cal
 
     def arrange(arena: Arena) -> list[str]:
         arena.hostile_heartbeat(behaviour())
-        return ["run", "apiserver-health", "--json", "--config",
-                str(arena.config(arena.server(healthy()), "apiserver-health"))]
+        return [
+            "run",
+            "apiserver-health",
+            "--json",
+            "--config",
+            str(arena.config(arena.server(healthy()), "apiserver-health")),
+        ]
 
     return arrange
 
@@ -206,13 +226,18 @@ def manager_proxy_answers(status: int) -> Callable[[Arena], list[str]]:
         deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["namespace"] == ns)
         pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == ns]
         as_json = {"Content-Type": "application/json"}
-        api = arena.server(routes({
-            f"/apis/apps/v1/namespaces/{ns}/deployments/": reply(200, json.dumps(deployment), as_json),
-            f"/api/v1/namespaces/{ns}/pods": reply(200, json.dumps(
-                {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods}), as_json),
-            f"/api/v1/namespaces/{ns}/pods/": reply(status, "refused", {"Content-Type": "text/plain"}),
-            "/version": reply(200, '{"gitVersion":"v1.37.2"}', as_json),
-        }))
+        api = arena.server(
+            routes(
+                {
+                    f"/apis/apps/v1/namespaces/{ns}/deployments/": reply(200, json.dumps(deployment), as_json),
+                    f"/api/v1/namespaces/{ns}/pods": reply(
+                        200, json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods}), as_json
+                    ),
+                    f"/api/v1/namespaces/{ns}/pods/": reply(status, "refused", {"Content-Type": "text/plain"}),
+                    "/version": reply(200, '{"gitVersion":"v1.37.2"}', as_json),
+                }
+            )
+        )
         config = arena.config(api, "kruise-manager-health")
         return ["run", "kruise-manager-health", "--json", "--config", str(config)]
 
@@ -225,56 +250,147 @@ MILLION = 1_000_000
 
 CASES = [
     # -- compression: decoded by Outpost, one gzip layer at most, never past the caps ----------------------------
-    Case("API server answers a stacked gzip bomb", run("apiserver-health", stacked_gzip_bomb), "error",
-         r"GET /livez .*stacked content codings 'gzip, gzip' refused"),
-    Case("API server answers an honest body in two gzip layers",
-         run("apiserver-health", lambda: stacked_gzip("[+]ping ok\n[+]etcd ok\nlivez check passed\n")), "error",
-         r"GET /livez .*stacked content codings"),
-    Case("API server answers deflate", run("apiserver-health", lambda: reply(
-        200, __import__("zlib").compress(b"[+]ping ok\nlivez check passed\n"),
-        {"Content-Type": "text/plain", "Content-Encoding": "deflate"})), "error",
-         r"content coding 'deflate' refused"),
+    Case(
+        "API server answers a stacked gzip bomb",
+        run("apiserver-health", stacked_gzip_bomb),
+        "error",
+        r"GET /livez .*stacked content codings 'gzip, gzip' refused",
+    ),
+    Case(
+        "API server answers an honest body in two gzip layers",
+        run("apiserver-health", lambda: stacked_gzip("[+]ping ok\n[+]etcd ok\nlivez check passed\n")),
+        "error",
+        r"GET /livez .*stacked content codings",
+    ),
+    Case(
+        "API server answers deflate",
+        run(
+            "apiserver-health",
+            lambda: reply(
+                200,
+                __import__("zlib").compress(b"[+]ping ok\nlivez check passed\n"),
+                {"Content-Type": "text/plain", "Content-Encoding": "deflate"},
+            ),
+        ),
+        "error",
+        r"content coding 'deflate' refused",
+    ),
     # -- the heartbeat: judged by its status line, no byte of its body read ----------------------------------------
-    Case("heartbeat answers a stacked gzip bomb", healthy_cluster_hostile_heartbeat(stacked_gzip_bomb), "ok",
-         r"apiserver live and ready", pinged=True),
-    Case("heartbeat answers a 1 GiB gzip bomb", healthy_cluster_hostile_heartbeat(big_gzip_bomb), "ok",
-         r"apiserver live and ready", pinged=True),
-    Case("heartbeat 200 with an endless body", healthy_cluster_hostile_heartbeat(endless_body), "ok",
-         r"apiserver live and ready", pinged=True),
-    Case("heartbeat 200 trickling its body", healthy_cluster_hostile_heartbeat(lambda: endless_body(interval=0.2)),
-         "ok", r"apiserver live and ready", pinged=True),
-    Case("heartbeat 500 with an endless body", healthy_cluster_hostile_heartbeat(lambda: endless_body(500)),
-         "error", r"heartbeat was not delivered: .*HTTP 500 \(gave up after 2 attempts\)", pinged=True),
-    Case("maintenance API answers an endless body", maintenance_hostile_api(endless_body), "ok",
-         r"maintenance started: apiserver-health \(monitor mon-1\)", pinged=True),
+    Case(
+        "heartbeat answers a stacked gzip bomb",
+        healthy_cluster_hostile_heartbeat(stacked_gzip_bomb),
+        "ok",
+        r"apiserver live and ready",
+        pinged=True,
+    ),
+    Case(
+        "heartbeat answers a 1 GiB gzip bomb",
+        healthy_cluster_hostile_heartbeat(big_gzip_bomb),
+        "ok",
+        r"apiserver live and ready",
+        pinged=True,
+    ),
+    Case(
+        "heartbeat 200 with an endless body",
+        healthy_cluster_hostile_heartbeat(endless_body),
+        "ok",
+        r"apiserver live and ready",
+        pinged=True,
+    ),
+    Case(
+        "heartbeat 200 trickling its body",
+        healthy_cluster_hostile_heartbeat(lambda: endless_body(interval=0.2)),
+        "ok",
+        r"apiserver live and ready",
+        pinged=True,
+    ),
+    Case(
+        "heartbeat 500 with an endless body",
+        healthy_cluster_hostile_heartbeat(lambda: endless_body(500)),
+        "error",
+        r"heartbeat was not delivered: .*HTTP 500 \(gave up after 2 attempts\)",
+        pinged=True,
+    ),
+    Case(
+        "maintenance API answers an endless body",
+        maintenance_hostile_api(endless_body),
+        "ok",
+        r"maintenance started: apiserver-health \(monitor mon-1\)",
+        pinged=True,
+    ),
     # -- one byte budget per run, across every page of a LIST -----------------------------------------------------
-    Case("LIST pages never end", endless_list(), "error",
-         rf"GET /apis/scheduling.sigs.k8s.io/v1alpha1/podgroups .*budget of {RUN_BYTES} bytes "
-         r"\(cluster.max_run_bytes\)", after=_served_at_most_the_budget),
-    Case("LIST hands back the continue token it was given", endless_list(padding=100, same_token=True), "error",
-         r"hands back the continue token"),
+    Case(
+        "LIST pages never end",
+        endless_list(),
+        "error",
+        rf"GET /apis/scheduling.sigs.k8s.io/v1alpha1/podgroups .*budget of {RUN_BYTES} bytes "
+        r"\(cluster.max_run_bytes\)",
+        after=_served_at_most_the_budget,
+    ),
+    Case(
+        "LIST hands back the continue token it was given",
+        endless_list(padding=100, same_token=True),
+        "error",
+        r"hands back the continue token",
+    ),
     # -- JSON nested deeper than a parser goes -------------------------------------------------------------------
-    Case("LIST nested 100,000 levels deep", run("gang-scheduling", lambda: deep_json(DEEP)), "error",
-         r"podgroups.*nested deeper than \d+ levels"),
-    Case("node LIST (validated page by page) nested 100,000 levels deep",
-         run("kwok-node-consistency", lambda: deep_json(DEEP)), "error", r"/api/v1/nodes.*nested deeper than"),
-    Case("401 whose Status is nested 100,000 levels deep",
-         run("apiserver-health", lambda: deep_json(DEEP, status=401, wrap="none")), "error", r"GET /livez .*HTTP 401"),
+    Case(
+        "LIST nested 100,000 levels deep",
+        run("gang-scheduling", lambda: deep_json(DEEP)),
+        "error",
+        r"podgroups.*nested deeper than \d+ levels",
+    ),
+    Case(
+        "node LIST (validated page by page) nested 100,000 levels deep",
+        run("kwok-node-consistency", lambda: deep_json(DEEP)),
+        "error",
+        r"/api/v1/nodes.*nested deeper than",
+    ),
+    Case(
+        "401 whose Status is nested 100,000 levels deep",
+        run("apiserver-health", lambda: deep_json(DEEP, status=401, wrap="none")),
+        "error",
+        r"GET /livez .*HTTP 401",
+    ),
     # -- health answers: only their head is read ----------------------------------------------------------------------
-    Case("/readyz of a million lines", run("apiserver-health", lambda: health_lines(MILLION)), "error",
-         r"apiserver /livez: HTTP 200 with an answer of \d+ characters, longer than a health report"),
-    Case("/readyz of a million lines, 503 with failing ones",
-         run("apiserver-health", lambda: health_lines(MILLION, status=503, failing_every=10)), "failed",
-         r"apiserver unhealthy: /livez 503, /readyz 503; failing: check-0, check-10"),
+    Case(
+        "/readyz of a million lines",
+        run("apiserver-health", lambda: health_lines(MILLION)),
+        "error",
+        r"apiserver /livez: HTTP 200 with an answer of \d+ characters, longer than a health report",
+    ),
+    Case(
+        "/readyz of a million lines, 503 with failing ones",
+        run("apiserver-health", lambda: health_lines(MILLION, status=503, failing_every=10)),
+        "failed",
+        r"apiserver unhealthy: /livez 503, /readyz 503; failing: check-0, check-10",
+    ),
     # -- our own request: small, and its refusal is not the server's health -----------------------------------------
-    Case("token of 100 KB (server refuses heads over 64 KiB)", big_token, "error",
-         r"the bearer token is 100000 bytes, more than the 65536 bytes Outpost sends", after=_nothing_sent),
-    Case("API server answers 431", run("apiserver-health", lambda: reply(431, "Request Header Fields Too Large")),
-         "error", r"GET /livez .*HTTP 431 Request Header Fields Too Large: our own request was refused"),
-    Case("/readyz answers 413 to the triage ladder", run("apiserver-triage", lambda: reply(413, "too large")),
-         "error", r"GET /readyz .*HTTP 413 Content Too Large: our own request was refused"),
-    Case("proxied manager /readyz answers 414", manager_proxy_answers(414), "error",
-         r"kruise-controller-manager.*HTTP 414 URI Too Long: our own request was refused"),
+    Case(
+        "token of 100 KB (server refuses heads over 64 KiB)",
+        big_token,
+        "error",
+        r"the bearer token is 100000 bytes, more than the 65536 bytes Outpost sends",
+        after=_nothing_sent,
+    ),
+    Case(
+        "API server answers 431",
+        run("apiserver-health", lambda: reply(431, "Request Header Fields Too Large")),
+        "error",
+        r"GET /livez .*HTTP 431 Request Header Fields Too Large: our own request was refused",
+    ),
+    Case(
+        "/readyz answers 413 to the triage ladder",
+        run("apiserver-triage", lambda: reply(413, "too large")),
+        "error",
+        r"GET /readyz .*HTTP 413 Content Too Large: our own request was refused",
+    ),
+    Case(
+        "proxied manager /readyz answers 414",
+        manager_proxy_answers(414),
+        "error",
+        r"kruise-controller-manager.*HTTP 414 URI Too Long: our own request was refused",
+    ),
 ]
 
 
@@ -297,7 +413,7 @@ def test_budget_fault(case: Case, arena: Arena) -> None:
     assert_bounded(outcome, case.budget, SECRETS)
     assert outcome.returncode == EXIT[case.status], (outcome.returncode, outcome.output[-1500:])
     if args[0] == "run":
-        results = json.loads(outcome.stdout[outcome.stdout.index("["):outcome.stdout.rindex("]") + 1])
+        results = json.loads(outcome.stdout[outcome.stdout.index("[") : outcome.stdout.rindex("]") + 1])
         assert [r["status"] for r in results] == [case.status], results
         assert re.search(case.cause, results[0]["summary"]), results[0]["summary"]
         assert results[0]["reported"] is (case.pinged and case.status in ("ok", "degraded"))

@@ -54,8 +54,9 @@ STDERR_SECRET = "plugin-stderr-Jb6Wc2Yt"
 HEARTBEAT_TOKEN = "hb_local_Fm4Rt8Yq2W"
 SECRETS = (KUBECONFIG_TOKEN, API_TOKEN, PASSWORD, STDERR_SECRET, HEARTBEAT_TOKEN)
 
-_PROLOGUE = ("import resource, sys\n"
-             f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT}))\n")
+_PROLOGUE = (
+    f"import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT}))\n"
+)
 CLI = _PROLOGUE + "from outpost.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 """The real command line (`child_run.run_cli`), with the address space capped."""
 COLD_START = _PROLOGUE + (
@@ -66,12 +67,13 @@ COLD_START = _PROLOGUE + (
     "except ConfigError as error:\n"
     "    print(f'cold start refused: {error}', file=sys.stderr)\n"
     "    sys.exit(64)\n"
-    "print('cold start done')\n")
+    "print('cold start done')\n"
+)
 """A function's cold start ($OUTPOST_CONFIG), as `functions/apiserver_health/main.py` runs it on import."""
 
 ALIAS_BOMB = "".join(
-    [f"  - &lol0 [\"{'lol' * 10}\"]\n"]
-    + [f"  - &lol{i} [{', '.join([f'*lol{i - 1}'] * 9)}]\n" for i in range(1, 10)])
+    [f'  - &lol0 ["{"lol" * 10}"]\n'] + [f"  - &lol{i} [{', '.join([f'*lol{i - 1}'] * 9)}]\n" for i in range(1, 10)]
+)
 """Ten anchored lists, each nine aliases of the one before: 9**9 leaves (gigabytes) once anything walks it."""
 
 
@@ -94,25 +96,39 @@ class Arena:
 
     @property
     def environment(self) -> dict[str, str]:
-        return {"FM_HEARTBEAT": f"{self.receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}",
-                "FM_API_TOKEN": API_TOKEN, "KUBECONFIG": ""}
+        return {
+            "FM_HEARTBEAT": f"{self.receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}",
+            "FM_API_TOKEN": API_TOKEN,
+            "KUBECONFIG": "",
+        }
 
     def config(self, auth: dict[str, Any], text: str | None = None) -> Path:
-        document = {"environment": "fm-local",
-                    "cluster": {"name": "local", "auth": auth, "deadline_seconds": DEADLINE,
-                                "connect_timeout_seconds": 1, "read_timeout_seconds": 1},
-                    "heartbeat": {"timeout_seconds": 0.5, "retries": 0},
-                    "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}}}
+        document = {
+            "environment": "fm-local",
+            "cluster": {
+                "name": "local",
+                "auth": auth,
+                "deadline_seconds": DEADLINE,
+                "connect_timeout_seconds": 1,
+                "read_timeout_seconds": 1,
+            },
+            "heartbeat": {"timeout_seconds": 0.5, "retries": 0},
+            "checks": {"apiserver-health": {"heartbeat": "env:FM_HEARTBEAT"}},
+        }
         path = self.tmp / "outpost.yaml"
         path.write_text(text if text is not None else yaml.safe_dump(document))
         return path
 
     def kubeconfig_document(self, user: dict[str, Any] | None = None, **cluster: Any) -> dict[str, Any]:
         entry = {"server": self.server.url, "certificate-authority": str(self.pki.ca_file), **cluster}
-        return {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                "clusters": [{"name": "c", "cluster": entry}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [{"name": "u", "user": user if user is not None else {"token": KUBECONFIG_TOKEN}}]}
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "c",
+            "clusters": [{"name": "c", "cluster": entry}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "users": [{"name": "u", "user": user if user is not None else {"token": KUBECONFIG_TOKEN}}],
+        }
 
     def kubeconfig(self, user: dict[str, Any] | None = None, **cluster: Any) -> Path:
         path = self.tmp / "kubeconfig"
@@ -150,8 +166,14 @@ class Arena:
 
 
 def exec_user(command: str, **extra: Any) -> dict[str, Any]:
-    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command,
-                     "interactiveMode": "Never", **extra}}
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": command,
+            "interactiveMode": "Never",
+            **extra,
+        }
+    }
 
 
 @dataclass(frozen=True)
@@ -191,12 +213,23 @@ def _cold_start(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
 def _config_alias_bomb(arena: Arena) -> Path:
     # The bomb sits in another check's params, which apiserver-health's cold start does not judge: nothing but the
     # YAML loader can refuse it.
-    document = yaml.safe_load(arena.config({"mode": "token", "server": arena.server.url, "token": "env:FM_API_TOKEN",
-                                            "ca_file": str(arena.pki.ca_file)}).read_text())
+    document = yaml.safe_load(
+        arena.config(
+            {
+                "mode": "token",
+                "server": arena.server.url,
+                "token": "env:FM_API_TOKEN",
+                "ca_file": str(arena.pki.ca_file),
+            }
+        ).read_text()
+    )
     checks = document.pop("checks")
-    text = (yaml.safe_dump(document) + yaml.safe_dump({"checks": checks})
-            + "  gang-scheduling:\n    enabled: false\n    params:\n      lol:\n"
-            + ALIAS_BOMB.replace("  - ", "      - "))
+    text = (
+        yaml.safe_dump(document)
+        + yaml.safe_dump({"checks": checks})
+        + "  gang-scheduling:\n    enabled: false\n    params:\n      lol:\n"
+        + ALIAS_BOMB.replace("  - ", "      - ")
+    )
     path = arena.tmp / "bomb.yaml"
     path.write_text(text)
     return path
@@ -220,12 +253,21 @@ def _six_mb_kubeconfig(arena: Arena) -> Path:
     document = arena.kubeconfig_document()
     filler = base64.b64encode(os.urandom(1200)).decode()
     for index in range(1250):
-        document["clusters"].append({"name": f"other-{index}", "cluster": {
-            "server": f"https://10.0.{index // 250}.{index % 250}:6443", "certificate-authority-data": filler}})
-        document["users"].append({"name": f"other-{index}", "user": {
-            "client-certificate-data": filler, "client-key-data": filler}})
-        document["contexts"].append({"name": f"other-{index}", "context": {"cluster": f"other-{index}",
-                                                                              "user": f"other-{index}"}})
+        document["clusters"].append(
+            {
+                "name": f"other-{index}",
+                "cluster": {
+                    "server": f"https://10.0.{index // 250}.{index % 250}:6443",
+                    "certificate-authority-data": filler,
+                },
+            }
+        )
+        document["users"].append(
+            {"name": f"other-{index}", "user": {"client-certificate-data": filler, "client-key-data": filler}}
+        )
+        document["contexts"].append(
+            {"name": f"other-{index}", "context": {"cluster": f"other-{index}", "user": f"other-{index}"}}
+        )
     path.write_text(yaml.safe_dump(document))
     assert path.stat().st_size > 6_000_000
     return path
@@ -239,8 +281,8 @@ def _kubeconfig_bomb(user_yaml: str) -> Callable[[Arena], Invocation]:
             f"clusters: [{{name: c, cluster: {{server: '{arena.server.url}', "
             f"certificate-authority: '{arena.pki.ca_file}'}}}}]\n"
             "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
-            "x-lol:\n" + ALIAS_BOMB
-            + "users:\n- name: u\n  user:\n" + user_yaml.format(plugin=arena.plugin("exit 0\n")))
+            "x-lol:\n" + ALIAS_BOMB + "users:\n- name: u\n  user:\n" + user_yaml.format(plugin=arena.plugin("exit 0\n"))
+        )
         return arena.with_kubeconfig(path, str(path))
 
     return arrange
@@ -275,8 +317,9 @@ def _ca_file(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
 def _token_mode_ca_file(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
     def arrange(arena: Arena) -> Invocation:
         path = make(arena)
-        config = arena.config({"mode": "token", "server": arena.server.url, "token": "env:FM_API_TOKEN",
-                               "ca_file": str(path)})
+        config = arena.config(
+            {"mode": "token", "server": arena.server.url, "token": "env:FM_API_TOKEN", "ca_file": str(path)}
+        )
         return arena.run(config, str(path))
 
     return arrange
@@ -303,16 +346,25 @@ def _userinfo_in_kubeconfig(arena: Arena) -> Invocation:
     document["users"] = []
     path = arena.tmp / "kubeconfig"
     path.write_text(yaml.safe_dump(document))
-    return arena.with_kubeconfig(path, f"cluster c carries user information (user:password@); Outpost never sends "
-                                       f"a password: give {arena.server.url}")
+    return arena.with_kubeconfig(
+        path,
+        f"cluster c carries user information (user:password@); Outpost never sends a password: give {arena.server.url}",
+    )
 
 
 def _userinfo_in_config(arena: Arena) -> Invocation:
     address = arena.server.url.removeprefix("https://")
-    config = arena.config({"mode": "token", "server": f"https://probe:{PASSWORD}@{address}",
-                           "token": "env:FM_API_TOKEN", "ca_file": str(arena.pki.ca_file)})
-    return arena.run(config, f"cluster.auth.token.server: must not carry user information (user:password@): "
-                             f"{arena.server.url}")
+    config = arena.config(
+        {
+            "mode": "token",
+            "server": f"https://probe:{PASSWORD}@{address}",
+            "token": "env:FM_API_TOKEN",
+            "ca_file": str(arena.pki.ca_file),
+        }
+    )
+    return arena.run(
+        config, f"cluster.auth.token.server: must not carry user information (user:password@): {arena.server.url}"
+    )
 
 
 def _nothing_reached_the_server(arena: Arena, _outcome: ChildOutcome) -> None:
@@ -330,61 +382,124 @@ KUBECONFIG_ALIAS = r"kubeconfig credentials: \S+ line \d+ column \d+: YAML alias
 
 CASES = [
     # -- the configuration file ------------------------------------------------------------------------------------
-    Case("configuration is a FIFO", _config_file(lambda a: a.fifo("outpost.yaml")),
-         rf"cannot read configuration \S+outpost\.yaml: {FIFO}", EXIT_CONFIG),
-    Case("configuration is /dev/zero (validate)", _validate_dev_zero,
-         rf"cannot read configuration /dev/zero: {DEVICE}", EXIT_CONFIG),
-    Case("configuration is /dev/zero (run)", _config_file(_dev_zero),
-         rf"cannot read configuration /dev/zero: {DEVICE}", EXIT_CONFIG),
-    Case("configuration is a 16 GiB sparse file", _config_file(lambda a: a.sparse("outpost.yaml")),
-         r"cannot read configuration \S+outpost\.yaml: is 16 GiB, over the 1 MiB limit for a configuration",
-         EXIT_CONFIG),
-    Case("cold start: $OUTPOST_CONFIG is a FIFO", _cold_start(lambda a: a.fifo("outpost.yaml")),
-         rf"cannot read configuration \S+outpost\.yaml: {FIFO}", EXIT_CONFIG, cold_start=True),
-    Case("cold start: $OUTPOST_CONFIG is /dev/zero", _cold_start(_dev_zero),
-         rf"cannot read configuration /dev/zero: {DEVICE}", EXIT_CONFIG, cold_start=True),
-    Case("cold start: alias bomb in the configuration", _cold_start(_config_alias_bomb),
-         r"bomb\.yaml line \d+ column \d+: YAML aliases expand this value past", EXIT_CONFIG, cold_start=True),
-    Case("configuration server with user:password@", _userinfo_in_config,
-         r"cluster\.auth\.token\.server: must not carry user information", EXIT_CONFIG,
-         after=_nothing_reached_the_server),
+    Case(
+        "configuration is a FIFO",
+        _config_file(lambda a: a.fifo("outpost.yaml")),
+        rf"cannot read configuration \S+outpost\.yaml: {FIFO}",
+        EXIT_CONFIG,
+    ),
+    Case(
+        "configuration is /dev/zero (validate)",
+        _validate_dev_zero,
+        rf"cannot read configuration /dev/zero: {DEVICE}",
+        EXIT_CONFIG,
+    ),
+    Case(
+        "configuration is /dev/zero (run)",
+        _config_file(_dev_zero),
+        rf"cannot read configuration /dev/zero: {DEVICE}",
+        EXIT_CONFIG,
+    ),
+    Case(
+        "configuration is a 16 GiB sparse file",
+        _config_file(lambda a: a.sparse("outpost.yaml")),
+        r"cannot read configuration \S+outpost\.yaml: is 16 GiB, over the 1 MiB limit for a configuration",
+        EXIT_CONFIG,
+    ),
+    Case(
+        "cold start: $OUTPOST_CONFIG is a FIFO",
+        _cold_start(lambda a: a.fifo("outpost.yaml")),
+        rf"cannot read configuration \S+outpost\.yaml: {FIFO}",
+        EXIT_CONFIG,
+        cold_start=True,
+    ),
+    Case(
+        "cold start: $OUTPOST_CONFIG is /dev/zero",
+        _cold_start(_dev_zero),
+        rf"cannot read configuration /dev/zero: {DEVICE}",
+        EXIT_CONFIG,
+        cold_start=True,
+    ),
+    Case(
+        "cold start: alias bomb in the configuration",
+        _cold_start(_config_alias_bomb),
+        r"bomb\.yaml line \d+ column \d+: YAML aliases expand this value past",
+        EXIT_CONFIG,
+        cold_start=True,
+    ),
+    Case(
+        "configuration server with user:password@",
+        _userinfo_in_config,
+        r"cluster\.auth\.token\.server: must not carry user information",
+        EXIT_CONFIG,
+        after=_nothing_reached_the_server,
+    ),
     # -- kubeconfigs -----------------------------------------------------------------------------------------------
     Case("kubeconfig is a FIFO", _kubeconfig_input(lambda a: a.fifo("kubeconfig")), rf"kubeconfig \S+: {FIFO}"),
     Case("kubeconfig is /dev/zero", _kubeconfig_input(_dev_zero), rf"kubeconfig /dev/zero: {DEVICE}"),
-    Case("kubeconfig is a 16 GiB sparse file", _kubeconfig_input(lambda a: a.sparse("kubeconfig")),
-         r"kubeconfig \S+: is 16 GiB, over the 4 MiB limit for a kubeconfig"),
-    Case("kubeconfig of 6 MB", _big_kubeconfig,
-         r"kubeconfig \S+: is 6(\.\d)? MiB, over the 4 MiB limit for a kubeconfig"),
+    Case(
+        "kubeconfig is a 16 GiB sparse file",
+        _kubeconfig_input(lambda a: a.sparse("kubeconfig")),
+        r"kubeconfig \S+: is 16 GiB, over the 4 MiB limit for a kubeconfig",
+    ),
+    Case(
+        "kubeconfig of 6 MB", _big_kubeconfig, r"kubeconfig \S+: is 6(\.\d)? MiB, over the 4 MiB limit for a kubeconfig"
+    ),
     Case("alias bomb in a kubeconfig token", _kubeconfig_bomb("    token: *lol9\n"), KUBECONFIG_ALIAS),
-    Case("alias bomb in exec args", _kubeconfig_bomb(
-        "    exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{plugin}', interactiveMode: Never, "
-        "args: *lol9}}\n"), KUBECONFIG_ALIAS),
-    Case("kubeconfig server with user:password@", _userinfo_in_kubeconfig,
-         r"the server of cluster c carries user information", after=_nothing_reached_the_server),
+    Case(
+        "alias bomb in exec args",
+        _kubeconfig_bomb(
+            "    exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{plugin}', interactiveMode: Never, "
+            "args: *lol9}}\n"
+        ),
+        KUBECONFIG_ALIAS,
+    ),
+    Case(
+        "kubeconfig server with user:password@",
+        _userinfo_in_kubeconfig,
+        r"the server of cluster c carries user information",
+        after=_nothing_reached_the_server,
+    ),
     # -- token files -----------------------------------------------------------------------------------------------
     Case("token file is a FIFO", _token_file(lambda a: a.fifo("token")), rf"token file \S+: {FIFO}"),
     Case("token file is /dev/zero", _token_file(_dev_zero), rf"token file /dev/zero: {DEVICE}"),
-    Case("token file of 150 MB", _token_file(_huge_token),
-         r"token file \S+: is 150 MiB, over the 64 KiB limit for a token file"),
+    Case(
+        "token file of 150 MB",
+        _token_file(_huge_token),
+        r"token file \S+: is 150 MiB, over the 64 KiB limit for a token file",
+    ),
     # -- CA bundles and client keys --------------------------------------------------------------------------------
     Case("CA file is a FIFO", _ca_file(lambda a: a.fifo("ca.crt")), rf"CA bundle \S+: {FIFO}"),
     Case("CA file is /dev/zero", _ca_file(_dev_zero), rf"CA bundle /dev/zero: {DEVICE}"),
-    Case("CA file is a directory", _ca_file(lambda a: a.directory("ca.d")),
-         NOT_REGULAR.format("directory")),
-    Case("CA file is a 16 GiB sparse file (token mode)", _token_mode_ca_file(lambda a: a.sparse("ca.crt")),
-         r"CA bundle \S+: is 16 GiB, over the 4 MiB limit for a CA bundle"),
-    Case("CA file is a FIFO (token mode)", _token_mode_ca_file(lambda a: a.fifo("ca.crt")),
-         rf"CA bundle \S+: {FIFO}"),
-    Case("CA bundle of 20,000 certificates (9.4 MiB)", _ca_file(lambda a: a.big / "bundle-20000.pem"),
-         r"CA bundle \S+: is 9\.4 MiB, over the 4 MiB limit for a CA bundle"),
-    Case("CA bundle of 8,000 certificates (3.5 MiB)", _ca_file(lambda a: a.big / "bundle-8000.pem"),
-         r"CA bundle \S+ of cluster c holds 8000 certificates, over the limit of 1000"),
+    Case("CA file is a directory", _ca_file(lambda a: a.directory("ca.d")), NOT_REGULAR.format("directory")),
+    Case(
+        "CA file is a 16 GiB sparse file (token mode)",
+        _token_mode_ca_file(lambda a: a.sparse("ca.crt")),
+        r"CA bundle \S+: is 16 GiB, over the 4 MiB limit for a CA bundle",
+    ),
+    Case("CA file is a FIFO (token mode)", _token_mode_ca_file(lambda a: a.fifo("ca.crt")), rf"CA bundle \S+: {FIFO}"),
+    Case(
+        "CA bundle of 20,000 certificates (9.4 MiB)",
+        _ca_file(lambda a: a.big / "bundle-20000.pem"),
+        r"CA bundle \S+: is 9\.4 MiB, over the 4 MiB limit for a CA bundle",
+    ),
+    Case(
+        "CA bundle of 8,000 certificates (3.5 MiB)",
+        _ca_file(lambda a: a.big / "bundle-8000.pem"),
+        r"CA bundle \S+ of cluster c holds 8000 certificates, over the limit of 1000",
+    ),
     Case("client key is a FIFO", _client_key_fifo, rf"client key \S+: {FIFO}"),
     # -- exec credential plugins -----------------------------------------------------------------------------------
-    Case("exec plugin prints without end", _plugin("exec yes ExecCredential\n"),
-         r"exec plugin of user u of context c: output larger than 1048576 bytes \(the plugin was killed\)"),
-    Case("exec plugin writes stderr without end", _plugin(f"exec yes 'refresh token {STDERR_SECRET} expired' >&2\n"),
-         r"exec plugin of user u of context c: no credentials within the deadline of 2 s \(the plugin was killed\)"),
+    Case(
+        "exec plugin prints without end",
+        _plugin("exec yes ExecCredential\n"),
+        r"exec plugin of user u of context c: output larger than 1048576 bytes \(the plugin was killed\)",
+    ),
+    Case(
+        "exec plugin writes stderr without end",
+        _plugin(f"exec yes 'refresh token {STDERR_SECRET} expired' >&2\n"),
+        r"exec plugin of user u of context c: no credentials within the deadline of 2 s \(the plugin was killed\)",
+    ),
 ]
 
 
@@ -410,11 +525,17 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pems = []
     for index in range(20000):
         name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, f"fault-matrix-ca-{index}")])
-        certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                       .serial_number(index + 1).not_valid_before(start)
-                       .not_valid_after(start + datetime.timedelta(days=3650))
-                       .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                       .sign(key, hashes.SHA256()))
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(index + 1)
+            .not_valid_before(start)
+            .not_valid_after(start + datetime.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
         pems.append(certificate.public_bytes(serialization.Encoding.PEM))
     (directory / "bundle-20000.pem").write_bytes(b"".join(pems))
     (directory / "bundle-8000.pem").write_bytes(b"".join(pems[:8000]))  # within the byte limit: the count refuses
@@ -436,9 +557,12 @@ def test_the_matrix_has_enough_cases() -> None:
 def test_local_fault(case: Case, arena: Arena) -> None:
     invocation = case.arrange(arena)
     code = COLD_START if case.cold_start else CLI
-    outcome = run_child([sys.executable, "-c", code, *invocation.argv],
-                        env=child_environment({**arena.environment, **invocation.env}), timeout=CHILD_TIMEOUT,
-                        cwd=str(arena.tmp))
+    outcome = run_child(
+        [sys.executable, "-c", code, *invocation.argv],
+        env=child_environment({**arena.environment, **invocation.env}),
+        timeout=CHILD_TIMEOUT,
+        cwd=str(arena.tmp),
+    )
 
     assert_bounded(outcome, DEADLINE, SECRETS)
     assert outcome.returncode == case.exit_code, f"exit {outcome.returncode}: {outcome.output[-1500:]}"

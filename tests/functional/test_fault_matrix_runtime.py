@@ -92,16 +92,31 @@ class Rig:
         return server.url
 
     def config(self, server: str | None = None, *, auth: dict[str, Any] | None = None) -> Path:
-        auth = auth or {"mode": "token", "server": server or f"https://127.0.0.1:{free_port()}",
-                        "token": "env:RT_API_TOKEN", "ca_file": str(self.pki.ca_file)}
+        auth = auth or {
+            "mode": "token",
+            "server": server or f"https://127.0.0.1:{free_port()}",
+            "token": "env:RT_API_TOKEN",
+            "ca_file": str(self.pki.ca_file),
+        }
         path = self.tmp / "runtime.yaml"
-        path.write_text(yaml.safe_dump({
-            "environment": "fault-matrix-runtime",
-            "cluster": {"name": "hostile", "auth": auth, "connect_timeout_seconds": 2,
-                        "read_timeout_seconds": DEADLINE, "deadline_seconds": DEADLINE},
-            "heartbeat": {"timeout_seconds": 2, "retries": 0},
-            "checks": {"apiserver-health": {"heartbeat": "env:RT_HEARTBEAT", "params": {"timeout_seconds": DEADLINE}}},
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "environment": "fault-matrix-runtime",
+                    "cluster": {
+                        "name": "hostile",
+                        "auth": auth,
+                        "connect_timeout_seconds": 2,
+                        "read_timeout_seconds": DEADLINE,
+                        "deadline_seconds": DEADLINE,
+                    },
+                    "heartbeat": {"timeout_seconds": 2, "retries": 0},
+                    "checks": {
+                        "apiserver-health": {"heartbeat": "env:RT_HEARTBEAT", "params": {"timeout_seconds": DEADLINE}}
+                    },
+                }
+            )
+        )
         return path
 
     def plugin_config(self) -> Path:
@@ -112,22 +127,50 @@ class Rig:
         plugin.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
         plugin.chmod(0o755)
         kubeconfig = self.tmp / "kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "c", "cluster": {"server": self.server(healthy()),
-                                                   "certificate-authority": str(self.pki.ca_file)}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                                                      "command": str(plugin), "interactiveMode": "Never"}}}],
-        }))
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "c",
+                    "clusters": [
+                        {
+                            "name": "c",
+                            "cluster": {
+                                "server": self.server(healthy()),
+                                "certificate-authority": str(self.pki.ca_file),
+                            },
+                        }
+                    ],
+                    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                    "users": [
+                        {
+                            "name": "u",
+                            "user": {
+                                "exec": {
+                                    "apiVersion": "client.authentication.k8s.io/v1",
+                                    "command": str(plugin),
+                                    "interactiveMode": "Never",
+                                }
+                            },
+                        }
+                    ],
+                }
+            )
+        )
         return self.config(auth={"mode": "kubeconfig", "path": str(kubeconfig)})
 
     def environment(self, config: Path, **extra: str) -> dict[str, str]:
-        return child_environment({
-            "OUTPOST_CONFIG": str(config), "RT_API_TOKEN": API_TOKEN,
-            "RT_HEARTBEAT": f"{self.receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}",
-            "WORKERS": "1", "THREADS": "2", **extra,
-        })
+        return child_environment(
+            {
+                "OUTPOST_CONFIG": str(config),
+                "RT_API_TOKEN": API_TOKEN,
+                "RT_HEARTBEAT": f"{self.receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}",
+                "WORKERS": "1",
+                "THREADS": "2",
+                **extra,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -208,13 +251,16 @@ def rest_v1(body: str | None = None, **fields: Any) -> dict[str, Any]:
     return event
 
 
-def lambda_call(event: dict[str, Any], server: Callable[[Rig], str | None] = lambda _rig: None,
-                **extra: str) -> Callable[[Rig], ChildOutcome]:
+def lambda_call(
+    event: dict[str, Any], server: Callable[[Rig], str | None] = lambda _rig: None, **extra: str
+) -> Callable[[Rig], ChildOutcome]:
     def run(rig: Rig) -> ChildOutcome:
         config = rig.config(server(rig))
         code = LAMBDA.replace("sys.argv[1]", repr(str(ENTRY_MODULE)))
-        return run_python(code, env=rig.environment(config, **extra), stdin=json.dumps(event).encode(),
-                          timeout=DEADLINE + 30)
+        return run_python(
+            code, env=rig.environment(config, **extra), stdin=json.dumps(event).encode(), timeout=DEADLINE + 30
+        )
+
     return run
 
 
@@ -223,6 +269,7 @@ def gcf_call(body: bytes, server: Callable[[Rig], str | None] = lambda _rig: Non
         config = rig.config(server(rig))
         code = GCF_CLIENT.replace("sys.argv[1]", repr(str(ENTRY_MODULE)))
         return run_python(code, env=rig.environment(config), stdin=body, timeout=DEADLINE + 30)
+
     return run
 
 
@@ -235,6 +282,7 @@ def response_of(outcome: ChildOutcome) -> dict[str, Any]:
 
 def refused(reason: str) -> Callable[[Rig, ChildOutcome], None]:
     """HTTP 400 whose `error` matches `reason`, nothing observed, nothing pinged."""
+
     def verify(rig: Rig, outcome: ChildOutcome) -> None:
         response = response_of(outcome)
         assert response.get("statusCode") == 400, response
@@ -244,6 +292,7 @@ def refused(reason: str) -> Callable[[Rig, ChildOutcome], None]:
         assert re.search(reason, error), f"{error!r} does not match {reason!r}"
         assert rig.arrivals == [], "the check ran: a malformed request must be refused before any observation"
         assert rig.receiver.requests == []
+
     return verify
 
 
@@ -270,30 +319,55 @@ def cli_signal(signum: int, arrange: Callable[[Rig], Path], after: float, *extra
         args = ["run", *(extra or ("apiserver-health",)), "--config", str(config)]
         code = "import sys; from outpost.cli import main; sys.exit(main(sys.argv[1:]))"
         rig.started = time.monotonic()
-        return run_child([sys.executable, "-c", code, *args], env=rig.environment(config),
-                         timeout=DEADLINE + 30, after_start=after, send_signal=signum)
+        return run_child(
+            [sys.executable, "-c", code, *args],
+            env=rig.environment(config),
+            timeout=DEADLINE + 30,
+            after_start=after,
+            send_signal=signum,
+        )
+
     return run
 
 
-def lambda_signal(signum: int, arrange: Callable[[Rig], Path], after: float,
-                  event: dict[str, Any] | None = None) -> Callable[[Rig], ChildOutcome]:
+def lambda_signal(
+    signum: int, arrange: Callable[[Rig], Path], after: float, event: dict[str, Any] | None = None
+) -> Callable[[Rig], ChildOutcome]:
     def run(rig: Rig) -> ChildOutcome:
         config = arrange(rig)
         code = LAMBDA.replace("sys.argv[1]", repr(str(ENTRY_MODULE)))
         rig.started = time.monotonic()
-        return run_python(code, env=rig.environment(config, AWS_LAMBDA_RUNTIME_API="127.0.0.1:9001"),
-                          stdin=json.dumps(event or SCHEDULED_EVENT).encode(), timeout=DEADLINE + 30,
-                          after_start=after, send_signal=signum)
+        return run_python(
+            code,
+            env=rig.environment(config, AWS_LAMBDA_RUNTIME_API="127.0.0.1:9001"),
+            stdin=json.dumps(event or SCHEDULED_EVENT).encode(),
+            timeout=DEADLINE + 30,
+            after_start=after,
+            send_signal=signum,
+        )
+
     return run
 
 
 def server_signal(signum: int, arrange: Callable[[Rig], Path], after: float) -> Callable[[Rig], ChildOutcome]:
     """functions-framework's real server (gunicorn master + worker); one GET in flight when the signal lands."""
+
     def run(rig: Rig) -> ChildOutcome:
         config = arrange(rig)
         port = free_port()
-        argv = [sys.executable, "-m", "functions_framework", "--target", "http", "--source", str(ENTRY_MODULE),
-                "--host", "127.0.0.1", "--port", str(port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "functions_framework",
+            "--target",
+            "http",
+            "--source",
+            str(ENTRY_MODULE),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
 
         def call() -> None:
             limit = time.monotonic() + after
@@ -306,18 +380,23 @@ def server_signal(signum: int, arrange: Callable[[Rig], Path], after: float) -> 
         caller = threading.Thread(target=call, daemon=True)
         caller.start()
         rig.started = time.monotonic()
-        return run_child(argv, env=rig.environment(config), timeout=DEADLINE + 30, after_start=after,
-                         send_signal=signum)
+        return run_child(
+            argv, env=rig.environment(config), timeout=DEADLINE + 30, after_start=after, send_signal=signum
+        )
+
     return run
 
 
-def stopped(signum: int, after: float, *, code: int | None = None, plugin: bool = False,
-            line: str | None = None) -> Callable[[Rig, ChildOutcome], None]:
+def stopped(
+    signum: int, after: float, *, code: int | None = None, plugin: bool = False, line: str | None = None
+) -> Callable[[Rig, ChildOutcome], None]:
     """Ended within STOP_WITHIN of the signal, with `code`, no ping ever, no plugin left behind."""
+
     def verify(rig: Rig, outcome: ChildOutcome) -> None:
         assert outcome.seconds <= after + STOP_WITHIN, (
             f"ended {outcome.seconds - after:.2f} s after the signal (want <= {STOP_WITHIN:g} s); "
-            f"output: {outcome.output[-1500:]}")
+            f"output: {outcome.output[-1500:]}"
+        )
         if plugin:
             pid = int(rig.pid_files[0].read_text().strip())
             limit = time.monotonic() + 0.5
@@ -334,6 +413,7 @@ def stopped(signum: int, after: float, *, code: int | None = None, plugin: bool 
             assert outcome.returncode == code, f"exit {outcome.returncode}, want {code}: {outcome.output[-1500:]}"
         if line is not None:
             assert re.search(line, outcome.output), f"{line!r} not in the output: {outcome.output[-1500:]}"
+
     return verify
 
 
@@ -363,8 +443,12 @@ def cli_escapes(*extra: str) -> Callable[[Rig], ChildOutcome]:
     def run(rig: Rig) -> ChildOutcome:
         config = rig.config(rig.server(escapes()))
         code = "import sys; from outpost.cli import main; sys.exit(main(sys.argv[1:]))"
-        return run_child([sys.executable, "-c", code, "run", "apiserver-health", "--config", str(config), *extra],
-                         env=rig.environment(config), timeout=DEADLINE + 30)
+        return run_child(
+            [sys.executable, "-c", code, "run", "apiserver-health", "--config", str(config), *extra],
+            env=rig.environment(config),
+            timeout=DEADLINE + 30,
+        )
+
     return run
 
 
@@ -376,60 +460,119 @@ def no_raw_controls(shown: str | None = None) -> Callable[[Rig, ChildOutcome], N
         assert "etcd" in outcome.stdout, f"the run did not report the server's line: {outcome.output[-1500:]}"
         if shown is not None:
             assert shown in outcome.stdout, f"{shown!r} not shown: {outcome.stdout[-1500:]!r}"
+
     return verify
 
 
 CASES = [
     # -- invocations: depth, repeats, types, size ------------------------------------------------------------------
-    Case("lambda function URL: body nested 100,000 levels (array)", lambda_call(function_url(DEEP_ARRAY)),
-         refused(TOO_DEEP)),
-    Case("lambda function URL: base64 body nested 100,000 levels (object)",
-         lambda_call(function_url(DEEP_OBJECT, b64=True)), refused(TOO_DEEP)),
+    Case(
+        "lambda function URL: body nested 100,000 levels (array)",
+        lambda_call(function_url(DEEP_ARRAY)),
+        refused(TOO_DEEP),
+    ),
+    Case(
+        "lambda function URL: base64 body nested 100,000 levels (object)",
+        lambda_call(function_url(DEEP_OBJECT, b64=True)),
+        refused(TOO_DEEP),
+    ),
     Case("lambda API Gateway v1: body nested 100,000 levels", lambda_call(rest_v1(DEEP_OBJECT)), refused(TOO_DEEP)),
-    Case("lambda function URL: report repeated", lambda_call(function_url('{"report": false, "report": true}')),
-         refused(REPEATED)),
-    Case("lambda API Gateway v1: report repeated", lambda_call(rest_v1('{"report": true, "report": false}')),
-         refused(REPEATED)),
-    Case("lambda function URL: isBase64Encoded is the string 'false'",
-         lambda_call(function_url('{"report": false}', isBase64Encoded="false")),
-         refused(r"^malformed event: isBase64Encoded: Input should be a valid boolean$")),
-    Case("lambda API Gateway v1: isBase64Encoded is the number 0",
-         lambda_call(rest_v1('{"report": false}', isBase64Encoded=0)),
-         refused(r"^malformed event: isBase64Encoded: Input should be a valid boolean$")),
+    Case(
+        "lambda function URL: report repeated",
+        lambda_call(function_url('{"report": false, "report": true}')),
+        refused(REPEATED),
+    ),
+    Case(
+        "lambda API Gateway v1: report repeated",
+        lambda_call(rest_v1('{"report": true, "report": false}')),
+        refused(REPEATED),
+    ),
+    Case(
+        "lambda function URL: isBase64Encoded is the string 'false'",
+        lambda_call(function_url('{"report": false}', isBase64Encoded="false")),
+        refused(r"^malformed event: isBase64Encoded: Input should be a valid boolean$"),
+    ),
+    Case(
+        "lambda API Gateway v1: isBase64Encoded is the number 0",
+        lambda_call(rest_v1('{"report": false}', isBase64Encoded=0)),
+        refused(r"^malformed event: isBase64Encoded: Input should be a valid boolean$"),
+    ),
     Case("functions-framework: body nested 100,000 levels", gcf_call(DEEP_ARRAY.encode()), refused(TOO_DEEP)),
     Case("functions-framework: report repeated", gcf_call(b'{"report": false, "report": true}'), refused(REPEATED)),
-    Case("functions-framework: 1 MiB body", gcf_call(b'{"report": false}' + b" " * (1 << 20)),
-         refused(r"^request body is larger than 65536 bytes")),
+    Case(
+        "functions-framework: 1 MiB body",
+        gcf_call(b'{"report": false}' + b" " * (1 << 20)),
+        refused(r"^request body is larger than 65536 bytes"),
+    ),
     # -- signals ---------------------------------------------------------------------------------------------------
-    Case("CLI: SIGINT while the API server hangs", cli_signal(SIGINT, _hanging, CLI_AFTER),
-         stopped(SIGINT, CLI_AFTER, code=130, line=r"outpost run: stopped by SIGINT")),
-    Case("CLI: SIGINT while the API server answers healthy slowly (no ping after)",
-         cli_signal(SIGINT, _slow, CLI_AFTER), stopped(SIGINT, CLI_AFTER, code=130)),
-    Case("CLI --all: SIGINT while the API server answers healthy slowly (no ping after)",
-         cli_signal(SIGINT, _slow, CLI_AFTER, "--all"), stopped(SIGINT, CLI_AFTER, code=130)),
-    Case("CLI: SIGTERM while the API server answers healthy slowly", cli_signal(SIGTERM, _slow, CLI_AFTER),
-         stopped(SIGTERM, CLI_AFTER, code=143, line=r"outpost run: stopped by SIGTERM")),
-    Case("CLI: SIGINT while the exec plugin sleeps", cli_signal(SIGINT, _plugin, CLI_AFTER),
-         stopped(SIGINT, CLI_AFTER, code=130, plugin=True)),
-    Case("CLI: SIGTERM while the exec plugin sleeps", cli_signal(SIGTERM, _plugin, CLI_AFTER),
-         stopped(SIGTERM, CLI_AFTER, code=143, plugin=True)),
-    Case("lambda: SIGTERM during a scheduled run while the exec plugin sleeps",
-         lambda_signal(SIGTERM, _plugin, CLI_AFTER), stopped(SIGTERM, CLI_AFTER, code=143, plugin=True)),
-    Case("lambda: SIGTERM during a function URL run against a slow healthy server",
-         lambda_signal(SIGTERM, _slow, CLI_AFTER, function_url()),
-         stopped(SIGTERM, CLI_AFTER, code=143, line=r'"outcome":"stopped","signal":"SIGTERM"')),
-    Case("functions-framework server: SIGTERM during a run against a slow healthy server",
-         server_signal(SIGTERM, _slow, SERVER_AFTER), stopped(SIGTERM, SERVER_AFTER), budget=SERVER_AFTER + 2),
-    Case("functions-framework server: SIGTERM while the exec plugin sleeps",
-         server_signal(SIGTERM, _plugin, SERVER_AFTER), stopped(SIGTERM, SERVER_AFTER, plugin=True),
-         budget=SERVER_AFTER + 2),
+    Case(
+        "CLI: SIGINT while the API server hangs",
+        cli_signal(SIGINT, _hanging, CLI_AFTER),
+        stopped(SIGINT, CLI_AFTER, code=130, line=r"outpost run: stopped by SIGINT"),
+    ),
+    Case(
+        "CLI: SIGINT while the API server answers healthy slowly (no ping after)",
+        cli_signal(SIGINT, _slow, CLI_AFTER),
+        stopped(SIGINT, CLI_AFTER, code=130),
+    ),
+    Case(
+        "CLI --all: SIGINT while the API server answers healthy slowly (no ping after)",
+        cli_signal(SIGINT, _slow, CLI_AFTER, "--all"),
+        stopped(SIGINT, CLI_AFTER, code=130),
+    ),
+    Case(
+        "CLI: SIGTERM while the API server answers healthy slowly",
+        cli_signal(SIGTERM, _slow, CLI_AFTER),
+        stopped(SIGTERM, CLI_AFTER, code=143, line=r"outpost run: stopped by SIGTERM"),
+    ),
+    Case(
+        "CLI: SIGINT while the exec plugin sleeps",
+        cli_signal(SIGINT, _plugin, CLI_AFTER),
+        stopped(SIGINT, CLI_AFTER, code=130, plugin=True),
+    ),
+    Case(
+        "CLI: SIGTERM while the exec plugin sleeps",
+        cli_signal(SIGTERM, _plugin, CLI_AFTER),
+        stopped(SIGTERM, CLI_AFTER, code=143, plugin=True),
+    ),
+    Case(
+        "lambda: SIGTERM during a scheduled run while the exec plugin sleeps",
+        lambda_signal(SIGTERM, _plugin, CLI_AFTER),
+        stopped(SIGTERM, CLI_AFTER, code=143, plugin=True),
+    ),
+    Case(
+        "lambda: SIGTERM during a function URL run against a slow healthy server",
+        lambda_signal(SIGTERM, _slow, CLI_AFTER, function_url()),
+        stopped(SIGTERM, CLI_AFTER, code=143, line=r'"outcome":"stopped","signal":"SIGTERM"'),
+    ),
+    Case(
+        "functions-framework server: SIGTERM during a run against a slow healthy server",
+        server_signal(SIGTERM, _slow, SERVER_AFTER),
+        stopped(SIGTERM, SERVER_AFTER),
+        budget=SERVER_AFTER + 2,
+    ),
+    Case(
+        "functions-framework server: SIGTERM while the exec plugin sleeps",
+        server_signal(SIGTERM, _plugin, SERVER_AFTER),
+        stopped(SIGTERM, SERVER_AFTER, plugin=True),
+        budget=SERVER_AFTER + 2,
+    ),
     # -- escapes ---------------------------------------------------------------------------------------------------
-    Case("CLI table: escape sequences in a readyz line", cli_escapes(),
-         no_raw_controls(r"\x1b[2J\x9b31mred\x7f\x08\x08gone")),
-    Case("lambda log line: C1 CSI and DEL from the server",
-         lambda_call(function_url(), server=lambda rig: rig.server(escapes())), no_raw_controls()),
-    Case("functions-framework log line: C1 CSI and DEL from the server",
-         gcf_call(b"", server=lambda rig: rig.server(escapes())), no_raw_controls()),
+    Case(
+        "CLI table: escape sequences in a readyz line",
+        cli_escapes(),
+        no_raw_controls(r"\x1b[2J\x9b31mred\x7f\x08\x08gone"),
+    ),
+    Case(
+        "lambda log line: C1 CSI and DEL from the server",
+        lambda_call(function_url(), server=lambda rig: rig.server(escapes())),
+        no_raw_controls(),
+    ),
+    Case(
+        "functions-framework log line: C1 CSI and DEL from the server",
+        gcf_call(b"", server=lambda rig: rig.server(escapes())),
+        no_raw_controls(),
+    ),
 ]
 
 

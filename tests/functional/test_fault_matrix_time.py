@@ -49,7 +49,7 @@ def moved(document: Any, delta: timedelta) -> Any:
         instant = datetime.strptime(match.group(1) + (fraction or ".0"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=UTC)
         shifted = instant + delta
         text = shifted.strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{text}{shifted.strftime('.%f')[:len(fraction)] if fraction else ''}Z"
+        return f"{text}{shifted.strftime('.%f')[: len(fraction)] if fraction else ''}Z"
     return document
 
 
@@ -86,11 +86,13 @@ def _leader(name: str, ahead: timedelta | None, text: str | None = None) -> Call
     def objects(now: datetime) -> list[dict[str, Any]]:
         renewed = text if text is not None else rfc3339(now + (ahead or timedelta()))
         return _lease(_managers(now), name, renewTime=renewed)
+
     return objects
 
 
-def _nodes(edit: Callable[[list[dict[str, Any]], list[dict[str, Any]], datetime], None] | None = None
-           ) -> Callable[[datetime], list[dict[str, Any]]]:
+def _nodes(
+    edit: Callable[[list[dict[str, Any]], list[dict[str, Any]], datetime], None] | None = None,
+) -> Callable[[datetime], list[dict[str, Any]]]:
     def objects(now: datetime) -> list[dict[str, Any]]:
         state = "healthy"
         delta = now - node_fixtures.captured_at(state)
@@ -106,12 +108,14 @@ def _nodes(edit: Callable[[list[dict[str, Any]], list[dict[str, Any]], datetime]
             else:
                 api.add_all(doc)
         return list(api.objects.values())
+
     return objects
 
 
 def _node_lease_ahead(ahead: timedelta) -> Callable[[list[dict[str, Any]], list[dict[str, Any]], datetime], None]:
     def edit(leases: list[dict[str, Any]], _metrics: list[dict[str, Any]], now: datetime) -> None:
         leases[0]["spec"]["renewTime"] = rfc3339(now + ahead)
+
     return edit
 
 
@@ -122,6 +126,7 @@ def _node_lease_zoneless(leases: list[dict[str, Any]], _metrics: list[dict[str, 
 def _metric_ahead(ahead: timedelta) -> Callable[[list[dict[str, Any]], list[dict[str, Any]], datetime], None]:
     def edit(_leases: list[dict[str, Any]], metrics: list[dict[str, Any]], now: datetime) -> None:
         metrics[0]["status"]["updateTime"] = rfc3339(now + ahead, micro=False)
+
     return edit
 
 
@@ -133,26 +138,72 @@ ALL_NODES = {"nodes": {"classes": ["real", "fake"]}}
 KOORD = "koordinator-system/koordinator-manager"
 KRUISE = "kruise-system/kruise-manager"
 CASES = [
-    Case("leader lease renewed 5 s ahead (within the allowance): control", "leader-leases",
-         _leader("koordinator-manager", timedelta(seconds=5)), Status.OK, r"."),
-    Case("leader lease renewed a year ahead", "leader-leases", _leader("koordinator-manager", timedelta(days=365)),
-         Status.FAILED, rf"^lease {KOORD}: observed renewTime 3153\d{{4}}(\.\d)? s in the future \(want at most 10 s "
-                        r"ahead of this probe's clock"),
-    Case("leader lease renewed an hour ahead", "leader-leases", _leader("kruise-manager", timedelta(hours=1)),
-         Status.FAILED, rf"^lease {KRUISE}: observed renewTime 3[56]\d\d(\.\d)? s in the future"),
-    Case("leader lease renewed 30 s ahead", "leader-leases", _leader("kruise-manager", timedelta(seconds=30)),
-         Status.FAILED, rf"^lease {KRUISE}: observed renewTime (2\d|30)(\.\d)? s in the future"),
-    Case("leader lease renewTime without a zone", "leader-leases",
-         _leader("koordinator-manager", None, text="2026-12-04T13:30:14.053210"), Status.ERROR,
-         r"spec\.renewTime: Input should have timezone info"),
-    Case("node lease renewed a day ahead", "kwok-node-consistency", _nodes(_node_lease_ahead(timedelta(days=1))),
-         Status.FAILED, r"renewTime 86[34]\d\d(\.\d)? s in the future"),
-    Case("node lease renewTime without a zone", "kwok-node-consistency", _nodes(_node_lease_zoneless),
-         Status.ERROR, r"spec\.renewTime: Input should have timezone info"),
-    Case("NodeMetric updated a day ahead", "nodemetric-freshness", _nodes(_metric_ahead(timedelta(days=1))),
-         Status.FAILED, r"updateTime 86[34]\d\d(\.\d)? s in the future", ALL_NODES),
-    Case("NodeMetric updateTime without a zone", "nodemetric-freshness", _nodes(_metric_zoneless),
-         Status.ERROR, r"status\.updateTime: Input should have timezone info", ALL_NODES),
+    Case(
+        "leader lease renewed 5 s ahead (within the allowance): control",
+        "leader-leases",
+        _leader("koordinator-manager", timedelta(seconds=5)),
+        Status.OK,
+        r".",
+    ),
+    Case(
+        "leader lease renewed a year ahead",
+        "leader-leases",
+        _leader("koordinator-manager", timedelta(days=365)),
+        Status.FAILED,
+        rf"^lease {KOORD}: observed renewTime 3153\d{{4}}(\.\d)? s in the future \(want at most 10 s "
+        r"ahead of this probe's clock",
+    ),
+    Case(
+        "leader lease renewed an hour ahead",
+        "leader-leases",
+        _leader("kruise-manager", timedelta(hours=1)),
+        Status.FAILED,
+        rf"^lease {KRUISE}: observed renewTime 3[56]\d\d(\.\d)? s in the future",
+    ),
+    Case(
+        "leader lease renewed 30 s ahead",
+        "leader-leases",
+        _leader("kruise-manager", timedelta(seconds=30)),
+        Status.FAILED,
+        rf"^lease {KRUISE}: observed renewTime (2\d|30)(\.\d)? s in the future",
+    ),
+    Case(
+        "leader lease renewTime without a zone",
+        "leader-leases",
+        _leader("koordinator-manager", None, text="2026-12-04T13:30:14.053210"),
+        Status.ERROR,
+        r"spec\.renewTime: Input should have timezone info",
+    ),
+    Case(
+        "node lease renewed a day ahead",
+        "kwok-node-consistency",
+        _nodes(_node_lease_ahead(timedelta(days=1))),
+        Status.FAILED,
+        r"renewTime 86[34]\d\d(\.\d)? s in the future",
+    ),
+    Case(
+        "node lease renewTime without a zone",
+        "kwok-node-consistency",
+        _nodes(_node_lease_zoneless),
+        Status.ERROR,
+        r"spec\.renewTime: Input should have timezone info",
+    ),
+    Case(
+        "NodeMetric updated a day ahead",
+        "nodemetric-freshness",
+        _nodes(_metric_ahead(timedelta(days=1))),
+        Status.FAILED,
+        r"updateTime 86[34]\d\d(\.\d)? s in the future",
+        ALL_NODES,
+    ),
+    Case(
+        "NodeMetric updateTime without a zone",
+        "nodemetric-freshness",
+        _nodes(_metric_zoneless),
+        Status.ERROR,
+        r"status\.updateTime: Input should have timezone info",
+        ALL_NODES,
+    ),
 ]
 
 
@@ -176,20 +227,33 @@ def run_case(case: Case, pki: LocalhostTls, receiver: LocalServer, tmp: Path) ->
     if case.params:
         check["params"] = case.params
     config = tmp / "time.yaml"
-    config.write_text(yaml.safe_dump({
-        "environment": "fault-matrix-time",
-        "cluster": {"name": "captured", "deadline_seconds": DEADLINE,
-                    "auth": {"mode": "token", "server": "https://127.0.0.1:1", "token": "env:TM_API_TOKEN",
-                             "ca_file": str(pki.ca_file)}},
-        "checks": {case.check: check},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "fault-matrix-time",
+                "cluster": {
+                    "name": "captured",
+                    "deadline_seconds": DEADLINE,
+                    "auth": {
+                        "mode": "token",
+                        "server": "https://127.0.0.1:1",
+                        "token": "env:TM_API_TOKEN",
+                        "ca_file": str(pki.ca_file),
+                    },
+                },
+                "checks": {case.check: check},
+            }
+        )
+    )
     with ServedApi(api, pki.cert_file, pki.key_file) as served:
         text = config.read_text().replace("https://127.0.0.1:1", served.url)
         config.write_text(text)
-        environment = child_environment({"TM_API_TOKEN": API_TOKEN,
-                                         "TM_HEARTBEAT": f"{receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}"})
-        outcome = run_cli(["run", case.check, "--config", str(config), "--json"], env=environment,
-                          timeout=DEADLINE + 30)
+        environment = child_environment(
+            {"TM_API_TOKEN": API_TOKEN, "TM_HEARTBEAT": f"{receiver.base_url}/api/heartbeat/{HEARTBEAT_TOKEN}"}
+        )
+        outcome = run_cli(
+            ["run", case.check, "--config", str(config), "--json"], env=environment, timeout=DEADLINE + 30
+        )
     results = json.loads(outcome.stdout) if outcome.stdout.strip().startswith("[") else []
     assert len(results) == 1, outcome.output[-2000:]
     return outcome, results[0]

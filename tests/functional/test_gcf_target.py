@@ -79,13 +79,25 @@ def test_scheduler_post_runs_the_check(function_url, receiver, content_type, bod
         ("POST", "", b"{not json", "request body is not valid JSON"),
         ("POST", "", b'"report"', 'request body must be a JSON object such as {"report": false}'),
         ("POST", "", b'{"report": 0}', "option 'report': Input should be a valid boolean"),
-        ("POST", "", b"[" * 100_000, "request body nests deeper than 32 levels (the options are one flat "
-                                     'object: {"report": false})'),
-        ("POST", "", b'{"report":' * 40 + b"true" + b"}" * 40, "request body nests deeper than 32 levels (the "
-                                                              'options are one flat object: {"report": false})'),
+        (
+            "POST",
+            "",
+            b"[" * 100_000,
+            'request body nests deeper than 32 levels (the options are one flat object: {"report": false})',
+        ),
+        (
+            "POST",
+            "",
+            b'{"report":' * 40 + b"true" + b"}" * 40,
+            'request body nests deeper than 32 levels (the options are one flat object: {"report": false})',
+        ),
         ("POST", "", b'{"report": false, "report": true}', "option 'report' given more than once in the body"),
-        ("POST", "", b'{"report": false}' + b" " * 100_000,
-         'request body is larger than 65536 bytes (the options are tiny: {"report": false})'),
+        (
+            "POST",
+            "",
+            b'{"report": false}' + b" " * 100_000,
+            'request body is larger than 65536 bytes (the options are tiny: {"report": false})',
+        ),
     ],
 )
 def test_malformed_requests_answer_400(function_url, receiver, method, query, body, reason) -> None:  # type: ignore[no-untyped-def]

@@ -54,13 +54,21 @@ PROVIDER_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     "google_storage_bucket": {"required": ("name", "location"), "attributes": ("name", "url")},
     "google_storage_bucket_object": {"required": ("name", "bucket"), "attributes": ("name", "md5hash")},
     "google_cloudfunctions2_function": {
-        "required": ("name", "location", "build_config.runtime", "build_config.entry_point",
-                     "build_config.source.storage_source.bucket", "build_config.source.storage_source.object"),
-        "attributes": ("name", "location", "url", "service_config")},
+        "required": (
+            "name",
+            "location",
+            "build_config.runtime",
+            "build_config.entry_point",
+            "build_config.source.storage_source.bucket",
+            "build_config.source.storage_source.object",
+        ),
+        "attributes": ("name", "location", "url", "service_config"),
+    },
     "google_cloud_run_service_iam_member": {"required": ("service", "role", "member"), "attributes": ()},
     "google_cloud_scheduler_job": {
         "required": ("name", "http_target.uri", "http_target.oidc_token.service_account_email"),
-        "attributes": ()},
+        "attributes": (),
+    },
 }
 # Attribute paths read from a nested block (`service_config[0].uri`): computed outputs the provider documents.
 NESTED_ATTRIBUTES = {("google_cloudfunctions2_function", "service_config"): ("uri", "service")}
@@ -75,8 +83,11 @@ def unquoted(value: Any) -> Any:
     if isinstance(value, list):
         return [unquoted(item) for item in value]
     if isinstance(value, dict):
-        return {unquoted(key): unquoted(item) for key, item in value.items()
-                if key not in ("__is_block__", "__comments__", "__inline_comments__")}
+        return {
+            unquoted(key): unquoted(item)
+            for key, item in value.items()
+            if key not in ("__is_block__", "__comments__", "__inline_comments__")
+        }
     return value
 
 
@@ -105,8 +116,9 @@ def terraform() -> dict[str, Any]:
 def packaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """`outpost package --env gcp-dev --platform gcp` in a copy of the project; (build dir, variables)."""
     root = tmp_path_factory.mktemp("gcp") / "project"
-    shutil.copytree(REPO / "shared" / "outpost", root / "shared" / "outpost",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        REPO / "shared" / "outpost", root / "shared" / "outpost", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     shutil.copytree(REPO / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "infra" / "environments", root / "infra" / "environments")
     shutil.copytree(TERRAFORM_DIR, root / "infra" / "gcp")
@@ -120,10 +132,16 @@ def test_terraform_fmt_check_passes() -> None:
     # The CLI comes with the machine image (/usr/local/bin/terraform); without it this fails, never skips.
     assert Path(TERRAFORM).is_file(), (
         "terraform CLI not found (expected on PATH or /usr/local/bin/terraform, part of the machine image): "
-        "infra/gcp cannot be format-checked")
-    process = subprocess.run([TERRAFORM, "fmt", "-check", "-recursive", "-diff", str(TERRAFORM_DIR)],
-                             capture_output=True, text=True, check=False, timeout=60,
-                             env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "CHECKPOINT_DISABLE": "1"})
+        "infra/gcp cannot be format-checked"
+    )
+    process = subprocess.run(
+        [TERRAFORM, "fmt", "-check", "-recursive", "-diff", str(TERRAFORM_DIR)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "CHECKPOINT_DISABLE": "1"},
+    )
     assert process.returncode == 0, f"terraform fmt -check -recursive infra/gcp:\n{process.stdout}{process.stderr}"
 
 
@@ -187,7 +205,8 @@ def test_every_reference_resolves_to_something_declared(terraform: dict[str, Any
 
 
 def test_the_variables_file_sets_every_variable_the_configuration_needs(
-        terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]) -> None:
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
     target, variables = packaged
     needed = {name for name, body in terraform["variable"].items() if "default" not in body}
     assert needed <= set(variables), f"missing from terraform.tfvars.json: {sorted(needed - set(variables))}"
@@ -200,8 +219,9 @@ def test_the_variables_file_sets_every_variable_the_configuration_needs(
     assert deployment["terraform"] == {"directory": "infra/gcp", "variables": "terraform.tfvars.json"}
 
 
-def test_one_function_and_one_schedule_per_enabled_check(terraform: dict[str, Any],
-                                                         packaged: tuple[Path, dict[str, Any]]) -> None:
+def test_one_function_and_one_schedule_per_enabled_check(
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
     _, variables = packaged
     settings = load_settings(environment_file(EXAMPLE, REPO))
     enabled = settings.enabled_checks()
@@ -217,8 +237,10 @@ def test_one_function_and_one_schedule_per_enabled_check(terraform: dict[str, An
     assert variables["entry_point"] == "http"
     assert variables["config_path"] == f"infra/environments/{EXAMPLE}.yaml"
     accounts = service_accounts(EXAMPLE)
-    assert (variables["runtime_account_id"], variables["invoker_account_id"]) == (accounts["runtime"],
-                                                                                  accounts["invoker"])
+    assert (variables["runtime_account_id"], variables["invoker_account_id"]) == (
+        accounts["runtime"],
+        accounts["invoker"],
+    )
     # Exactly one function and one job resource, each instantiated once per entry of var.checks.
     (functions,) = terraform["resource"]["google_cloudfunctions2_function"].values()
     (jobs,) = terraform["resource"]["google_cloud_scheduler_job"].values()
@@ -227,8 +249,7 @@ def test_one_function_and_one_schedule_per_enabled_check(terraform: dict[str, An
     assert jobs["schedule"] == "${each.value.schedule}"
 
 
-def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(
-        terraform: dict[str, Any]) -> None:
+def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(terraform: dict[str, Any]) -> None:
     (function,) = terraform["resource"]["google_cloudfunctions2_function"].values()
     (build,) = function["build_config"]
     assert (build["runtime"], build["entry_point"]) == ("${var.runtime}", "${var.entry_point}")
@@ -240,7 +261,8 @@ def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_acco
 
 
 def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_function_uri(
-        terraform: dict[str, Any]) -> None:
+    terraform: dict[str, Any],
+) -> None:
     (job,) = terraform["resource"]["google_cloud_scheduler_job"].values()
     (retry,) = job["retry_config"]
     assert retry["retry_count"] == 0
@@ -254,18 +276,20 @@ def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_fun
 
 
 def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_environments_secrets(
-        terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]) -> None:
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
     _, variables = packaged
     for public in PUBLIC_MEMBERS:
         assert public not in terraform["text"], f"{public} appears in infra/gcp"
     locals_ = terraform["locals"]
     resources = terraform["resource"]
-    iam = {(rtype, name): body for rtype, named in resources.items() if "_iam_" in rtype
-           for name, body in named.items()}
+    iam = {
+        (rtype, name): body for rtype, named in resources.items() if "_iam_" in rtype for name, body in named.items()
+    }
     assert not [key for key in iam if not key[0].endswith("_iam_member")], "only additive *_iam_member grants"
     invokers = [(key, body) for key, body in iam.items() if body["role"] == "roles/run.invoker"]
     assert [key for key, _ in invokers] == [("google_cloud_run_service_iam_member", "invoker")]
-    (_, invoker), = invokers
+    ((_, invoker),) = invokers
     assert invoker["member"] == "${local.invoker_member}"
     assert locals_["invoker_member"] == "serviceAccount:${google_service_account.invoker.email}"
     assert invoker["for_each"] == "${google_cloudfunctions2_function.check}"
@@ -284,19 +308,36 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
 
 
 def test_the_source_has_main_py_whose_http_target_serves_the_check_outpost_check_names(
-        packaged: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    packaged: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     target, variables = packaged
     with zipfile.ZipFile(target / f"outpost-{EXAMPLE}-gcf.zip") as source:
         assert {"main.py", "requirements.txt", f"infra/environments/{EXAMPLE}.yaml"} <= set(source.namelist())
         source.extractall(tmp_path)
-    probe = ("import sys; sys.path.insert(0, '.'); import functions_framework; "
-             "app = functions_framework.create_app(target='http', source='main.py'); "
-             "print(app.test_client().put('/').status_code)")
+    probe = (
+        "import sys; sys.path.insert(0, '.'); import functions_framework; "
+        "app = functions_framework.create_app(target='http', source='main.py'); "
+        "print(app.test_client().put('/').status_code)"
+    )
     environment = {"OUTPOST_CONFIG": variables["config_path"], "PATH": os.environ["PATH"]}
-    served = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                            env={**environment, "OUTPOST_CHECK": "webhook-cert-expiry"}, check=False, timeout=120)
+    served = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**environment, "OUTPOST_CHECK": "webhook-cert-expiry"},
+        check=False,
+        timeout=120,
+    )
     assert (served.returncode, served.stdout.strip()) == (0, "405"), served.stderr
-    refused = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                             env={**environment, "OUTPOST_CHECK": "no-such-check"}, check=False, timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**environment, "OUTPOST_CHECK": "no-such-check"},
+        check=False,
+        timeout=120,
+    )
     assert refused.returncode != 0
     assert "$OUTPOST_CHECK='no-such-check': not an enabled check" in refused.stderr

@@ -221,8 +221,10 @@ def test_a_5xx_with_an_endless_body_is_retried_without_reading_it() -> None:
     with HostileServer(endless_body(503)) as server:
         url = Secret(f"{server.url}/api/heartbeat/{TOKEN}")
         started = time.monotonic()
-        with (HeartbeatClient(timeout_seconds=2, retries=2, backoff_seconds=0.1, sleep=sleep) as client,
-              pytest.raises(ReportError, match=r"HTTP 503 \(gave up after 3 attempts\)") as caught):
+        with (
+            HeartbeatClient(timeout_seconds=2, retries=2, backoff_seconds=0.1, sleep=sleep) as client,
+            pytest.raises(ReportError, match=r"HTTP 503 \(gave up after 3 attempts\)") as caught,
+        ):
             client.ping(url, label="apiserver-health")
         assert time.monotonic() - started < 1.5
         assert len(server.requests) == 3

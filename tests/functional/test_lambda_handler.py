@@ -135,19 +135,19 @@ def test_http_shapes_all_run_the_check(entry, receiver, event) -> None:  # type:
         ),
         (
             url_event("POST", body="[" * 100_000 + "]" * 100_000),
-            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+            'request body nests deeper than 32 levels (the options are one flat object: {"report": false})',
         ),
         (
             url_event("POST", body='{"report": false}' + " " * 100_000),
-            "request body is larger than 65536 bytes (the options are tiny: {\"report\": false})",
+            'request body is larger than 65536 bytes (the options are tiny: {"report": false})',
         ),
         (
             url_event("POST", body="[" * 33 + "]" * 33),
-            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+            'request body nests deeper than 32 levels (the options are one flat object: {"report": false})',
         ),
         (
             url_event("POST", body="[" * 100_000, b64=True),
-            "request body nests deeper than 32 levels (the options are one flat object: {\"report\": false})",
+            'request body nests deeper than 32 levels (the options are one flat object: {"report": false})',
         ),
         (
             url_event("POST", body='{"report": false, "report": true}'),
@@ -236,8 +236,9 @@ def test_signal_handlers_are_left_alone_outside_the_lambda_runtime(unreachable_c
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_in_the_lambda_runtime_sigterm_and_sigint_stop_the_process(unreachable_cluster_config: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_the_lambda_runtime_sigterm_and_sigint_stop_the_process(
+    unreachable_cluster_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     monkeypatch.setenv("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
     try:

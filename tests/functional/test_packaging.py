@@ -53,16 +53,20 @@ def project_copy(tmp_path: Path, environment: Mapping[str, object]) -> Path:
 GOOD = {
     "environment": "stage1",
     "deploy": {"platform": "aws", "region": "eu-west-1", "architecture": host_architecture()},
-    "cluster": {"name": "c", "auth": {"mode": "token", "server": "https://k8s.example.test",
-                                      "token": "ssm:/outpost/stage1/token"}},
+    "cluster": {
+        "name": "c",
+        "auth": {"mode": "token", "server": "https://k8s.example.test", "token": "ssm:/outpost/stage1/token"},
+    },
     "vigilmon": {"channels": {"page": ["pagerduty"], "notify": ["slack"]}},
-    "checks": {"apiserver-health": {"schedule_minutes": 5, "heartbeat": "ssm:/outpost/stage1/heartbeat/api",
-                                    "monitor_id": "1"}},
+    "checks": {
+        "apiserver-health": {"schedule_minutes": 5, "heartbeat": "ssm:/outpost/stage1/heartbeat/api", "monitor_id": "1"}
+    },
 }
 
 
-def test_bad_configuration_is_refused_and_nothing_is_written(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_configuration_is_refused_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = {**GOOD, "checks": {"apiserver-health": {"schedule_minutes": 0, "params": {"bogus": 1}}}}
     root = project_copy(tmp_path, bad)
     out = tmp_path / "out"
@@ -118,8 +122,13 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     with zipfile.ZipFile(archive) as bundle:
         names = set(bundle.namelist())
         bundle.extractall(unpacked)
-    assert {"functions/apiserver_health/main.py", "infra/environments/stage1.yaml", "outpost/runner.py",
-            "outpost/runtime/aws_lambda.py", "outpost/cluster/auth.py"} <= names, summary
+    assert {
+        "functions/apiserver_health/main.py",
+        "infra/environments/stage1.yaml",
+        "outpost/runner.py",
+        "outpost/runtime/aws_lambda.py",
+        "outpost/cluster/auth.py",
+    } <= names, summary
     tops = top_level(names)
     assert not tops & SANDBOX, f"sandbox code in the bundle: {sorted(tops & SANDBOX)}"
     assert not tops & CLOUD_FUNCTIONS_SERVER, f"Cloud Functions server in the Lambda bundle: {sorted(tops)}"
@@ -139,13 +148,21 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     # The unsplit bundle was 40 MB (5954 files); this environment needs far less, byte code included.
     assert archive.stat().st_size < 30_000_000, summary
     # A cold start as Lambda does it: only the bundle on sys.path, cwd = bundle root, config relative to it.
-    probe = ("import sys; sys.path[:0] = ['.']; import importlib; m = importlib.import_module("
-             "'functions.apiserver_health.main'); import outpost, pydantic_core, boto3, msgspec._core; "
-             "print(m.handler.__name__, m.http.__name__, outpost.__file__, pydantic_core.__file__, boto3.__file__, "
-             "msgspec._core.__file__)")
-    process = subprocess.run([sys.executable, "-I", "-S", "-c", probe], cwd=unpacked, capture_output=True, text=True,
-                             env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
-                             check=False, timeout=120)
+    probe = (
+        "import sys; sys.path[:0] = ['.']; import importlib; m = importlib.import_module("
+        "'functions.apiserver_health.main'); import outpost, pydantic_core, boto3, msgspec._core; "
+        "print(m.handler.__name__, m.http.__name__, outpost.__file__, pydantic_core.__file__, boto3.__file__, "
+        "msgspec._core.__file__)"
+    )
+    process = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe],
+        cwd=unpacked,
+        capture_output=True,
+        text=True,
+        env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
+        check=False,
+        timeout=120,
+    )
     assert process.returncode == 0, process.stderr
     handler, http, package, binary, sdk, decoder = process.stdout.split()
     assert (handler, http) == ("handler_apiserver_health", "http_apiserver_health")
@@ -189,25 +206,41 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     assert {"pydantic-core", "httpcore", "flask", "werkzeug", "msgspec"} <= required, required
     tested = {name: version for name, _, version in (pin.partition("==") for pin in pinned_versions())}
     assert {name: version for name, version in pins.items() if name in tested} == {
-        name: tested[name] for name in pins if name in tested}
+        name: tested[name] for name in pins if name in tested
+    }
     assert pins["pydantic"] == importlib.metadata.version("pydantic")
     assert json.loads((target / "deployment.json").read_text())["build"]["dependencies"] == pins
     again = build("stage1", tmp_path / "again", platform="gcf", root=root) / "outpost-stage1-gcf.zip"
     assert again.read_bytes() == archive.read_bytes()  # the same inputs resolve to the same pins, byte for byte
-    assert {"main.py", "requirements.txt", "functions/apiserver_health/main.py", "infra/environments/stage1.yaml",
-            "outpost/runtime/gcf.py"} <= names, summary
+    assert {
+        "main.py",
+        "requirements.txt",
+        "functions/apiserver_health/main.py",
+        "infra/environments/stage1.yaml",
+        "outpost/runtime/gcf.py",
+    } <= names, summary
     # Only the product is vendored: Cloud Functions installs requirements.txt itself.
     assert top_level(names) - {"main", "requirements.txt", "functions", "infra", "__pycache__"} == {
-        "outpost", *{"/".join(name.split("/")[:2]) for name in names if name.startswith("outpost/")}}, summary
+        "outpost",
+        *{"/".join(name.split("/")[:2]) for name in names if name.startswith("outpost/")},
+    }, summary
     assert not top_level(names) & SANDBOX, summary
     # The generated main.py exports the check's HTTP target under the name the deployment's --entry-point
     # uses, and the functions-framework serves it from the source (a PUT is answered without touching a cluster).
-    probe = ("import sys; sys.path.insert(0, '.'); import functions_framework, main, outpost; "
-             "app = functions_framework.create_app(target='apiserver_health', source='main.py'); "
-             "print(main.apiserver_health.__name__, outpost.__file__, app.test_client().put('/').status_code)")
-    process = subprocess.run([sys.executable, "-c", probe], cwd=unpacked, capture_output=True, text=True,
-                             env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
-                             check=False, timeout=120)
+    probe = (
+        "import sys; sys.path.insert(0, '.'); import functions_framework, main, outpost; "
+        "app = functions_framework.create_app(target='apiserver_health', source='main.py'); "
+        "print(main.apiserver_health.__name__, outpost.__file__, app.test_client().put('/').status_code)"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=unpacked,
+        capture_output=True,
+        text=True,
+        env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
+        check=False,
+        timeout=120,
+    )
     assert process.returncode == 0, process.stderr
     assert process.stdout.split() == ["http_apiserver_health", str(unpacked / "outpost" / "__init__.py"), "405"]
 
@@ -235,7 +268,8 @@ def test_files_built_for_another_architecture_are_found(tmp_path: Path) -> None:
     (staging / "fast.libs" / "libz.so.1").write_bytes(ELF_X86_64)
     (staging / "fast-1.0.dist-info").mkdir()
     (staging / "fast-1.0.dist-info" / "WHEEL").write_text(
-        "Wheel-Version: 1.0\nTag: cp311-cp311-manylinux_2_17_x86_64\n")
+        "Wheel-Version: 1.0\nTag: cp311-cp311-manylinux_2_17_x86_64\n"
+    )
     (staging / "pure-1.0.dist-info").mkdir()
     (staging / "pure-1.0.dist-info" / "WHEEL").write_text("Wheel-Version: 1.0\nTag: py3-none-any\n")
     assert architecture_mismatches(staging, "arm64") == [
@@ -251,18 +285,22 @@ def test_files_built_for_another_architecture_are_found(tmp_path: Path) -> None:
     [
         ({"mode": "token", "server": "https://k", "token": "env:T"}, {}, "aws-arm64", []),
         ({"mode": "token", "server": "https://k", "token": "secretsmanager:outpost/t#token"}, {}, "host", ["aws"]),
-        ({"mode": "eks", "cluster_name": "c", "region": "eu-west-1", "server": "https://k", "ca_data": "Q0E="},
-         {}, "gcf", ["aws", "cloudfunctions"]),
-        ({"mode": "kubeconfig"}, {"vigilmon": {"api_key": "gcpsm:projects/p/secrets/k"}}, "aws-x86_64",
-         ["gcp"]),
+        (
+            {"mode": "eks", "cluster_name": "c", "region": "eu-west-1", "server": "https://k", "ca_data": "Q0E="},
+            {},
+            "gcf",
+            ["aws", "cloudfunctions"],
+        ),
+        ({"mode": "kubeconfig"}, {"vigilmon": {"api_key": "gcpsm:projects/p/secrets/k"}}, "aws-x86_64", ["gcp"]),
         ({"mode": "gke", "server": "https://k", "ca_data": "Q0E="}, {}, "gcf", ["gcp", "cloudfunctions"]),
     ],
 )
 def test_required_extras_follow_auth_mode_secret_references_and_platform(
     auth: dict[str, object], references: dict[str, object], platform: str, extras: list[str]
 ) -> None:
-    settings = parse_settings({"environment": "e", "cluster": {"name": "c", "auth": auth}, **references,
-                               "checks": {"apiserver-health": {}}})
+    settings = parse_settings(
+        {"environment": "e", "cluster": {"name": "c", "auth": auth}, **references, "checks": {"apiserver-health": {}}}
+    )
     assert required_extras(settings, platform) == extras
 
 
@@ -275,19 +313,30 @@ def test_required_extras_follow_auth_mode_secret_references_and_platform(
         ({"webhook-cert-expiry": {"enabled": False}}, []),
     ],
 )
-def test_certificates_extra_only_when_a_certificate_check_is_enabled(checks: dict[str, object],
-                                                                     extras: list[str]) -> None:
-    settings = parse_settings({"environment": "e", "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}},
-                               "checks": checks})
+def test_certificates_extra_only_when_a_certificate_check_is_enabled(
+    checks: dict[str, object], extras: list[str]
+) -> None:
+    settings = parse_settings(
+        {"environment": "e", "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}}, "checks": checks}
+    )
     assert required_extras(settings, "aws-arm64") == extras
 
 
 def test_sandbox_and_cloud_functions_server_are_refused_by_name() -> None:
-    names = ["outpost/runner.py", "outpost/sandbox/cluster.py", "outpost_sandbox/__init__.py",
-             "outpost_sandbox-0.1.0.dist-info/METADATA", "flask/app.py", "werkzeug-3.1.9.dist-info/METADATA",
-             "boto3/session.py"]
+    names = [
+        "outpost/runner.py",
+        "outpost/sandbox/cluster.py",
+        "outpost_sandbox/__init__.py",
+        "outpost_sandbox-0.1.0.dist-info/METADATA",
+        "flask/app.py",
+        "werkzeug-3.1.9.dist-info/METADATA",
+        "boto3/session.py",
+    ]
     assert forbidden_entries(names, "aws-arm64") == [
-        "flask", "outpost/sandbox", "outpost_sandbox", "outpost_sandbox-0.1.0.dist-info",
-        "werkzeug-3.1.9.dist-info"]
-    assert forbidden_entries(names, "gcf") == ["outpost/sandbox", "outpost_sandbox",
-                                               "outpost_sandbox-0.1.0.dist-info"]
+        "flask",
+        "outpost/sandbox",
+        "outpost_sandbox",
+        "outpost_sandbox-0.1.0.dist-info",
+        "werkzeug-3.1.9.dist-info",
+    ]
+    assert forbidden_entries(names, "gcf") == ["outpost/sandbox", "outpost_sandbox", "outpost_sandbox-0.1.0.dist-info"]

@@ -76,8 +76,14 @@ def test_ls_latency_plain_url_never_carries_the_cluster_token(server: LocalServe
         return httpx.Response(200, json={"major": "1"})
 
     params = LsLatencyParams(endpoints=[LsEndpoint(name="shop", url=server.base_url + "/health")])
-    cluster = Cluster("c", "https://api.invalid", verify=ssl.create_default_context(),
-                      token=lambda: CLUSTER_TOKEN, transport=httpx.MockTransport(api), deadline=Deadline(5))
+    cluster = Cluster(
+        "c",
+        "https://api.invalid",
+        verify=ssl.create_default_context(),
+        token=lambda: CLUSTER_TOKEN,
+        transport=httpx.MockTransport(api),
+        deadline=Deadline(5),
+    )
     with cluster:
         result = ls_latency.evaluate(ls_latency.fetch(cluster, params), params, NOW)
     assert result.status is Status.OK, result
@@ -90,8 +96,13 @@ def test_ls_latency_plain_url_slow_and_down(server: LocalServer) -> None:
     server.script = ["hang"]
     endpoint = LsEndpoint(name="shop", url=server.base_url + "/health", degraded_ms=100, failed_ms=300)
     params = LsLatencyParams(endpoints=[endpoint])
-    with Cluster("c", "https://api.invalid", verify=ssl.create_default_context(),
-                 transport=httpx.MockTransport(lambda r: httpx.Response(500)), deadline=Deadline(5)) as cluster:
+    with Cluster(
+        "c",
+        "https://api.invalid",
+        verify=ssl.create_default_context(),
+        transport=httpx.MockTransport(lambda r: httpx.Response(500)),
+        deadline=Deadline(5),
+    ) as cluster:
         result = ls_latency.evaluate(ls_latency.fetch(cluster, params), params, NOW)
     assert result.status is Status.FAILED
     assert f"ls endpoint shop ({server.base_url}/health): observed no answer within 300 ms" in result.errors[0]

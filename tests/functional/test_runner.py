@@ -41,29 +41,55 @@ def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | No
     if ca_file:
         cluster["certificate-authority"] = str(ca_file)
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": cluster}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                                                   "command": str(plugin), "interactiveMode": "Never"}}}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1",
+                                "command": str(plugin),
+                                "interactiveMode": "Never",
+                            }
+                        },
+                    }
+                ],
+            }
+        )
+    )
     return path
 
 
 def settings_for(kubeconfig: Path, deadline: float = 2.0, heartbeat_env: str | None = None):  # type: ignore[no-untyped-def]
     check: dict[str, object] = {"heartbeat": f"env:{heartbeat_env}"} if heartbeat_env else {}
-    return parse_settings({
-        "environment": "t",
-        "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": str(kubeconfig)},
-                    "deadline_seconds": deadline},
-        "heartbeat": {"timeout_seconds": 1, "retries": 0},
-        "checks": {"apiserver-health": check},
-    })
+    return parse_settings(
+        {
+            "environment": "t",
+            "cluster": {
+                "name": "c",
+                "auth": {"mode": "kubeconfig", "path": str(kubeconfig)},
+                "deadline_seconds": deadline,
+            },
+            "heartbeat": {"timeout_seconds": 1, "retries": 0},
+            "checks": {"apiserver-health": check},
+        }
+    )
 
 
-TOKEN_OUTPUT = json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                           "status": {"token": "exec-issued-token"}})
+TOKEN_OUTPUT = json.dumps(
+    {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "exec-issued-token"},
+    }
+)
 
 
 def test_hanging_credential_plugin_is_bounded_by_the_deadline(tmp_path: Path) -> None:
@@ -91,14 +117,16 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
 HEALTHY_BODY = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n"
 
 
-def test_undeliverable_heartbeat_turns_ok_into_error(tmp_path: Path, pki: LocalhostTls,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undeliverable_heartbeat_turns_ok_into_error(
+    tmp_path: Path, pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with HeartbeatReceiver() as receiver, https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, _):
         revoked = receiver.url_for("apiserver-health") + "-revoked"  # the receiver answers 404
         monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", revoked)
         kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
-        result = run_check(settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health",
-                           log=False)
+        result = run_check(
+            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
+        )
     assert result.status is Status.ERROR
     assert "observed ok but the heartbeat was not delivered" in result.summary
     assert "404" in result.summary
@@ -107,8 +135,9 @@ def test_undeliverable_heartbeat_turns_ok_into_error(tmp_path: Path, pki: Localh
     assert receiver.pings_for("apiserver-health") == 0
 
 
-def test_exec_plugin_token_reaches_the_server_and_ok_pings(tmp_path: Path, pki: LocalhostTls,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exec_plugin_token_reaches_the_server_and_ok_pings(
+    tmp_path: Path, pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen_auth: list[str] = []
 
     def respond(request):  # type: ignore[no-untyped-def]
@@ -118,8 +147,9 @@ def test_exec_plugin_token_reaches_the_server_and_ok_pings(tmp_path: Path, pki: 
     with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
         monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
         kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
-        result = run_check(settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health",
-                           log=False)
+        result = run_check(
+            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
+        )
         pings = receiver.pings_for("apiserver-health")
     assert result.status is Status.OK, result.summary
     assert result.reported is True
@@ -138,8 +168,9 @@ def stop_reset() -> Iterator[None]:
     interrupt.reset()
 
 
-def test_a_stop_during_the_observation_means_no_ping(tmp_path: Path, pki: LocalhostTls, stop_reset: None,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_during_the_observation_means_no_ping(
+    tmp_path: Path, pki: LocalhostTls, stop_reset: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def respond(request):  # type: ignore[no-untyped-def]
         if request.path.startswith("/readyz"):
             interrupt.request_stop()  # the signal lands while the API server answers (healthy)
@@ -148,19 +179,20 @@ def test_a_stop_during_the_observation_means_no_ping(tmp_path: Path, pki: Localh
     with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
         monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
         kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
-        result = run_check(settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health",
-                           log=False)
+        result = run_check(
+            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
+        )
         pings = receiver.pings_for("apiserver-health")
     assert result.status is Status.ERROR
-    assert result.summary == ("apiserver-health: observed ok but the run was stopped before its heartbeat; "
-                              "not pinged")
+    assert result.summary == ("apiserver-health: observed ok but the run was stopped before its heartbeat; not pinged")
     assert result.details["observed_status"] == "ok"
     assert result.reported is False
     assert pings == 0
 
 
-def test_a_stop_during_the_heartbeat_backoff_ends_the_retries(pki: LocalhostTls, stop_reset: None,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_during_the_heartbeat_backoff_ends_the_retries(
+    pki: LocalhostTls, stop_reset: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first attempt answers 500; the stop comes during the backoff: no retry starts, the wait is cut."""
     receiver = LocalServer(script=[(500, {}, b"busy")])
     receiver.start()
@@ -168,13 +200,22 @@ def test_a_stop_during_the_heartbeat_backoff_ends_the_retries(pki: LocalhostTls,
         with https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, _):
             monkeypatch.setenv("RUNNER_TEST_TOKEN", "sa-runner-token-value")
             monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", f"{receiver.base_url}/api/heartbeat/runner")
-            settings = parse_settings({
-                "environment": "t",
-                "cluster": {"name": "c", "auth": {"mode": "token", "server": url, "token": "env:RUNNER_TEST_TOKEN",
-                                                  "ca_file": str(pki.ca_file)}},
-                "heartbeat": {"timeout_seconds": 1, "retries": 3, "backoff_seconds": 5},
-                "checks": {"apiserver-health": {"heartbeat": "env:RUNNER_TEST_HEARTBEAT"}},
-            })
+            settings = parse_settings(
+                {
+                    "environment": "t",
+                    "cluster": {
+                        "name": "c",
+                        "auth": {
+                            "mode": "token",
+                            "server": url,
+                            "token": "env:RUNNER_TEST_TOKEN",
+                            "ca_file": str(pki.ca_file),
+                        },
+                    },
+                    "heartbeat": {"timeout_seconds": 1, "retries": 3, "backoff_seconds": 5},
+                    "checks": {"apiserver-health": {"heartbeat": "env:RUNNER_TEST_HEARTBEAT"}},
+                }
+            )
             timer = threading.Timer(0.5, interrupt.request_stop)
             timer.start()
             started = time.monotonic()
@@ -191,12 +232,16 @@ def test_a_stop_during_the_heartbeat_backoff_ends_the_retries(pki: LocalhostTls,
 
 def test_a_run_asked_to_stop_before_it_starts_observes_nothing(pki: LocalhostTls, stop_reset: None) -> None:
     with https_server(pki, lambda _r: (200, "text/plain", HEALTHY_BODY)) as (url, seen):
-        settings = parse_settings({
-            "environment": "t",
-            "cluster": {"name": "c", "auth": {"mode": "token", "server": url, "token": "env:RUNNER_UNSET",
-                                              "ca_file": str(pki.ca_file)}},
-            "checks": {"apiserver-health": {}},
-        })
+        settings = parse_settings(
+            {
+                "environment": "t",
+                "cluster": {
+                    "name": "c",
+                    "auth": {"mode": "token", "server": url, "token": "env:RUNNER_UNSET", "ca_file": str(pki.ca_file)},
+                },
+                "checks": {"apiserver-health": {}},
+            }
+        )
         interrupt.request_stop()
         result = run_check(settings, "apiserver-health", log=False)
     assert result.status is Status.ERROR

@@ -76,21 +76,30 @@ def tls_listener(tmp_path: Path, leaf: Issued, ca: Issued = CA) -> Iterator[tupl
         listener.close()
 
 
-def cluster_for(port: int, *, client: Issued | None = None, tmp_path: Path | None = None,
-                deadline: float = 10.0) -> Cluster:
+def cluster_for(
+    port: int, *, client: Issued | None = None, tmp_path: Path | None = None, deadline: float = 10.0
+) -> Cluster:
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=CA.pem.decode())
     if client is not None and tmp_path is not None:
         (tmp_path / "client.pem").write_bytes(client.pem)
         (tmp_path / "client.key").write_bytes(client.key_pem)
         context.load_cert_chain(tmp_path / "client.pem", tmp_path / "client.key")
-    return Cluster("probe-test", f"https://127.0.0.1:{port}", verify=context, token=lambda: "token-never-sent-123",
-                   deadline=Deadline(deadline), connect_timeout=2.0)
+    return Cluster(
+        "probe-test",
+        f"https://127.0.0.1:{port}",
+        verify=context,
+        token=lambda: "token-never-sent-123",
+        deadline=Deadline(deadline),
+        connect_timeout=2.0,
+    )
 
 
 def test_valid_certificate_is_verified_timed_and_nothing_is_sent(tmp_path: Path) -> None:
     client = issue("outpost-probe", NOW - dt.timedelta(days=1), NOW + dt.timedelta(days=30), ca=CA)
-    with tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200))) as (port, received, client_certs), \
-            cluster_for(port, client=client, tmp_path=tmp_path) as cluster:
+    with (
+        tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200))) as (port, received, client_certs),
+        cluster_for(port, client=client, tmp_path=tmp_path) as cluster,
+    ):
         probe = cluster.tls_probe()
     assert probe.handshake_ok
     assert probe.chain_verified
@@ -124,8 +133,10 @@ def test_expired_certificate_fails_verification_and_is_read_unverified_only_when
 
 
 def test_untrusted_ca_is_a_tls_error_not_an_expiry(tmp_path: Path) -> None:
-    with tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200), ca=FOREIGN), ca=FOREIGN) as (port, _, _), \
-            cluster_for(port) as cluster:
+    with (
+        tls_listener(tmp_path, serving(NOW + dt.timedelta(days=200), ca=FOREIGN), ca=FOREIGN) as (port, _, _),
+        cluster_for(port) as cluster,
+    ):
         probe = cluster.tls_probe(read_unverified_chain=True)
     assert probe.connected
     assert not probe.handshake_ok

@@ -44,8 +44,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
 def hostile_servers(pki: LocalhostTls) -> Iterator[dict[str, str]]:
     processes, urls = [], {}
     for behaviour in ("hang", "trickle-headers", "trickle-body"):
-        process = subprocess.Popen([sys.executable, str(HOSTILE), behaviour, str(pki.cert_file), str(pki.key_file)],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, str(HOSTILE), behaviour, str(pki.cert_file), str(pki.key_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert process.stdout is not None
         urls[behaviour] = f"https://127.0.0.1:{int(process.stdout.readline())}"
         processes.append(process)
@@ -57,12 +61,19 @@ def hostile_servers(pki: LocalhostTls) -> Iterator[dict[str, str]]:
 
 
 def settings_for(auth: dict[str, object], deadline: float = DEADLINE) -> Settings:
-    return parse_settings({
-        "environment": "warm",
-        "cluster": {"name": "hostile", "auth": auth, "connect_timeout_seconds": 5, "read_timeout_seconds": 30,
-                    "deadline_seconds": deadline},
-        "checks": {"apiserver-health": {}},
-    })
+    return parse_settings(
+        {
+            "environment": "warm",
+            "cluster": {
+                "name": "hostile",
+                "auth": auth,
+                "connect_timeout_seconds": 5,
+                "read_timeout_seconds": 30,
+                "deadline_seconds": deadline,
+            },
+            "checks": {"apiserver-health": {}},
+        }
+    )
 
 
 # What one run creates and must let go of; counted by type among the objects the collector tracks.
@@ -81,10 +92,14 @@ def footprint() -> dict[str, int]:
     children = sum(children_of(task) for task in Path("/proc/self/task").iterdir())
     rss_pages = int(Path("/proc/self/statm").read_text().split()[1])
     live = sum(1 for obj in gc.get_objects() if isinstance(obj, _RUN_OBJECTS))
-    return {"threads": threading.active_count(), "fds": len(os.listdir("/proc/self/fd")),
-            "children": children, "live_run_objects": live,
-            "traced_kib": tracemalloc.get_traced_memory()[0] // 1024,
-            "rss_kib": rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024}
+    return {
+        "threads": threading.active_count(),
+        "fds": len(os.listdir("/proc/self/fd")),
+        "children": children,
+        "live_run_objects": live,
+        "traced_kib": tracemalloc.get_traced_memory()[0] // 1024,
+        "rss_kib": rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024,
+    }
 
 
 def test_200_runs_against_hanging_servers_leave_nothing_behind(
@@ -95,15 +110,38 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
     plugin.write_text("#!/bin/sh\nsleep 30 &\nexec sleep 30\n")
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": hostile_servers["hang"],
-                                                "certificate-authority": str(pki.ca_file)}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                                                   "command": str(plugin), "interactiveMode": "Never"}}}]}))
-    variants = [settings_for({"mode": "token", "server": url, "token": "env:WARM_TOKEN", "ca_file": str(pki.ca_file)})
-                for url in hostile_servers.values()]
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {"server": hostile_servers["hang"], "certificate-authority": str(pki.ca_file)},
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1",
+                                "command": str(plugin),
+                                "interactiveMode": "Never",
+                            }
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    variants = [
+        settings_for({"mode": "token", "server": url, "token": "env:WARM_TOKEN", "ca_file": str(pki.ca_file)})
+        for url in hostile_servers.values()
+    ]
     variants.append(settings_for({"mode": "kubeconfig", "path": str(kubeconfig)}))
 
     def run(index: int) -> float:
@@ -125,8 +163,10 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
         after = footprint()
     finally:
         tracemalloc.stop()
-    print(f"\nwarm process over {RUNS} runs: before {json.dumps(before)}, after {RUNS // 2} {json.dumps(middle)}, "
-          f"after {RUNS} {json.dumps(after)}; slowest run {slowest:.3f} s (deadline {DEADLINE} s)")
+    print(
+        f"\nwarm process over {RUNS} runs: before {json.dumps(before)}, after {RUNS // 2} {json.dumps(middle)}, "
+        f"after {RUNS} {json.dumps(after)}; slowest run {slowest:.3f} s (deadline {DEADLINE} s)"
+    )
     assert slowest < DEADLINE + 0.5
     assert after["threads"] <= before["threads"], (before, after)
     assert after["fds"] <= before["fds"], (before, after)
@@ -138,20 +178,48 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
     assert after["traced_kib"] - middle["traced_kib"] < 256, (before, middle, after)
 
 
-def test_the_cli_exits_as_soon_as_it_has_printed(tmp_path: Path, pki: LocalhostTls,
-                                                 hostile_servers: dict[str, str]) -> None:
+def test_the_cli_exits_as_soon_as_it_has_printed(
+    tmp_path: Path, pki: LocalhostTls, hostile_servers: dict[str, str]
+) -> None:
     config = tmp_path / "env.yaml"
-    config.write_text(json.dumps({
-        "environment": "warm",
-        "cluster": {"name": "hostile", "auth": {"mode": "token", "server": hostile_servers["trickle-headers"],
-                                                "token": "env:WARM_TOKEN", "ca_file": str(pki.ca_file)},
-                    "read_timeout_seconds": 30, "deadline_seconds": 1},
-        "checks": {"apiserver-health": {}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "environment": "warm",
+                "cluster": {
+                    "name": "hostile",
+                    "auth": {
+                        "mode": "token",
+                        "server": hostile_servers["trickle-headers"],
+                        "token": "env:WARM_TOKEN",
+                        "ca_file": str(pki.ca_file),
+                    },
+                    "read_timeout_seconds": 30,
+                    "deadline_seconds": 1,
+                },
+                "checks": {"apiserver-health": {}},
+            }
+        )
+    )
     started = time.monotonic()
-    process = subprocess.run([sys.executable, "-m", "outpost.cli", "run", "apiserver-health", "--config", str(config),
-                              "--json", "--no-report"], capture_output=True, text=True, timeout=60, check=False,
-                             env={**os.environ, "WARM_TOKEN": "warm-process-token-Zx81"})
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "outpost.cli",
+            "run",
+            "apiserver-health",
+            "--config",
+            str(config),
+            "--json",
+            "--no-report",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "WARM_TOKEN": "warm-process-token-Zx81"},
+    )
     elapsed = time.monotonic() - started
     assert process.returncode == 2, process.stderr
     [result] = json.loads(process.stdout)

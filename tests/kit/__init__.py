@@ -7,5 +7,14 @@ from kit.clock import NOW
 from kit.fake_cluster import FakeApiServer, Recorded, fake_cluster
 from kit.fixtures import FIXTURES, fixture, fixtures, health_body, load_state
 
-__all__ = ["FIXTURES", "NOW", "FakeApiServer", "Recorded", "fake_cluster", "fixture", "fixtures", "health_body",
-           "load_state"]
+__all__ = [
+    "FIXTURES",
+    "NOW",
+    "FakeApiServer",
+    "Recorded",
+    "fake_cluster",
+    "fixture",
+    "fixtures",
+    "health_body",
+    "load_state",
+]

@@ -72,8 +72,15 @@ class Capture:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
-    def objects(self, kind: kp.Kind, namespace: str | None = None, *, label_selector: str | None = None,
-                keep: int | None = None, pick: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+    def objects(
+        self,
+        kind: kp.Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        keep: int | None = None,
+        pick: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> list[dict[str, Any]]:
         items = self.cluster.list(kp.collection_path(kind, namespace), label_selector=label_selector)
         items = [i for i in items if pick is None or pick(i)]
         items = sorted(items, key=lambda i: (i["metadata"].get("namespace", ""), i["metadata"]["name"]))[:keep]
@@ -113,10 +120,13 @@ class Capture:
         if kruise:
             self.body("kruise_manager_healthz", kp.pod_proxy(KRUISE, kruise, 8000, "healthz"))
             self.body("kruise_manager_readyz", kp.pod_proxy(KRUISE, kruise, 8000, "readyz"))
-        self.body("koord_webhook_healthz",
-                  kp.service_proxy(KOORD, "koordinator-webhook-service", 443, "healthz", scheme="https"))
-        self.body("kruise_webhook_healthz",
-                  kp.service_proxy(KRUISE, "kruise-webhook-service", 443, "healthz", scheme="https"))
+        self.body(
+            "koord_webhook_healthz",
+            kp.service_proxy(KOORD, "koordinator-webhook-service", 443, "healthz", scheme="https"),
+        )
+        self.body(
+            "kruise_webhook_healthz", kp.service_proxy(KRUISE, "kruise-webhook-service", 443, "healthz", scheme="https")
+        )
 
     def everything(self) -> None:
         nodes = self.objects(kp.NODES, keep=NODES_KEPT)
@@ -146,24 +156,42 @@ class Capture:
 
 # fault -> (--target or None, what to capture while it is active; the captures write files, results unused)
 FAULTS: dict[str, tuple[str | None, Callable[[Capture], object]]] = {
-    "koordlet-missing": (None, lambda c: (c.objects(kp.DAEMON_SETS, KOORD),
-                                          c.objects(kp.PODS, KOORD, label_selector="koord-app=koordlet"),
-                                          c.objects(kp.NODES, keep=NODES_KEPT))),
-    "node-lease-stale": (None, lambda c: (c.objects(kp.LEASES, "kube-node-lease", keep=NODES_KEPT),
-                                          c.objects(kp.NODES, keep=NODES_KEPT))),
+    "koordlet-missing": (
+        None,
+        lambda c: (
+            c.objects(kp.DAEMON_SETS, KOORD),
+            c.objects(kp.PODS, KOORD, label_selector="koord-app=koordlet"),
+            c.objects(kp.NODES, keep=NODES_KEPT),
+        ),
+    ),
+    "node-lease-stale": (
+        None,
+        lambda c: (c.objects(kp.LEASES, "kube-node-lease", keep=NODES_KEPT), c.objects(kp.NODES, keep=NODES_KEPT)),
+    ),
     "nodemetric-stale": (None, lambda c: c.objects(kp.NODE_METRICS, keep=NODES_KEPT)),
     "podgroup-failed": (None, lambda c: c.objects(kp.POD_GROUPS)),
     "podgroup-stuck": (None, lambda c: c.objects(kp.POD_GROUPS)),
-    "manager-scaled-to-zero": ("koord-manager", lambda c: (c.objects(kp.DEPLOYMENTS, KOORD),
-                                                           c.objects(kp.ENDPOINTS, KOORD),
-                                                           c.objects(kp.ENDPOINT_SLICES, KOORD))),
+    "manager-scaled-to-zero": (
+        "koord-manager",
+        lambda c: (
+            c.objects(kp.DEPLOYMENTS, KOORD),
+            c.objects(kp.ENDPOINTS, KOORD),
+            c.objects(kp.ENDPOINT_SLICES, KOORD),
+        ),
+    ),
     "leader-lease-stale": ("kruise-manager", lambda c: c.objects(kp.LEASES, KRUISE)),
     "backend-500": ("koord-manager", lambda c: c.health_bodies()),
-    "be-evictions": (None, lambda c: c.objects(kp.EVENTS, pick=lambda e: e.get("reason") == "evictPodSuccess",
-                                               keep=EVENTS_KEPT)),
-    "webhook-config-deleted": ("kruise", lambda c: (
-        c.one(kp.MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
-        c.one(kp.VALIDATING_WEBHOOKS, "kruise-validating-webhook-configuration"))),
+    "be-evictions": (
+        None,
+        lambda c: c.objects(kp.EVENTS, pick=lambda e: e.get("reason") == "evictPodSuccess", keep=EVENTS_KEPT),
+    ),
+    "webhook-config-deleted": (
+        "kruise",
+        lambda c: (
+            c.one(kp.MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
+            c.one(kp.VALIDATING_WEBHOOKS, "kruise-validating-webhook-configuration"),
+        ),
+    ),
 }
 
 
@@ -174,8 +202,9 @@ def sandbox(state_dir: str, verb: str, *args: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state-dir", default=os.environ.get("OUTPOST_SANDBOX_DIR",
-                                                              str(Path.home() / ".outpost" / "sandbox")))
+    parser.add_argument(
+        "--state-dir", default=os.environ.get("OUTPOST_SANDBOX_DIR", str(Path.home() / ".outpost" / "sandbox"))
+    )
     parser.add_argument("--out", default=str(REPO / "tests" / "fixtures" / "sandbox"))
     parser.add_argument("--no-faults", action="store_true")
     args = parser.parse_args(argv)
@@ -183,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    settings = ClusterSettings(name="outpost-sandbox", auth=KubeconfigAuth(
-        mode="kubeconfig", path=str(Path(args.state_dir) / "kubeconfig")))
+    settings = ClusterSettings(
+        name="outpost-sandbox", auth=KubeconfigAuth(mode="kubeconfig", path=str(Path(args.state_dir) / "kubeconfig"))
+    )
     with Cluster.from_settings(settings) as cluster:
         (out / "captured_at.txt").write_text(format_time(datetime.now(UTC)) + "\n")
         Capture(cluster, out / "healthy").everything()

@@ -62,17 +62,24 @@ def snapshot(kube: Kube, state: str, probe_healthz: bool = False) -> None:
     nodes = trim(kube.list("/api/v1/nodes"), "Node", "v1")
     docs: dict[str, Any] = {
         "nodes": nodes,
-        "node_leases": trim(kube.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"),
-                            "Lease", "coordination.k8s.io/v1"),
+        "node_leases": trim(
+            kube.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"),
+            "Lease",
+            "coordination.k8s.io/v1",
+        ),
         "koordlet_ds": kube.get("/apis/apps/v1/namespaces/koordinator-system/daemonsets/koordlet", ok_missing=True),
-        "koordlet_pods": trim(kube.list("/api/v1/namespaces/koordinator-system/pods",
-                                        label_selector="koord-app=koordlet"), "Pod", "v1"),
-        "kruise_daemon_ds": kube.get("/apis/apps/v1/namespaces/kruise-system/daemonsets/kruise-daemon",
-                                     ok_missing=True),
-        "kruise_daemon_pods": trim(kube.list("/api/v1/namespaces/kruise-system/pods",
-                                             label_selector="control-plane=daemon"), "Pod", "v1"),
-        "nodemetrics": trim(kube.list("/apis/slo.koordinator.sh/v1alpha1/nodemetrics"),
-                            "NodeMetric", "slo.koordinator.sh/v1alpha1"),
+        "koordlet_pods": trim(
+            kube.list("/api/v1/namespaces/koordinator-system/pods", label_selector="koord-app=koordlet"), "Pod", "v1"
+        ),
+        "kruise_daemon_ds": kube.get(
+            "/apis/apps/v1/namespaces/kruise-system/daemonsets/kruise-daemon", ok_missing=True
+        ),
+        "kruise_daemon_pods": trim(
+            kube.list("/api/v1/namespaces/kruise-system/pods", label_selector="control-plane=daemon"), "Pod", "v1"
+        ),
+        "nodemetrics": trim(
+            kube.list("/apis/slo.koordinator.sh/v1alpha1/nodemetrics"), "NodeMetric", "slo.koordinator.sh/v1alpha1"
+        ),
     }
     for key in ("koordlet_ds", "kruise_daemon_ds"):
         if docs[key]:
@@ -116,21 +123,24 @@ def main(states: list[str]) -> int:
     plan: dict[str, Callable[[], None]] = {
         "healthy": lambda: snapshot(kube, "healthy", probe_healthz=True),
         "koordlet-missing": lambda: with_fault(kube, "koordlet-missing", lambda: snapshot(kube, "koordlet-missing")),
-        "kruise-daemon-missing": lambda: with_fault(kube, "kruise-daemon-missing",
-                                                    lambda: snapshot(kube, "kruise-daemon-missing", True)),
+        "kruise-daemon-missing": lambda: with_fault(
+            kube, "kruise-daemon-missing", lambda: snapshot(kube, "kruise-daemon-missing", True)
+        ),
         "nodemetric-stale": lambda: with_fault(kube, "nodemetric-stale", lambda: snapshot(kube, "nodemetric-stale")),
-        "node-utilization-low": lambda: with_fault(kube, "node-utilization-low",
-                                                   lambda: snapshot(kube, "node-utilization-low")),
-        "node-utilization-high": lambda: with_fault(kube, "node-utilization-high",
-                                                    lambda: snapshot(kube, "node-utilization-high")),
+        "node-utilization-low": lambda: with_fault(
+            kube, "node-utilization-low", lambda: snapshot(kube, "node-utilization-low")
+        ),
+        "node-utilization-high": lambda: with_fault(
+            kube, "node-utilization-high", lambda: snapshot(kube, "node-utilization-high")
+        ),
         "node-lease-stale": lambda: with_fault(kube, "node-lease-stale", lambda: snapshot(kube, "node-lease-stale")),
         "kwok-down": lambda: with_fault(kube, "kwok-down", lambda: kwok_down(kube)),
-        "backend-500": lambda: with_fault(kube, "backend-500",
-                                          lambda: snapshot(kube, "backend-500-kruise-daemon", True),
-                                          target="kruise-daemon"),
-        "backend-down": lambda: with_fault(kube, "backend-down",
-                                           lambda: snapshot(kube, "backend-down-kruise-daemon", True),
-                                           target="kruise-daemon"),
+        "backend-500": lambda: with_fault(
+            kube, "backend-500", lambda: snapshot(kube, "backend-500-kruise-daemon", True), target="kruise-daemon"
+        ),
+        "backend-down": lambda: with_fault(
+            kube, "backend-down", lambda: snapshot(kube, "backend-down-kruise-daemon", True), target="kruise-daemon"
+        ),
     }
     for state in states or list(plan):
         try:

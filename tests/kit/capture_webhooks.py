@@ -36,13 +36,22 @@ from outpost_sandbox import faults
 
 OUT = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "webhooks"
 SERVICES = {"koordinator-system": "koordinator-webhook-service", "kruise-system": "kruise-webhook-service"}
-CONFIGURATIONS = [(kp.MUTATING_WEBHOOKS, "koordinator-mutating-webhook-configuration"),
-                  (kp.VALIDATING_WEBHOOKS, "koordinator-validating-webhook-configuration"),
-                  (kp.MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
-                  (kp.VALIDATING_WEBHOOKS, "kruise-validating-webhook-configuration")]
+CONFIGURATIONS = [
+    (kp.MUTATING_WEBHOOKS, "koordinator-mutating-webhook-configuration"),
+    (kp.VALIDATING_WEBHOOKS, "koordinator-validating-webhook-configuration"),
+    (kp.MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
+    (kp.VALIDATING_WEBHOOKS, "kruise-validating-webhook-configuration"),
+]
 _TARGETS: tuple[str, ...] = ("koord-webhook", "kruise-webhook")
-_BACKEND_FAULTS = ("backend-down", "backend-500", "backend-hang", "backend-wrong-body", "backend-tls-bad-ca",
-                   "backend-tls-expired", "webhook-no-mutate")
+_BACKEND_FAULTS = (
+    "backend-down",
+    "backend-500",
+    "backend-hang",
+    "backend-wrong-body",
+    "backend-tls-bad-ca",
+    "backend-tls-expired",
+    "webhook-no-mutate",
+)
 STATES: list[tuple[str, str | None, bool]] = [("healthy", None, False)]
 STATES += [(fault, target, False) for target in _TARGETS for fault in _BACKEND_FAULTS]
 STATES += [("webhook-config-deleted", "koordinator", False), ("webhook-config-deleted", "kruise", False)]
@@ -81,13 +90,15 @@ def capture(admin: Cluster, probe: Cluster, out: Path) -> None:
             raw = admin.get_object(kp.object_path(kind, name, namespace))
             if raw is not None:
                 write(objects / f"{kind.kind}.{name}.json", json.dumps(trim(raw, kind), indent=1, sort_keys=True))
-        for item in admin.list(kp.collection_path(kp.ENDPOINT_SLICES, namespace),
-                               label_selector=f"kubernetes.io/service-name={service}"):
-            write(objects / f"EndpointSlice.{item['metadata']['name']}.json",
-                  json.dumps(trim(item, kp.ENDPOINT_SLICES), indent=1, sort_keys=True))
+        for item in admin.list(
+            kp.collection_path(kp.ENDPOINT_SLICES, namespace), label_selector=f"kubernetes.io/service-name={service}"
+        ):
+            write(
+                objects / f"EndpointSlice.{item['metadata']['name']}.json",
+                json.dumps(trim(item, kp.ENDPOINT_SLICES), indent=1, sort_keys=True),
+            )
         try:
-            response = probe.get(service_proxy(namespace, service, 443, "/healthz", "https"), accept="*/*",
-                                 timeout=5)
+            response = probe.get(service_proxy(namespace, service, 443, "/healthz", "https"), accept="*/*", timeout=5)
             status, body = str(response.status_code), response.text
         except ClusterTimeout:
             status, body = "timeout", ""
@@ -99,8 +110,9 @@ def capture(admin: Cluster, probe: Cluster, out: Path) -> None:
             write(objects / f"{kind.kind}.{name}.json", json.dumps(trim(raw, kind), indent=1, sort_keys=True))
     params = AdmissionDryRunParams()
     for case in params.systems:
-        response = probe.dry_run_create(kp.collection_path(kp.PODS, params.namespace), probe_pod(params, case),
-                                        timeout=30)
+        response = probe.dry_run_create(
+            kp.collection_path(kp.PODS, params.namespace), probe_pod(params, case), timeout=30
+        )
         write(out / f"dry_run.{case.system}.status", f"{response.status_code}\n")
         write(out / f"dry_run.{case.system}.body", response.text)
 
@@ -110,8 +122,11 @@ def main(argv: list[str]) -> None:
     state_dir = Path(os.environ.get("OUTPOST_SANDBOX_DIR", str(Path.home() / ".outpost" / "sandbox")))
 
     def settings(kubeconfig: str) -> ClusterSettings:
-        return ClusterSettings(name="outpost-sandbox", deadline_seconds=60,
-                               auth=KubeconfigAuth(mode="kubeconfig", path=str(state_dir / kubeconfig)))
+        return ClusterSettings(
+            name="outpost-sandbox",
+            deadline_seconds=60,
+            auth=KubeconfigAuth(mode="kubeconfig", path=str(state_dir / kubeconfig)),
+        )
 
     wanted = [state for state in STATES if not argv or label_of(*state) in argv]
     if not argv:
@@ -119,8 +134,10 @@ def main(argv: list[str]) -> None:
     for fault, target, fail in wanted:
         label = label_of(fault, target, fail)
         shutil.rmtree(OUT / label, ignore_errors=True)
-        with ClusterWriter.from_settings(settings("kubeconfig")) as admin, \
-                Cluster.from_settings(settings("probe.kubeconfig")) as probe:
+        with (
+            ClusterWriter.from_settings(settings("kubeconfig")) as admin,
+            Cluster.from_settings(settings("probe.kubeconfig")) as probe,
+        ):
             if fail:
                 failure_policy(admin, "Fail")
             if fault != "healthy":

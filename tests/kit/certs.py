@@ -28,22 +28,33 @@ class Issued:
 
     @property
     def key_pem(self) -> bytes:
-        return self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption())
+        return self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
 
 
-def issue(common_name: str, not_before: dt.datetime, not_after: dt.datetime, *, ca: Issued | None = None,
-          is_ca: bool = False, dns: tuple[str, ...] = (), ips: tuple[str, ...] = ()) -> Issued:
+def issue(
+    common_name: str,
+    not_before: dt.datetime,
+    not_after: dt.datetime,
+    *,
+    ca: Issued | None = None,
+    is_ca: bool = False,
+    dns: tuple[str, ...] = (),
+    ips: tuple[str, ...] = (),
+) -> Issued:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    builder = (x509.CertificateBuilder()
-               .subject_name(subject)
-               .issuer_name(ca.certificate.subject if ca else subject)
-               .public_key(key.public_key())
-               .serial_number(x509.random_serial_number())
-               .not_valid_before(not_before)
-               .not_valid_after(not_after)
-               .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.certificate.subject if ca else subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
+    )
     names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns]
     names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     if names:

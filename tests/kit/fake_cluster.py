@@ -83,8 +83,9 @@ class _Route:
     subresource: str | None
 
 
-def _answer(code: int, body: str | dict[str, Any], content_type: str = "application/json",
-            gzipped: bool = False) -> httpx.Response:
+def _answer(
+    code: int, body: str | dict[str, Any], content_type: str = "application/json", gzipped: bool = False
+) -> httpx.Response:
     """A response whose body is a stream, as from a socket: httpx reads it, closes it and sets `elapsed`
     (a response built with `json=`/`text=` is already read, and `Cluster` would fail on `elapsed`)."""
     data = (json.dumps(body) if isinstance(body, dict) else body).encode()
@@ -97,8 +98,15 @@ def _answer(code: int, body: str | dict[str, Any], content_type: str = "applicat
 
 
 def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
     if details:
         body["details"] = details
     return _answer(code, body)
@@ -172,8 +180,9 @@ class FakeApiServer:
             self.add(json.loads(path.read_text()))
         return self
 
-    def respond(self, path: str, status: int, body: str | dict[str, Any] = "",
-                content_type: str = "text/plain; charset=utf-8") -> FakeApiServer:
+    def respond(
+        self, path: str, status: int, body: str | dict[str, Any] = "", content_type: str = "text/plain; charset=utf-8"
+    ) -> FakeApiServer:
         """Answer GET `path` (any query) with `status` and `body`; a dict body is sent as JSON."""
         if isinstance(body, dict):
             self.canned[path] = _Canned(status, json.dumps(body), "application/json")
@@ -213,14 +222,22 @@ class FakeApiServer:
             return self._list(route, request)
         obj = self.objects.get((route.kind.kind, route.namespace or "", route.name))
         if obj is None:
-            return _status(404, "NotFound", f'{route.kind.plural} "{route.name}" not found',
-                           name=route.name, kind=route.kind.plural)
+            return _status(
+                404,
+                "NotFound",
+                f'{route.kind.plural} "{route.name}" not found',
+                name=route.name,
+                kind=route.kind.plural,
+            )
         return _answer(200, obj)
 
     def _list(self, route: _Route, request: httpx.Request) -> httpx.Response:
         params = request.url.params
-        items = [o for (kind, ns, _), o in self.objects.items()
-                 if kind == route.kind.kind and (route.namespace is None or ns == route.namespace)]
+        items = [
+            o
+            for (kind, ns, _), o in self.objects.items()
+            if kind == route.kind.kind and (route.namespace is None or ns == route.namespace)
+        ]
         if params.get("watch") in ("1", "true"):
             return self._watch(route, request)
         filtered = self._filter(route, request, items)
@@ -237,39 +254,64 @@ class FakeApiServer:
                 if state["rv"] != self.resource_version:
                     raise ValueError("stale")
             except (ValueError, KeyError, TypeError):
-                return _status(410, "Expired", "The provided continue parameter is too old to display a "
-                                               "consistent list result.")
+                return _status(
+                    410, "Expired", "The provided continue parameter is too old to display a consistent list result."
+                )
         limit = int(params.get("limit", "0") or 0)
-        page = items[offset:offset + limit] if limit else items[offset:]
+        page = items[offset : offset + limit] if limit else items[offset:]
         metadata: dict[str, Any] = {"resourceVersion": str(self.resource_version)}
         end = offset + len(page)
         if limit and end < len(items):
             metadata["continue"] = base64.urlsafe_b64encode(
-                json.dumps({"start": end, "rv": self.resource_version}).encode()).decode()
+                json.dumps({"start": end, "rv": self.resource_version}).encode()
+            ).decode()
             metadata["remainingItemCount"] = len(items) - end
         if "as=PartialObjectMetadataList" in request.headers.get("accept", ""):
             body_items: list[dict[str, Any]] = [
                 {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
-                for o in page]
-            return _answer(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                             "metadata": metadata, "items": body_items})
+                for o in page
+            ]
+            return _answer(
+                200,
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": metadata,
+                    "items": body_items,
+                },
+            )
         keep_kind = route.kind.group in _CUSTOM_GROUPS
-        body_items = [o if keep_kind else {k: v for k, v in o.items() if k not in ("kind", "apiVersion")}
-                      for o in page]
-        return _answer(200, {"kind": f"{route.kind.kind}List", "apiVersion": route.kind.api_version,
-                             "metadata": metadata, "items": body_items},
-                       gzipped=self.gzip_lists and "gzip" in request.headers.get("accept-encoding", ""))
-
+        body_items = [o if keep_kind else {k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
+        return _answer(
+            200,
+            {
+                "kind": f"{route.kind.kind}List",
+                "apiVersion": route.kind.api_version,
+                "metadata": metadata,
+                "items": body_items,
+            },
+            gzipped=self.gzip_lists and "gzip" in request.headers.get("accept-encoding", ""),
+        )
 
     def _watch(self, route: _Route, request: httpx.Request) -> httpx.Response:
         params = request.url.params
         if self.watch_status != 200:
-            return _status(self.watch_status, "Forbidden" if self.watch_status == 403 else "Error",
-                           f"watch answered {self.watch_status} by the fake")
+            return _status(
+                self.watch_status,
+                "Forbidden" if self.watch_status == 403 else "Error",
+                f"watch answered {self.watch_status} by the fake",
+            )
         since = int(params.get("resourceVersion", "0") or 0)
         if since < self.oldest_change:
-            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Expired",
-                      "code": 410, "message": f"too old resource version: {since} ({self.oldest_change})"}
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "reason": "Expired",
+                "code": 410,
+                "message": f"too old resource version: {since} ({self.oldest_change})",
+            }
             return _answer(200, json.dumps({"type": "ERROR", "object": status}) + "\n")
         matching: list[dict[str, Any]] = []
         for version, change, obj in self.changes:
@@ -290,13 +332,23 @@ class FakeApiServer:
             self.cut_next_watch.discard(request.url.path)
             return _answer(200, "".join(line + "\n" for line in lines[:1]))
         if self.bookmarks and params.get("allowWatchBookmarks") == "true":
-            lines.append(json.dumps({"type": "BOOKMARK", "object": {
-                "kind": route.kind.kind, "apiVersion": route.kind.api_version,
-                "metadata": {"resourceVersion": str(self.resource_version)}}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "kind": route.kind.kind,
+                            "apiVersion": route.kind.api_version,
+                            "metadata": {"resourceVersion": str(self.resource_version)},
+                        },
+                    }
+                )
+            )
         return _answer(200, "".join(line + "\n" for line in lines))
 
-    def _filter(self, route: _Route, request: httpx.Request,
-                items: list[dict[str, Any]]) -> list[dict[str, Any]] | httpx.Response:
+    def _filter(
+        self, route: _Route, request: httpx.Request, items: list[dict[str, Any]]
+    ) -> list[dict[str, Any]] | httpx.Response:
         """`items` that match the request's selectors (a 400 for one the API server would refuse)."""
         params = request.url.params
         try:
@@ -309,8 +361,11 @@ class FakeApiServer:
             key, _, value = requirement.partition("!=" if negate else "==" if "==" in requirement else "=")
             getter = _FIELDS.get(key.strip()) or _KIND_FIELDS.get(route.kind.kind, {}).get(key.strip())
             if getter is None:
-                return _status(400, "BadRequest", f'"{key.strip()}" is not a known field selector: '
-                                                  f"only \"metadata.name\", \"metadata.namespace\"")
+                return _status(
+                    400,
+                    "BadRequest",
+                    f'"{key.strip()}" is not a known field selector: only "metadata.name", "metadata.namespace"',
+                )
             items = [o for o in items if (getter(o) == value.strip()) is not negate]
         return items
 
@@ -334,9 +389,17 @@ def _route(path: str) -> _Route | None:
     return _Route(kind, namespace, rest[1] if len(rest) > 1 else None, "/".join(rest[2:]) or None)
 
 
-def fake_cluster(api: FakeApiServer, *, name: str = "fake", page_size: int = 500,
-                 deadline: Deadline | None = None) -> Cluster:
+def fake_cluster(
+    api: FakeApiServer, *, name: str = "fake", page_size: int = 500, deadline: Deadline | None = None
+) -> Cluster:
     """The real `Cluster`, talking to `api` through `httpx.MockTransport`."""
     # Each fake is a cluster of its own: what a warm instance kept from one is never followed on another.
-    return Cluster(name, SERVER, verify=ssl.create_default_context(), transport=httpx.MockTransport(api.handler),
-                   page_size=page_size, deadline=deadline, credential=f"fake-{id(api)}")
+    return Cluster(
+        name,
+        SERVER,
+        verify=ssl.create_default_context(),
+        transport=httpx.MockTransport(api.handler),
+        page_size=page_size,
+        deadline=deadline,
+        credential=f"fake-{id(api)}",
+    )

@@ -21,8 +21,14 @@ from outpost.kube.paths import pod_proxy
 from outpost.kube.timestamps import parse_time
 
 MANAGERS_FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "managers"
-STATES = ("healthy", "scaled_to_zero_kruise", "lease_stolen_kruise", "manager_down_kruise", "manager_frozen_koord",
-          "manager_down_koord")
+STATES = (
+    "healthy",
+    "scaled_to_zero_kruise",
+    "lease_stolen_kruise",
+    "manager_down_kruise",
+    "manager_frozen_koord",
+    "manager_down_koord",
+)
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,11 @@ class State:
 
     def pods(self, namespace: str, prefix: str = "") -> list[str]:
         """Names of the namespace's pods (those starting with `prefix`), sorted."""
-        return sorted(o["metadata"]["name"] for o in self.of_kind("Pod")
-                      if o["metadata"]["namespace"] == namespace and o["metadata"]["name"].startswith(prefix))
+        return sorted(
+            o["metadata"]["name"]
+            for o in self.of_kind("Pod")
+            if o["metadata"]["namespace"] == namespace and o["metadata"]["name"].startswith(prefix)
+        )
 
 
 def load(name: str) -> State:
@@ -71,6 +80,7 @@ def serve(state: State, port: int = 8000) -> FakeApiServer:
         elif body.startswith("ClusterTimeout:"):
             api.hang(proxied)
         else:
-            raise AssertionError(f"{state.name}: {key} was not answered when captured, for a reason the kit cannot "
-                                 f"serve: {body}")
+            raise AssertionError(
+                f"{state.name}: {key} was not answered when captured, for a reason the kit cannot serve: {body}"
+            )
     return api

@@ -17,8 +17,15 @@ from kit.fake_cluster import FakeApiServer
 from outpost.kube.timestamps import parse_time
 
 NODE_FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "nodes"
-DOCUMENTS = ("nodes", "node_leases", "koordlet_ds", "koordlet_pods", "kruise_daemon_ds", "kruise_daemon_pods",
-             "nodemetrics")
+DOCUMENTS = (
+    "nodes",
+    "node_leases",
+    "koordlet_ds",
+    "koordlet_pods",
+    "kruise_daemon_ds",
+    "kruise_daemon_pods",
+    "nodemetrics",
+)
 
 
 def states() -> list[str]:

@@ -74,8 +74,9 @@ def configuration(install: str, name: str) -> WebhookConfiguration:
     return parse(WebhookConfiguration, json.loads(text(f"configurations/{install}/{name}.json")), "fixture")
 
 
-def dry_run(case: MutationCase, code: int, body: str, install: str = "kustomize", elapsed_ms: int = 40,
-            sent: int = SENT) -> DryRunAnswer:
+def dry_run(
+    case: MutationCase, code: int, body: str, install: str = "kustomize", elapsed_ms: int = 40, sent: int = SENT
+) -> DryRunAnswer:
     return DryRunAnswer(case, PODS, code, body, elapsed_ms, configuration(install, case.configuration), sent)
 
 
@@ -91,8 +92,12 @@ def unmutated_koordinator_pod() -> str:
     return answer("webhook-no-mutate@koord-webhook", "dry_run.koordinator")[1]
 
 
-def run(koordinator: DryRunAnswer, openkruise: DryRunAnswer, colocation: ColocationState | None = COLOCATION,
-        params: AdmissionDryRunParams = PARAMS) -> Result:
+def run(
+    koordinator: DryRunAnswer,
+    openkruise: DryRunAnswer,
+    colocation: ColocationState | None = COLOCATION,
+    params: AdmissionDryRunParams = PARAMS,
+) -> Result:
     return evaluate(DryRuns([koordinator, openkruise], colocation), params, NOW)
 
 
@@ -103,16 +108,22 @@ KRUISE_OK = text("openkruise-admitted.json")
 @pytest.mark.parametrize("install", ["kustomize", "chart"])
 @pytest.mark.parametrize("koordinator_body", ["koordinator-admitted.json", "koordinator-admitted-1cpu.json"])
 def test_both_upstream_webhooks_mutating_is_ok(install: str, koordinator_body: str) -> None:
-    result = run(dry_run(KOORDINATOR, 201, text(koordinator_body), install), dry_run(OPENKRUISE, 201, KRUISE_OK,
-                                                                                     install))
+    result = run(
+        dry_run(KOORDINATOR, 201, text(koordinator_body), install), dry_run(OPENKRUISE, 201, KRUISE_OK, install)
+    )
     assert result.status is Status.OK, result.errors
     assert result.summary == "dry-run pods admitted and mutated (koordinator, openkruise); nothing stored"
     koordinator = result.details["systems"]["koordinator"]
     assert koordinator["mutated"] is True
     assert koordinator["profiles"] == {"colocation-profile-example": "selects (100%)"}
-    assert koordinator["expected"] == ["annotation koordinator.sh/intercepted", "label koordinator.sh/mutated",
-                                       "label koordinator.sh/priority", "label koordinator.sh/qosClass",
-                                       "priorityClassName", "schedulerName"]
+    assert koordinator["expected"] == [
+        "annotation koordinator.sh/intercepted",
+        "label koordinator.sh/mutated",
+        "label koordinator.sh/priority",
+        "label koordinator.sh/qosClass",
+        "priorityClassName",
+        "schedulerName",
+    ]
     assert result.details["systems"]["openkruise"]["readiness_gates"] == ["KruisePodReady"]
 
 
@@ -127,71 +138,140 @@ KOORD_POD = "pod outpost-probe/outpost-dry-run-* (dry run, koordinator)"
 KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
 
 
-@pytest.mark.parametrize(("koordinator", "openkruise", "status", "lines"), [
-    # Koordinator's chart (Ignore, 30 s) with its webhook hanging: admitted unmutated after 30 s, named
-    (dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=30_180),
-     dry_run(OPENKRUISE, 201, KRUISE_OK, "chart", elapsed_ms=30_190), Status.FAILED,
-     ["(dry run, koordinator): admitted without mutation (annotation "
-      "koordinator.sh/intercepted absent (want 'true', profile colocation-profile-example); label "
-      "koordinator.sh/mutated absent (want 'true', profile colocation-profile-example); label koordinator.sh/priority "
-      "absent (want '1000', profile colocation-profile-example); label koordinator.sh/qosClass absent (want 'BE', "
-      "profile colocation-profile-example); priorityClassName absent (want 'koord-batch', profile "
-      "colocation-profile-example); schedulerName='default-scheduler' (want 'koord-scheduler', profile "
-      f"colocation-profile-example)); {KOORD_CONFIG} webhook mpod-create.koordinator.sh (failurePolicy Ignore, "
-      "timeoutSeconds 30): the answer took 30.2 s, so it likely did not answer in time and was skipped"]),
-    # kruise-manager up but not injecting (e.g. the pod's owner is no apps.kruise.io workload)
-    (dry_run(KOORDINATOR, 201, KOORD_OK), dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
-     Status.FAILED, ["(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
-                     f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Fail, timeoutSeconds 10) did not mutate it"]),
-    # config/ (Fail, 10 s) with kruise-manager hanging: the API server names it for both pods (both pass it)
-    (dry_run(KOORDINATOR, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_020),
-     dry_run(OPENKRUISE, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_030), Status.FAILED,
-     [f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KOORD_POD}: HTTP 500 (Internal error "
-      'occurred: failed calling webhook "mpod.kb.io": failed to call webhook: Post "https://kruise-webhook-service.'
-      'kruise-system.svc:443/mutate-pod',  # the result redacts query strings
-      f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KRUISE_POD}: HTTP 500"]),
-    # Fail and the webhook unreachable (the sandbox's capture)
-    (dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.FAILED,
-     [f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP 500 "
-      '(Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"']),
-    # koord-manager answering, refusing (the profile's PriorityClass is gone)
-    (dry_run(KOORDINATOR, 500, KOORD_DENIED), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.FAILED,
-     [f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP 500 "
-      '(admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
-      '"koord-batch" not found)']),
-    # the charts (30 s) under a deadline that leaves 27 s: the API server's own deadline comes first, names nobody
-    (dry_run(KOORDINATOR, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_004, sent=27),
-     dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_006, sent=27), Status.ERROR,
-     [f"{KOORD_POD}: HTTP 504 after 27.0 s (Timeout: request did not complete within the allotted timeout): the API "
-      "server stopped at the request's timeout=27s, before a webhook's own timeoutSeconds ran out, so it names "
-      "none; admission not observed; the pod webhooks this check reads: koordinator-mutating-webhook-configuration "
-      "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), kruise-mutating-webhook-configuration "
-      "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); mpod-create.koordinator.sh, mpod.kb.io may wait that "
-      "long alone",
-      f"{KRUISE_POD}: HTTP 504 after 27.0 s"]),
-    # koord-manager from its chart hung: its mutating then its validating webhook (both Ignore, 30 s) outlast 32 s
-    (dry_run(KOORDINATOR, 504, FINISHER_TIMEOUT, "chart", elapsed_ms=32_001),
-     dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=32_002), Status.ERROR,
-     [f"{KOORD_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within requested timeout - context "
-      "deadline exceeded): the API server stopped at the request's timeout=32s",
-      f"{KRUISE_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within the allotted timeout): the API "
-      "server stopped at the request's timeout=32s, before a webhook's own timeoutSeconds ran out, so it names "
-      "none; admission not observed; the pod webhooks this check reads: koordinator-mutating-webhook-configuration "
-      "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), kruise-mutating-webhook-configuration "
-      "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); none waits 32 s alone: several adding up (an Ignore "
-      "webhook, then the validating webhooks called after it), another configuration's webhook, or the API server "
-      "itself"]),
-    # a 504 that is no API server Status (a gateway in front of it)
-    (dry_run(KOORDINATOR, 504, "<html>gateway timeout</html>"), dry_run(OPENKRUISE, 201, KRUISE_OK), Status.ERROR,
-     [f"{KOORD_POD}: HTTP 504 ('<html>gateway timeout</html>'), admission not observed"]),
-    # one system unobserved makes the run an error and keeps the other's verdict
-    (dry_run(KOORDINATOR, 429, json.dumps({"kind": "Status", "message": "Too many requests", "code": 429})),
-     dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)), Status.ERROR,
-     [f"{KOORD_POD}: HTTP 429 rate limited by the API server, admission not observed",
-      "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent)"]),
-])
-def test_refusals_timeouts_and_missing_mutations(koordinator: DryRunAnswer, openkruise: DryRunAnswer,
-                                                 status: Status, lines: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("koordinator", "openkruise", "status", "lines"),
+    [
+        # Koordinator's chart (Ignore, 30 s) with its webhook hanging: admitted unmutated after 30 s, named
+        (
+            dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=30_180),
+            dry_run(OPENKRUISE, 201, KRUISE_OK, "chart", elapsed_ms=30_190),
+            Status.FAILED,
+            [
+                "(dry run, koordinator): admitted without mutation (annotation "
+                "koordinator.sh/intercepted absent (want 'true', profile colocation-profile-example); label "
+                "koordinator.sh/mutated absent (want 'true', profile colocation-profile-example); label "
+                "koordinator.sh/priority "
+                "absent (want '1000', profile colocation-profile-example); label koordinator.sh/qosClass absent (want "
+                "'BE', "
+                "profile colocation-profile-example); priorityClassName absent (want 'koord-batch', profile "
+                "colocation-profile-example); schedulerName='default-scheduler' (want 'koord-scheduler', profile "
+                f"colocation-profile-example)); {KOORD_CONFIG} webhook mpod-create.koordinator.sh (failurePolicy "
+                f"Ignore, "
+                "timeoutSeconds 30): the answer took 30.2 s, so it likely did not answer in time and was skipped"
+            ],
+        ),
+        # kruise-manager up but not injecting (e.g. the pod's owner is no apps.kruise.io workload)
+        (
+            dry_run(KOORDINATOR, 201, KOORD_OK),
+            dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
+            Status.FAILED,
+            [
+                "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
+                f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Fail, timeoutSeconds 10) did not mutate it"
+            ],
+        ),
+        # config/ (Fail, 10 s) with kruise-manager hanging: the API server names it for both pods (both pass it)
+        (
+            dry_run(KOORDINATOR, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_020),
+            dry_run(OPENKRUISE, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_030),
+            Status.FAILED,
+            [
+                f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KOORD_POD}: HTTP 500 (Internal "
+                f"error "
+                'occurred: failed calling webhook "mpod.kb.io": failed to call webhook: Post "https://kruise-webhook-service.'
+                "kruise-system.svc:443/mutate-pod",  # the result redacts query strings
+                f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KRUISE_POD}: HTTP 500",
+            ],
+        ),
+        # Fail and the webhook unreachable (the sandbox's capture)
+        (
+            dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN),
+            dry_run(OPENKRUISE, 201, KRUISE_OK),
+            Status.FAILED,
+            [
+                f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
+                f"500 "
+                '(Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"'
+            ],
+        ),
+        # koord-manager answering, refusing (the profile's PriorityClass is gone)
+        (
+            dry_run(KOORDINATOR, 500, KOORD_DENIED),
+            dry_run(OPENKRUISE, 201, KRUISE_OK),
+            Status.FAILED,
+            [
+                f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
+                f"500 "
+                '(admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
+                '"koord-batch" not found)'
+            ],
+        ),
+        # the charts (30 s) under a deadline that leaves 27 s: the API server's own deadline comes first, names nobody
+        (
+            dry_run(KOORDINATOR, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_004, sent=27),
+            dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_006, sent=27),
+            Status.ERROR,
+            [
+                f"{KOORD_POD}: HTTP 504 after 27.0 s (Timeout: request did not complete within the allotted timeout): "
+                f"the API "
+                "server stopped at the request's timeout=27s, before a webhook's own timeoutSeconds ran out, so it "
+                "names "
+                "none; admission not observed; the pod webhooks this check reads: "
+                "koordinator-mutating-webhook-configuration "
+                "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), "
+                "kruise-mutating-webhook-configuration "
+                "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); mpod-create.koordinator.sh, mpod.kb.io may wait "
+                "that "
+                "long alone",
+                f"{KRUISE_POD}: HTTP 504 after 27.0 s",
+            ],
+        ),
+        # koord-manager from its chart hung: its mutating then its validating webhook (both Ignore, 30 s) outlast 32 s
+        (
+            dry_run(KOORDINATOR, 504, FINISHER_TIMEOUT, "chart", elapsed_ms=32_001),
+            dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=32_002),
+            Status.ERROR,
+            [
+                f"{KOORD_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within requested timeout - "
+                f"context "
+                "deadline exceeded): the API server stopped at the request's timeout=32s",
+                f"{KRUISE_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within the allotted timeout): "
+                f"the API "
+                "server stopped at the request's timeout=32s, before a webhook's own timeoutSeconds ran out, so it "
+                "names "
+                "none; admission not observed; the pod webhooks this check reads: "
+                "koordinator-mutating-webhook-configuration "
+                "mpod-create.koordinator.sh (timeoutSeconds 30, failurePolicy Ignore), "
+                "kruise-mutating-webhook-configuration "
+                "mpod.kb.io (timeoutSeconds 30, failurePolicy Fail); none waits 32 s alone: several adding up (an "
+                "Ignore "
+                "webhook, then the validating webhooks called after it), another configuration's webhook, or the API "
+                "server "
+                "itself",
+            ],
+        ),
+        # a 504 that is no API server Status (a gateway in front of it)
+        (
+            dry_run(KOORDINATOR, 504, "<html>gateway timeout</html>"),
+            dry_run(OPENKRUISE, 201, KRUISE_OK),
+            Status.ERROR,
+            [f"{KOORD_POD}: HTTP 504 ('<html>gateway timeout</html>'), admission not observed"],
+        ),
+        # one system unobserved makes the run an error and keeps the other's verdict
+        (
+            dry_run(KOORDINATOR, 429, json.dumps({"kind": "Status", "message": "Too many requests", "code": 429})),
+            dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
+            Status.ERROR,
+            [
+                f"{KOORD_POD}: HTTP 429 rate limited by the API server, admission not observed",
+                "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent)",
+            ],
+        ),
+    ],
+)
+def test_refusals_timeouts_and_missing_mutations(
+    koordinator: DryRunAnswer, openkruise: DryRunAnswer, status: Status, lines: list[str]
+) -> None:
     result = run(koordinator, openkruise)
     assert result.status is status, result.errors
     assert len(result.errors) == len(lines), result.errors
@@ -200,32 +280,46 @@ def test_refusals_timeouts_and_missing_mutations(koordinator: DryRunAnswer, open
 
 
 def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
-    result = run(dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=400),
-                 dry_run(OPENKRUISE, 201, KRUISE_OK, "chart"))
+    result = run(
+        dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=400),
+        dry_run(OPENKRUISE, 201, KRUISE_OK, "chart"),
+    )
     assert result.status is Status.FAILED
-    assert result.errors[0].endswith("mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 30) did not "
-                                     "mutate it")
+    assert result.errors[0].endswith(
+        "mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 30) did not mutate it"
+    )
 
 
-@pytest.mark.parametrize(("colocation", "says"), [
-    (ColocationState([], COLOCATION.namespace_labels),
-     "admitted, but no ClusterColocationProfile exists, so koord-manager mutates nothing (pod labels "
-     "app.kubernetes.io/managed-by=outpost, koordinator.sh/enable-colocation=true in namespace outpost-probe "
-     "(namespace labels koordinator.sh/enable-colocation=true, kubernetes.io/metadata.name=outpost-probe)); "
-     "upstream's documented colocation-profile-example selects pods labelled koordinator.sh/enable-colocation=true "
-     "in namespaces labelled koordinator.sh/enable-colocation=true: create such a profile and label namespace "
-     "outpost-probe koordinator.sh/enable-colocation=true; admission not observed"),
-    (ColocationState(PROFILES, {"kubernetes.io/metadata.name": "outpost-probe"}),
-     "colocation-profile-example: namespace outpost-probe lacks koordinator.sh/enable-colocation=true (its "
-     "namespaceSelector); admission not observed"),
-    (ColocationState(None, COLOCATION.namespace_labels),
-     "the API server does not serve clustercolocationprofiles.config.koordinator.sh (Koordinator's CRDs are not "
-     "installed), so nothing would mutate the pod"),
-    (ColocationState(PROFILES, None), "namespace outpost-probe not found"),
-])
+@pytest.mark.parametrize(
+    ("colocation", "says"),
+    [
+        (
+            ColocationState([], COLOCATION.namespace_labels),
+            "admitted, but no ClusterColocationProfile exists, so koord-manager mutates nothing (pod labels "
+            "app.kubernetes.io/managed-by=outpost, koordinator.sh/enable-colocation=true in namespace outpost-probe "
+            "(namespace labels koordinator.sh/enable-colocation=true, kubernetes.io/metadata.name=outpost-probe)); "
+            "upstream's documented colocation-profile-example selects pods labelled "
+            "koordinator.sh/enable-colocation=true "
+            "in namespaces labelled koordinator.sh/enable-colocation=true: create such a profile and label namespace "
+            "outpost-probe koordinator.sh/enable-colocation=true; admission not observed",
+        ),
+        (
+            ColocationState(PROFILES, {"kubernetes.io/metadata.name": "outpost-probe"}),
+            "colocation-profile-example: namespace outpost-probe lacks koordinator.sh/enable-colocation=true (its "
+            "namespaceSelector); admission not observed",
+        ),
+        (
+            ColocationState(None, COLOCATION.namespace_labels),
+            "the API server does not serve clustercolocationprofiles.config.koordinator.sh (Koordinator's CRDs are not "
+            "installed), so nothing would mutate the pod",
+        ),
+        (ColocationState(PROFILES, None), "namespace outpost-probe not found"),
+    ],
+)
 def test_without_a_profile_that_applies_the_webhook_is_not_observed(colocation: ColocationState, says: str) -> None:
-    result = run(dry_run(KOORDINATOR, 201, unmutated_koordinator_pod()), dry_run(OPENKRUISE, 201, KRUISE_OK),
-                 colocation)
+    result = run(
+        dry_run(KOORDINATOR, 201, unmutated_koordinator_pod()), dry_run(OPENKRUISE, 201, KRUISE_OK), colocation
+    )
     assert result.status is Status.ERROR
     assert result.errors == [result.summary]
     assert says in result.errors[0]
@@ -233,45 +327,73 @@ def test_without_a_profile_that_applies_the_webhook_is_not_observed(colocation: 
 
 
 def test_a_refusal_is_judged_even_when_no_profile_would_apply() -> None:
-    result = run(dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN), dry_run(OPENKRUISE, 201, KRUISE_OK),
-                 ColocationState([], {}))
+    result = run(
+        dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN), dry_run(OPENKRUISE, 201, KRUISE_OK), ColocationState([], {})
+    )
     assert result.status is Status.FAILED
     assert "webhook mpod-create.koordinator.sh refused" in result.errors[0]
 
 
 def test_stated_wants_replace_the_profiles_or_add_to_them() -> None:
-    stated = MutationCase(system="koordinator", configuration="koordinator-mutating-webhook-configuration",
-                          pod_labels={"koordinator.sh/enable-colocation": "true"}, want_labels={"team": "batch"},
-                          want_scheduler_name="koord-scheduler")
+    stated = MutationCase(
+        system="koordinator",
+        configuration="koordinator-mutating-webhook-configuration",
+        pod_labels={"koordinator.sh/enable-colocation": "true"},
+        want_labels={"team": "batch"},
+        want_scheduler_name="koord-scheduler",
+    )
     both = stated.model_copy(update={"colocation_profiles": True})
-    for case, found in ((stated, 'label team absent (want \'batch\')'), (both, "label team absent")):
+    for case, found in ((stated, "label team absent (want 'batch')"), (both, "label team absent")):
         result = run(dry_run(case, 201, KOORD_OK), dry_run(OPENKRUISE, 201, KRUISE_OK))
         assert result.status is Status.FAILED
         assert found in result.errors[0]
         assert "profile" not in result.errors[0].split("; ")[0]  # the stated want names no profile
-    assert run(dry_run(stated.model_copy(update={"want_labels": {}}), 201, KOORD_OK),
-               dry_run(OPENKRUISE, 201, KRUISE_OK), None).status is Status.OK
+    assert (
+        run(
+            dry_run(stated.model_copy(update={"want_labels": {}}), 201, KOORD_OK),
+            dry_run(OPENKRUISE, 201, KRUISE_OK),
+            None,
+        ).status
+        is Status.OK
+    )
 
 
 def test_a_sidecar_style_expectation_names_the_missing_container() -> None:
-    case = MutationCase(system="openkruise", configuration="kruise-mutating-webhook-configuration",
-                        pod_labels={"app": "with-sidecar"}, want_containers=["sidecar"])
+    case = MutationCase(
+        system="openkruise",
+        configuration="kruise-mutating-webhook-configuration",
+        pod_labels={"app": "with-sidecar"},
+        want_containers=["sidecar"],
+    )
     result = evaluate(DryRuns([dry_run(case, 201, KRUISE_OK)]), PARAMS, NOW)
     assert result.status is Status.FAILED
     assert "container sidecar absent" in result.errors[0]
 
 
-@pytest.mark.parametrize(("code", "body", "line"), [
-    (400, json.dumps({"kind": "Status", "message": 'admission webhook "mpod.kb.io" does not support dry run',
-                      "code": 400}), "webhook mpod.kb.io refused the dry-run create"),
-    (404, json.dumps({"kind": "Status", "message": 'namespaces "outpost-probe" not found', "reason": "NotFound",
-                      "code": 404}), 'HTTP 404 (namespaces "outpost-probe" not found), admission not observed'),
-    (302, "", "HTTP 302 redirect (not followed)"),
-    (500, "<html>bad gateway</html>", "HTTP 500 ('<html>bad gateway</html>'), admission not observed"),
-    (201, "<html>ok</html>", "HTTP 201 with a body that is not JSON"),
-    (201, json.dumps({"kind": "Status"}), "HTTP 201 without the admitted pod"),
-    (201, json.dumps({"kind": "Pod", "metadata": {"name": "p", "labels": "BE"}}), "field metadata.labels"),
-])
+@pytest.mark.parametrize(
+    ("code", "body", "line"),
+    [
+        (
+            400,
+            json.dumps(
+                {"kind": "Status", "message": 'admission webhook "mpod.kb.io" does not support dry run', "code": 400}
+            ),
+            "webhook mpod.kb.io refused the dry-run create",
+        ),
+        (
+            404,
+            json.dumps(
+                {"kind": "Status", "message": 'namespaces "outpost-probe" not found', "reason": "NotFound", "code": 404}
+            ),
+            'HTTP 404 (namespaces "outpost-probe" not found), admission not observed',
+        ),
+        (302, "", "HTTP 302 redirect (not followed)"),
+        (500, "<html>bad gateway</html>", "HTTP 500 ('<html>bad gateway</html>'), admission not observed"),
+        (201, "<html>ok</html>", "HTTP 201 with a body that is not JSON"),
+        (201, json.dumps({"kind": "Status"}), "HTTP 201 without the admitted pod"),
+        (201, json.dumps({"kind": "Pod", "metadata": {"name": "p", "labels": "BE"}}), "field metadata.labels"),
+    ],
+)
 def test_answers_that_name_no_webhook_are_not_a_verdict(code: int, body: str, line: str) -> None:
     result = run(dry_run(KOORDINATOR, code, body), dry_run(OPENKRUISE, 201, KRUISE_OK))
     assert result.status is (Status.FAILED if "refused" in line else Status.ERROR)
@@ -280,9 +402,14 @@ def test_answers_that_name_no_webhook_are_not_a_verdict(code: int, body: str, li
 
 # -- the sandbox's captured webhook states (stand-in webhooks behind the real API server) ----------------------
 
-STAND_IN_PROFILE = parse(ClusterColocationProfile, {
-    "metadata": {"name": "qos-only"},
-    "spec": {"selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE"}}, "test")
+STAND_IN_PROFILE = parse(
+    ClusterColocationProfile,
+    {
+        "metadata": {"name": "qos-only"},
+        "spec": {"selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE"},
+    },
+    "test",
+)
 
 
 def captured(state: str) -> list[DryRunAnswer]:
@@ -291,8 +418,17 @@ def captured(state: str) -> list[DryRunAnswer]:
     for case in PARAMS.systems:
         status, body = answer(state, f"dry_run.{case.system}")
         raw = configurations.get(case.configuration)
-        answers.append(DryRunAnswer(case, PODS, int(status), body, 12,
-                                    None if raw is None else parse(WebhookConfiguration, raw, "fixture"), SENT))
+        answers.append(
+            DryRunAnswer(
+                case,
+                PODS,
+                int(status),
+                body,
+                12,
+                None if raw is None else parse(WebhookConfiguration, raw, "fixture"),
+                SENT,
+            )
+        )
     return answers
 
 
@@ -302,21 +438,31 @@ def captured_expectation(state: str) -> tuple[Status, str]:
     if state == "healthy":
         return Status.OK, ""
     if state.endswith("+failurePolicy=Fail"):
-        return Status.FAILED, (f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of "
-                               f"{KOORD_POD}: HTTP 500 (Internal error occurred: failed calling webhook "
-                               '"mpod-create.koordinator.sh"')
+        return Status.FAILED, (
+            f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of "
+            f"{KOORD_POD}: HTTP 500 (Internal error occurred: failed calling webhook "
+            '"mpod-create.koordinator.sh"'
+        )
     if state == "webhook-config-deleted@koordinator":
-        return Status.FAILED, ("(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
-                               f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG}: not found")
+        return Status.FAILED, (
+            "(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
+            f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG}: not found"
+        )
     if state == "webhook-config-deleted@kruise":
-        return Status.FAILED, ("(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady "
-                               f"absent); {KRUISE_CONFIG}: not found")
+        return Status.FAILED, (
+            "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady "
+            f"absent); {KRUISE_CONFIG}: not found"
+        )
     if state.endswith("@koord-webhook"):
-        return Status.FAILED, ("(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
-                               f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG} webhook "
-                               "mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 5)")
-    return Status.FAILED, ("(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
-                           f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Ignore, timeoutSeconds 5)")
+        return Status.FAILED, (
+            "(dry run, koordinator): admitted without mutation (label koordinator.sh/qosClass "
+            f"absent (want 'BE', profile qos-only)); {KOORD_CONFIG} webhook "
+            "mpod-create.koordinator.sh (failurePolicy Ignore, timeoutSeconds 5)"
+        )
+    return Status.FAILED, (
+        "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
+        f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Ignore, timeoutSeconds 5)"
+    )
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -325,8 +471,10 @@ def test_captured_sandbox_states(state: str) -> None:
     result = evaluate(DryRuns(captured(state), ColocationState([STAND_IN_PROFILE], {})), PARAMS, NOW)
     assert result.status is status, result.errors
     if status is Status.OK:
-        assert {s: d["mutated"] for s, d in result.details["systems"].items()} == {"koordinator": True,
-                                                                                  "openkruise": True}
+        assert {s: d["mutated"] for s, d in result.details["systems"].items()} == {
+            "koordinator": True,
+            "openkruise": True,
+        }
     else:
         assert len(result.errors) == 1  # only the broken system is named
         assert line in result.errors[0]
@@ -340,12 +488,21 @@ def test_a_case_must_assert_some_mutation() -> None:
         MutationCase(system="x", configuration="y", pod_labels={"a": "b"})
 
 
-@pytest.mark.parametrize(("params", "error"), [
-    ({"admission_timeout_seconds": 34, "timeout_seconds": 35}, r"timeout_seconds \(35\) must be at least "
-                                                                r"admission_timeout_seconds \(34\) \+ 2"),
-    ({"admission_timeout_seconds": 35, "timeout_seconds": 90}, "less than or equal to 34"),  # the create handler's cap
-    ({"systems": [OPENKRUISE.model_dump(), OPENKRUISE.model_dump()]}, "each system name once"),
-])
+@pytest.mark.parametrize(
+    ("params", "error"),
+    [
+        (
+            {"admission_timeout_seconds": 34, "timeout_seconds": 35},
+            r"timeout_seconds \(35\) must be at least "
+            r"admission_timeout_seconds \(34\) \+ 2",
+        ),
+        (
+            {"admission_timeout_seconds": 35, "timeout_seconds": 90},
+            "less than or equal to 34",
+        ),  # the create handler's cap
+        ({"systems": [OPENKRUISE.model_dump(), OPENKRUISE.model_dump()]}, "each system name once"),
+    ],
+)
 def test_params_refuse_what_cannot_work(params: dict[str, Any], error: str) -> None:
     with pytest.raises(ValueError, match=error):
         AdmissionDryRunParams.model_validate(params)
@@ -353,9 +510,11 @@ def test_params_refuse_what_cannot_work(params: dict[str, Any], error: str) -> N
 
 def test_the_koordinator_pod_carries_the_documented_profiles_label_and_mounts_no_token() -> None:
     pod = probe_pod(PARAMS, KOORDINATOR)
-    assert pod["metadata"] == {"generateName": "outpost-dry-run-", "namespace": "outpost-probe",
-                               "labels": {"app.kubernetes.io/managed-by": "outpost",
-                                          "koordinator.sh/enable-colocation": "true"}}
+    assert pod["metadata"] == {
+        "generateName": "outpost-dry-run-",
+        "namespace": "outpost-probe",
+        "labels": {"app.kubernetes.io/managed-by": "outpost", "koordinator.sh/enable-colocation": "true"},
+    }
     assert pod["spec"]["automountServiceAccountToken"] is False
     assert [c["name"] for c in pod["spec"]["containers"]] == ["probe"]
 
@@ -363,13 +522,19 @@ def test_the_koordinator_pod_carries_the_documented_profiles_label_and_mounts_no
 def test_the_openkruise_pod_is_controlled_by_a_clone_set_without_blocking_its_deletion() -> None:
     pod = probe_pod(PARAMS, OPENKRUISE)
     assert pod["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "outpost"}
-    assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-                                                   "name": "outpost-dry-run", "uid": OWNER_UID, "controller": True}]
+    assert pod["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "apps.kruise.io/v1alpha1",
+            "kind": "CloneSet",
+            "name": "outpost-dry-run",
+            "uid": OWNER_UID,
+            "controller": True,
+        }
+    ]
 
 
 @pytest.mark.parametrize(("remaining", "sent"), [(45.0, 32), (30.0, 28), (29.5, 27), (3.5, 1)])
-def test_the_timeout_sent_leaves_the_api_server_time_to_answer_within_the_deadline(remaining: float,
-                                                                                  sent: int) -> None:
+def test_the_timeout_sent_leaves_the_api_server_time_to_answer_within_the_deadline(remaining: float, sent: int) -> None:
     assert admission_timeout(PARAMS, remaining) == sent
 
 
@@ -383,9 +548,11 @@ class UpstreamApi:
     itself refuses writes), and the pods sent are kept."""
 
     def __init__(self, koordinator: tuple[int, str], openkruise: tuple[int, str]) -> None:
-        self.api = FakeApiServer().add(NAMESPACE, *PROFILES_LIST["items"],
-                                       *(json.loads(text(f"configurations/kustomize/{c.configuration}.json"))
-                                         for c in PARAMS.systems))
+        self.api = FakeApiServer().add(
+            NAMESPACE,
+            *PROFILES_LIST["items"],
+            *(json.loads(text(f"configurations/kustomize/{c.configuration}.json")) for c in PARAMS.systems),
+        )
         self.answers = {"koordinator": koordinator, "openkruise": openkruise}
         self.posted: list[dict[str, Any]] = []
 
@@ -396,12 +563,18 @@ class UpstreamApi:
         pod = json.loads(request.content)
         self.posted.append(pod)
         code, body = self.answers["openkruise" if "ownerReferences" in pod["metadata"] else "koordinator"]
-        return httpx.Response(code, headers={"Content-Type": "application/json"},
-                              stream=httpx.ByteStream(body.encode()))
+        return httpx.Response(
+            code, headers={"Content-Type": "application/json"}, stream=httpx.ByteStream(body.encode())
+        )
 
     def cluster(self) -> Cluster:
-        return Cluster("fake", "https://fake.invalid", verify=ssl.create_default_context(),
-                       transport=httpx.MockTransport(self.handler), deadline=Deadline(60))
+        return Cluster(
+            "fake",
+            "https://fake.invalid",
+            verify=ssl.create_default_context(),
+            transport=httpx.MockTransport(self.handler),
+            deadline=Deadline(60),
+        )
 
 
 def test_fetch_reads_the_profiles_and_namespace_and_sends_both_dry_runs_with_the_timeout() -> None:
@@ -413,10 +586,15 @@ def test_fetch_reads_the_profiles_and_namespace_and_sends_both_dry_runs_with_the
     reads = sorted((r.method, r.path) for r in api.requests if r.method == "GET")
     assert reads == [
         ("GET", "/api/v1/namespaces/outpost-probe"),
-        ("GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-                "koordinator-mutating-webhook-configuration"),
-        ("GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-                "kruise-mutating-webhook-configuration"),
+        (
+            "GET",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+            "koordinator-mutating-webhook-configuration",
+        ),
+        (
+            "GET",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kruise-mutating-webhook-configuration",
+        ),
         ("GET", "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles"),
     ]
     writes = [(r.method, r.path, r.query) for r in api.requests if r.method != "GET"]
@@ -426,9 +604,17 @@ def test_fetch_reads_the_profiles_and_namespace_and_sends_both_dry_runs_with_the
 
 def test_fetch_without_the_profiles_api_reports_it() -> None:
     upstream = UpstreamApi((201, unmutated_koordinator_pod()), (201, KRUISE_OK))
-    upstream.api.respond("/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles", 404,
-                {"kind": "Status", "status": "Failure", "message": "the server could not find the requested resource",
-                 "reason": "NotFound", "code": 404})
+    upstream.api.respond(
+        "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles",
+        404,
+        {
+            "kind": "Status",
+            "status": "Failure",
+            "message": "the server could not find the requested resource",
+            "reason": "NotFound",
+            "code": 404,
+        },
+    )
     with upstream.cluster() as cluster:
         result = evaluate(fetch(cluster, PARAMS), PARAMS, NOW)
     assert result.status is Status.ERROR
@@ -450,8 +636,14 @@ class Recorder:
 
 
 def cluster(recorder: Recorder, deadline: float = 60, read_timeout: float = 10) -> Cluster:
-    return Cluster("fake", "https://fake.invalid", verify=ssl.create_default_context(),
-                   transport=httpx.MockTransport(recorder), read_timeout=read_timeout, deadline=Deadline(deadline))
+    return Cluster(
+        "fake",
+        "https://fake.invalid",
+        verify=ssl.create_default_context(),
+        transport=httpx.MockTransport(recorder),
+        read_timeout=read_timeout,
+        deadline=Deadline(deadline),
+    )
 
 
 @pytest.mark.parametrize(("server_timeout", "query"), [(None, "dryRun=All"), (10, "dryRun=All&timeout=10s")])
@@ -471,16 +663,33 @@ def test_a_server_timeout_below_one_second_is_refused() -> None:
 
 
 def test_rbac_refusal_raises_auth_error() -> None:
-    rbac = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden",
-                       "message": 'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group '
-                                  '"" in the namespace "default"', "code": 403})
+    rbac = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "reason": "Forbidden",
+            "message": 'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group '
+            '"" in the namespace "default"',
+            "code": 403,
+        }
+    )
     with cluster(Recorder(403, rbac)) as c, pytest.raises(ClusterAuthError, match="cannot create resource"):
         c.dry_run_create("/api/v1/namespaces/default/pods", {"kind": "Pod"})
 
 
 def test_webhook_denial_is_returned_for_the_check_to_judge() -> None:
-    denied = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                         "message": 'admission webhook "vpod.koordinator.sh" denied the request: bad qos', "code": 403})
+    denied = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": 'admission webhook "vpod.koordinator.sh" denied the request: bad qos',
+            "code": 403,
+        }
+    )
     with cluster(Recorder(403, denied)) as c:
         assert c.dry_run_create(PODS, {"kind": "Pod"}).status_code == 403
     with cluster(Recorder(403, denied)) as c, pytest.raises(ClusterAuthError):
@@ -488,8 +697,9 @@ def test_webhook_denial_is_returned_for_the_check_to_judge() -> None:
 
 
 @pytest.mark.parametrize(("deadline", "asked", "read"), [(60, 25, 25), (15, 25, 15), (60, None, 10)])
-def test_dry_run_may_wait_longer_than_a_read_but_not_past_the_deadline(deadline: float, asked: float | None,
-                                                                       read: float) -> None:
+def test_dry_run_may_wait_longer_than_a_read_but_not_past_the_deadline(
+    deadline: float, asked: float | None, read: float
+) -> None:
     recorder = Recorder(201, "{}")
     with cluster(recorder, deadline=deadline) as c:
         c.dry_run_create(PODS, {}, timeout=asked)

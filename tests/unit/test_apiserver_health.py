@@ -31,27 +31,61 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
 @pytest.mark.parametrize(
     ("livez", "readyz", "status", "summary_part", "error_parts"),
     [
-        pytest.param(captured("healthy_livez", "/livez"), captured("healthy_readyz", "/readyz"),
-                     Status.OK, "live and ready", [], id="healthy"),
-        pytest.param(captured("etcd_down_livez", "/livez"), captured("etcd_down_readyz", "/readyz"),
-                     Status.FAILED, "/livez 500, /readyz 500; failing: etcd, etcd-readiness",
-                     ["apiserver /livez: etcd failed: reason withheld",
-                      "apiserver /readyz: etcd failed: reason withheld",
-                      "apiserver /readyz: etcd-readiness failed: reason withheld"], id="etcd-down"),
-        pytest.param(captured("healthy_livez", "/livez"), captured("etcd_down_readyz_excluded", "/readyz"),
-                     Status.FAILED, "/readyz 500; failing: etcd-readiness",
-                     ["apiserver /readyz: etcd-readiness failed: reason withheld"], id="etcd-excluded-still-fails"),
-        pytest.param(captured("healthy_livez", "/livez"), Endpoint("/readyz", 503, "service unavailable\n"),
-                     Status.FAILED, "/readyz 503", ["apiserver /readyz: HTTP 503 'service unavailable'"],
-                     id="non-verbose-failure"),
-        pytest.param(captured("healthy_livez", "/livez"), captured("plain_readyz", "/readyz"),
-                     Status.ERROR, "without a verbose health report", [], id="200-without-report"),
-        pytest.param(captured("healthy_livez", "/livez"), LB_PAGE,
-                     Status.ERROR, "without a verbose health report", [], id="load-balancer-page"),
+        pytest.param(
+            captured("healthy_livez", "/livez"),
+            captured("healthy_readyz", "/readyz"),
+            Status.OK,
+            "live and ready",
+            [],
+            id="healthy",
+        ),
+        pytest.param(
+            captured("etcd_down_livez", "/livez"),
+            captured("etcd_down_readyz", "/readyz"),
+            Status.FAILED,
+            "/livez 500, /readyz 500; failing: etcd, etcd-readiness",
+            [
+                "apiserver /livez: etcd failed: reason withheld",
+                "apiserver /readyz: etcd failed: reason withheld",
+                "apiserver /readyz: etcd-readiness failed: reason withheld",
+            ],
+            id="etcd-down",
+        ),
+        pytest.param(
+            captured("healthy_livez", "/livez"),
+            captured("etcd_down_readyz_excluded", "/readyz"),
+            Status.FAILED,
+            "/readyz 500; failing: etcd-readiness",
+            ["apiserver /readyz: etcd-readiness failed: reason withheld"],
+            id="etcd-excluded-still-fails",
+        ),
+        pytest.param(
+            captured("healthy_livez", "/livez"),
+            Endpoint("/readyz", 503, "service unavailable\n"),
+            Status.FAILED,
+            "/readyz 503",
+            ["apiserver /readyz: HTTP 503 'service unavailable'"],
+            id="non-verbose-failure",
+        ),
+        pytest.param(
+            captured("healthy_livez", "/livez"),
+            captured("plain_readyz", "/readyz"),
+            Status.ERROR,
+            "without a verbose health report",
+            [],
+            id="200-without-report",
+        ),
+        pytest.param(
+            captured("healthy_livez", "/livez"),
+            LB_PAGE,
+            Status.ERROR,
+            "without a verbose health report",
+            [],
+            id="load-balancer-page",
+        ),
     ],
 )
-def test_evaluate(livez: Endpoint, readyz: Endpoint, status: Status, summary_part: str,
-                  error_parts: list[str]) -> None:
+def test_evaluate(livez: Endpoint, readyz: Endpoint, status: Status, summary_part: str, error_parts: list[str]) -> None:
     result = evaluate(ApiserverHealthData(livez=livez, readyz=readyz), ApiserverHealthParams(), NOW)
     assert result.status is status
     assert summary_part in result.summary
@@ -73,8 +107,11 @@ def test_every_readyz_line_is_in_details() -> None:
 
 def test_200_with_failing_line_is_failed() -> None:
     body = captured("etcd_down_readyz", "/readyz").body
-    result = evaluate(ApiserverHealthData(captured("healthy_livez", "/livez"), Endpoint("/readyz", 200, body)),
-                      ApiserverHealthParams(), NOW)
+    result = evaluate(
+        ApiserverHealthData(captured("healthy_livez", "/livez"), Endpoint("/readyz", 200, body)),
+        ApiserverHealthParams(),
+        NOW,
+    )
     assert result.status is Status.FAILED
     assert any("HTTP 200 although" in e for e in result.errors)
 

@@ -40,9 +40,49 @@ METRIC = "apiserver_request_duration_seconds"
 SCRAPE1 = gzip.decompress((FIXTURES / "scrape1.txt.gz").read_bytes()).decode()
 SCRAPE2 = gzip.decompress((FIXTURES / "scrape2.txt.gz").read_bytes()).decode()
 NEW_BOUNDS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60]
-OLD_BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1,
-              1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60]
-_BUCKET = re.compile(r'^(?P<head>' + METRIC + r'_bucket\{(?P<labels>.*),le="(?P<le>[^"]+)"\}) (?P<value>\S+)$')
+OLD_BOUNDS = [
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1,
+    1.25,
+    1.5,
+    1.75,
+    2,
+    2.5,
+    3,
+    3.5,
+    4,
+    4.5,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
+]
+_BUCKET = re.compile(r"^(?P<head>" + METRIC + r'_bucket\{(?P<labels>.*),le="(?P<le>[^"]+)"\}) (?P<value>\S+)$')
 
 
 def old_bucket_set(text: str) -> str:
@@ -89,8 +129,12 @@ def parsed(text: str) -> dict[tuple[tuple[str, str], ...], Series]:
 
 def scrapes(after: str, before: str | None = None, interval_seconds: float = 0.0, *, warm: bool = False) -> Scrapes:
     """What `fetch` hands `evaluate`: the scrapes parsed (`before`: this run's first, or the kept one when warm)."""
-    return Scrapes(after=parsed(after), before=None if before is None else parsed(before),
-                   interval_seconds=interval_seconds, warm=warm)
+    return Scrapes(
+        after=parsed(after),
+        before=None if before is None else parsed(before),
+        interval_seconds=interval_seconds,
+        warm=warm,
+    )
 
 
 def restarted(text: str) -> str:
@@ -158,8 +202,10 @@ def test_bucket_set_change_is_a_reset_and_mixed_sets_are_coarsened() -> None:
     before, after = parse_histogram(SCRAPE1, METRIC, "t"), parse_histogram(old_bucket_set(SCRAPE2), METRIC, "t")
     window = delta(before, after)
     assert set(window.resets) == set(before) & set(after)
-    mixed = [series_of(SCRAPE1, verb="LIST", resource="namespaces"),
-             series_of(old_bucket_set(SCRAPE1), verb="LIST", resource="pods")]
+    mixed = [
+        series_of(SCRAPE1, verb="LIST", resource="namespaces"),
+        series_of(old_bucket_set(SCRAPE1), verb="LIST", resource="pods"),
+    ]
     combined = aggregate(mixed)
     assert combined.coarsened
     assert [bound for bound, _ in combined.buckets] == [*sorted(set(NEW_BOUNDS) & set(OLD_BOUNDS)), INF]
@@ -240,8 +286,9 @@ def test_cumulative_judges_one_scrape_since_start() -> None:
 def test_watch_and_streaming_subresources_are_excluded_even_when_slow() -> None:
     # WATCH and CONNECT (exec/attach/log/portforward/proxy) durations are stream lifetimes: a tiny threshold for
     # them changes nothing.
-    params = ApiserverLatencyParams(cumulative=True, thresholds_seconds={"WATCH": 1e-9, "CONNECT": 1e-9},
-                                    default_threshold_seconds=None)
+    params = ApiserverLatencyParams(
+        cumulative=True, thresholds_seconds={"WATCH": 1e-9, "CONNECT": 1e-9}, default_threshold_seconds=None
+    )
     result = evaluate(scrapes(after=SCRAPE1), params, NOW)
     assert result.status is Status.OK
     assert not {"WATCH", "CONNECT"} & set(result.details["verbs"])
@@ -277,14 +324,18 @@ def test_no_request_in_window_is_error_not_ok() -> None:
 def test_interval_must_fit_the_deadline() -> None:
     with pytest.raises(ValidationError, match=r"does not fit in cluster\.deadline_seconds 30"):
         ApiserverLatencyParams.model_validate({"interval_seconds": 28}, context={"deadline_seconds": 30})
-    ApiserverLatencyParams.model_validate({"interval_seconds": 28, "cumulative": True},
-                                          context={"deadline_seconds": 30})
+    ApiserverLatencyParams.model_validate(
+        {"interval_seconds": 28, "cumulative": True}, context={"deadline_seconds": 30}
+    )
     ApiserverLatencyParams.model_validate({"interval_seconds": 20}, context={"deadline_seconds": 30})
 
 
 def test_outpost_validate_refuses_an_interval_beyond_the_configured_deadline() -> None:
-    raw = {"environment": "e", "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}, "deadline_seconds": 20},
-           "checks": {"apiserver-latency": {"params": {"interval_seconds": 18}}}}
+    raw = {
+        "environment": "e",
+        "cluster": {"name": "c", "auth": {"mode": "kubeconfig"}, "deadline_seconds": 20},
+        "checks": {"apiserver-latency": {"params": {"interval_seconds": 18}}},
+    }
     (problem,) = check_problems(raw)
     assert problem.startswith("checks.apiserver-latency.params")
     assert "does not fit in cluster.deadline_seconds 20" in problem
@@ -324,9 +375,12 @@ def test_cold_wait_comes_from_the_parameter_set(raw: dict[str, Any], cold_wait: 
         pytest.param({"cold_interval_seconds": 0}, None, "greater than 0", id="no-wait"),
         pytest.param({"max_previous_age_seconds": 3601}, None, "less than or equal to 3600", id="age-too-long"),
         pytest.param({"max_previous_age_seconds": -1}, None, "greater than or equal to 0", id="age-negative"),
-        pytest.param({"cold_interval_seconds": 26}, 30,
-                     r"cold_interval_seconds 26 \+ 5 s for the scrapes does not fit in cluster\.deadline_seconds 30",
-                     id="cold-wait-beyond-deadline"),
+        pytest.param(
+            {"cold_interval_seconds": 26},
+            30,
+            r"cold_interval_seconds 26 \+ 5 s for the scrapes does not fit in cluster\.deadline_seconds 30",
+            id="cold-wait-beyond-deadline",
+        ),
     ],
 )
 def test_wait_and_age_parameters_refused(raw: dict[str, Any], deadline: float | None, problem: str) -> None:
@@ -349,8 +403,7 @@ def test_default_cold_wait_fits_a_short_deadline() -> None:
     ("data", "window", "previous"),
     [
         pytest.param(scrapes(SCRAPE2, SCRAPE1, 3.012), "3.012 s", "cold (waited 3 s)", id="cold"),
-        pytest.param(scrapes(SCRAPE2, SCRAPE1, 297.456, warm=True), "297.456 s", "warm (kept 297.5 s ago)",
-                     id="warm"),
+        pytest.param(scrapes(SCRAPE2, SCRAPE1, 297.456, warm=True), "297.456 s", "warm (kept 297.5 s ago)", id="warm"),
         pytest.param(scrapes(SCRAPE1), "cumulative since API server start", "none (cumulative)", id="cumulative"),
     ],
 )
@@ -369,12 +422,14 @@ def test_window_and_previous_scrape_are_reported(data: Scrapes, window: str, pre
         # A restart between the two scrapes: each series that went down is judged on what it counted since.
         pytest.param(SCRAPE2, restarted(SCRAPE1), {}, Status.OK, "within thresholds", id="counter-reset"),
         pytest.param(SCRAPE1, SCRAPE1, {}, Status.ERROR, "latency not observed", id="no-request-in-window"),
-        pytest.param(SCRAPE1, SCRAPE2, {"min_requests": 10**9}, Status.ERROR, "latency not observed",
-                     id="too-few-requests"),
+        pytest.param(
+            SCRAPE1, SCRAPE2, {"min_requests": 10**9}, Status.ERROR, "latency not observed", id="too-few-requests"
+        ),
     ],
 )
-def test_warm_window_is_judged_as_a_cold_one(before: str, after: str, params: dict[str, Any], status: Status,
-                                            said: str, is_warm: bool) -> None:
+def test_warm_window_is_judged_as_a_cold_one(
+    before: str, after: str, params: dict[str, Any], status: Status, said: str, is_warm: bool
+) -> None:
     result = evaluate(scrapes(after, before, 300.0, warm=is_warm), ApiserverLatencyParams(**params), NOW)
     assert result.status is status, result.errors
     assert said in result.summary
@@ -409,8 +464,9 @@ def served(text: str = SCRAPE2) -> FakeApiServer:
         pytest.param("fake", 300.0, {"interval_seconds": 0.05}, True, id="older-name-set-still-warm"),
     ],
 )
-def test_fetch_judges_against_a_kept_scrape_only_when_usable(kept_by: str | None, kept_age: float | None,
-                                                              params: dict[str, Any], warm_run: bool) -> None:
+def test_fetch_judges_against_a_kept_scrape_only_when_usable(
+    kept_by: str | None, kept_age: float | None, params: dict[str, Any], warm_run: bool
+) -> None:
     api = served()
     checked = ApiserverLatencyParams.model_validate(params)
     if kept_by is not None and kept_age is not None:

@@ -24,49 +24,118 @@ PARAMS = ApiserverTriageParams()
 
 def recorded(case: str, readyz_body: str = "") -> TriageData:
     ladder = LADDERS[case]
-    return TriageData(ladder["address"], "/api/v1/namespaces",
-                      [Step(s["step"], s["outcome"], s["ms"], s["status_code"], s["detail"]) for s in ladder["steps"]],
-                      readyz_body)
+    return TriageData(
+        ladder["address"],
+        "/api/v1/namespaces",
+        [Step(s["step"], s["outcome"], s["ms"], s["status_code"], s["detail"]) for s in ladder["steps"]],
+        readyz_body,
+    )
 
 
 def edited(case: str, *replace: Step, readyz_body: str = "") -> TriageData:
     base = recorded(case, readyz_body)
     names = {step.name for step in replace}
-    return TriageData(base.address, base.list_path, [s for s in base.steps if s.name not in names] + list(replace),
-                      readyz_body)
+    return TriageData(
+        base.address, base.list_path, [s for s in base.steps if s.name not in names] + list(replace), readyz_body
+    )
 
 
 @pytest.mark.parametrize(
     ("data", "status", "triage_class", "error_part"),
     [
         pytest.param(recorded("healthy", HEALTHY_READYZ), Status.OK, "healthy", None, id="healthy"),
-        pytest.param(recorded("apiserver-overload", HEALTHY_READYZ), Status.FAILED, "overloaded",
-                     "LIST /api/v1/namespaces?limit=1 answered 429 Too Many Requests while /readyz is 200",
-                     id="apiserver-overload"),
-        pytest.param(recorded("etcd-down", ETCD_DOWN_READYZ), Status.FAILED, "not-ready",
-                     "/readyz HTTP 500: etcd failed: reason withheld", id="etcd-down"),
+        pytest.param(
+            recorded("apiserver-overload", HEALTHY_READYZ),
+            Status.FAILED,
+            "overloaded",
+            "LIST /api/v1/namespaces?limit=1 answered 429 Too Many Requests while /readyz is 200",
+            id="apiserver-overload",
+        ),
+        pytest.param(
+            recorded("etcd-down", ETCD_DOWN_READYZ),
+            Status.FAILED,
+            "not-ready",
+            "/readyz HTTP 500: etcd failed: reason withheld",
+            id="etcd-down",
+        ),
         pytest.param(recorded("apiserver-down"), Status.FAILED, "network", "TCP connect failed", id="apiserver-down"),
-        pytest.param(recorded("apiserver-cert-expired"), Status.FAILED, "tls",
-                     "certificate verification failed: certificate has expired", id="apiserver-cert-expired"),
-        pytest.param(edited("healthy", Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
-                            Step("readyz-after", "ok", 3.0, 200), readyz_body=HEALTHY_READYZ),
-                     Status.FAILED, "overloaded", "timed out while /readyz is 200", id="list-timeout"),
-        pytest.param(edited("healthy", Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
-                            Step("readyz-after", "failed", 3.0, 500), readyz_body=ETCD_DOWN_READYZ),
-                     Status.FAILED, "not-ready", "then /readyz not ready: etcd failed", id="etcd-died-after-readyz"),
-        pytest.param(edited("healthy", Step("list", "failed", 12.0, 503), Step("readyz-after", "ok", 3.0, 200)),
-                     Status.FAILED, "not-ready", "answered HTTP 503 while /readyz is 200", id="list-5xx"),
-        pytest.param(edited("healthy", Step("list", "unreachable", 1.0, None, "connection refused"),
-                            Step("readyz-after", "ok", 3.0, 200)),
-                     Status.FAILED, "network", "connection refused", id="list-unreachable"),
-        pytest.param(edited("healthy", Step("readyz", "timeout", 5000.0, None, "read timed out")),
-                     Status.FAILED, "not-ready", "/readyz did not answer", id="readyz-timeout"),
-        pytest.param(edited("healthy", Step("readyz", "failed", 1.0, 429)),
-                     Status.ERROR, None, "rate limited (health endpoints are exempt)", id="readyz-429-not-observed"),
-        pytest.param(edited("healthy", Step("readyz", "failed", 1.0, 302)),
-                     Status.ERROR, None, "redirect (not followed)", id="readyz-redirect"),
-        pytest.param(edited("healthy", Step("list", "failed", 1.0, 404), Step("readyz-after", "ok", 3.0, 200)),
-                     Status.ERROR, None, "answered HTTP 404, not observed", id="list-404"),
+        pytest.param(
+            recorded("apiserver-cert-expired"),
+            Status.FAILED,
+            "tls",
+            "certificate verification failed: certificate has expired",
+            id="apiserver-cert-expired",
+        ),
+        pytest.param(
+            edited(
+                "healthy",
+                Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
+                Step("readyz-after", "ok", 3.0, 200),
+                readyz_body=HEALTHY_READYZ,
+            ),
+            Status.FAILED,
+            "overloaded",
+            "timed out while /readyz is 200",
+            id="list-timeout",
+        ),
+        pytest.param(
+            edited(
+                "healthy",
+                Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
+                Step("readyz-after", "failed", 3.0, 500),
+                readyz_body=ETCD_DOWN_READYZ,
+            ),
+            Status.FAILED,
+            "not-ready",
+            "then /readyz not ready: etcd failed",
+            id="etcd-died-after-readyz",
+        ),
+        pytest.param(
+            edited("healthy", Step("list", "failed", 12.0, 503), Step("readyz-after", "ok", 3.0, 200)),
+            Status.FAILED,
+            "not-ready",
+            "answered HTTP 503 while /readyz is 200",
+            id="list-5xx",
+        ),
+        pytest.param(
+            edited(
+                "healthy",
+                Step("list", "unreachable", 1.0, None, "connection refused"),
+                Step("readyz-after", "ok", 3.0, 200),
+            ),
+            Status.FAILED,
+            "network",
+            "connection refused",
+            id="list-unreachable",
+        ),
+        pytest.param(
+            edited("healthy", Step("readyz", "timeout", 5000.0, None, "read timed out")),
+            Status.FAILED,
+            "not-ready",
+            "/readyz did not answer",
+            id="readyz-timeout",
+        ),
+        pytest.param(
+            edited("healthy", Step("readyz", "failed", 1.0, 429)),
+            Status.ERROR,
+            None,
+            "rate limited (health endpoints are exempt)",
+            id="readyz-429-not-observed",
+        ),
+        pytest.param(
+            edited("healthy", Step("readyz", "failed", 1.0, 302)),
+            Status.ERROR,
+            None,
+            "redirect (not followed)",
+            id="readyz-redirect",
+        ),
+        pytest.param(
+            edited("healthy", Step("list", "failed", 1.0, 404), Step("readyz-after", "ok", 3.0, 200)),
+            Status.ERROR,
+            None,
+            "answered HTTP 404, not observed",
+            id="list-404",
+        ),
     ],
 )
 def test_ladder_classes(data: TriageData, status: Status, triage_class: str | None, error_part: str | None) -> None:

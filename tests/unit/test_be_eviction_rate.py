@@ -35,19 +35,32 @@ def evictions() -> list[dict[str, Any]]:
 
 def be_pods() -> dict[tuple[str, str], PodQos]:
     pods = load("pods.be.be-evictions.json")["items"]
-    return {(p["metadata"]["namespace"], p["metadata"]["name"]):
-            PodQos(p["metadata"]["namespace"], p["metadata"]["name"], "BE") for p in pods}
+    return {
+        (p["metadata"]["namespace"], p["metadata"]["name"]): PodQos(
+            p["metadata"]["namespace"], p["metadata"]["name"], "BE"
+        )
+        for p in pods
+    }
 
 
-def judge(raw: list[dict[str, Any]], pods: dict[tuple[str, str], PodQos] | None = None,
-          params: BeEvictionRateParams = PARAMS, now: datetime = NOW) -> Any:
+def judge(
+    raw: list[dict[str, Any]],
+    pods: dict[tuple[str, str], PodQos] | None = None,
+    params: BeEvictionRateParams = PARAMS,
+    now: datetime = NOW,
+) -> Any:
     events = parse_items(Event, [core_event_shape(e) for e in raw], "test")
     data = BeEvictionData("/api/v1/events", events, be_pods() if pods is None else pods)
     return be_eviction_rate.evaluate(data, params, now)
 
 
-def event(name: str = "e1", *, reason: str = "evictPodByNodeMemoryUsage", pod: str = "be-batch-7c6bdd4c6f-llkc2",
-          **fields: Any) -> dict[str, Any]:
+def event(
+    name: str = "e1",
+    *,
+    reason: str = "evictPodByNodeMemoryUsage",
+    pod: str = "be-batch-7c6bdd4c6f-llkc2",
+    **fields: Any,
+) -> dict[str, Any]:
     raw = copy.deepcopy(evictions()[0])
     raw["metadata"]["name"] = name
     raw["involvedObject"]["name"] = pod
@@ -60,8 +73,11 @@ def event(name: str = "e1", *, reason: str = "evictPodByNodeMemoryUsage", pod: s
     ("raw", "status", "summary"),
     [
         (load("events.evict.healthy.json")["items"], Status.OK, "no BE evictions in the last 30 min"),
-        (evictions(), Status.FAILED,
-         "BE pods: observed 10 evictPodSuccess in the last 30 min (want at most 5): cpu 10"),
+        (
+            evictions(),
+            Status.FAILED,
+            "BE pods: observed 10 evictPodSuccess in the last 30 min (want at most 5): cpu 10",
+        ),
         (evictions()[:5], Status.DEGRADED, "5 BE eviction(s) in the last 30 min (at most 5 allowed): cpu 5"),
         # An aggregated Event is as many evictions as its count.
         ([event(count=6)], Status.FAILED, "observed 6 evictPodSuccess in the last 30 min (want at most 5): memory 6"),
@@ -70,9 +86,16 @@ def event(name: str = "e1", *, reason: str = "evictPodByNodeMemoryUsage", pod: s
         # Clock skew: an Event dated in the future is inside the window.
         ([event(lastTimestamp="2026-12-03T14:00:00Z")], Status.DEGRADED, "1 BE eviction(s)"),
         # The series' last observation wins over an old lastTimestamp (events.k8s.io writers).
-        ([event(lastTimestamp="2026-12-03T10:00:00Z", series={"count": 2, "lastObservedTime":
-                                                              "2026-12-03T13:30:00.000000Z"})],
-         Status.DEGRADED, "2 BE eviction(s)"),
+        (
+            [
+                event(
+                    lastTimestamp="2026-12-03T10:00:00Z",
+                    series={"count": 2, "lastObservedTime": "2026-12-03T13:30:00.000000Z"},
+                )
+            ],
+            Status.DEGRADED,
+            "2 BE eviction(s)",
+        ),
         # An Event about something other than a pod is not a pod eviction.
         ([event(involvedObject={"kind": "Node", "name": "kwok-node-0"})], Status.OK, "no BE evictions"),
     ],
@@ -88,8 +111,10 @@ def test_failure_names_the_pods_and_groups_by_reason() -> None:
     result = judge(raw)
     assert result.status is Status.FAILED
     assert result.details["by_reason"] == {"cpu": 4, "memory": 3}
-    assert any(line.startswith("pod default/be-batch-7c6bdd4c6f-") and "(evictPodByBECPUSatisfaction)" in line
-               for line in result.errors)
+    assert any(
+        line.startswith("pod default/be-batch-7c6bdd4c6f-") and "(evictPodByBECPUSatisfaction)" in line
+        for line in result.errors
+    )
     assert result.details["evictions"] == 7
     assert result.details["events_in_window"] == 7
 
@@ -137,8 +162,10 @@ def test_events_k8s_io_shape_reads_the_same() -> None:
 
 
 def test_koordlet_reason() -> None:
-    assert koordlet_reason("evict Pod:ns/p-1, reason: evictPodByBECPUSatisfaction, message: x") == \
-        "evictPodByBECPUSatisfaction"
+    assert (
+        koordlet_reason("evict Pod:ns/p-1, reason: evictPodByBECPUSatisfaction, message: x")
+        == "evictPodByBECPUSatisfaction"
+    )
     assert koordlet_reason("something else") == ""
 
 

@@ -39,7 +39,7 @@ def streamed(chunks: list[bytes], encoding: str | None = None, length: int | Non
 
 
 def split(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def zeros_gzip(size: int) -> bytes:
@@ -56,14 +56,17 @@ def test_identity_is_read_and_counted() -> None:
 def test_gzip_is_inflated_and_counted_at_its_inflated_size() -> None:
     body = b"[+]ping ok\n" * 1000
     budget = ByteBudget(1 << 20, "cluster.max_run_bytes")
-    assert read_body(streamed(split(gzip.compress(body), 7), "gzip"), cap=1 << 20, cap_setting="x",
-                     budget=budget) == body
+    assert (
+        read_body(streamed(split(gzip.compress(body), 7), "gzip"), cap=1 << 20, cap_setting="x", budget=budget) == body
+    )
     assert budget.used == len(body)
 
 
 def test_concatenated_gzip_members_are_one_body() -> None:
-    assert read_body(streamed([gzip.compress(b"one,") + gzip.compress(b"two")], "GZIP"), cap=100,
-                     cap_setting="x") == b"one,two"
+    assert (
+        read_body(streamed([gzip.compress(b"one,") + gzip.compress(b"two")], "GZIP"), cap=100, cap_setting="x")
+        == b"one,two"
+    )
 
 
 def test_a_bomb_never_inflates_past_the_cap_in_one_step() -> None:
@@ -72,8 +75,11 @@ def test_a_bomb_never_inflates_past_the_cap_in_one_step() -> None:
     cap = 1024 * 1024
     tracemalloc.start()
     try:
-        with pytest.raises(BodyRefused, match=r"exceeds the cap of 1048576 bytes \(cluster.max_response_bytes\) "
-                                              "once inflated") as caught:
+        with pytest.raises(
+            BodyRefused,
+            match=r"exceeds the cap of 1048576 bytes \(cluster.max_response_bytes\) "
+            "once inflated",
+        ) as caught:
             read_body(streamed([bomb], "gzip"), cap=cap, cap_setting="cluster.max_response_bytes")
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -101,17 +107,19 @@ def test_an_endless_stream_stops_at_the_cap() -> None:
 def test_a_declared_length_over_the_cap_is_refused_before_reading() -> None:
     stream = Chunks([b"a"])
     with pytest.raises(BodyRefused, match="response of 2000 bytes exceeds the cap of 1000 bytes"):
-        read_body(httpx.Response(200, headers={"Content-Length": "2000"}, stream=stream), cap=1000,
-                  cap_setting="x")
+        read_body(httpx.Response(200, headers={"Content-Length": "2000"}, stream=stream), cap=1000, cap_setting="x")
     assert stream.read == 0
 
 
-@pytest.mark.parametrize(("header", "match"), [
-    ("gzip, gzip", "stacked content codings 'gzip, gzip' refused"),
-    ("deflate", "content coding 'deflate' refused"),
-    ("zstd", "content coding 'zstd' refused"),
-    ("compress", "content coding 'compress' refused"),
-])
+@pytest.mark.parametrize(
+    ("header", "match"),
+    [
+        ("gzip, gzip", "stacked content codings 'gzip, gzip' refused"),
+        ("deflate", "content coding 'deflate' refused"),
+        ("zstd", "content coding 'zstd' refused"),
+        ("compress", "content coding 'compress' refused"),
+    ],
+)
 def test_stacked_and_unknown_codings_are_refused_unread(header: str, match: str) -> None:
     stream = Chunks([b"x"])
     with pytest.raises(BodyRefused, match=match) as caught:
@@ -127,11 +135,14 @@ def test_codings_are_read_as_go_reads_them() -> None:
     assert content_codings(" gzip , identity, br ") == ["gzip", "br"]
 
 
-@pytest.mark.parametrize(("chunks", "match"), [
-    ([gzip.compress(b"x" * 1000)[:-10]], "gzip body ends before its stream does"),
-    ([b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not deflate at all"], "gzip body is corrupt"),
-    ([gzip.compress(b"ok") + b"trailing garbage"], "gzip body is corrupt"),
-])
+@pytest.mark.parametrize(
+    ("chunks", "match"),
+    [
+        ([gzip.compress(b"x" * 1000)[:-10]], "gzip body ends before its stream does"),
+        ([b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not deflate at all"], "gzip body is corrupt"),
+        ([gzip.compress(b"ok") + b"trailing garbage"], "gzip body is corrupt"),
+    ],
+)
 def test_a_broken_gzip_body_is_corrupt(chunks: list[bytes], match: str) -> None:
     with pytest.raises(BodyRefused, match=match) as caught:
         read_body(streamed(chunks, "gzip"), cap=10_000, cap_setting="x")

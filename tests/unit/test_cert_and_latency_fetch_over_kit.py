@@ -37,8 +37,10 @@ def webhook_objects() -> list[dict[str, Any]]:
     for key in ("key.pem", "tls.key", "ca-key.pem"):
         secret["data"][key] = base64.b64encode(KEY_MARKER.encode()).decode()
     objects = [mutating, validating, secret]
-    for kind, name in (("MutatingWebhookConfiguration", "koordinator-mutating-webhook-configuration"),
-                       ("ValidatingWebhookConfiguration", "kruise-validating-webhook-configuration")):
+    for kind, name in (
+        ("MutatingWebhookConfiguration", "koordinator-mutating-webhook-configuration"),
+        ("ValidatingWebhookConfiguration", "kruise-validating-webhook-configuration"),
+    ):
         twin = copy.deepcopy(mutating if kind.startswith("Mutating") else validating)
         twin["metadata"]["name"] = name
         objects.append(twin)
@@ -65,13 +67,18 @@ def test_webhook_fetch_keeps_only_the_certificate_never_the_key() -> None:
         assert encoded not in held
     assert [s.key for s in data.secrets] == ["cert.pem", "cert.pem"]
     secret_reads = [r.path for r in api.requests if "/secrets/" in r.path]
-    assert secret_reads == [object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"),
-                            object_path(SECRETS, "kruise-webhook-certs", "kruise-system")]
+    assert secret_reads == [
+        object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"),
+        object_path(SECRETS, "kruise-webhook-certs", "kruise-system"),
+    ]
 
 
 def test_absent_configuration_and_secret_are_named_failures() -> None:
-    objects = [o for o in webhook_objects() if o["metadata"]["name"] not in
-               ("kruise-validating-webhook-configuration", "koordinator-webhook-certs")]
+    objects = [
+        o
+        for o in webhook_objects()
+        if o["metadata"]["name"] not in ("kruise-validating-webhook-configuration", "koordinator-webhook-certs")
+    ]
     api = FakeApiServer().add(*objects)
     with fake_cluster(api) as cluster:
         data = webhook_cert_expiry.fetch(cluster, OPTED_IN)
@@ -80,15 +87,17 @@ def test_absent_configuration_and_secret_are_named_failures() -> None:
     assert result.errors == [
         "validatingwebhookconfiguration kruise-validating-webhook-configuration: not found "
         "(want it present, with a caBundle per webhook)",
-        "secret koordinator-system/koordinator-webhook-certs: not found (want the webhook's serving certificate "
-        "there)",
+        "secret koordinator-system/koordinator-webhook-certs: not found (want the webhook's serving certificate there)",
     ]
 
 
 def test_secret_forbidden_is_an_error_not_a_verdict() -> None:
     api = FakeApiServer().add(*webhook_objects())
-    api.respond(object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"), 403,
-                {"kind": "Status", "message": "secrets \"koordinator-webhook-certs\" is forbidden"})
+    api.respond(
+        object_path(SECRETS, "koordinator-webhook-certs", "koordinator-system"),
+        403,
+        {"kind": "Status", "message": 'secrets "koordinator-webhook-certs" is forbidden'},
+    )
     with fake_cluster(api) as cluster, pytest.raises(ClusterAuthError, match="HTTP 403"):
         webhook_cert_expiry.fetch(cluster, OPTED_IN)
 
@@ -104,18 +113,30 @@ def upstream_pair(namespace: str, secret: str, service: str) -> tuple[str, dict[
     dns = f"{service}.{namespace}.svc"
     leaf = issue(dns, NOW - dt.timedelta(hours=1), NOW + TEN_YEARS, ca=ca, dns=("localhost", dns))
     key = base64.b64encode(KEY_MARKER.encode()).decode()
-    data = {"ca-cert.pem": b64(ca.pem), "ca-key.pem": key, "cert.pem": b64(leaf.pem), "key.pem": key,
-            "tls.crt": b64(leaf.pem), "tls.key": key}
-    return b64(ca.pem), {"kind": "Secret", "apiVersion": "v1", "type": "Opaque", "data": data,
-                         "metadata": {"name": secret, "namespace": namespace, "resourceVersion": "1"}}
+    data = {
+        "ca-cert.pem": b64(ca.pem),
+        "ca-key.pem": key,
+        "cert.pem": b64(leaf.pem),
+        "key.pem": key,
+        "tls.crt": b64(leaf.pem),
+        "tls.key": key,
+    }
+    return b64(ca.pem), {
+        "kind": "Secret",
+        "apiVersion": "v1",
+        "type": "Opaque",
+        "data": data,
+        "metadata": {"name": secret, "namespace": namespace, "resourceVersion": "1"},
+    }
 
 
 def test_upstream_managers_pairs_are_read_from_their_secrets_and_pass() -> None:
     objects = webhook_objects()
     bundles = {}
     for namespace, secret, service, prefix in (
-            ("koordinator-system", "koordinator-webhook-certs", "koordinator-webhook-service", "koordinator-"),
-            ("kruise-system", "kruise-webhook-certs", "kruise-webhook-service", "kruise-")):
+        ("koordinator-system", "koordinator-webhook-certs", "koordinator-webhook-service", "koordinator-"),
+        ("kruise-system", "kruise-webhook-certs", "kruise-webhook-service", "kruise-"),
+    ):
         bundle, secret_object = upstream_pair(namespace, secret, service)
         bundles[prefix] = bundle
         objects = [o for o in objects if not (o["kind"] == "Secret" and o["metadata"]["name"] == secret)]
@@ -129,8 +150,10 @@ def test_upstream_managers_pairs_are_read_from_their_secrets_and_pass() -> None:
         data = webhook_cert_expiry.fetch(cluster, params)
     result = webhook_cert_expiry.evaluate(data, params, NOW)
     assert result.status is Status.OK, result.errors
-    for name, service in (("koordinator-system/koordinator-webhook-certs", "koordinator-webhook-service"),
-                          ("kruise-system/kruise-webhook-certs", "kruise-webhook-service")):
+    for name, service in (
+        ("koordinator-system/koordinator-webhook-certs", "koordinator-webhook-service"),
+        ("kruise-system/kruise-webhook-certs", "kruise-webhook-service"),
+    ):
         seen = result.details["serving_secrets"][name]
         assert seen["key"] == "cert.pem"
         (leaf,) = seen["certificates"]
@@ -162,8 +185,9 @@ def test_latency_fetch_refuses_an_interval_the_deadline_cannot_hold() -> None:
     assert api.requests == []
 
 
-@pytest.mark.parametrize(("status", "error"), [(403, ClusterAuthError), (404, ClusterResponseError),
-                                                (500, ClusterResponseError)])
+@pytest.mark.parametrize(
+    ("status", "error"), [(403, ClusterAuthError), (404, ClusterResponseError), (500, ClusterResponseError)]
+)
 def test_latency_metrics_not_readable_is_an_error(status: int, error: type[Exception]) -> None:
     api = FakeApiServer().respond("/metrics", status, "forbidden" if status == 403 else "nope")
     with fake_cluster(api) as cluster, pytest.raises(error):

@@ -48,15 +48,29 @@ ADDRESS = "127.0.0.1:6443"
 
 def leaf(days: float, ca: Issued = CA) -> Issued:
     not_after = NOW + dt.timedelta(days=days)
-    return issue("kube-apiserver", min(NOW - dt.timedelta(days=1), not_after - dt.timedelta(days=90)), not_after,
-                 ca=ca, dns=("kubernetes.default.svc",), ips=("127.0.0.1",))
+    return issue(
+        "kube-apiserver",
+        min(NOW - dt.timedelta(days=1), not_after - dt.timedelta(days=90)),
+        not_after,
+        ca=ca,
+        dns=("kubernetes.default.svc",),
+        ips=("127.0.0.1",),
+    )
 
 
 def handshake(*chain: Issued, verified: bool = True, code: int | None = None, message: str | None = None) -> TlsProbe:
     error = f"certificate verification failed: {message}" if message else None
-    return TlsProbe(ADDRESS, tcp_ms=0.5, tls_ms=3.0, tls_error=error, verify_code=code, verify_message=message,
-                    tls_version="TLSv1.3" if verified else None, chain=tuple(c.der for c in chain),
-                    chain_verified=verified)
+    return TlsProbe(
+        ADDRESS,
+        tcp_ms=0.5,
+        tls_ms=3.0,
+        tls_error=error,
+        verify_code=code,
+        verify_message=message,
+        tls_version="TLSv1.3" if verified else None,
+        chain=tuple(c.der for c in chain),
+        chain_verified=verified,
+    )
 
 
 # -- apiserver-cert-expiry ------------------------------------------------------------------------------
@@ -68,26 +82,55 @@ def handshake(*chain: Issued, verified: bool = True, code: int | None = None, me
         pytest.param(handshake(leaf(365), CA), Status.OK, "valid 365 more days", id="healthy-year"),
         pytest.param(handshake(leaf(5), CA), Status.FAILED, "CN=kube-apiserver expires in 5.0 days", id="expiring"),
         pytest.param(handshake(leaf(21), CA), Status.FAILED, "expires in 21.0 days", id="at-threshold"),
-        pytest.param(handshake(leaf(365), issue("old-ca", NOW - dt.timedelta(days=3000), NOW + dt.timedelta(days=10),
-                                                is_ca=True)),
-                     Status.FAILED, "CN=old-ca expires in 10.0 days", id="trust-anchor-expires-first"),
-        pytest.param(handshake(leaf(-1), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED,
-                               message="certificate has expired"),
-                     Status.FAILED, "CN=kube-apiserver: expired 1.0 days ago", id="expired-named-from-unverified"),
-        pytest.param(handshake(verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"),
-                     Status.FAILED, "certificate has expired (the unverified chain did not show",
-                     id="expired-no-chain"),
+        pytest.param(
+            handshake(
+                leaf(365), issue("old-ca", NOW - dt.timedelta(days=3000), NOW + dt.timedelta(days=10), is_ca=True)
+            ),
+            Status.FAILED,
+            "CN=old-ca expires in 10.0 days",
+            id="trust-anchor-expires-first",
+        ),
+        pytest.param(
+            handshake(
+                leaf(-1), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"
+            ),
+            Status.FAILED,
+            "CN=kube-apiserver: expired 1.0 days ago",
+            id="expired-named-from-unverified",
+        ),
+        pytest.param(
+            handshake(verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"),
+            Status.FAILED,
+            "certificate has expired (the unverified chain did not show",
+            id="expired-no-chain",
+        ),
         # Verification said expired but the unverified chain looks valid (someone else's server): still failed.
-        pytest.param(handshake(leaf(365), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED,
-                               message="certificate has expired"),
-                     Status.FAILED, "certificate has expired", id="expired-but-chain-looks-valid"),
-        pytest.param(handshake(leaf(365), verified=False, code=19,
-                               message="self-signed certificate in certificate chain"),
-                     Status.ERROR, "expiry not judged", id="untrusted-ca-is-error"),
-        pytest.param(TlsProbe(ADDRESS, tcp_ms=0.1, tcp_error="TCP connect failed: [Errno 111] Connection refused"),
-                     Status.ERROR, "Connection refused", id="no-connection"),
-        pytest.param(TlsProbe(ADDRESS, tcp_ms=0.1, tls_ms=2.0, chain=(b"\x30\x00",), chain_verified=True),
-                     Status.ERROR, "does not parse", id="garbage-chain"),
+        pytest.param(
+            handshake(
+                leaf(365), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"
+            ),
+            Status.FAILED,
+            "certificate has expired",
+            id="expired-but-chain-looks-valid",
+        ),
+        pytest.param(
+            handshake(leaf(365), verified=False, code=19, message="self-signed certificate in certificate chain"),
+            Status.ERROR,
+            "expiry not judged",
+            id="untrusted-ca-is-error",
+        ),
+        pytest.param(
+            TlsProbe(ADDRESS, tcp_ms=0.1, tcp_error="TCP connect failed: [Errno 111] Connection refused"),
+            Status.ERROR,
+            "Connection refused",
+            id="no-connection",
+        ),
+        pytest.param(
+            TlsProbe(ADDRESS, tcp_ms=0.1, tls_ms=2.0, chain=(b"\x30\x00",), chain_verified=True),
+            Status.ERROR,
+            "does not parse",
+            id="garbage-chain",
+        ),
     ],
 )
 def test_apiserver_chain(probe: TlsProbe, status: Status, part: str) -> None:
@@ -106,8 +149,9 @@ def test_apiserver_details_name_issuer_sans_and_whole_chain() -> None:
 
 
 def test_apiserver_threshold_is_a_parameter() -> None:
-    result = evaluate_apiserver(ApiserverCertData(handshake(leaf(5), CA)),
-                                ApiserverCertExpiryParams(threshold_days=3), NOW)
+    result = evaluate_apiserver(
+        ApiserverCertData(handshake(leaf(5), CA)), ApiserverCertExpiryParams(threshold_days=3), NOW
+    )
     assert result.status is Status.OK
 
 
@@ -135,8 +179,10 @@ def configuration(raw: dict[str, Any], ca_bundle: str | None = None) -> WebhookC
 def seen_all(ca_bundle: str | None = None, serving: str | None = None) -> WebhookCertData:
     """Every default configuration (kruise's and koordinator's captured shapes) and both default Secrets."""
     raws = [VALIDATING, VALIDATING, MUTATING, MUTATING]  # same shape; the names are the refs'
-    configurations = [ConfigurationSeen(ref, configuration(raw, ca_bundle))
-                      for ref, raw in zip(DEFAULT_CONFIGURATIONS, raws, strict=True)]
+    configurations = [
+        ConfigurationSeen(ref, configuration(raw, ca_bundle))
+        for ref, raw in zip(DEFAULT_CONFIGURATIONS, raws, strict=True)
+    ]
     cert = serving if serving is not None else SECRET["data"]["cert.pem"]
     secrets = [SecretSeen(ref, True, "cert.pem", cert) for ref in DEFAULT_SERVING_SECRETS]
     return WebhookCertData(configurations, secrets)
@@ -158,10 +204,14 @@ def test_expiring_ca_bundle_and_serving_certificate_are_named() -> None:
     result = evaluate_webhooks(seen_all(b64(short_ca.pem), b64(serving.pem)), WebhookCertExpiryParams(), NOW)
     assert result.status is Status.FAILED
     assert len(result.errors) == 6
-    assert ("mutatingwebhookconfiguration kruise-mutating-webhook-configuration: webhook mpod.kb.io caBundle "
-            "certificate CN=outpost-sandbox-ca-short expires in 5.0 days") in result.errors[2]
-    assert result.errors[4].startswith("secret koordinator-system/koordinator-webhook-certs: serving certificate "
-                                       "cert.pem: CN=kube-apiserver expires in 5.0 days")
+    assert (
+        "mutatingwebhookconfiguration kruise-mutating-webhook-configuration: webhook mpod.kb.io caBundle "
+        "certificate CN=outpost-sandbox-ca-short expires in 5.0 days"
+    ) in result.errors[2]
+    assert result.errors[4].startswith(
+        "secret koordinator-system/koordinator-webhook-certs: serving certificate "
+        "cert.pem: CN=kube-apiserver expires in 5.0 days"
+    )
 
 
 def test_rotation_bundle_is_judged_by_its_earliest_certificate() -> None:
@@ -180,8 +230,11 @@ KEY_TEXT = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgTOPSECRET"
         pytest.param("", "empty", id="empty"),
         pytest.param("bm90IGEgY2VydA==", "no PEM CERTIFICATE block", id="base64-text"),
         pytest.param("%%%", "not base64", id="not-base64"),
-        pytest.param(b64(f"-----BEGIN PRIVATE KEY-----\n{KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()),
-                     "no PEM CERTIFICATE block", id="a-key-instead"),
+        pytest.param(
+            b64(f"-----BEGIN PRIVATE KEY-----\n{KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()),
+            "no PEM CERTIFICATE block",
+            id="a-key-instead",
+        ),
     ],
 )
 def test_ca_bundle_that_is_not_a_certificate_is_named_not_skipped(bundle: str, reason: str) -> None:
@@ -195,8 +248,9 @@ def test_ca_bundle_that_is_not_a_certificate_is_named_not_skipped(bundle: str, r
 def test_url_webhook_without_ca_bundle_uses_system_trust() -> None:
     raw = copy.deepcopy(MUTATING)
     raw["webhooks"][0]["clientConfig"] = {"url": "https://webhook.example.com/mutate"}
-    seen = ConfigurationSeen(WebhookConfigurationRef(kind="mutating", name="external"),
-                             parse(WebhookConfiguration, raw, "test"))
+    seen = ConfigurationSeen(
+        WebhookConfigurationRef(kind="mutating", name="external"), parse(WebhookConfiguration, raw, "test")
+    )
     result = evaluate_webhooks(WebhookCertData([seen], []), WebhookCertExpiryParams(), NOW)
     assert result.status is Status.OK
     assert result.details["configurations"]["mutatingwebhookconfiguration external"]["system_trust"] == ["mpod.kb.io"]
@@ -219,8 +273,9 @@ def test_missing_configuration_secret_and_certificate_key_are_failed() -> None:
 
 
 def test_nothing_configured_is_error() -> None:
-    result = evaluate_webhooks(WebhookCertData([], []), WebhookCertExpiryParams(configurations=[], serving_secrets=[]),
-                               NOW)
+    result = evaluate_webhooks(
+        WebhookCertData([], []), WebhookCertExpiryParams(configurations=[], serving_secrets=[]), NOW
+    )
     assert result.status is Status.ERROR
 
 
@@ -239,20 +294,32 @@ def test_by_default_no_secret_is_read_declared_or_judged() -> None:
 def test_opt_in_reads_the_named_secrets_by_name() -> None:
     params = WebhookCertExpiryParams(read_serving_secrets=True)
     assert params.secrets_read() == DEFAULT_SERVING_SECRETS
-    assert [a.describe() for a in webhook_cert_expiry.declared_access(params) if a.describe().startswith("get secrets")
-            ] == ["get secrets koordinator-webhook-certs in koordinator-system",
-                  "get secrets kruise-webhook-certs in kruise-system"]
+    assert [
+        a.describe() for a in webhook_cert_expiry.declared_access(params) if a.describe().startswith("get secrets")
+    ] == [
+        "get secrets koordinator-webhook-certs in koordinator-system",
+        "get secrets kruise-webhook-certs in kruise-system",
+    ]
 
 
-@pytest.mark.parametrize(("params", "says"), [
-    pytest.param({"serving_secrets": [{"namespace": "n", "name": "s"}]},
-                 "serving_secrets is read only with read_serving_secrets: true", id="secrets-without-opt-in"),
-    pytest.param({"read_serving_secrets": True, "serving_secrets": []}, "read_serving_secrets is true but "
-                 "serving_secrets is empty", id="opt-in-without-secrets"),
-    pytest.param({"read_serving_secrets": "yes please"}, "read_serving_secrets", id="not-a-bool"),
-    pytest.param({"cert_manager_certificates": [{"namespace": "n"}]}, "name", id="certificate-without-name"),
-    pytest.param({"serving_secret": []}, "serving_secret", id="typo"),
-])
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        pytest.param(
+            {"serving_secrets": [{"namespace": "n", "name": "s"}]},
+            "serving_secrets is read only with read_serving_secrets: true",
+            id="secrets-without-opt-in",
+        ),
+        pytest.param(
+            {"read_serving_secrets": True, "serving_secrets": []},
+            "read_serving_secrets is true but serving_secrets is empty",
+            id="opt-in-without-secrets",
+        ),
+        pytest.param({"read_serving_secrets": "yes please"}, "read_serving_secrets", id="not-a-bool"),
+        pytest.param({"cert_manager_certificates": [{"namespace": "n"}]}, "name", id="certificate-without-name"),
+        pytest.param({"serving_secret": []}, "serving_secret", id="typo"),
+    ],
+)
 def test_params_are_strict_about_the_opt_in(params: dict[str, Any], says: str) -> None:
     with pytest.raises(ValueError, match=says):
         WebhookCertExpiryParams.model_validate(params)
@@ -287,11 +354,13 @@ def test_default_fetch_reads_the_configurations_and_never_a_secret() -> None:
     assert result.status is Status.OK, result.errors
     assert [r.path for r in api.requests] == [
         object_path(MUTATING_WEBHOOKS if w.kind == "mutating" else VALIDATING_WEBHOOKS, w.name)
-        for w in DEFAULT_CONFIGURATIONS]
+        for w in DEFAULT_CONFIGURATIONS
+    ]
     assert result.details["serving_certificates"] == "not read (read_serving_secrets is off)"
     assert result.details["serving_secrets"] == {}
-    assert result.summary == ("4 webhook configuration(s) valid beyond 21 days; serving certificates not read "
-                              "(read_serving_secrets off)")
+    assert result.summary == (
+        "4 webhook configuration(s) valid beyond 21 days; serving certificates not read (read_serving_secrets off)"
+    )
 
 
 def test_opted_in_fetch_reads_exactly_the_named_secrets() -> None:
@@ -302,9 +371,12 @@ def test_opted_in_fetch_reads_exactly_the_named_secrets() -> None:
     result = webhook_cert_expiry.evaluate(data, params, NOW)
     assert result.status is Status.OK, result.errors
     assert [r.path for r in api.requests if "/secrets/" in r.path] == [
-        object_path(SECRETS, s.name, s.namespace) for s in DEFAULT_SERVING_SECRETS]
-    assert set(result.details["serving_secrets"]) == {"koordinator-system/koordinator-webhook-certs",
-                                                      "kruise-system/kruise-webhook-certs"}
+        object_path(SECRETS, s.name, s.namespace) for s in DEFAULT_SERVING_SECRETS
+    ]
+    assert set(result.details["serving_secrets"]) == {
+        "koordinator-system/koordinator-webhook-certs",
+        "kruise-system/kruise-webhook-certs",
+    }
     assert result.summary.startswith("4 webhook configuration(s) and 2 serving certificate Secret(s) valid beyond")
 
 
@@ -313,10 +385,16 @@ CERTIFICATE = CertificateRef(namespace="webhooks", name="kruise-webhook-cert")
 
 def certificate_object(status: dict[str, Any] | None) -> dict[str, Any]:
     """A cert-manager.io/v1 Certificate as the API server returns it (no key material: spec and status only)."""
-    obj: dict[str, Any] = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-                           "metadata": {"name": CERTIFICATE.name, "namespace": CERTIFICATE.namespace},
-                           "spec": {"secretName": "kruise-webhook-certs", "dnsNames": ["kruise-webhook-service"],
-                                    "issuerRef": {"name": "selfsigned", "kind": "Issuer"}}}
+    obj: dict[str, Any] = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": CERTIFICATE.name, "namespace": CERTIFICATE.namespace},
+        "spec": {
+            "secretName": "kruise-webhook-certs",
+            "dnsNames": ["kruise-webhook-service"],
+            "issuerRef": {"name": "selfsigned", "kind": "Issuer"},
+        },
+    }
     if status is not None:
         obj["status"] = status
     return obj
@@ -338,27 +416,49 @@ def _iso(days: float) -> str:
     return (NOW + dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@pytest.mark.parametrize(("status", "want", "line"), [
-    pytest.param({"notAfter": _iso(90), "conditions": [{"type": "Ready", "status": "True"}]}, Status.OK, None,
-                 id="issued-90-days"),
-    pytest.param({"notAfter": _iso(5), "conditions": [{"type": "Ready", "status": "True"}]}, Status.FAILED,
-                 "certificate webhooks/kruise-webhook-cert: serving certificate (status.notAfter) expires in 5.0 days "
-                 f"({(NOW + dt.timedelta(days=5)).isoformat()}) (want > 21 days)", id="expiring"),
-    pytest.param({"conditions": [{"type": "Ready", "status": "False"}]}, Status.FAILED,
-                 "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never issued (Ready False) "
-                 "(want an issued certificate)", id="never-issued"),
-    pytest.param(None, Status.FAILED, "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never "
-                 "issued (Ready absent) (want an issued certificate)", id="no-status"),
-])
-def test_a_cert_manager_certificate_is_judged_by_its_status_not_after(status: dict[str, Any] | None, want: Status,
-                                                                      line: str | None) -> None:
+@pytest.mark.parametrize(
+    ("status", "want", "line"),
+    [
+        pytest.param(
+            {"notAfter": _iso(90), "conditions": [{"type": "Ready", "status": "True"}]},
+            Status.OK,
+            None,
+            id="issued-90-days",
+        ),
+        pytest.param(
+            {"notAfter": _iso(5), "conditions": [{"type": "Ready", "status": "True"}]},
+            Status.FAILED,
+            "certificate webhooks/kruise-webhook-cert: serving certificate (status.notAfter) expires in 5.0 days "
+            f"({(NOW + dt.timedelta(days=5)).isoformat()}) (want > 21 days)",
+            id="expiring",
+        ),
+        pytest.param(
+            {"conditions": [{"type": "Ready", "status": "False"}]},
+            Status.FAILED,
+            "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never issued (Ready False) "
+            "(want an issued certificate)",
+            id="never-issued",
+        ),
+        pytest.param(
+            None,
+            Status.FAILED,
+            "certificate webhooks/kruise-webhook-cert: status.notAfter absent, never "
+            "issued (Ready absent) (want an issued certificate)",
+            id="no-status",
+        ),
+    ],
+)
+def test_a_cert_manager_certificate_is_judged_by_its_status_not_after(
+    status: dict[str, Any] | None, want: Status, line: str | None
+) -> None:
     api, data = fetch_certificate(certificate_object(status))
     params = WebhookCertExpiryParams(configurations=[], cert_manager_certificates=[CERTIFICATE])
     result = webhook_cert_expiry.evaluate(data, params, NOW)
     assert result.status is want, result.errors
     assert result.errors == ([line] if line else [])
-    assert [r.path for r in api.requests] == ["/apis/cert-manager.io/v1/namespaces/webhooks/certificates/"
-                                              "kruise-webhook-cert"]
+    assert [r.path for r in api.requests] == [
+        "/apis/cert-manager.io/v1/namespaces/webhooks/certificates/kruise-webhook-cert"
+    ]
     assert result.details["serving_certificates"] == "cert-manager"
     if want is Status.OK:
         assert result.summary == "0 webhook configuration(s) and 1 cert-manager Certificate(s) valid beyond 21 days"
@@ -369,8 +469,10 @@ def test_a_missing_certificate_or_cert_manager_is_failed_and_named() -> None:
     _api, data = fetch_certificate(None)
     result = webhook_cert_expiry.evaluate(data, WebhookCertExpiryParams(configurations=[]), NOW)
     assert result.status is Status.FAILED
-    assert result.errors == ["certificate webhooks/kruise-webhook-cert: not found (want the cert-manager Certificate "
-                             "of the webhook's serving certificate; is cert-manager installed?)"]
+    assert result.errors == [
+        "certificate webhooks/kruise-webhook-cert: not found (want the cert-manager Certificate "
+        "of the webhook's serving certificate; is cert-manager installed?)"
+    ]
 
 
 def test_a_not_after_without_a_zone_is_a_malformed_object_naming_its_field() -> None:
@@ -381,7 +483,8 @@ def test_a_not_after_without_a_zone_is_a_malformed_object_naming_its_field() -> 
 def test_certificates_are_declared_by_name_in_their_namespace() -> None:
     params = WebhookCertExpiryParams(configurations=[], cert_manager_certificates=[CERTIFICATE])
     assert [a.describe() for a in webhook_cert_expiry.declared_access(params)] == [
-        "get cert-manager.io/certificates kruise-webhook-cert in webhooks"]
+        "get cert-manager.io/certificates kruise-webhook-cert in webhooks"
+    ]
 
 
 def test_nothing_judged_without_configurations_certificates_or_opt_in_is_error() -> None:

@@ -23,18 +23,26 @@ JOB = "kwok-pod-reconciler"
 
 def write(tmp_path: Path, checks: dict[str, Any]) -> Path:
     path = tmp_path / "env.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "test",
-        "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": "/probe.kubeconfig"}},
-        "checks": checks,
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "test",
+                "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": "/probe.kubeconfig"}},
+                "checks": checks,
+            }
+        )
+    )
     return path
 
 
 def test_cluster_auth_is_validated_like_cluster_auth(tmp_path: Path) -> None:
-    path = write(tmp_path, {JOB: {"cluster_auth": {"mode": "token", "server": "http://plain.example",
-                                                   "token": "not-a-reference"}},
-                            "gang-scheduling": {"cluster_auth": {"mode": "nope"}}})
+    path = write(
+        tmp_path,
+        {
+            JOB: {"cluster_auth": {"mode": "token", "server": "http://plain.example", "token": "not-a-reference"}},
+            "gang-scheduling": {"cluster_auth": {"mode": "nope"}},
+        },
+    )
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     problems = "\n".join(caught.value.problems)
@@ -44,11 +52,15 @@ def test_cluster_auth_is_validated_like_cluster_auth(tmp_path: Path) -> None:
 
 
 def test_the_check_runs_as_its_own_identity_and_others_as_the_cluster_auth(tmp_path: Path) -> None:
-    settings = load_settings(write(tmp_path, {
-        JOB: {"cluster_auth": {"mode": "kubeconfig", "path": "/reconciler.kubeconfig"}},
-        "gang-scheduling": {}}))
-    assert settings_for_check(settings, JOB).cluster.auth == KubeconfigAuth(mode="kubeconfig",
-                                                                           path="/reconciler.kubeconfig")
+    settings = load_settings(
+        write(
+            tmp_path,
+            {JOB: {"cluster_auth": {"mode": "kubeconfig", "path": "/reconciler.kubeconfig"}}, "gang-scheduling": {}},
+        )
+    )
+    assert settings_for_check(settings, JOB).cluster.auth == KubeconfigAuth(
+        mode="kubeconfig", path="/reconciler.kubeconfig"
+    )
     assert settings_for_check(settings, "gang-scheduling").cluster.auth.path == "/probe.kubeconfig"  # type: ignore[union-attr]
     assert settings_for_check(settings, "be-eviction-rate") is settings  # not configured: unchanged
 
@@ -130,11 +142,23 @@ def test_a_checks_own_kubeconfig_that_is_a_fifo_is_refused_not_waited_on(tmp_pat
 
 
 def test_a_password_in_a_checks_own_server_is_refused_naming_the_field(tmp_path: Path) -> None:
-    path = write(tmp_path, {JOB: {"cluster_auth": {"mode": "token", "server": "https://job:hunter2-Xy7@k.example",
-                                                   "token": "env:JOB_TOKEN"}}})
+    path = write(
+        tmp_path,
+        {
+            JOB: {
+                "cluster_auth": {
+                    "mode": "token",
+                    "server": "https://job:hunter2-Xy7@k.example",
+                    "token": "env:JOB_TOKEN",
+                }
+            }
+        },
+    )
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     problems = "\n".join(caught.value.problems)
-    assert f"checks.{JOB}.cluster_auth.token.server: must not carry user information (user:password@): " \
-           "https://k.example is what may be given" in problems
+    assert (
+        f"checks.{JOB}.cluster_auth.token.server: must not carry user information (user:password@): "
+        "https://k.example is what may be given" in problems
+    )
     assert "hunter2" not in problems

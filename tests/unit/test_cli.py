@@ -40,8 +40,11 @@ def test_list_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["run"], "give check names or --all"), (["run", "no-such-check"], "unknown check(s): no-such-check"),
-     (["run", "apiserver-health", "--all"], "not both")],
+    [
+        (["run"], "give check names or --all"),
+        (["run", "no-such-check"], "unknown check(s): no-such-check"),
+        (["run", "apiserver-health", "--all"], "not both"),
+    ],
 )
 def test_usage_errors_exit_64(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     code, _, err = run(capsys, *argv)
@@ -71,19 +74,26 @@ def test_validate_shipped_local_environment(capsys: pytest.CaptureFixture[str]) 
     assert "apiserver-health" in out
 
 
-def test_unreachable_cluster_is_exit_2_with_json(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_cluster_is_exit_2_with_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("CLI_TEST_TOKEN", "tok")
     path = tmp_path / "env.yaml"
-    path.write_text(yaml.safe_dump({
-        "environment": "t",
-        "cluster": {"name": "gone", "auth": {"mode": "token", "server": f"https://127.0.0.1:{port}",
-                                             "token": "env:CLI_TEST_TOKEN"}},
-        "checks": {"apiserver-health": {}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "environment": "t",
+                "cluster": {
+                    "name": "gone",
+                    "auth": {"mode": "token", "server": f"https://127.0.0.1:{port}", "token": "env:CLI_TEST_TOKEN"},
+                },
+                "checks": {"apiserver-health": {}},
+            }
+        )
+    )
     code, out, _ = run(capsys, "run", "--all", "--config", str(path), "--json")
     assert code == 2
     (result,) = json.loads(out)
@@ -96,9 +106,12 @@ RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureFixture[str]) -> None:
-    result = Result(check="apiserver-health", status=Status.FAILED,
-                    summary="failing: etcd\x1b]0;owned\x07 \x9b2J",
-                    errors=["apiserver /readyz: etcd\x1b[2J failed\x7f\rALL OK\nsecond line"])
+    result = Result(
+        check="apiserver-health",
+        status=Status.FAILED,
+        summary="failing: etcd\x1b]0;owned\x07 \x9b2J",
+        errors=["apiserver /readyz: etcd\x1b[2J failed\x7f\rALL OK\nsecond line"],
+    )
     print_results([result])
     out = capsys.readouterr().out
     assert not RAW_CONTROL.search(out), repr(out)
@@ -108,8 +121,9 @@ def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureF
     assert lines[2] == "  apiserver-health: apiserver /readyz: etcd\\x1b[2J failed\\x7f\\rALL OK\\nsecond line"
 
 
-def test_stderr_lines_are_one_line_and_escaped(capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stderr_lines_are_one_line_and_escaped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(_args: object) -> int:
         raise OutpostError("server said \x1b[31mno\x1b[0m\nand more")
 
@@ -119,8 +133,9 @@ def test_stderr_lines_are_one_line_and_escaped(capsys: pytest.CaptureFixture[str
     assert err == "outpost validate: server said \\x1b[31mno\\x1b[0m\\nand more\n"
 
 
-def test_ctrl_c_in_another_command_is_one_line_and_130(capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_in_another_command_is_one_line_and_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def interrupted(_args: object) -> int:
         raise KeyboardInterrupt
 

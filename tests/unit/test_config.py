@@ -29,8 +29,15 @@ def write(tmp_path: Path, document: Any) -> Path:
 def minimal(**overrides: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
         "environment": "prod",
-        "cluster": {"name": "prod-eu", "auth": {"mode": "token", "server": "https://api.example.test:6443",
-                                                "token": "ssm:/outpost/prod/token", "ca_file": "/etc/ca.crt"}},
+        "cluster": {
+            "name": "prod-eu",
+            "auth": {
+                "mode": "token",
+                "server": "https://api.example.test:6443",
+                "token": "ssm:/outpost/prod/token",
+                "ca_file": "/etc/ca.crt",
+            },
+        },
         "checks": {"apiserver-health": {"heartbeat": "secretsmanager:outpost/prod/hb#apiserver"}},
     }
     document.update(overrides)
@@ -122,14 +129,24 @@ def test_cold_start_reads_outpost_config(tmp_path: Path) -> None:
 def test_the_function_timeout_is_derived_from_the_file_not_fixed(tmp_path: Path) -> None:
     from outpost.deploy import function_timeout_seconds, run_worst_case_seconds
 
-    settings = load_settings(write(tmp_path, minimal(
-        cluster={"name": "c", "deadline_seconds": 100, "auth": {"mode": "token", "server": "https://k",
-                                                                 "token": "ssm:/outpost/prod/token"}},
-        heartbeat={"timeout_seconds": 10, "retries": 3, "backoff_seconds": 1})))
+    settings = load_settings(
+        write(
+            tmp_path,
+            minimal(
+                cluster={
+                    "name": "c",
+                    "deadline_seconds": 100,
+                    "auth": {"mode": "token", "server": "https://k", "token": "ssm:/outpost/prod/token"},
+                },
+                heartbeat={"timeout_seconds": 10, "retries": 3, "backoff_seconds": 1},
+            ),
+        )
+    )
     assert run_worst_case_seconds(settings) == 148  # 100 + 10 x 4 + (1 + 2 + 4) + 1
     assert function_timeout_seconds(settings) == 153  # + the 5 s margin
-    serverless = yaml.safe_load("\n".join(line for line in (REPO / "serverless.yml").read_text().splitlines()
-                                          if "${" not in line))
+    serverless = yaml.safe_load(
+        "\n".join(line for line in (REPO / "serverless.yml").read_text().splitlines() if "${" not in line)
+    )
     assert "timeout" not in serverless["provider"]  # each function's timeout comes from its build
 
 
@@ -137,8 +154,10 @@ def test_the_function_timeout_is_derived_from_the_file_not_fixed(tmp_path: Path)
 
 
 def test_anchors_and_aliases_that_expand_to_little_are_accepted(tmp_path: Path) -> None:
-    text = ("environment: prod\ncluster:\n  name: &name prod-eu\n  auth: {mode: token, server: 'https://k', "
-            "token: 'ssm:/outpost/prod/token'}\nchecks:\n  apiserver-health:\n    monitor_id: *name\n")
+    text = (
+        "environment: prod\ncluster:\n  name: &name prod-eu\n  auth: {mode: token, server: 'https://k', "
+        "token: 'ssm:/outpost/prod/token'}\nchecks:\n  apiserver-health:\n    monitor_id: *name\n"
+    )
     settings = load_settings(write(tmp_path, text))
     assert settings.checks["apiserver-health"].monitor_id == "prod-eu"
 
@@ -148,8 +167,10 @@ def test_an_alias_bomb_is_refused_before_anything_is_built(tmp_path: Path) -> No
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, bomb))
     assert caught.value.headline == f"configuration {tmp_path / 'env.yaml'} is invalid"
-    assert caught.value.problems == [f"{tmp_path / 'env.yaml'} line 8 column 7: YAML aliases expand this value past "
-                                     "16777216 nodes and characters (an alias bomb?)"]
+    assert caught.value.problems == [
+        f"{tmp_path / 'env.yaml'} line 8 column 7: YAML aliases expand this value past "
+        "16777216 nodes and characters (an alias bomb?)"
+    ]
 
 
 def test_an_alias_inside_the_node_it_names_is_refused(tmp_path: Path) -> None:
@@ -172,10 +193,13 @@ def test_nesting_deeper_than_the_limit_is_refused(tmp_path: Path) -> None:
         load_settings(write(tmp_path, "a: " + "[" * 100 + "]" * 100))
 
 
-@pytest.mark.parametrize(("make", "what"), [
-    (lambda p: os.mkfifo(p), "a FIFO (named pipe)"),
-    (lambda p: p.mkdir(), "a directory"),
-])
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda p: os.mkfifo(p), "a FIFO (named pipe)"),
+        (lambda p: p.mkdir(), "a directory"),
+    ],
+)
 def test_a_configuration_that_is_not_a_regular_file_is_refused(tmp_path: Path, make: Any, what: str) -> None:
     path = tmp_path / "env.yaml"
     make(path)
@@ -195,8 +219,9 @@ def test_a_configuration_over_the_size_limit_is_refused(tmp_path: Path) -> None:
         handle.truncate(1024 * 1024 + 1)
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
-    assert str(caught.value) == (f"cannot read configuration {path}: is 1 MiB, over the 1 MiB limit for a "
-                                 "configuration")
+    assert str(caught.value) == (
+        f"cannot read configuration {path}: is 1 MiB, over the 1 MiB limit for a configuration"
+    )
 
 
 def test_a_symlinked_configuration_is_read(tmp_path: Path) -> None:
@@ -206,14 +231,23 @@ def test_a_symlinked_configuration_is_read(tmp_path: Path) -> None:
     assert load_settings(link).environment == "prod"
 
 
-@pytest.mark.parametrize("auth", [
-    {"mode": "token", "server": "https://probe:{pw}@api.example.test:6443/base", "token": "ssm:/outpost/prod/t"},
-    {"mode": "eks", "cluster_name": "c", "region": "eu-west-1", "server": "https://probe:{pw}@api.example.test:6443/base",
-     "ca_data": "Cg=="},
-    {"mode": "gke", "server": "https://probe:{pw}@api.example.test:6443/base", "ca_data": "Cg=="},
-])
-def test_a_server_with_user_information_is_refused_without_printing_the_password(tmp_path: Path,
-                                                                                  auth: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "auth",
+    [
+        {"mode": "token", "server": "https://probe:{pw}@api.example.test:6443/base", "token": "ssm:/outpost/prod/t"},
+        {
+            "mode": "eks",
+            "cluster_name": "c",
+            "region": "eu-west-1",
+            "server": "https://probe:{pw}@api.example.test:6443/base",
+            "ca_data": "Cg==",
+        },
+        {"mode": "gke", "server": "https://probe:{pw}@api.example.test:6443/base", "ca_data": "Cg=="},
+    ],
+)
+def test_a_server_with_user_information_is_refused_without_printing_the_password(
+    tmp_path: Path, auth: dict[str, str]
+) -> None:
     password = "pw-Rk3Lz8Qm1Xv"
     configured = {key: value.format(pw=password) for key, value in auth.items()}
     document = minimal()
@@ -222,16 +256,20 @@ def test_a_server_with_user_information_is_refused_without_printing_the_password
     problems = problems_of(tmp_path, document)
     mode = auth["mode"]
     for path in (f"cluster.auth.{mode}.server", f"checks.apiserver-health.cluster_auth.{mode}.server"):
-        assert f"{path}: must not carry user information (user:password@): https://api.example.test:6443/base " \
-               "is what may be given; Outpost never sends a password (give a token)" in problems
+        assert (
+            f"{path}: must not carry user information (user:password@): https://api.example.test:6443/base "
+            "is what may be given; Outpost never sends a password (give a token)" in problems
+        )
     assert password not in "\n".join(problems)
 
 
 def test_a_user_name_alone_is_refused_too(tmp_path: Path) -> None:
     document = minimal()
     document["cluster"]["auth"]["server"] = "https://probe@api.example.test"
-    assert any(p.startswith("cluster.auth.token.server: must not carry user information")
-               for p in problems_of(tmp_path, document))
+    assert any(
+        p.startswith("cluster.auth.token.server: must not carry user information")
+        for p in problems_of(tmp_path, document)
+    )
 
 
 def test_an_at_sign_in_the_path_is_not_user_information(tmp_path: Path) -> None:
@@ -261,8 +299,9 @@ def test_local_files_cap_a_file_that_reports_no_size(tmp_path: Path) -> None:
     tiny = local_files.FileKind("status file", 64)
     with pytest.raises(local_files.LocalFileError) as caught:
         local_files.read_bytes("/proc/self/status", tiny)
-    assert str(caught.value) == ("status file /proc/self/status: grew past the 64 bytes limit for a status file "
-                                 "while it was read")
+    assert str(caught.value) == (
+        "status file /proc/self/status: grew past the 64 bytes limit for a status file while it was read"
+    )
 
 
 def test_local_files_stop_at_the_deadline(tmp_path: Path) -> None:
@@ -297,23 +336,35 @@ def test_every_kind_has_a_documented_limit() -> None:
     from outpost import local_files
 
     limits = {kind.name: kind.limit_text for kind in local_files.KINDS}
-    assert limits == {"configuration": "1 MiB", "kubeconfig": "4 MiB", "token file": "64 KiB", "CA bundle": "4 MiB",
-                      "client certificate": "256 KiB", "client key": "64 KiB"}
+    assert limits == {
+        "configuration": "1 MiB",
+        "kubeconfig": "4 MiB",
+        "token file": "64 KiB",
+        "CA bundle": "4 MiB",
+        "client certificate": "256 KiB",
+        "client key": "64 KiB",
+    }
 
 
 # -- scalars as written: no bool for a number, no string for a number or a bool (outpost.strict) ------------------
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("deadline_seconds", True), ("deadline_seconds", "30"), ("read_timeout_seconds", False),
-    ("max_response_bytes", "1048576"),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("deadline_seconds", True),
+        ("deadline_seconds", "30"),
+        ("read_timeout_seconds", False),
+        ("max_response_bytes", "1048576"),
+    ],
+)
 def test_a_scalar_of_the_wrong_kind_is_refused_naming_its_path(field: str, value: object) -> None:
     raw = {"environment": "x", "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": "/k"}, field: value}}
     with pytest.raises(ConfigError) as caught:
         parse_settings(raw)
-    assert any(p.startswith(f"cluster.{field}: Input should be a valid") for p in caught.value.problems), \
+    assert any(p.startswith(f"cluster.{field}: Input should be a valid") for p in caught.value.problems), (
         caught.value.problems
+    )
 
 
 def test_check_params_take_scalars_as_written() -> None:

@@ -23,8 +23,10 @@ CATALOGUE = ROOT / "docs" / "checks.md"
 LOCAL = ROOT / "infra" / "environments" / "local.yaml"
 CHECKS = checks()
 REGISTERED = [check.name for check in CHECKS]
-_ROW = re.compile(r"^\| `(?P<name>[a-z0-9-]+)` \| (?P<system>[^|]+) \| (?P<layer>[^|]+) "
-                  r"\| (?P<severity>critical|warning) \| (?P<fails>.+) \|$")
+_ROW = re.compile(
+    r"^\| `(?P<name>[a-z0-9-]+)` \| (?P<system>[^|]+) \| (?P<layer>[^|]+) "
+    r"\| (?P<severity>critical|warning) \| (?P<fails>.+) \|$"
+)
 
 
 def catalogue() -> dict[str, dict[str, str]]:
@@ -64,8 +66,13 @@ def test_registered_check_has_an_entry_module(name: str) -> None:
     main = ROOT / "functions" / name.replace("-", "_") / "main.py"
     assert main.is_file(), f"{name}: {main.relative_to(ROOT)} is missing"
     tree = ast.parse(main.read_text())
-    assigned: dict[str, ast.expr] = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                                     for target in node.targets if isinstance(target, ast.Name)}
+    assigned: dict[str, ast.expr] = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     assert isinstance(assigned.get("CHECK"), ast.Constant), f"{main}: no CHECK = '<name>'"
     assert assigned["CHECK"].value == name  # type: ignore[attr-defined]
     for entry, factory in (("handler", "make_handler"), ("http", "make_target")):

@@ -33,12 +33,20 @@ EXAMPLES = ("dev", "staging", "prod", "gcp-dev")
 DEPLOYABLE: dict[str, Any] = {
     "environment": "stage1",
     "deploy": {"platform": "aws", "region": "eu-west-1"},
-    "cluster": {"name": "c", "auth": {"mode": "token", "server": "https://k8s.example.test",
-                                      "token": "ssm:/outpost/stage1/token", "ca_data": "Q0E="}},
-    "vigilmon": {"api_key": "secretsmanager:outpost/stage1/vigilmon#key",
-                 "channels": {"page": ["pagerduty"], "notify": ["slack-platform-eng"]}},
-    "checks": {"apiserver-health": {"heartbeat": "ssm:/outpost/stage1/heartbeat/apiserver-health",
-                                    "monitor_id": "42"}},
+    "cluster": {
+        "name": "c",
+        "auth": {
+            "mode": "token",
+            "server": "https://k8s.example.test",
+            "token": "ssm:/outpost/stage1/token",
+            "ca_data": "Q0E=",
+        },
+    },
+    "vigilmon": {
+        "api_key": "secretsmanager:outpost/stage1/vigilmon#key",
+        "channels": {"page": ["pagerduty"], "notify": ["slack-platform-eng"]},
+    },
+    "checks": {"apiserver-health": {"heartbeat": "ssm:/outpost/stage1/heartbeat/apiserver-health", "monitor_id": "42"}},
 }
 EKS = {"mode": "eks", "cluster_name": "c", "region": "eu-west-1", "server": "https://k", "ca_data": "Q0E="}
 
@@ -79,79 +87,156 @@ HB = "checks.apiserver-health.heartbeat"
 
 REFUSED = [
     ("no heartbeat", changed(HB, None), f"{HB}: required for a deployed check"),
-    ("no monitor", changed("checks.apiserver-health.monitor_id", None),
-     "checks.apiserver-health.monitor_id: required"),
+    ("no monitor", changed("checks.apiserver-health.monitor_id", None), "checks.apiserver-health.monitor_id: required"),
     ("critical check cannot page", changed("vigilmon.channels.page", []), "vigilmon.channels.page: required"),
     ("nothing notifies", changed("vigilmon.channels.notify", []), "vigilmon.channels.notify: required"),
     ("no check enabled", changed("checks", {}), "checks: a deployable environment enables at least one check"),
     ("env: secret on Lambda", changed(HB, "env:HEARTBEAT"), f"{HB}: env: references cannot be read on aws"),
-    ("gcpsm: secret on Lambda", changed("vigilmon.api_key", "gcpsm:projects/p/secrets/k"),
-     "vigilmon.api_key: gcpsm: references cannot be read on aws"),
-    ("ssm: outside the stage's scope", changed(HB, "ssm:/outpost/prod/heartbeat/x"),
-     f"{HB}: ssm: name is outside the stage's IAM scope: it must start with /outpost/stage1/"),
-    ("ssm: name without the leading slash", changed(HB, "ssm:outpost/stage1/heartbeat"),
-     f"{HB}: ssm: name is outside the stage's IAM scope"),
-    ("secretsmanager: outside the stage's scope", changed("vigilmon.api_key", "secretsmanager:shared/vigilmon"),
-     "vigilmon.api_key: secretsmanager: name is outside the stage's IAM scope: it must start with outpost/stage1/"),
-    ("secretsmanager: ARN in another region",
-     changed("vigilmon.api_key", "secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:"
-                                 "outpost/stage1/v-AbCdEf"),
-     "vigilmon.api_key: secretsmanager: ARN is in region us-east-1, the stage deploys to eu-west-1"),
-    ("cluster token outside the scope", changed("cluster.auth.token", "ssm:/k8s/token"),
-     "cluster.auth.token: ssm: name is outside the stage's IAM scope"),
-    ("kubeconfig auth on Lambda", changed("cluster.auth", {"mode": "kubeconfig", "path": "~/.kube/config"}),
-     "cluster.auth.mode: kubeconfig cannot authenticate on aws (a kubeconfig file and its exec credential plugins"),
-    ("gke auth on Lambda", changed("cluster.auth", {"mode": "gke", "server": "https://k", "ca_data": "Q0E="}),
-     "cluster.auth.mode: gke cannot authenticate on aws"),
+    (
+        "gcpsm: secret on Lambda",
+        changed("vigilmon.api_key", "gcpsm:projects/p/secrets/k"),
+        "vigilmon.api_key: gcpsm: references cannot be read on aws",
+    ),
+    (
+        "ssm: outside the stage's scope",
+        changed(HB, "ssm:/outpost/prod/heartbeat/x"),
+        f"{HB}: ssm: name is outside the stage's IAM scope: it must start with /outpost/stage1/",
+    ),
+    (
+        "ssm: name without the leading slash",
+        changed(HB, "ssm:outpost/stage1/heartbeat"),
+        f"{HB}: ssm: name is outside the stage's IAM scope",
+    ),
+    (
+        "secretsmanager: outside the stage's scope",
+        changed("vigilmon.api_key", "secretsmanager:shared/vigilmon"),
+        "vigilmon.api_key: secretsmanager: name is outside the stage's IAM scope: it must start with outpost/stage1/",
+    ),
+    (
+        "secretsmanager: ARN in another region",
+        changed(
+            "vigilmon.api_key",
+            "secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:outpost/stage1/v-AbCdEf",
+        ),
+        "vigilmon.api_key: secretsmanager: ARN is in region us-east-1, the stage deploys to eu-west-1",
+    ),
+    (
+        "cluster token outside the scope",
+        changed("cluster.auth.token", "ssm:/k8s/token"),
+        "cluster.auth.token: ssm: name is outside the stage's IAM scope",
+    ),
+    (
+        "kubeconfig auth on Lambda",
+        changed("cluster.auth", {"mode": "kubeconfig", "path": "~/.kube/config"}),
+        "cluster.auth.mode: kubeconfig cannot authenticate on aws (a kubeconfig file and its exec credential plugins",
+    ),
+    (
+        "gke auth on Lambda",
+        changed("cluster.auth", {"mode": "gke", "server": "https://k", "ca_data": "Q0E="}),
+        "cluster.auth.mode: gke cannot authenticate on aws",
+    ),
     ("CA file on this machine", changed("cluster.auth.ca_file", "/etc/ca.crt"), "cluster.auth.ca_file: "),
-    ("role_arn that is no role", changed("cluster.auth", {**EKS, "role_arn": "arn:aws:iam::123456789012:user/u"}),
-     "cluster.auth.role_arn: not an IAM role ARN"),
-    ("KMS alias", changed("deploy.kms_key_arn", "arn:aws:kms:eu-west-1:123456789012:alias/outpost"),
-     "deploy.kms_key_arn: not a KMS key ARN"),
-    ("KMS key in another region", changed("deploy.kms_key_arn", "arn:aws:kms:us-east-1:123456789012:key/1234"),
-     "deploy.kms_key_arn: key is in region us-east-1"),
-    ("failure destination of the wrong kind", changed("deploy.failure_destination", "arn:aws:s3:::bucket"),
-     "deploy.failure_destination: not the ARN of a sqs, sns, lambda, events destination"),
+    (
+        "role_arn that is no role",
+        changed("cluster.auth", {**EKS, "role_arn": "arn:aws:iam::123456789012:user/u"}),
+        "cluster.auth.role_arn: not an IAM role ARN",
+    ),
+    (
+        "KMS alias",
+        changed("deploy.kms_key_arn", "arn:aws:kms:eu-west-1:123456789012:alias/outpost"),
+        "deploy.kms_key_arn: not a KMS key ARN",
+    ),
+    (
+        "KMS key in another region",
+        changed("deploy.kms_key_arn", "arn:aws:kms:us-east-1:123456789012:key/1234"),
+        "deploy.kms_key_arn: key is in region us-east-1",
+    ),
+    (
+        "failure destination of the wrong kind",
+        changed("deploy.failure_destination", "arn:aws:s3:::bucket"),
+        "deploy.failure_destination: not the ARN of a sqs, sns, lambda, events destination",
+    ),
     ("region name", changed("deploy.region", "europe-west1"), "deploy.region: not a aws region name"),
     ("unknown deploy field", changed("deploy.memory", 512), "deploy.memory: Extra inputs are not permitted"),
     ("unknown platform", changed("deploy.platform", "azure"), "deploy.platform: Input should be 'aws' or 'gcf'"),
-    ("run longer than Lambda allows", changed("cluster.deadline_seconds", 840) | {
-        "heartbeat": {"timeout_seconds": 20, "retries": 3, "backoff_seconds": 1}},
-     "cluster.deadline_seconds: deadline + heartbeat worst case (timeout x (1 + retries) + backoffs) = 928 s"),
-    ("ssm: on Cloud Functions", changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
-     f"{HB}: ssm: references cannot be read on gcf (gcf functions have no credentials for that store)"),
-    ("eks auth on Cloud Functions", changed("deploy", {"platform": "gcf", "region": "europe-west1"}) | {
-        "cluster": {"name": "c", "auth": EKS}}, "cluster.auth.mode: eks cannot authenticate on gcf"),
-    ("architecture on Cloud Functions",
-     changed("deploy", {"platform": "gcf", "region": "europe-west1", "architecture": "x86_64"}),
-     "deploy.architecture: AWS only"),
-    ("no project on Cloud Functions", changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
-     "deploy.project: required on gcf"),
-    ("project id shape", changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "My_Project"}),
-     "deploy.project: not a Google Cloud project id"),
+    (
+        "run longer than Lambda allows",
+        changed("cluster.deadline_seconds", 840)
+        | {"heartbeat": {"timeout_seconds": 20, "retries": 3, "backoff_seconds": 1}},
+        "cluster.deadline_seconds: deadline + heartbeat worst case (timeout x (1 + retries) + backoffs) = 928 s",
+    ),
+    (
+        "ssm: on Cloud Functions",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
+        f"{HB}: ssm: references cannot be read on gcf (gcf functions have no credentials for that store)",
+    ),
+    (
+        "eks auth on Cloud Functions",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1"}) | {"cluster": {"name": "c", "auth": EKS}},
+        "cluster.auth.mode: eks cannot authenticate on gcf",
+    ),
+    (
+        "architecture on Cloud Functions",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1", "architecture": "x86_64"}),
+        "deploy.architecture: AWS only",
+    ),
+    (
+        "no project on Cloud Functions",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
+        "deploy.project: required on gcf",
+    ),
+    (
+        "project id shape",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "My_Project"}),
+        "deploy.project: not a Google Cloud project id",
+    ),
     ("project on AWS", changed("deploy.project", "outpost-example"), "deploy.project: Cloud Functions only"),
-    ("a period cron cannot keep", changed("deploy", {"platform": "gcf", "region": "europe-west1",
-                                                     "project": "outpost-example"})
-     | {"checks": {"apiserver-health": {"schedule_minutes": 7, "heartbeat": "gcpsm:projects/p/secrets/h",
-                                        "monitor_id": "1"}}},
-     "checks.apiserver-health.schedule_minutes: 7 cannot be a Cloud Scheduler cron period"),
-    ("service account id too long", renamed("e" + "x" * 16) | {
-        "deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"}},
-     "environment: the invoker service account id 'outpost-exxxxxxxxxxxxxxxx-invoke' would be 32 characters "
-     "(limit 30); environment names of at most 15 characters fit"),
+    (
+        "a period cron cannot keep",
+        changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"})
+        | {
+            "checks": {
+                "apiserver-health": {
+                    "schedule_minutes": 7,
+                    "heartbeat": "gcpsm:projects/p/secrets/h",
+                    "monitor_id": "1",
+                }
+            }
+        },
+        "checks.apiserver-health.schedule_minutes: 7 cannot be a Cloud Scheduler cron period",
+    ),
+    (
+        "service account id too long",
+        renamed("e" + "x" * 16)
+        | {"deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"}},
+        "environment: the invoker service account id 'outpost-exxxxxxxxxxxxxxxx-invoke' would be 32 characters "
+        "(limit 30); environment names of at most 15 characters fit",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("minutes", "cron"), [
-    (1, "* * * * *"), (5, "*/5 * * * *"), (30, "*/30 * * * *"), (60, "0 * * * *"), (120, "0 */2 * * *"),
-    (1440, "0 0 * * *"), (7, None), (90, None), (300, None)])
+@pytest.mark.parametrize(
+    ("minutes", "cron"),
+    [
+        (1, "* * * * *"),
+        (5, "*/5 * * * *"),
+        (30, "*/30 * * * *"),
+        (60, "0 * * * *"),
+        (120, "0 */2 * * *"),
+        (1440, "0 0 * * *"),
+        (7, None),
+        (90, None),
+        (300, None),
+    ],
+)
 def test_cloud_scheduler_cron_runs_every_period_evenly_or_refuses(minutes: int, cron: str | None) -> None:
     assert cron_schedule(minutes) == cron
 
 
 @pytest.mark.parametrize(("case", "document", "expected"), REFUSED, ids=[case for case, _, _ in REFUSED])
 def test_an_incomplete_deployable_environment_is_refused_with_the_path(
-        tmp_path: Path, case: str, document: dict[str, Any], expected: str) -> None:
+    tmp_path: Path, case: str, document: dict[str, Any], expected: str
+) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, document))
     assert any(problem.startswith(expected) for problem in caught.value.problems), (case, caught.value.problems)
@@ -161,7 +246,8 @@ def test_the_environment_name_must_match_its_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, DEPLOYABLE, name="other"))
     assert caught.value.problems == [
-        "environment: 'stage1' must match its file name 'other.yaml' (a stage deploys infra/environments/<stage>.yaml)"]
+        "environment: 'stage1' must match its file name 'other.yaml' (a stage deploys infra/environments/<stage>.yaml)"
+    ]
 
 
 def test_local_is_never_deployable(tmp_path: Path) -> None:
@@ -180,8 +266,10 @@ def test_a_long_environment_name_is_refused_by_the_names_it_would_generate(tmp_p
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, renamed(name)))
     role = f"outpost-{name}-eu-west-1-lambdaRole"
-    assert (f"environment: the IAM role name {role!r} would be 68 characters (limit 64); environment names of at "
-            "most 35 characters fit") in caught.value.problems
+    assert (
+        f"environment: the IAM role name {role!r} would be 68 characters (limit 64); environment names of at "
+        "most 35 characters fit"
+    ) in caught.value.problems
     # outpost-<39>-apiserver-health is exactly 64 characters: the function name itself still fits.
     assert not [p for p in caught.value.problems if "Lambda function name" in p]
     # The longest name that fits every generated name for this region and check passes.
@@ -214,10 +302,15 @@ def every_check_enabled() -> dict[str, Any]:
     local = yaml.safe_load(environment_file("local", REPO).read_text())["checks"]
     document = copy.deepcopy(DEPLOYABLE)
     document["checks"] = {
-        name: {"heartbeat": f"ssm:/outpost/stage1/heartbeat/{name}", "monitor_id": str(index),
-               "schedule_minutes": 1 + index % 7, "tolerated_misses": 1 + index % 3,
-               **({"params": local[name]["params"]} if "params" in (local.get(name) or {}) else {})}
-        for index, name in enumerate(registry.names())}
+        name: {
+            "heartbeat": f"ssm:/outpost/stage1/heartbeat/{name}",
+            "monitor_id": str(index),
+            "schedule_minutes": 1 + index % 7,
+            "tolerated_misses": 1 + index % 3,
+            **({"params": local[name]["params"]} if "params" in (local.get(name) or {}) else {}),
+        }
+        for index, name in enumerate(registry.names())
+    }
     return document
 
 
@@ -262,8 +355,9 @@ def document_of(tmp_path: Path, source: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("environment", EXAMPLES)
-def test_outpost_monitors_prints_yaml_and_json_without_a_secret(environment: str,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_outpost_monitors_prints_yaml_and_json_without_a_secret(
+    environment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["monitors", "--env", environment]) == 0
     as_yaml = yaml.safe_load(capsys.readouterr().out)
     assert cli.main(["monitors", "--env", environment, "--format", "json"]) == 0

@@ -124,8 +124,7 @@ def test_event_field_types_are_strict(fields: dict[str, object], reason: str) ->
 
 def test_a_large_base64_body_is_decoded_only_as_far_as_the_cap() -> None:
     encoded = base64.b64encode(b" " * (10 * MAX_BODY_BYTES)).decode()
-    event = {"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "isBase64Encoded": True,
-             "body": encoded}
+    event = {"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "isBase64Encoded": True, "body": encoded}
     request = parse_lambda_event(event)
     assert isinstance(request, HttpRequest)
     assert len(request.body) == MAX_BODY_BYTES + 1

@@ -13,9 +13,13 @@ from outpost.kube.paths import LEASES, NODES, PODS, collection_path, object_path
 
 
 def pod(name: str, namespace: str, node: str, **labels: str) -> dict[str, Any]:
-    return {"kind": "Pod", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"nodeName": node},
+        "status": {"phase": "Running"},
+    }
 
 
 @pytest.fixture
@@ -73,9 +77,17 @@ def test_list_all_namespaces_and_selectors(api: FakeApiServer) -> None:
 def test_metadata_only_list(api: FakeApiServer) -> None:
     with fake_cluster(api) as cluster:
         items = cluster.list(collection_path(PODS, "kruise-system"), metadata_only=True)
-    assert items == [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                      "metadata": {"name": "kruise-daemon-0", "namespace": "kruise-system",
-                                   "labels": {"control-plane": "daemon"}}}]
+    assert items == [
+        {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": {
+                "name": "kruise-daemon-0",
+                "namespace": "kruise-system",
+                "labels": {"control-plane": "daemon"},
+            },
+        }
+    ]
 
 
 @pytest.mark.parametrize(

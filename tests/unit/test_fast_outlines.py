@@ -75,11 +75,15 @@ def _listed(view: type[View], bodies: list[bytes], *, mirrored: bool = True) -> 
         by_token[json.loads(body)["metadata"]["continue"]] = index + 1
 
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=bodies[by_token[request.url.params.get("continue", "")]],
-                              headers={"Content-Type": "application/json"})
+        return httpx.Response(
+            200,
+            content=bodies[by_token[request.url.params.get("continue", "")]],
+            headers={"Content-Type": "application/json"},
+        )
 
-    with Cluster("test", "https://test.invalid", verify=ssl.create_default_context(),
-                 transport=httpx.MockTransport(handler)) as cluster:
+    with Cluster(
+        "test", "https://test.invalid", verify=ssl.create_default_context(), transport=httpx.MockTransport(handler)
+    ) as cluster:
         if mirrored:
             return list(cluster.iter_list_as(view, "/list"))
         with pytest.MonkeyPatch.context() as patch:
@@ -88,8 +92,9 @@ def _listed(view: type[View], bodies: list[bytes], *, mirrored: bool = True) -> 
 
 
 def _page(items: list[Any], token: str = "") -> bytes:
-    return json.dumps({"kind": "List", "metadata": {"resourceVersion": "7", "continue": token},
-                       "items": items}, ensure_ascii=False).encode()
+    return json.dumps(
+        {"kind": "List", "metadata": {"resourceVersion": "7", "continue": token}, "items": items}, ensure_ascii=False
+    ).encode()
 
 
 def _captured() -> Iterator[tuple[str, str, list[Any]]]:
@@ -122,13 +127,17 @@ def test_the_benchmarks_generated_pages_reduce_to_the_records_the_views_give(kin
     bodies = pages(kind, 1000, 250)
     records = [reduce(item, WHERE) for item in _listed(view, bodies)]
     assert records == [reduce(item, WHERE) for item in _listed(view, bodies, mirrored=False)]
-    assert records == [reduce(parse(view, item, WHERE), WHERE) for body in bodies[:1]
-                       for item in json.loads(body)["items"]] + records[250:]
+    assert (
+        records
+        == [reduce(parse(view, item, WHERE), WHERE) for body in bodies[:1] for item in json.loads(body)["items"]]
+        + records[250:]
+    )
 
 
 def test_page_metadata_reads_the_same() -> None:
-    body = json.dumps({"metadata": {"continue": "tok", "resourceVersion": "42", "remainingItemCount": 3},
-                       "items": []}).encode()
+    body = json.dumps(
+        {"metadata": {"continue": "tok", "resourceVersion": "42", "remainingItemCount": 3}, "items": []}
+    ).encode()
     fast = fast_outlines.page_decoder(NodeOutline)
     assert fast is not None
     page = fast.decode(body)
@@ -138,12 +147,19 @@ def test_page_metadata_reads_the_same() -> None:
 
 
 MIRRORED: list[tuple[type[Any], type[msgspec.Struct]]] = [
-    (ObjectMeta, FastObjectMeta), (OwnerReference, FastOwnerReference), (Condition, FastCondition),
-    (NodeOutline, FastNodeOutline), (NodeSchedulingSpec, FastNodeSchedulingSpec),
-    (NodeReadinessStatus, FastNodeReadinessStatus), (PodOutline, FastPodOutline),
-    (PodPlacementSpec, FastPodPlacementSpec), (PodReadinessStatus, FastPodReadinessStatus),
-    (NodeMetricOutline, FastNodeMetricOutline), (NodeUsageStatus, FastNodeUsageStatus),
-    (_ListMeta, FastListMeta), (ListPage, FastPage),
+    (ObjectMeta, FastObjectMeta),
+    (OwnerReference, FastOwnerReference),
+    (Condition, FastCondition),
+    (NodeOutline, FastNodeOutline),
+    (NodeSchedulingSpec, FastNodeSchedulingSpec),
+    (NodeReadinessStatus, FastNodeReadinessStatus),
+    (PodOutline, FastPodOutline),
+    (PodPlacementSpec, FastPodPlacementSpec),
+    (PodReadinessStatus, FastPodReadinessStatus),
+    (NodeMetricOutline, FastNodeMetricOutline),
+    (NodeUsageStatus, FastNodeUsageStatus),
+    (_ListMeta, FastListMeta),
+    (ListPage, FastPage),
 ]
 
 
@@ -174,16 +190,37 @@ def _at(item: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[s
     return item
 
 
-TIMES = ["2026-12-05T17:09:27", "null", 30000000000, 1764954567, "1764954567", "2026-12-05T17:09:27.9999999Z",
-         "2026-12-05T17:09:27.123456789012345+02:00", "2026-12-05T17:09:27+0200", "2026-12-05 17:09:27Z",
-         "2026-12-05t17:09:27z", "2026-12-05", "2026-12-05T17:09Z", "2026-12-05T17:09:27,5Z",
-         "2026-12-05T23:59:60Z", "9999-12-31T23:59:59.9999999Z", "2026-12-05T17:09:27.Z", None, True, ""]
+TIMES = [
+    "2026-12-05T17:09:27",
+    "null",
+    30000000000,
+    1764954567,
+    "1764954567",
+    "2026-12-05T17:09:27.9999999Z",
+    "2026-12-05T17:09:27.123456789012345+02:00",
+    "2026-12-05T17:09:27+0200",
+    "2026-12-05 17:09:27Z",
+    "2026-12-05t17:09:27z",
+    "2026-12-05",
+    "2026-12-05T17:09Z",
+    "2026-12-05T17:09:27,5Z",
+    "2026-12-05T23:59:60Z",
+    "9999-12-31T23:59:59.9999999Z",
+    "2026-12-05T17:09:27.Z",
+    None,
+    True,
+    "",
+]
 INTS = ["40", 40.0, "40.0", "1e3", " 40", True, 2**70, 40.5, None]
 BOOLS = ["true", "True", "yes", "1", 1, 0, 2, 1.0, "on", None]
 STRINGS = [5, None, True, "\u00e9", "\\ud83d\\ude00", ""]
 TIME_PATHS: dict[str, list[tuple[str | int, ...]]] = {
-    "node": [("metadata", "creationTimestamp"), ("metadata", "deletionTimestamp"),
-             ("status", "conditions", 0, "lastHeartbeatTime"), ("status", "conditions", 0, "lastTransitionTime")],
+    "node": [
+        ("metadata", "creationTimestamp"),
+        ("metadata", "deletionTimestamp"),
+        ("status", "conditions", 0, "lastHeartbeatTime"),
+        ("status", "conditions", 0, "lastTransitionTime"),
+    ],
     "pod": [("metadata", "deletionTimestamp"), ("status", "conditions", 0, "lastProbeTime")],
     "nodemetric": [("status", "updateTime"), ("metadata", "creationTimestamp")],
 }
@@ -194,21 +231,39 @@ MUTATIONS: list[tuple[str, tuple[str | int, ...], Any]] = [
     *[("node", ("spec", "unschedulable"), value) for value in BOOLS],
     *[("node", ("metadata", "ownerReferences"), [{"controller": value}]) for value in BOOLS],
     *[("node", ("status", "allocatable", "cpu"), value) for value in [32, 32.0, 32.5, "32", True, 2**70, None]],
-    *[("pod", path, value) for path in [("metadata", "name"), ("spec", "nodeName"), ("status", "phase"),
-                                        ("metadata", "labels", "app"), ("status", "conditions", 0, "status")]
-      for value in STRINGS],
-    *[(kind, path, "x") for kind, path in [
-        ("pod", ("spec", "node_name")), ("pod", ("metadata", "deletion_timestamp")),
-        ("pod", ("status", "conditions", 0, "last_transition_time")), ("node", ("api_version",)),
-        ("node", ("metadata", "owner_references")), ("nodemetric", ("status", "update_time")),
-        ("nodemetric", ("status", "node_metric"))]],
-    ("pod", ("spec", "node_name"), "n-elsewhere"), ("pod", ("spec",), {"node_name": "n9"}),
+    *[
+        ("pod", path, value)
+        for path in [
+            ("metadata", "name"),
+            ("spec", "nodeName"),
+            ("status", "phase"),
+            ("metadata", "labels", "app"),
+            ("status", "conditions", 0, "status"),
+        ]
+        for value in STRINGS
+    ],
+    *[
+        (kind, path, "x")
+        for kind, path in [
+            ("pod", ("spec", "node_name")),
+            ("pod", ("metadata", "deletion_timestamp")),
+            ("pod", ("status", "conditions", 0, "last_transition_time")),
+            ("node", ("api_version",)),
+            ("node", ("metadata", "owner_references")),
+            ("nodemetric", ("status", "update_time")),
+            ("nodemetric", ("status", "node_metric")),
+        ]
+    ],
+    ("pod", ("spec", "node_name"), "n-elsewhere"),
+    ("pod", ("spec",), {"node_name": "n9"}),
     ("nodemetric", ("status",), {"update_time": "2026-12-05T17:09:27Z"}),
     ("node", ("metadata", "resource_version"), "9"),
     ("nodemetric", ("status", "updateTime"), "2026-12-05T17:09:27.1234567+02:00"),
     ("nodemetric", ("status", "nodeMetric", "nodeUsage", "resources", "cpu"), 2**70),
     ("nodemetric", ("status", "nodeMetric", "nodeUsage", "resources", "cpu"), 1.5),
-    ("node", ("status", "conditions"), None), ("node", ("metadata",), None), ("pod", ("status",), []),
+    ("node", ("status", "conditions"), None),
+    ("node", ("metadata",), None),
+    ("pod", ("status",), []),
 ]
 
 
@@ -219,13 +274,22 @@ def _outcome(view: type[View], reduce: Callable[[Any, str], object], body: bytes
         return f"MalformedResponse: {error}"
 
 
-@pytest.mark.parametrize(("kind", "path", "value"), MUTATIONS,
-                         ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS])
-def test_a_page_reads_as_its_view_reads_it_whatever_a_field_holds(kind: str, path: tuple[str | int, ...],
-                                                                  value: Any) -> None:
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    MUTATIONS,
+    ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS],
+)
+def test_a_page_reads_as_its_view_reads_it_whatever_a_field_holds(
+    kind: str, path: tuple[str | int, ...], value: Any
+) -> None:
     view, reduce, _ = KINDS[kind]
-    item = next(found for found_kind, _, items in CAPTURED if found_kind == kind for found in items
-                if kind != "pod" or found.get("status", {}).get("conditions"))
+    item = next(
+        found
+        for found_kind, _, items in CAPTURED
+        if found_kind == kind
+        for found in items
+        if kind != "pod" or found.get("status", {}).get("conditions")
+    )
     body = _page([_at(item, path, value)]).replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
     assert _outcome(view, reduce, body, mirrored=True) == _outcome(view, reduce, body, mirrored=False)
 
@@ -237,21 +301,25 @@ def test_a_zoneless_time_where_the_view_wants_a_zone_is_malformed(field: str) ->
         _listed(PodOutline, [_page([item])])
 
 
-@pytest.mark.parametrize("body", [
-    b'{"items": [{"metadata": {"name": "n1"}, "status": {"images": ["\xff"]}}]}',  # msgspec skips without checking
-    b'{"items": [{"metadata": {"name": "n1"}, "spec": {"unschedulable": NaN}}]}',
-    b'{"items": [], "metadata": {"continue": 7}}',
-    b'{"items": null}',
-    b'{"items": [' + b"[" * 5000 + b"]" * 5000 + b"]}",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"items": [{"metadata": {"name": "n1"}, "status": {"images": ["\xff"]}}]}',  # msgspec skips without checking
+        b'{"items": [{"metadata": {"name": "n1"}, "spec": {"unschedulable": NaN}}]}',
+        b'{"items": [], "metadata": {"continue": 7}}',
+        b'{"items": null}',
+        b'{"items": [' + b"[" * 5000 + b"]" * 5000 + b"]}",
+    ],
+)
 def test_a_page_the_mirror_refuses_is_the_views_malformed_response(body: bytes) -> None:
     fast = fast_outlines.page_decoder(NodeOutline)
     assert fast is not None
     with pytest.raises(fast_outlines.Refused):
         fast.decode(body)
     assert isinstance(_outcome(NodeOutline, outline_facts, body, mirrored=True), str)
-    assert _outcome(NodeOutline, outline_facts, body, mirrored=True) == _outcome(NodeOutline, outline_facts, body,
-                                                                               mirrored=False)
+    assert _outcome(NodeOutline, outline_facts, body, mirrored=True) == _outcome(
+        NodeOutline, outline_facts, body, mirrored=False
+    )
 
 
 def test_the_known_difference_json_nested_past_pydantics_200_levels_within_the_recursion_limit() -> None:
@@ -259,7 +327,8 @@ def test_the_known_difference_json_nested_past_pydantics_200_levels_within_the_r
     server allows 10,000), and anything deeper than the interpreter goes is refused (test above)."""
     body = b'{"items": [{"metadata": {"name": "n1"}, "x": ' + b"[" * 300 + b"]" * 300 + b"}]}"
     assert _outcome(NodeOutline, outline_facts, body, mirrored=True) == [
-        outline_facts(NodeOutline.model_validate({"metadata": {"name": "n1"}}), WHERE)]
+        outline_facts(NodeOutline.model_validate({"metadata": {"name": "n1"}}), WHERE)
+    ]
     assert "recursion limit" in str(_outcome(NodeOutline, outline_facts, body, mirrored=False))
 
 
@@ -281,8 +350,9 @@ def _followed(view: type[Any], reduce: Callable[[Any, str], object], line: bytes
 
 
 @pytest.mark.parametrize(("kind", "where", "items"), CAPTURED, ids=[f"{k}:{w}" for k, w, _ in CAPTURED])
-def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(kind: str, where: str,
-                                                                               items: list[Any]) -> None:
+def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(
+    kind: str, where: str, items: list[Any]
+) -> None:
     view, reduce, _ = KINDS[kind]
     for event_type in ("ADDED", "MODIFIED", "DELETED"):
         for item in items:
@@ -294,35 +364,69 @@ def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(k
             assert _followed(view, reduce, line, mirrored=True) == (event_type, reduce(parse(view, item, WHERE), WHERE))
 
 
-@pytest.mark.parametrize(("kind", "path", "value"), MUTATIONS,
-                         ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS])
-def test_an_event_reads_as_its_view_reads_it_whatever_a_field_holds(kind: str, path: tuple[str | int, ...],
-                                                                     value: Any) -> None:
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    MUTATIONS,
+    ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS],
+)
+def test_an_event_reads_as_its_view_reads_it_whatever_a_field_holds(
+    kind: str, path: tuple[str | int, ...], value: Any
+) -> None:
     view, reduce, _ = KINDS[kind]
-    item = next(found for found_kind, _, items in CAPTURED if found_kind == kind for found in items
-                if kind != "pod" or found.get("status", {}).get("conditions"))
+    item = next(
+        found
+        for found_kind, _, items in CAPTURED
+        if found_kind == kind
+        for found in items
+        if kind != "pod" or found.get("status", {}).get("conditions")
+    )
     line = _event("MODIFIED", _at(item, path, value)).replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
     assert _followed(view, reduce, line, mirrored=True) == _followed(view, reduce, line, mirrored=False)
 
 
-BOOKMARK = {"kind": "Node", "apiVersion": "v1", "metadata": {
-    "resourceVersion": "5307", "creationTimestamp": None, "annotations": {"k8s.io/initial-events-end": "true"}}}
-GONE = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Expired", "code": 410,
-        "message": "too old resource version: 5 (2599)"}
+BOOKMARK = {
+    "kind": "Node",
+    "apiVersion": "v1",
+    "metadata": {
+        "resourceVersion": "5307",
+        "creationTimestamp": None,
+        "annotations": {"k8s.io/initial-events-end": "true"},
+    },
+}
+GONE = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "reason": "Expired",
+    "code": 410,
+    "message": "too old resource version: 5 (2599)",
+}
 
 
-@pytest.mark.parametrize("line", [
-    _event("BOOKMARK", BOOKMARK),  # as the API server sends it (captured from the sandbox)
-    _event("ERROR", GONE),
-    _event("ERROR", {"kind": "Status", "code": 500, "message": "internal error"}),
-    _event("SYNC", BOOKMARK), _event("added", BOOKMARK), b'{"type": "ADDED"}', b'{"object": {}}',
-    b'{"type": "ADDED", "object": null}', b'{"type": "ADDED", "object": []}', b'[]', b'not json',
-    _event("MODIFIED", {"metadata": {"name": "n1", "resourceVersion": 7}}),
-    b'{"type": "ADDED", "object": {"metadata": {"name": "\xff"}}}',
-], ids=lambda line: line[:60].decode(errors="replace"))
+@pytest.mark.parametrize(
+    "line",
+    [
+        _event("BOOKMARK", BOOKMARK),  # as the API server sends it (captured from the sandbox)
+        _event("ERROR", GONE),
+        _event("ERROR", {"kind": "Status", "code": 500, "message": "internal error"}),
+        _event("SYNC", BOOKMARK),
+        _event("added", BOOKMARK),
+        b'{"type": "ADDED"}',
+        b'{"object": {}}',
+        b'{"type": "ADDED", "object": null}',
+        b'{"type": "ADDED", "object": []}',
+        b"[]",
+        b"not json",
+        _event("MODIFIED", {"metadata": {"name": "n1", "resourceVersion": 7}}),
+        b'{"type": "ADDED", "object": {"metadata": {"name": "\xff"}}}',
+    ],
+    ids=lambda line: line[:60].decode(errors="replace"),
+)
 def test_a_bookmark_an_error_or_a_broken_event_reads_as_the_view_reads_it(line: bytes) -> None:
-    assert _followed(NodeOutline, outline_facts, line, mirrored=True) == _followed(NodeOutline, outline_facts, line,
-                                                                                   mirrored=False)
+    assert _followed(NodeOutline, outline_facts, line, mirrored=True) == _followed(
+        NodeOutline, outline_facts, line, mirrored=False
+    )
 
 
 def test_a_410_error_event_is_gone_and_names_the_status() -> None:

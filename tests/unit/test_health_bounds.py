@@ -61,9 +61,11 @@ def test_a_200_past_the_head_is_not_judged_healthy() -> None:
     result = judge((200, READY), (200, MILLION))
     assert time.monotonic() - started < 1.0
     assert result.status is Status.ERROR
-    assert result.summary == (f"apiserver /readyz: HTTP 200 with an answer of {len(MILLION)} characters, longer than "
-                              f"a health report ({MAX_HEALTH_LINES} lines or {MAX_HEALTH_BYTES} bytes read): "
-                              "not judged")
+    assert result.summary == (
+        f"apiserver /readyz: HTTP 200 with an answer of {len(MILLION)} characters, longer than "
+        f"a health report ({MAX_HEALTH_LINES} lines or {MAX_HEALTH_BYTES} bytes read): "
+        "not judged"
+    )
     assert result.details["readyz"]["truncated"] is True
     assert len(result.details["readyz"]["checks"]) <= MAX_HEALTH_LINES
 

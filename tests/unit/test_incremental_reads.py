@@ -113,9 +113,17 @@ def _many(api: FakeApiServer) -> None:
     api.add(_renamed(_nodes()[0], "added-again"))
 
 
-@pytest.mark.parametrize(("change", "changes"), [
-    (lambda api: None, 0), (_add, 1), (_delete, 1), (_flip, 1), (_many, 6),
-], ids=["nothing", "added", "deleted", "not-ready", "six-changes"])
+@pytest.mark.parametrize(
+    ("change", "changes"),
+    [
+        (lambda api: None, 0),
+        (_add, 1),
+        (_delete, 1),
+        (_flip, 1),
+        (_many, 6),
+    ],
+    ids=["nothing", "added", "deleted", "not-ready", "six-changes"],
+)
 def test_a_warm_read_follows_the_changes_and_equals_a_fresh_list(change: Change, changes: int) -> None:
     api = _api()
     first, how = _read(api)
@@ -139,12 +147,16 @@ def test_follows_run_after_run() -> None:
         assert facts == _listed(api)
 
 
-@pytest.mark.parametrize(("breakage", "named"), [
-    (lambda api: api.forget_changes_before(api.resource_version), "410 Expired"),
-    (lambda api: _without_bookmarks(api), "no bookmark"),
-    (lambda api: setattr(api, "watch_status", 403), "HTTP 403"),
-    (lambda api: setattr(api, "watch_status", 500), "HTTP 500"),
-], ids=["gone-410", "no-bookmark", "watch-forbidden", "server-error"])
+@pytest.mark.parametrize(
+    ("breakage", "named"),
+    [
+        (lambda api: api.forget_changes_before(api.resource_version), "410 Expired"),
+        (lambda api: _without_bookmarks(api), "no bookmark"),
+        (lambda api: setattr(api, "watch_status", 403), "HTTP 403"),
+        (lambda api: setattr(api, "watch_status", 500), "HTTP 500"),
+    ],
+    ids=["gone-410", "no-bookmark", "watch-forbidden", "server-error"],
+)
 def test_a_watch_that_cannot_catch_up_falls_back_to_a_list(breakage: Change, named: str) -> None:
     api = _api()
     _read(api)
@@ -214,8 +226,9 @@ def test_watches_that_cost_more_than_a_list_twice_in_a_row_hand_over_to_lists() 
     assert facts == _listed(api)
 
 
-@pytest.mark.parametrize("options", [{"incremental": False}, {"incremental_max_age_seconds": 0.0}],
-                         ids=["incremental-off", "state-too-old"])
+@pytest.mark.parametrize(
+    "options", [{"incremental": False}, {"incremental_max_age_seconds": 0.0}], ids=["incremental-off", "state-too-old"]
+)
 def test_every_read_is_a_list_when_the_state_cannot_be_followed(options: dict[str, Any]) -> None:
     api = _api()
     _read(api, **options)
@@ -263,9 +276,13 @@ def test_a_resource_version_that_is_not_a_number_is_never_followed() -> None:
         response = original(route, request)
         response.read()
         if b'"resourceVersion"' in response.content and b"watch" not in str(request.url).encode():
-            return type(response)(response.status_code, content=response.content.replace(
-                f'"resourceVersion": "{api.resource_version}"'.encode(), b'"resourceVersion": "opaque-v1"'),
-                headers=response.headers)
+            return type(response)(
+                response.status_code,
+                content=response.content.replace(
+                    f'"resourceVersion": "{api.resource_version}"'.encode(), b'"resourceVersion": "opaque-v1"'
+                ),
+                headers=response.headers,
+            )
         return response
 
     api._list = opaque  # type: ignore[method-assign]
@@ -301,8 +318,12 @@ def test_the_watch_asks_for_bookmarks_from_the_kept_version_with_a_short_timeout
     _flip(api)
     _read(api)
     watch = next(r for r in api.requests if ("watch", "1") in r.query)
-    assert dict(watch.query) == {"watch": "1", "resourceVersion": str(kept), "allowWatchBookmarks": "true",
-                                 "timeoutSeconds": "3"}
+    assert dict(watch.query) == {
+        "watch": "1",
+        "resourceVersion": str(kept),
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "3",
+    }
 
 
 def test_a_view_kept_whole_is_followed_too() -> None:

@@ -40,15 +40,23 @@ CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
     "manager_down_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
     # SIGSTOP: the API server waits on the pod for ever; it answers its own /version, so the silence is the pod's.
     "manager_frozen_koord": (
-        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
-        [f"pod {NS}/{CKX4F} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy",
-         f"pod {NS}/{WJGHZ} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy"]),
+        Status.FAILED,
+        f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
+        [
+            f"pod {NS}/{CKX4F} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy",
+            f"pod {NS}/{WJGHZ} :8000/readyz: no answer within {TIMEOUT:g} s through the API server proxy",
+        ],
+    ),
     "manager_down_koord": (
-        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
-        [f"pod {NS}/{CKX4F} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.3:8000: "
-         "connect: connection refused) (want 200)",
-         f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.4:8000: "
-         "connect: connection refused) (want 200)"]),
+        Status.FAILED,
+        f"{DEPLOYMENT}: 0/2 pods healthy; failing: {CKX4F}, {WJGHZ}",
+        [
+            f"pod {NS}/{CKX4F} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.3:8000: "
+            "connect: connection refused) (want 200)",
+            f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.4:8000: "
+            "connect: connection refused) (want 200)",
+        ],
+    ),
 }
 
 
@@ -63,8 +71,11 @@ def test_every_captured_state_is_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(("state_name", "status", "summary", "errors"),
-                         [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED))
+@pytest.mark.parametrize(
+    ("state_name", "status", "summary", "errors"),
+    [(name, *case) for name, case in CAPTURED.items()],
+    ids=list(CAPTURED),
+)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
@@ -80,9 +91,16 @@ def test_captured_states(state_name: str, status: Status, summary: str, errors: 
 def test_the_frozen_capture_is_an_error_when_the_api_server_is_silent_too() -> None:
     """The same two silent pods, but `/version` unanswered as well: nothing was observed, so no verdict on them."""
     api = serve(load("manager_frozen_koord")).hang(CONTROL_PATH)
-    with fake_cluster(api) as cluster, pytest.raises(ClusterError, match=(
-            f"pod {NS}/{CKX4F} :8000/readyz: no answer within 0.5 s, and the API server itself does not answer: "
-            r".* \(and 1 more endpoint\(s\) not observed\)")):
+    with (
+        fake_cluster(api) as cluster,
+        pytest.raises(
+            ClusterError,
+            match=(
+                f"pod {NS}/{CKX4F} :8000/readyz: no answer within 0.5 s, and the API server itself does not answer: "
+                r".* \(and 1 more endpoint\(s\) not observed\)"
+            ),
+        ),
+    ):
         koord_manager_health.fetch(cluster, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
 
 
@@ -91,26 +109,47 @@ def test_the_kit_serves_only_a_captured_timeout_as_a_hang() -> None:
     (here the API server itself unreachable) is refused by the kit rather than blamed on the pod."""
     state = load("manager_frozen_koord")
     key = f"{NS}/{CKX4F} /readyz"
-    assert state.health[key] == (None, f"ClusterTimeout: GET {pod_proxy(NS, CKX4F, 8000, '/readyz')} on cluster "
-                                       "outpost-sandbox: read timed out after 5.0 s")
+    assert state.health[key] == (
+        None,
+        f"ClusterTimeout: GET {pod_proxy(NS, CKX4F, 8000, '/readyz')} on cluster "
+        "outpost-sandbox: read timed out after 5.0 s",
+    )
     unreachable = (None, "ClusterUnreachable: cannot connect to https://127.0.0.1:6443")
     odd = State(state.name, state.captured_at, state.objects, {**state.health, key: unreachable})
-    with pytest.raises(AssertionError, match=f"{key} was not answered when captured, for a reason the kit cannot "
-                                             "serve: ClusterUnreachable"):
+    with pytest.raises(
+        AssertionError,
+        match=f"{key} was not answered when captured, for a reason the kit cannot serve: ClusterUnreachable",
+    ):
         serve(odd)
 
 
-@pytest.mark.parametrize(("answers", "status", "errors"), [
-    # controller-runtime's failure body (docs/contracts.md) on one pod: the other still serves.
-    ({WJGHZ: (500, "[-]webhook-ready failed: reason withheld\nhealthz check failed\n")}, Status.DEGRADED,
-     [f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld healthz check failed' "
-      "(want 200)"]),
-    # A 200 from something else on the port is not readiness (the check's `expect_body`).
-    ({CKX4F: (200, "[-]not-this-body\n"), WJGHZ: (200, "[-]not-this-body\n")}, Status.FAILED,
-     [f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')" for pod in (CKX4F, WJGHZ)]),
-])
-def test_failing_answers_over_the_healthy_capture(answers: dict[str, tuple[int, str]], status: Status,
-                                                 errors: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("answers", "status", "errors"),
+    [
+        # controller-runtime's failure body (docs/contracts.md) on one pod: the other still serves.
+        (
+            {WJGHZ: (500, "[-]webhook-ready failed: reason withheld\nhealthz check failed\n")},
+            Status.DEGRADED,
+            [
+                f"pod {NS}/{WJGHZ} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld healthz check "
+                f"failed' "
+                "(want 200)"
+            ],
+        ),
+        # A 200 from something else on the port is not readiness (the check's `expect_body`).
+        (
+            {CKX4F: (200, "[-]not-this-body\n"), WJGHZ: (200, "[-]not-this-body\n")},
+            Status.FAILED,
+            [
+                f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')"
+                for pod in (CKX4F, WJGHZ)
+            ],
+        ),
+    ],
+)
+def test_failing_answers_over_the_healthy_capture(
+    answers: dict[str, tuple[int, str]], status: Status, errors: list[str]
+) -> None:
     api = serve(load("healthy"))
     for pod, (code, body) in answers.items():
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), code, body)
@@ -126,8 +165,9 @@ def test_koord_manager_healthz_404_is_not_mistaken_for_readiness() -> None:
         api.respond(pod_proxy(NS, pod, 8000, "/healthz"), 404, "404 page not found\n")
     result = run(api, KoordManagerHealthParams(paths=["/healthz"]))
     assert result.status is Status.FAILED
-    assert result.errors == [f"pod {NS}/{pod} :8000/healthz: HTTP 404 '404 page not found' (want 200)"
-                             for pod in (CKX4F, WJGHZ)]
+    assert result.errors == [
+        f"pod {NS}/{pod} :8000/healthz: HTTP 404 '404 page not found' (want 200)" for pod in (CKX4F, WJGHZ)
+    ]
 
 
 def test_scaled_to_zero_is_failed() -> None:
@@ -144,18 +184,23 @@ def test_scaled_to_zero_is_failed() -> None:
 def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
     result = run(serve(load("healthy")), KoordManagerHealthParams(deployment="koordinator-manager"))
     assert result.status is Status.FAILED
-    assert result.errors == ["deployment koordinator-system/koordinator-manager: not found "
-                             "(want the manager Deployment)"]
+    assert result.errors == [
+        "deployment koordinator-system/koordinator-manager: not found (want the manager Deployment)"
+    ]
 
 
-@pytest.mark.parametrize(("ready_answer", "status"), [
-    ((200, "ok"), Status.OK),
-    # --feature-gates=WebhookFramework=false: no readyz check is registered, so controller-runtime mounts no
-    # /readyz and the port answers 404 everywhere (see the module doc): every pod fails, each named.
-    ((404, "404 page not found\n"), Status.FAILED),
-])
-def test_readyz_without_the_webhook_framework_gate_fails_every_pod(ready_answer: tuple[int, str],
-                                                                    status: Status) -> None:
+@pytest.mark.parametrize(
+    ("ready_answer", "status"),
+    [
+        ((200, "ok"), Status.OK),
+        # --feature-gates=WebhookFramework=false: no readyz check is registered, so controller-runtime mounts no
+        # /readyz and the port answers 404 everywhere (see the module doc): every pod fails, each named.
+        ((404, "404 page not found\n"), Status.FAILED),
+    ],
+)
+def test_readyz_without_the_webhook_framework_gate_fails_every_pod(
+    ready_answer: tuple[int, str], status: Status
+) -> None:
     state = load("healthy")
     api = serve(state)
     for pod in state.pods(NS, MANAGER):
@@ -163,5 +208,6 @@ def test_readyz_without_the_webhook_framework_gate_fails_every_pod(ready_answer:
     result = run(api)
     assert result.status is status
     if status is Status.FAILED:
-        assert result.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 404 '404 page not found' (want 200)"
-                                 for pod in (CKX4F, WJGHZ)]
+        assert result.errors == [
+            f"pod {NS}/{pod} :8000/readyz: HTTP 404 '404 page not found' (want 200)" for pod in (CKX4F, WJGHZ)
+        ]

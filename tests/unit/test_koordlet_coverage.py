@@ -29,13 +29,18 @@ DS = "daemonset koordinator-system/koordlet"
 SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the sandbox's environment opts into
 
 
-def data(state: str, nodes: list[dict[str, Any]] | None = None, pods: list[dict[str, Any]] | None = None,
-         ds: dict[str, Any] | str | None = "captured") -> DaemonCoverageData:
+def data(
+    state: str,
+    nodes: list[dict[str, Any]] | None = None,
+    pods: list[dict[str, Any]] | None = None,
+    ds: dict[str, Any] | str | None = "captured",
+) -> DaemonCoverageData:
     raw_ds = document(state, "koordlet_ds") if ds == "captured" else ds
     return DaemonCoverageData(
         parse(DaemonSet, raw_ds, "t") if isinstance(raw_ds, dict) else None,
         tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "koordlet_pods"))))
+        tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "koordlet_pods"))),
+    )
 
 
 def run(d: DaemonCoverageData, state: str = "healthy", **params: Any) -> Result:
@@ -46,8 +51,10 @@ def test_healthy_sandbox_is_ok_with_classes_counted_apart() -> None:
     result = run(data("healthy"), **SANDBOX)
     assert result.status is Status.OK, result.errors
     assert result.summary == "koordlet ready on all 5 selected nodes (0 real, 5 fake)"
-    assert result.details["coverage_by_class"] == {"real": {"selected": 0, "covered": 0, "uncovered": 0},
-                                                   "fake": {"selected": 5, "covered": 5, "uncovered": 0}}
+    assert result.details["coverage_by_class"] == {
+        "real": {"selected": 0, "covered": 0, "uncovered": 0},
+        "fake": {"selected": 5, "covered": 5, "uncovered": 0},
+    }
 
 
 def test_koordlet_missing_fault_is_caught_although_the_daemonset_says_all_ready() -> None:
@@ -81,8 +88,9 @@ def test_nothing_desired_while_nodes_exist_is_a_failure_not_zero_of_zero() -> No
 
 def test_pod_not_ready_or_terminating_is_named_with_its_state() -> None:
     pods = copy.deepcopy(document("healthy", "koordlet_pods"))
-    pods[0]["status"]["conditions"] = [c | {"status": "False"} if c["type"] == "Ready" else c
-                                       for c in pods[0]["status"]["conditions"]]
+    pods[0]["status"]["conditions"] = [
+        c | {"status": "False"} if c["type"] == "Ready" else c for c in pods[0]["status"]["conditions"]
+    ]
     pods[1]["metadata"]["deletionTimestamp"] = "2026-12-03T13:30:00Z"
     result = run(data("healthy", pods=pods), **SANDBOX)
     assert result.status is Status.FAILED
@@ -116,16 +124,26 @@ def test_virtual_and_cordoned_nodes_are_not_judged_unless_selected() -> None:
     ("nodes", "status", "summary", "by_class"),
     [
         # default: the real nodes; kwok made the koordlet pods on the fake nodes Ready, which proves nothing
-        ({}, Status.OK, "koordlet ready on all 2 selected nodes (2 real)",
-         {"real": {"selected": 2, "covered": 2, "uncovered": 0}}),
-        ({"nodes": {"classes": ["real", "fake"]}}, Status.OK,
-         "koordlet ready on all 4 selected nodes (2 real, 2 fake)",
-         {"real": {"selected": 2, "covered": 2, "uncovered": 0},
-          "fake": {"selected": 2, "covered": 2, "uncovered": 0}}),
+        (
+            {},
+            Status.OK,
+            "koordlet ready on all 2 selected nodes (2 real)",
+            {"real": {"selected": 2, "covered": 2, "uncovered": 0}},
+        ),
+        (
+            {"nodes": {"classes": ["real", "fake"]}},
+            Status.OK,
+            "koordlet ready on all 4 selected nodes (2 real, 2 fake)",
+            {
+                "real": {"selected": 2, "covered": 2, "uncovered": 0},
+                "fake": {"selected": 2, "covered": 2, "uncovered": 0},
+            },
+        ),
     ],
 )
-def test_real_cluster_is_judged_by_its_real_nodes_by_default(nodes: dict[str, Any], status: Status, summary: str,
-                                                             by_class: dict[str, Any]) -> None:
+def test_real_cluster_is_judged_by_its_real_nodes_by_default(
+    nodes: dict[str, Any], status: Status, summary: str, by_class: dict[str, Any]
+) -> None:
     result = run(data("real-cluster"), "real-cluster", **nodes)
     assert result.status is status, result.errors
     assert result.summary == summary
@@ -158,16 +176,26 @@ def test_first_ten_nodes_named_then_counted() -> None:
     ("state", "params", "summary"),
     [
         # the sandbox's nodes are all fake: with the defaults nothing is selected, and the message says how to opt in
-        ("healthy", {}, f"{DS}: no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected); "
-                        "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
-                        "nodes.classes to [real, fake]"),
-        ("real-cluster", {"nodes": {"classes": ["virtual"]}},
-         f"{DS}: no node selected (virtual nodes; 4 nodes read, excluded: 2 class fake not selected, 2 class real "
-         "not selected); KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
-         "nodes.classes to [real, fake]"),
-        ("healthy", {"nodes": {"classes": ["real", "fake"], "label_selector": "zone=a"}},
-         f"{DS}: no node selected (real and fake nodes with labels zone=a; 5 nodes read, excluded: 5 labels do "
-         "not match zone=a)"),
+        (
+            "healthy",
+            {},
+            f"{DS}: no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected); "
+            "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
+            "nodes.classes to [real, fake]",
+        ),
+        (
+            "real-cluster",
+            {"nodes": {"classes": ["virtual"]}},
+            f"{DS}: no node selected (virtual nodes; 4 nodes read, excluded: 2 class fake not selected, 2 class real "
+            "not selected); KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
+            "nodes.classes to [real, fake]",
+        ),
+        (
+            "healthy",
+            {"nodes": {"classes": ["real", "fake"], "label_selector": "zone=a"}},
+            f"{DS}: no node selected (real and fake nodes with labels zone=a; 5 nodes read, excluded: 5 labels do "
+            "not match zone=a)",
+        ),
     ],
 )
 def test_no_node_selected_is_error(state: str, params: dict[str, Any], summary: str) -> None:
@@ -183,8 +211,13 @@ def test_no_node_at_all_is_error() -> None:
 
 def test_fetch_reads_pods_by_selector_in_one_namespace_and_pages() -> None:
     api = serve("koordlet-missing")
-    api.add({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "other", "namespace": "default",
-                                                              "labels": {"koord-app": "koordlet"}}})
+    api.add(
+        {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {"name": "other", "namespace": "default", "labels": {"koord-app": "koordlet"}},
+        }
+    )
     params = KoordletCoverageParams(**SANDBOX)
     with fake_cluster(api, page_size=2) as cluster:
         fetched = koordlet_coverage.fetch(cluster, params)
@@ -205,8 +238,9 @@ def test_fetch_absent_daemonset_and_malformed_node() -> None:
     with fake_cluster(api) as cluster:
         fetched = koordlet_coverage.fetch(cluster, KoordletCoverageParams())
     assert fetched.daemonset is None
-    broken = FakeApiServer().add({"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n1"},
-                                  "spec": {"unschedulable": "maybe"}})
+    broken = FakeApiServer().add(
+        {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n1"}, "spec": {"unschedulable": "maybe"}}
+    )
     with fake_cluster(broken) as cluster, pytest.raises(MalformedResponse, match=r"field spec\.unschedulable"):
         koordlet_coverage.fetch(cluster, KoordletCoverageParams())
 
@@ -221,8 +255,13 @@ def test_five_thousand_nodes_are_read_page_by_page_and_named_within_bounds() -> 
         name = f"node-{i:04d}"
         api.add(node_template | {"metadata": {**node_template["metadata"], "name": name}})
         if i % 500:  # every 500th node has no koordlet
-            api.add(pod_template | {"metadata": {**pod_template["metadata"], "name": f"koordlet-{i:04d}"},
-                                    "spec": {**pod_template["spec"], "nodeName": name}})
+            api.add(
+                pod_template
+                | {
+                    "metadata": {**pod_template["metadata"], "name": f"koordlet-{i:04d}"},
+                    "spec": {**pod_template["spec"], "nodeName": name},
+                }
+            )
     params = KoordletCoverageParams(**SANDBOX)
     with fake_cluster(api, page_size=500) as cluster:
         fetched = koordlet_coverage.fetch(cluster, params)

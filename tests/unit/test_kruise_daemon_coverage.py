@@ -37,17 +37,23 @@ COVERAGE = KruiseDaemonCoverageParams(**SANDBOX)
 PROBING = KruiseDaemonCoverageParams(probe_healthz=True, **SANDBOX)
 
 
-def coverage_data(state: str, nodes: list[dict[str, Any]] | None = None, ds: Any = "captured",
-                  pods: list[dict[str, Any]] | None = None) -> DaemonCoverageData:
+def coverage_data(
+    state: str,
+    nodes: list[dict[str, Any]] | None = None,
+    ds: Any = "captured",
+    pods: list[dict[str, Any]] | None = None,
+) -> DaemonCoverageData:
     raw_ds = document(state, "kruise_daemon_ds") if ds == "captured" else ds
     return DaemonCoverageData(
         parse(DaemonSet, raw_ds, "t") if raw_ds else None,
         tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "kruise_daemon_pods"))))
+        tuple(daemon_pod_of(p) for p in (pods if pods is not None else document(state, "kruise_daemon_pods"))),
+    )
 
 
-def probed(state: str, answers_from: str | None = None, params: KruiseDaemonCoverageParams = PROBING
-           ) -> KruiseDaemonData:
+def probed(
+    state: str, answers_from: str | None = None, params: KruiseDaemonCoverageParams = PROBING
+) -> KruiseDaemonData:
     """The captured state, with the captured node-proxy answers classified as the check would."""
     cover = coverage_data(state)
     answers = healthz(answers_from or state)
@@ -70,10 +76,14 @@ def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:
     with_healthz = run(probed("healthy"), PROBING)
     assert with_healthz.status is Status.OK, with_healthz.errors
     assert with_healthz.summary.endswith("; :10221/healthz healthy on all 5 real and fake nodes probed")
-    assert with_healthz.details["healthz"] == {"classes": ["real", "fake"], "probed": 5, "healthy": 5,
-                                               "by_class": {"real": {"probed": 0, "healthy": 0},
-                                                            "fake": {"probed": 5, "healthy": 5}},
-                                               "not_probed": {}, "failing": []}
+    assert with_healthz.details["healthz"] == {
+        "classes": ["real", "fake"],
+        "probed": 5,
+        "healthy": 5,
+        "by_class": {"real": {"probed": 0, "healthy": 0}, "fake": {"probed": 5, "healthy": 5}},
+        "not_probed": {},
+        "failing": [],
+    }
 
 
 def test_kruise_daemon_missing_fault() -> None:
@@ -87,14 +97,17 @@ def test_kruise_daemon_missing_fault() -> None:
 def test_daemonset_absent_says_feature_gate() -> None:
     result = run(KruiseDaemonData(coverage_data("healthy", ds=None, pods=[])))
     assert result.status is Status.FAILED
-    assert result.summary == (f"{DS} absent (is OpenKruise running with feature gate KruiseDaemon=false?): "
-                              "no kruise-daemon on 5 nodes")
+    assert result.summary == (
+        f"{DS} absent (is OpenKruise running with feature gate KruiseDaemon=false?): no kruise-daemon on 5 nodes"
+    )
 
 
 @pytest.mark.parametrize(
     ("answers", "detail"),
-    [("backend-500-kruise-daemon", "HTTP 500 '[-]ping failed: reason withheld healthz check failed' (want 200)"),
-     ("backend-down-kruise-daemon", "HTTP 503 (error trying to reach service: read tcp")],
+    [
+        ("backend-500-kruise-daemon", "HTTP 500 '[-]ping failed: reason withheld healthz check failed' (want 200)"),
+        ("backend-down-kruise-daemon", "HTTP 503 (error trying to reach service: read tcp"),
+    ],
 )
 def test_healthz_failing_on_every_node(answers: str, detail: str) -> None:
     result = run(probed("healthy", answers_from=answers), PROBING)
@@ -123,21 +136,38 @@ def test_virtual_kubelet_nodes_are_not_expected_to_run_it() -> None:
     ("params", "status", "asked", "summary_end", "errors"),
     [
         # default: coverage and /healthz of the real nodes only; the fake nodes are neither judged nor asked
-        ({}, Status.OK, ["node-a", "node-b"],
-         "kruise-daemon ready on all 2 selected nodes (2 real); :10221/healthz healthy on all 2 real nodes probed",
-         []),
+        (
+            {},
+            Status.OK,
+            ["node-a", "node-b"],
+            "kruise-daemon ready on all 2 selected nodes (2 real); :10221/healthz healthy on all 2 real nodes probed",
+            [],
+        ),
         # fake nodes judged for coverage (kwok made their pods Ready) but not asked: their address is kwok's
-        ({"nodes": {"classes": ["real", "fake"]}}, Status.OK, ["node-a", "node-b"],
-         "; :10221/healthz healthy on all 2 real nodes probed, 2 fake not probed", []),
+        (
+            {"nodes": {"classes": ["real", "fake"]}},
+            Status.OK,
+            ["node-a", "node-b"],
+            "; :10221/healthz healthy on all 2 real nodes probed, 2 fake not probed",
+            [],
+        ),
         # asking them too reaches the kwok controller's pod IP, where nothing listens on 10221
-        ({"nodes": {"classes": ["real", "fake"]}, "healthz_classes": ["real", "fake"]}, Status.FAILED,
-         ["kwok-node-0", "kwok-node-1", "node-a", "node-b"], None,
-         [f"{DS}: node kwok-node-{i} :10221/healthz: HTTP 503 (error trying to reach service: dial tcp "
-          "10.244.2.17:10221: connect: connection refused) (want 200)" for i in (0, 1)]),
+        (
+            {"nodes": {"classes": ["real", "fake"]}, "healthz_classes": ["real", "fake"]},
+            Status.FAILED,
+            ["kwok-node-0", "kwok-node-1", "node-a", "node-b"],
+            None,
+            [
+                f"{DS}: node kwok-node-{i} :10221/healthz: HTTP 503 (error trying to reach service: dial tcp "
+                "10.244.2.17:10221: connect: connection refused) (want 200)"
+                for i in (0, 1)
+            ],
+        ),
     ],
 )
-def test_real_cluster_probes_real_nodes_only_by_default(params: dict[str, Any], status: Status, asked: list[str],
-                                                        summary_end: str | None, errors: list[str]) -> None:
+def test_real_cluster_probes_real_nodes_only_by_default(
+    params: dict[str, Any], status: Status, asked: list[str], summary_end: str | None, errors: list[str]
+) -> None:
     checked = KruiseDaemonCoverageParams(probe_healthz=True, **params)
     answered = probed("real-cluster", params=checked)
     result = run(answered, checked, "real-cluster")
@@ -148,8 +178,9 @@ def test_real_cluster_probes_real_nodes_only_by_default(params: dict[str, Any], 
         assert result.summary.endswith(summary_end)
     by_class = result.details["healthz"]["by_class"]
     assert by_class["real"] == {"probed": 2, "healthy": 2}
-    assert result.details["healthz"]["not_probed"] == ({"fake": 2} if params.get("nodes") and
-                                                       "healthz_classes" not in params else {})
+    assert result.details["healthz"]["not_probed"] == (
+        {"fake": 2} if params.get("nodes") and "healthz_classes" not in params else {}
+    )
 
 
 def test_fetch_never_asks_fake_nodes_by_default() -> None:
@@ -160,7 +191,9 @@ def test_fetch_never_asks_fake_nodes_by_default() -> None:
     with fake_cluster(api) as cluster:
         fetched = kruise_daemon_coverage.fetch(cluster, params)
     assert sorted(r.path for r in api.requests if "/proxy/" in r.path) == [
-        "/api/v1/nodes/node-a:10221/proxy/healthz", "/api/v1/nodes/node-b:10221/proxy/healthz"]
+        "/api/v1/nodes/node-a:10221/proxy/healthz",
+        "/api/v1/nodes/node-b:10221/proxy/healthz",
+    ]
     assert run(fetched, params, "real-cluster").status is Status.OK
 
 
@@ -169,9 +202,11 @@ def test_healthz_of_no_eligible_node_is_error() -> None:
     params = KruiseDaemonCoverageParams(probe_healthz=True, nodes={"classes": ["fake"]})
     result = run(KruiseDaemonData(coverage_data("healthy")), params)
     assert result.status is Status.ERROR
-    assert result.summary == (f"{DS}: probe_healthz is on, but no selected node (fake nodes) is of healthz_classes "
-                              "(real): no :10221/healthz to ask; add fake to healthz_classes only where something "
-                              "answers for fake nodes")
+    assert result.summary == (
+        f"{DS}: probe_healthz is on, but no selected node (fake nodes) is of healthz_classes "
+        "(real): no :10221/healthz to ask; add fake to healthz_classes only where something "
+        "answers for fake nodes"
+    )
 
 
 def test_fetch_probes_only_when_opted_in_and_only_covered_nodes() -> None:
@@ -190,8 +225,11 @@ def test_fetch_probes_only_when_opted_in_and_only_covered_nodes() -> None:
 
 def test_fetch_without_nodes_proxy_right_is_error_and_hang_is_failure() -> None:
     api = serve("healthy")
-    api.respond("/api/v1/nodes/kwok-node-0:10221/proxy/healthz", 403,
-                {"kind": "Status", "code": 403, "message": "nodes \"kwok-node-0\" is forbidden"})
+    api.respond(
+        "/api/v1/nodes/kwok-node-0:10221/proxy/healthz",
+        403,
+        {"kind": "Status", "code": 403, "message": 'nodes "kwok-node-0" is forbidden'},
+    )
     with fake_cluster(api) as cluster, pytest.raises(ClusterError, match="403"):
         kruise_daemon_coverage.fetch(cluster, PROBING)
     api = serve("healthy")

@@ -41,17 +41,23 @@ KMRH9, ZF4BW = "kruise-controller-manager-cf4747b9-kmrh9", "kruise-controller-ma
 CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
     "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
     "scaled_to_zero_kruise": (
-        Status.FAILED, f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)",
-        [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"]),
+        Status.FAILED,
+        f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)",
+        [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"],
+    ),
     # The thief's Lease makes the manager exit and restart ready but not leading: /readyz cannot tell.
     "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
     # Both processes killed: the API server cannot dial the port and says so itself (a Status body, 503).
     "manager_down_kruise": (
-        Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: {KMRH9}, {ZF4BW}",
-        [f"pod {NS}/{KMRH9} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.5:8000: "
-         "connect: connection refused) (want 200)",
-         f"pod {NS}/{ZF4BW} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.6:8000: "
-         "connect: connection refused) (want 200)"]),
+        Status.FAILED,
+        f"{DEPLOYMENT}: 0/2 pods healthy; failing: {KMRH9}, {ZF4BW}",
+        [
+            f"pod {NS}/{KMRH9} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.5:8000: "
+            "connect: connection refused) (want 200)",
+            f"pod {NS}/{ZF4BW} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.6:8000: "
+            "connect: connection refused) (want 200)",
+        ],
+    ),
     # Aimed at koord-manager: kruise-manager is not touched (the hanging koord pods are never asked).
     "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
     "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
@@ -71,8 +77,11 @@ def test_every_captured_state_is_known_to_the_kit_and_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(("state_name", "status", "summary", "errors"),
-                         [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED))
+@pytest.mark.parametrize(
+    ("state_name", "status", "summary", "errors"),
+    [(name, *case) for name, case in CAPTURED.items()],
+    ids=list(CAPTURED),
+)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
@@ -93,11 +102,18 @@ def test_a_crash_looping_manager_is_running_but_not_ready_in_the_capture() -> No
         assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
 
 
-@pytest.mark.parametrize(("sick", "status", "summary"), [
-    (1, Status.DEGRADED, f"{DEPLOYMENT}: 1/2 pods healthy; failing: kruise-controller-manager-cf4747b9-c4wrh"),
-    (2, Status.FAILED, f"{DEPLOYMENT}: 0/2 pods healthy; failing: kruise-controller-manager-cf4747b9-8qm55, "
-                       "kruise-controller-manager-cf4747b9-c4wrh"),
-])
+@pytest.mark.parametrize(
+    ("sick", "status", "summary"),
+    [
+        (1, Status.DEGRADED, f"{DEPLOYMENT}: 1/2 pods healthy; failing: kruise-controller-manager-cf4747b9-c4wrh"),
+        (
+            2,
+            Status.FAILED,
+            f"{DEPLOYMENT}: 0/2 pods healthy; failing: kruise-controller-manager-cf4747b9-8qm55, "
+            "kruise-controller-manager-cf4747b9-c4wrh",
+        ),
+    ],
+)
 def test_the_real_failure_body_fails_each_pod_and_names_it(sick: int, status: Status, summary: str) -> None:
     state = load("healthy")
     failing = state.pods(NS)[-sick:]
@@ -106,8 +122,11 @@ def test_the_real_failure_body_fails_each_pod_and_names_it(sick: int, status: St
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), 500, READYZ_FAILED)
     result = run(api)
     assert (result.status, result.summary) == (status, summary)
-    assert result.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld "
-                             "healthz check failed' (want 200)" for pod in failing]
+    assert result.errors == [
+        f"pod {NS}/{pod} :8000/readyz: HTTP 500 '[-]webhook-ready failed: reason withheld "
+        "healthz check failed' (want 200)"
+        for pod in failing
+    ]
     for pod in state.pods(NS):
         assert [o["verdict"] for o in result.details["pods"][pod]] == ["unhealthy" if pod in failing else "healthy"]
 
@@ -144,8 +163,9 @@ def test_wrong_body_fails_with_the_body_match_and_passes_without() -> None:
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), 200, "[-]not-this-body\n")
     matched = run(api)
     assert matched.status is Status.FAILED
-    assert matched.errors == [f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')"
-                              for pod in state.pods(NS)]
+    assert matched.errors == [
+        f"pod {NS}/{pod} :8000/readyz: HTTP 200 with body '[-]not-this-body' (want 'ok')" for pod in state.pods(NS)
+    ]
     assert run(api, KruiseManagerHealthParams(expect_body=None)).status is Status.OK
 
 
@@ -172,8 +192,10 @@ def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_one
     result = run(api)
     assert result.status is Status.OK
     assert result.summary == f"{DEPLOYMENT}: 1/1 pods answer /readyz"
-    assert result.details["left_out"] == [f"{state.pods(NS)[0]} (terminating)",
-                                          "kruise-controller-manager-cf4747b9-evict (phase Failed)"]
+    assert result.details["left_out"] == [
+        f"{state.pods(NS)[0]} (terminating)",
+        "kruise-controller-manager-cf4747b9-evict (phase Failed)",
+    ]
     pods_list = next(r for r in api.requests if r.path == f"/api/v1/namespaces/{NS}/pods")
     assert pods_list.param("labelSelector") == "control-plane=controller-manager"
     probed = sorted(r.path for r in api.requests if "/proxy/" in r.path)  # concurrent: any order
@@ -199,17 +221,23 @@ def test_tutorial_setup_works_by_configuration() -> None:
     assert api.requests[0].path.endswith(f"/{DEPLOYMENTS.plural}/kruise-controller-manager")
 
 
-@pytest.mark.parametrize(("paths", "status", "failing"), [
-    (["/readyz"], Status.OK, []),
-    (["/healthz"], Status.FAILED, ["/healthz"]),  # the tutorial's and the old default's liveness path
-    (["/healthz", "/readyz"], Status.FAILED, ["/healthz"]),
-])
+@pytest.mark.parametrize(
+    ("paths", "status", "failing"),
+    [
+        (["/readyz"], Status.OK, []),
+        (["/healthz"], Status.FAILED, ["/healthz"]),  # the tutorial's and the old default's liveness path
+        (["/healthz", "/readyz"], Status.FAILED, ["/healthz"]),
+    ],
+)
 def test_healthz_answers_404_on_every_real_pod(paths: list[str], status: Status, failing: list[str]) -> None:
     state = load("healthy")
     result = run(serve(state), KruiseManagerHealthParams(paths=paths))
     assert result.status is status
-    assert result.errors == [f"pod {NS}/{pod} :8000{path}: HTTP 404 '404 page not found' (want 200)"
-                             for pod in state.pods(NS) for path in failing]
+    assert result.errors == [
+        f"pod {NS}/{pod} :8000{path}: HTTP 404 '404 page not found' (want 200)"
+        for pod in state.pods(NS)
+        for path in failing
+    ]
 
 
 def test_the_verbose_readyz_body_is_not_the_plain_ok() -> None:

@@ -28,12 +28,18 @@ DEPLOYMENT = "deployment kruise-system/kruise-controller-manager"
 
 CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
     "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
-    "scaled_to_zero_kruise": (Status.FAILED, f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)",
-                              [f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)"]),
+    "scaled_to_zero_kruise": (
+        Status.FAILED,
+        f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)",
+        [f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)"],
+    ),
     "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
     # Still 2 desired, so no "spec.replicas" in the line: the replicas exist and are not ready.
-    "manager_down_kruise": (Status.FAILED, f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)",
-                            [f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)"]),
+    "manager_down_kruise": (
+        Status.FAILED,
+        f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)",
+        [f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)"],
+    ),
     "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
     "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
 }
@@ -49,8 +55,11 @@ def test_every_captured_state_is_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(("state_name", "status", "summary", "errors"),
-                         [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED))
+@pytest.mark.parametrize(
+    ("state_name", "status", "summary", "errors"),
+    [(name, *case) for name, case in CAPTURED.items()],
+    ids=list(CAPTURED),
+)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     params = KruiseManagerReplicasParams()
@@ -67,17 +76,33 @@ def test_the_captured_zero_is_an_omitted_ready_replicas(state_name: str) -> None
     assert deployment(state_name).status.ready_replicas == 0
 
 
-@pytest.mark.parametrize(("data", "params", "status", "line"), [
-    (deployment(readyReplicas=1), KruiseManagerReplicasParams(), Status.DEGRADED,
-     f"{DEPLOYMENT}: observed 1/2 ready replicas (want 2)"),
-    (deployment(readyReplicas=1), KruiseManagerReplicasParams(min_ready=2), Status.FAILED,
-     f"{DEPLOYMENT}: observed 1 ready replicas (want >= 2)"),
-    (deployment(readyReplicas=3), KruiseManagerReplicasParams(), Status.OK, None),  # surge during a rollout
-    (None, KruiseManagerReplicasParams(), Status.FAILED,
-     f"{DEPLOYMENT}: not found (want the manager Deployment with >= 1 ready replicas)"),
-])
-def test_evaluate_edits_of_the_healthy_deployment(data: Deployment | None, params: KruiseManagerReplicasParams,
-                                                   status: Status, line: str | None) -> None:
+@pytest.mark.parametrize(
+    ("data", "params", "status", "line"),
+    [
+        (
+            deployment(readyReplicas=1),
+            KruiseManagerReplicasParams(),
+            Status.DEGRADED,
+            f"{DEPLOYMENT}: observed 1/2 ready replicas (want 2)",
+        ),
+        (
+            deployment(readyReplicas=1),
+            KruiseManagerReplicasParams(min_ready=2),
+            Status.FAILED,
+            f"{DEPLOYMENT}: observed 1 ready replicas (want >= 2)",
+        ),
+        (deployment(readyReplicas=3), KruiseManagerReplicasParams(), Status.OK, None),  # surge during a rollout
+        (
+            None,
+            KruiseManagerReplicasParams(),
+            Status.FAILED,
+            f"{DEPLOYMENT}: not found (want the manager Deployment with >= 1 ready replicas)",
+        ),
+    ],
+)
+def test_evaluate_edits_of_the_healthy_deployment(
+    data: Deployment | None, params: KruiseManagerReplicasParams, status: Status, line: str | None
+) -> None:
     result = kruise_manager_replicas.evaluate(KruiseManagerReplicasData(data), params, NOW)
     assert result.status is status
     assert result.errors == ([line] if line else [])

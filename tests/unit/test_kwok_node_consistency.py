@@ -23,16 +23,19 @@ from outpost.kube.objects import Lease, parse
 from outpost.result import Result, Status
 
 
-def data(state: str, nodes: list[dict[str, Any]] | None = None,
-         leases: list[dict[str, Any]] | None = None) -> KwokNodeData:
+def data(
+    state: str, nodes: list[dict[str, Any]] | None = None, leases: list[dict[str, Any]] | None = None
+) -> KwokNodeData:
     return KwokNodeData(
         tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(parse(Lease, item, "t") for item in (leases if leases is not None else document(state, "node_leases"))))
+        tuple(parse(Lease, item, "t") for item in (leases if leases is not None else document(state, "node_leases"))),
+    )
 
 
 def run(d: KwokNodeData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:
-    return kwok_node_consistency.evaluate(d, KwokNodeConsistencyParams(**params),
-                                          captured_at(state) + timedelta(seconds=skew))
+    return kwok_node_consistency.evaluate(
+        d, KwokNodeConsistencyParams(**params), captured_at(state) + timedelta(seconds=skew)
+    )
 
 
 def test_healthy_sandbox_is_ok() -> None:
@@ -51,11 +54,15 @@ def test_node_lease_stale_fault_is_caught_on_the_first_run_by_the_duration_bound
     assert result.status is Status.FAILED
     assert result.errors == [
         "lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds 86400, holder outpost-sandbox-fault "
-        "(want <= 600 s: a holder that stopped renewing would look alive for 86400 s)"]
+        "(want <= 600 s: a holder that stopped renewing would look alive for 86400 s)"
+    ]
     # ... and once 600 s have passed without renewal it is stale as well
     later = run(d, "node-lease-stale", skew=600)
-    assert any(e.startswith("lease kube-node-lease/kwok-node-0: observed renewTime") and
-               "(want within 600 s, max_lease_duration_seconds)" in e for e in later.errors)
+    assert any(
+        e.startswith("lease kube-node-lease/kwok-node-0: observed renewTime")
+        and "(want within 600 s, max_lease_duration_seconds)" in e
+        for e in later.errors
+    )
 
 
 def leases_of(duration: int, renewed_seconds_ago: float) -> list[dict[str, Any]]:
@@ -71,19 +78,20 @@ def leases_of(duration: int, renewed_seconds_ago: float) -> list[dict[str, Any]]
 @pytest.mark.parametrize(
     ("duration", "renewed_ago", "status"),
     [
-        (40, 9, Status.OK),      # kwok in-cluster (kustomize/kwok/kwok.yaml), the sandbox's first tier
+        (40, 9, Status.OK),  # kwok in-cluster (kustomize/kwok/kwok.yaml), the sandbox's first tier
         (40, 41, Status.FAILED),  # ... and kwok stopped 41 s ago
-        (160, 39, Status.OK),    # the sandbox's 2,000-node tier
-        (200, 49, Status.OK),    # kwokctl: 40 s x heartbeatFactor 5, renewed every 50 s
+        (160, 39, Status.OK),  # the sandbox's 2,000-node tier
+        (200, 49, Status.OK),  # kwokctl: 40 s x heartbeatFactor 5, renewed every 50 s
         (200, 201, Status.FAILED),  # ... and kwok stopped
-        (400, 99, Status.OK),    # the sandbox's 5,000-node tier
-        (600, 149, Status.OK),   # the bound itself
+        (400, 99, Status.OK),  # the sandbox's 5,000-node tier
+        (600, 149, Status.OK),  # the bound itself
         (601, 1, Status.FAILED),  # past it: named although just renewed
         (86400, 1, Status.FAILED),  # the foreign holder's day
     ],
 )
-def test_lease_durations_of_real_installs_pass_the_default_bound(duration: int, renewed_ago: float,
-                                                                 status: Status) -> None:
+def test_lease_durations_of_real_installs_pass_the_default_bound(
+    duration: int, renewed_ago: float, status: Status
+) -> None:
     result = run(data("healthy", leases=leases_of(duration, renewed_ago)))
     assert result.status is status, result.errors
     assert result.details["long_lease_count"] == (5 if duration > 600 else 0)
@@ -108,17 +116,21 @@ def test_not_ready_missing_and_timeless() -> None:
     del leases[4]["spec"]["leaseDurationSeconds"]
     result = run(data("healthy", nodes=nodes, leases=[lease for i, lease in enumerate(leases) if i != 0]))
     assert result.status is Status.FAILED
-    assert result.errors[:2] == ["node kwok-node-1: observed Ready=Unknown (NodeStatusUnknown) (want Ready=True)",
-                                 "node kwok-node-2: observed no Ready condition (want Ready=True)"]
+    assert result.errors[:2] == [
+        "node kwok-node-1: observed Ready=Unknown (NodeStatusUnknown) (want Ready=True)",
+        "node kwok-node-2: observed no Ready condition (want Ready=True)",
+    ]
     assert "lease kube-node-lease/kwok-node-0: absent (want a node Lease renewed within its duration)" in result.errors
     assert any(e.startswith("lease kube-node-lease/kwok-node-3: observed no renewTime") for e in result.errors)
-    assert any(e.startswith("lease kube-node-lease/kwok-node-4: observed no leaseDurationSeconds")
-               for e in result.errors)
+    assert any(
+        e.startswith("lease kube-node-lease/kwok-node-4: observed no leaseDurationSeconds") for e in result.errors
+    )
     assert result.summary.startswith("KWOK fake nodes (5): 2 not Ready (kwok-node-1, kwok-node-2); ")
 
 
-@pytest.mark.parametrize(("skew", "status"), [(-600, Status.FAILED), (-10, Status.OK), (20, Status.OK),
-                                              (40, Status.FAILED)])
+@pytest.mark.parametrize(
+    ("skew", "status"), [(-600, Status.FAILED), (-10, Status.OK), (20, Status.OK), (40, Status.FAILED)]
+)
 def test_clock_skew(skew: float, status: Status) -> None:
     # healthy Leases were renewed 0.5-10 s before capture: a renewal up to 10 s "in the future" is clock skew and
     # fresh; 600 s ahead is no clock's error, and a holder that stopped would hide until then
@@ -132,8 +144,10 @@ def test_a_renewal_a_day_ahead_is_stale_and_named() -> None:
     assert result.status is Status.FAILED
     line = next(e for e in result.errors if "in the future" in e)
     assert line.startswith(f"lease kube-node-lease/{leases[0]['metadata']['name']}: observed renewTime 86")
-    assert line.endswith("s in the future, holder " + leases[0]["spec"]["holderIdentity"] + " (want at most 10 s "
-                         "ahead of this probe's clock: a holder that stopped would hide until then)")
+    assert line.endswith(
+        "s in the future, holder " + leases[0]["spec"]["holderIdentity"] + " (want at most 10 s "
+        "ahead of this probe's clock: a holder that stopped would hide until then)"
+    )
 
 
 def test_only_selected_nodes_are_judged() -> None:
@@ -176,8 +190,10 @@ def test_fetch_over_kit_label_selector_goes_to_the_server() -> None:
     with fake_cluster(api, page_size=2) as cluster:
         fetched = kwok_node_consistency.fetch(cluster, KwokNodeConsistencyParams())
         assert run(fetched, "node-lease-stale").status is Status.FAILED
-        kwok_node_consistency.fetch(cluster, KwokNodeConsistencyParams.model_validate(
-            {"selector": {"source": "label", "key": "type", "value": "kwok"}}))
+        kwok_node_consistency.fetch(
+            cluster,
+            KwokNodeConsistencyParams.model_validate({"selector": {"source": "label", "key": "type", "value": "kwok"}}),
+        )
     node_lists = [r for r in api.requests if r.path == "/api/v1/nodes"]
     assert {r.param("labelSelector") for r in node_lists} == {None, "type=kwok"}
     assert any(r.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases" for r in api.requests)

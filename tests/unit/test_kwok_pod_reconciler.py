@@ -72,8 +72,11 @@ def nodes() -> list[dict[str, Any]]:
 
 def kwok_made(source: str, name: str) -> dict[str, Any]:
     """A Running pod as captured: its status is what kwok's pod-ready stage wrote."""
-    items = json.loads((FIXTURES / source).read_text())["items"] if source.endswith(".json") else \
-        document("healthy", source)
+    items = (
+        json.loads((FIXTURES / source).read_text())["items"]
+        if source.endswith(".json")
+        else document("healthy", source)
+    )
     return copy.deepcopy(next(p for p in items if p["metadata"]["name"] == name))
 
 
@@ -83,22 +86,33 @@ def pending_before(running: dict[str, Any], since: str) -> dict[str, Any]:
     created_status = json.loads(CREATED_POD.read_text())["status"]
     pod = {key: copy.deepcopy(running[key]) for key in ("metadata", "spec")}
     pod["metadata"]["resourceVersion"] = "100"
-    pod["status"] = {**created_status, "qosClass": running["status"]["qosClass"], "conditions": [
-        {"lastProbeTime": None, "lastTransitionTime": since, "status": "True", "type": "PodScheduled"}]}
+    pod["status"] = {
+        **created_status,
+        "qosClass": running["status"]["qosClass"],
+        "conditions": [{"lastProbeTime": None, "lastTransitionTime": since, "status": "True", "type": "PodScheduled"}],
+    }
     return pod
 
 
-def created_pod(name: str = "a", node: str = "kwok-node-0", namespace: str = "default", since: str = LONG_AGO,
-                **spec: Any) -> dict[str, Any]:
+def created_pod(
+    name: str = "a", node: str = "kwok-node-0", namespace: str = "default", since: str = LONG_AGO, **spec: Any
+) -> dict[str, Any]:
     """The pod the API server answered a create with (readiness gate included), bound to `node` ("" unbound)."""
     pod: dict[str, Any] = json.loads(CREATED_POD.read_text())
-    pod["metadata"] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "100",
-                       "creationTimestamp": since, "labels": pod["metadata"]["labels"]}
+    pod["metadata"] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{name}",
+        "resourceVersion": "100",
+        "creationTimestamp": since,
+        "labels": pod["metadata"]["labels"],
+    }
     pod["spec"] |= spec
     if node:
         pod["spec"]["nodeName"] = node
-        pod["status"]["conditions"] = [{"lastProbeTime": None, "lastTransitionTime": since, "status": "True",
-                                        "type": "PodScheduled"}]
+        pod["status"]["conditions"] = [
+            {"lastProbeTime": None, "lastTransitionTime": since, "status": "True", "type": "PodScheduled"}
+        ]
     return pod
 
 
@@ -157,8 +171,11 @@ class WriteApi:
         params = request.url.params
         if request.method == "GET" and request.url.path == "/api/v1/nodes":
             selector = params.get("labelSelector")
-            chosen = [n for n in self.nodes if not selector
-                      or n["metadata"]["labels"].get(selector.split("=")[0]) == selector.split("=")[1]]
+            chosen = [
+                n
+                for n in self.nodes
+                if not selector or n["metadata"]["labels"].get(selector.split("=")[0]) == selector.split("=")[1]
+            ]
             if "PartialObjectMetadataList" in request.headers["accept"]:
                 items = [{"kind": "PartialObjectMetadata", "metadata": n["metadata"]} for n in chosen]
                 return httpx.Response(200, json={"kind": "PartialObjectMetadataList", "metadata": {}, "items": items})
@@ -166,8 +183,11 @@ class WriteApi:
         if request.method == "GET" and parts[-1] == "pods":
             assert params.get("fieldSelector") == "status.phase=Pending"
             namespace = parts[3] if len(parts) == 5 else None
-            items = [p for (ns, _), p in sorted(self.pods.items()) if p["status"]["phase"] == "Pending"
-                     and namespace in (None, ns)]
+            items = [
+                p
+                for (ns, _), p in sorted(self.pods.items())
+                if p["status"]["phase"] == "Pending" and namespace in (None, ns)
+            ]
             return httpx.Response(200, json={"kind": "PodList", "metadata": {}, "items": items})
         if request.method == "PATCH" and parts[-1] == "status":
             assert request.headers["content-type"] == "application/merge-patch+json"
@@ -199,13 +219,20 @@ class WriteApi:
 
 
 def api_with(*pods: dict[str, Any], node_list: list[dict[str, Any]] | None = None) -> WriteApi:
-    return WriteApi(nodes() if node_list is None else node_list,
-                    {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods})
+    return WriteApi(
+        nodes() if node_list is None else node_list,
+        {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods},
+    )
 
 
 def run(api: WriteApi, params: KwokPodReconcilerParams = PARAMS) -> Any:
-    writer = ClusterWriter("fake", "https://fake.invalid", verify=ssl.create_default_context(),
-                           transport=httpx.MockTransport(api.handler), deadline=Deadline(10))
+    writer = ClusterWriter(
+        "fake",
+        "https://fake.invalid",
+        verify=ssl.create_default_context(),
+        transport=httpx.MockTransport(api.handler),
+        deadline=Deadline(10),
+    )
     with writer:
         data = kwok_pod_reconciler.fetch(writer, params)
     return kwok_pod_reconciler.evaluate(data, params, NOW)
@@ -249,20 +276,36 @@ def test_status_is_the_one_kwok_wrote(source: str, name: str) -> None:
     assert status_errors(written) == []
 
 
-@pytest.mark.parametrize(("conditions", "gates", "expected"), [
-    pytest.param([], [], READY_TYPES, id="created, never bound"),
-    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}], [],
-                 [*READY_TYPES, "PodScheduled"], id="bound: stage conditions first, as kwok's merge puts them"),
-    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}],
-                 [{"conditionType": "KruisePodReady"}], [*READY_TYPES, "KruisePodReady", "PodScheduled"],
-                 id="a readiness gate gets its own True condition"),
-    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"},
-                  {"type": "Ready", "status": "False", "lastTransitionTime": "T0", "reason": "ContainersNotReady"}],
-                 [], ["Initialized", "PodScheduled", "Ready", "ContainersReady"],
-                 id="a condition the pod had keeps its place after the pod's earlier ones"),
-])
-def test_conditions_merge_by_type_as_kwok_patch_merges(conditions: list[dict[str, Any]],
-                                                        gates: list[dict[str, str]], expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("conditions", "gates", "expected"),
+    [
+        pytest.param([], [], READY_TYPES, id="created, never bound"),
+        pytest.param(
+            [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}],
+            [],
+            [*READY_TYPES, "PodScheduled"],
+            id="bound: stage conditions first, as kwok's merge puts them",
+        ),
+        pytest.param(
+            [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"}],
+            [{"conditionType": "KruisePodReady"}],
+            [*READY_TYPES, "KruisePodReady", "PodScheduled"],
+            id="a readiness gate gets its own True condition",
+        ),
+        pytest.param(
+            [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "T0"},
+                {"type": "Ready", "status": "False", "lastTransitionTime": "T0", "reason": "ContainersNotReady"},
+            ],
+            [],
+            ["Initialized", "PodScheduled", "Ready", "ContainersReady"],
+            id="a condition the pod had keeps its place after the pod's earlier ones",
+        ),
+    ],
+)
+def test_conditions_merge_by_type_as_kwok_patch_merges(
+    conditions: list[dict[str, Any]], gates: list[dict[str, str]], expected: list[str]
+) -> None:
     pod = created_pod(node="")
     pod["status"]["conditions"] = conditions
     pod["spec"]["readinessGates"] = gates
@@ -271,68 +314,153 @@ def test_conditions_merge_by_type_as_kwok_patch_merges(conditions: list[dict[str
     for kind in (*READY_TYPES, *(g["conditionType"] for g in gates)):
         had = condition({"conditions": conditions}, kind) or {}
         # what the stage sets is replaced; what it does not set (a reason) stays, as in a strategic merge
-        assert condition(status, kind) == had | {"lastTransitionTime": "2026-12-03T11:45:00Z", "status": "True",
-                                                 "type": kind}
+        assert condition(status, kind) == had | {
+            "lastTransitionTime": "2026-12-03T11:45:00Z",
+            "status": "True",
+            "type": kind,
+        }
     assert condition(status, "PodScheduled") == condition({"conditions": conditions}, "PodScheduled")
 
 
-@pytest.mark.parametrize(("init_containers", "expected"), [
-    pytest.param([], None, id="none: the field is removed, as the template renders it null"),
-    pytest.param([{"name": "setup", "image": "busybox:1.36"}],
-                 [{"image": "busybox:1.36", "name": "setup", "ready": True, "restartCount": 0, "state": {
-                     "terminated": {"exitCode": 0, "finishedAt": "2026-12-03T11:45:00Z", "reason": "Completed",
-                                    "startedAt": "2026-12-03T11:45:00Z"}}}],
-                 id="an init container ran to completion"),
-    pytest.param([{"name": "proxy", "image": "envoy:1.31", "restartPolicy": "Always"}],
-                 [{"image": "envoy:1.31", "name": "proxy", "ready": True, "restartCount": 0, "started": True,
-                   "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}}}],
-                 id="a sidecar (restartPolicy Always) is running"),
-])
-def test_container_statuses_as_the_template_builds_them(init_containers: list[dict[str, Any]],
-                                                        expected: list[dict[str, Any]] | None) -> None:
+@pytest.mark.parametrize(
+    ("init_containers", "expected"),
+    [
+        pytest.param([], None, id="none: the field is removed, as the template renders it null"),
+        pytest.param(
+            [{"name": "setup", "image": "busybox:1.36"}],
+            [
+                {
+                    "image": "busybox:1.36",
+                    "name": "setup",
+                    "ready": True,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 0,
+                            "finishedAt": "2026-12-03T11:45:00Z",
+                            "reason": "Completed",
+                            "startedAt": "2026-12-03T11:45:00Z",
+                        }
+                    },
+                }
+            ],
+            id="an init container ran to completion",
+        ),
+        pytest.param(
+            [{"name": "proxy", "image": "envoy:1.31", "restartPolicy": "Always"}],
+            [
+                {
+                    "image": "envoy:1.31",
+                    "name": "proxy",
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}},
+                }
+            ],
+            id="a sidecar (restartPolicy Always) is running",
+        ),
+    ],
+)
+def test_container_statuses_as_the_template_builds_them(
+    init_containers: list[dict[str, Any]], expected: list[dict[str, Any]] | None
+) -> None:
     pod = created_pod(initContainers=init_containers)
     status = ready_status(pod, ["10.245.0.1"], NOW)
     assert status["initContainerStatuses"] == expected
-    assert status["containerStatuses"] == [{"image": "registry.k8s.io/pause:3.10", "name": "probe", "ready": True,
-                                            "restartCount": 0,
-                                            "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}}}]
+    assert status["containerStatuses"] == [
+        {
+            "image": "registry.k8s.io/pause:3.10",
+            "name": "probe",
+            "ready": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}},
+        }
+    ]
     assert (status["phase"], status["startTime"]) == ("Running", "2026-12-03T11:45:00Z")
 
 
-@pytest.mark.parametrize(("host_network", "host_ips", "expected"), [
-    pytest.param(False, ["10.245.0.1"], {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}]},
-                 id="pod network: host IP only, podIP left to kwok's pool"),
-    pytest.param(True, ["10.245.0.1"], {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}],
-                                        "podIP": "10.245.0.1", "podIPs": [{"ip": "10.245.0.1"}]},
-                 id="hostNetwork: the pod's IPs are the host's"),
-    pytest.param(True, ["10.245.0.1", "fd00::1"],
-                 {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}],
-                  "podIP": "10.245.0.1", "podIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}]},
-                 id="dual-stack node"),
-])
+@pytest.mark.parametrize(
+    ("host_network", "host_ips", "expected"),
+    [
+        pytest.param(
+            False,
+            ["10.245.0.1"],
+            {"hostIP": "10.245.0.1", "hostIPs": [{"ip": "10.245.0.1"}]},
+            id="pod network: host IP only, podIP left to kwok's pool",
+        ),
+        pytest.param(
+            True,
+            ["10.245.0.1"],
+            {
+                "hostIP": "10.245.0.1",
+                "hostIPs": [{"ip": "10.245.0.1"}],
+                "podIP": "10.245.0.1",
+                "podIPs": [{"ip": "10.245.0.1"}],
+            },
+            id="hostNetwork: the pod's IPs are the host's",
+        ),
+        pytest.param(
+            True,
+            ["10.245.0.1", "fd00::1"],
+            {
+                "hostIP": "10.245.0.1",
+                "hostIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}],
+                "podIP": "10.245.0.1",
+                "podIPs": [{"ip": "10.245.0.1"}, {"ip": "fd00::1"}],
+            },
+            id="dual-stack node",
+        ),
+    ],
+)
 def test_ips(host_network: bool, host_ips: list[str], expected: dict[str, Any]) -> None:
     status = ready_status(created_pod(hostNetwork=host_network), host_ips, NOW)
     assert {k: v for k, v in status.items() if k in ("hostIP", "hostIPs", "podIP", "podIPs")} == expected
     assert status_errors(status) == []
 
 
-@pytest.mark.parametrize(("addresses", "expected"), [
-    pytest.param(None, ["10.245.0.1"], id="captured kwok-node-0"),
-    pytest.param([{"type": "Hostname", "address": "n"}], [], id="no IP at all"),
-    pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}], ["203.0.113.7"], id="ExternalIP alone"),
-    pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}, {"type": "InternalIP", "address": "10.0.0.7"}],
-                 ["10.0.0.7"], id="InternalIP before ExternalIP, one per family"),
-    pytest.param([{"type": "InternalIP", "address": "fd00::7"}, {"type": "InternalIP", "address": "10.0.0.7"},
-                  {"type": "InternalIP", "address": "10.0.0.8"}], ["fd00::7", "10.0.0.7"], id="dual-stack"),
-    pytest.param([{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "ExternalIP", "address": "2001:db8::7"}],
-                 ["10.0.0.7", "2001:db8::7"], id="the other family may come from an ExternalIP"),
-    pytest.param([{"type": "InternalIP", "address": "010.000.000.007"}], ["10.0.0.7"],
-                 id="leading zeros read as ParseIPSloppy reads them"),
-    pytest.param([{"type": "InternalIP", "address": "::ffff:10.0.0.7"}, {"type": "InternalIP", "address": "fd00::7"}],
-                 ["10.0.0.7", "fd00::7"], id="IPv4-mapped is IPv4"),
-    pytest.param([{"type": "InternalIP", "address": "kwok-node-0"}, {"type": "InternalIP", "address": "fe80::1%eth0"}],
-                 [], id="not an IP, or with a zone: skipped as Go skips them"),
-])
+@pytest.mark.parametrize(
+    ("addresses", "expected"),
+    [
+        pytest.param(None, ["10.245.0.1"], id="captured kwok-node-0"),
+        pytest.param([{"type": "Hostname", "address": "n"}], [], id="no IP at all"),
+        pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}], ["203.0.113.7"], id="ExternalIP alone"),
+        pytest.param(
+            [{"type": "ExternalIP", "address": "203.0.113.7"}, {"type": "InternalIP", "address": "10.0.0.7"}],
+            ["10.0.0.7"],
+            id="InternalIP before ExternalIP, one per family",
+        ),
+        pytest.param(
+            [
+                {"type": "InternalIP", "address": "fd00::7"},
+                {"type": "InternalIP", "address": "10.0.0.7"},
+                {"type": "InternalIP", "address": "10.0.0.8"},
+            ],
+            ["fd00::7", "10.0.0.7"],
+            id="dual-stack",
+        ),
+        pytest.param(
+            [{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "ExternalIP", "address": "2001:db8::7"}],
+            ["10.0.0.7", "2001:db8::7"],
+            id="the other family may come from an ExternalIP",
+        ),
+        pytest.param(
+            [{"type": "InternalIP", "address": "010.000.000.007"}],
+            ["10.0.0.7"],
+            id="leading zeros read as ParseIPSloppy reads them",
+        ),
+        pytest.param(
+            [{"type": "InternalIP", "address": "::ffff:10.0.0.7"}, {"type": "InternalIP", "address": "fd00::7"}],
+            ["10.0.0.7", "fd00::7"],
+            id="IPv4-mapped is IPv4",
+        ),
+        pytest.param(
+            [{"type": "InternalIP", "address": "kwok-node-0"}, {"type": "InternalIP", "address": "fe80::1%eth0"}],
+            [],
+            id="not an IP, or with a zone: skipped as Go skips them",
+        ),
+    ],
+)
 def test_host_ips_as_kwok_picks_them(addresses: list[dict[str, str]] | None, expected: list[str]) -> None:
     node = captured_nodes()[0]
     if addresses is not None:
@@ -341,6 +469,7 @@ def test_host_ips_as_kwok_picks_them(addresses: list[dict[str, str]] | None, exp
 
 
 # -- which pods are moved -----------------------------------------------------------------------------------------
+
 
 def recent() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -361,17 +490,22 @@ def running(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.parametrize(("make_pod", "left_alone"), [  # made at test time: "too recent" is relative to now
-    pytest.param(lambda: created_pod(), None, id="bound to a fake node, Pending long enough: moved"),
-    pytest.param(lambda: created_pod(node="kwok-node-4", namespace="batch"), None, id="any namespace"),
-    pytest.param(lambda: created_pod(node="real-0"), "not_on_fake_nodes", id="on a node kwok does not manage"),
-    pytest.param(lambda: created_pod(node="gone-node"), "not_on_fake_nodes", id="on a node that does not exist"),
-    pytest.param(lambda: created_pod(node=""), "unbound", id="unbound"),
-    pytest.param(lambda: created_pod(since=recent()), "pending_less_than_min", id="too recent: kwok's to move"),
-    pytest.param(lambda: ready_already(created_pod()), "already_ready", id="Ready already: pod-ready would not match"),
-    pytest.param(lambda: deleting(created_pod()), "", id="being deleted: pod-delete's, not counted"),
-    pytest.param(lambda: running(created_pod()), "", id="not Pending: not even listed"),
-])
+@pytest.mark.parametrize(
+    ("make_pod", "left_alone"),
+    [  # made at test time: "too recent" is relative to now
+        pytest.param(lambda: created_pod(), None, id="bound to a fake node, Pending long enough: moved"),
+        pytest.param(lambda: created_pod(node="kwok-node-4", namespace="batch"), None, id="any namespace"),
+        pytest.param(lambda: created_pod(node="real-0"), "not_on_fake_nodes", id="on a node kwok does not manage"),
+        pytest.param(lambda: created_pod(node="gone-node"), "not_on_fake_nodes", id="on a node that does not exist"),
+        pytest.param(lambda: created_pod(node=""), "unbound", id="unbound"),
+        pytest.param(lambda: created_pod(since=recent()), "pending_less_than_min", id="too recent: kwok's to move"),
+        pytest.param(
+            lambda: ready_already(created_pod()), "already_ready", id="Ready already: pod-ready would not match"
+        ),
+        pytest.param(lambda: deleting(created_pod()), "", id="being deleted: pod-delete's, not counted"),
+        pytest.param(lambda: running(created_pod()), "", id="not Pending: not even listed"),
+    ],
+)
 def test_moves_only_what_pod_ready_would(make_pod: Callable[[], dict[str, Any]], left_alone: str | None) -> None:
     pod = make_pod()
     api = api_with(pod)
@@ -395,17 +529,24 @@ def test_a_moved_pod_is_ready_as_kwok_leaves_it() -> None:
         status = api.pods[("default", name)]["status"]
         assert status["phase"] == "Running"
         assert [c["type"] for c in status["conditions"] if c["status"] == "True"] == [
-            *READY_TYPES, "KruisePodReady", "PodScheduled"]
+            *READY_TYPES,
+            "KruisePodReady",
+            "PodScheduled",
+        ]
         assert [(c["name"], c["ready"], list(c["state"])) for c in status["containerStatuses"]] == [
-            ("probe", True, ["running"])]
+            ("probe", True, ["running"])
+        ]
         assert (status["hostIP"], status.get("podIP")) == (node_ip, pod_ip)
         assert status["qosClass"] == "Burstable"  # the merge patch leaves what it does not name
 
 
-@pytest.mark.parametrize(("owner", "pod_ready", "pod_complete"), [
-    pytest.param("ReplicaSet", False, False, id="kept Running and Ready"),
-    pytest.param("Job", False, True, id="a Job's pod is then completed by kwok"),
-])
+@pytest.mark.parametrize(
+    ("owner", "pod_ready", "pod_complete"),
+    [
+        pytest.param("ReplicaSet", False, False, id="kept Running and Ready"),
+        pytest.param("Job", False, True, id="a Job's pod is then completed by kwok"),
+    ],
+)
 def test_kwok_stages_after_a_move(owner: str, pod_ready: bool, pod_complete: bool) -> None:
     """What kwok does with a moved pod once it returns, by its stages' selectors
     (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/*.yaml`)."""
@@ -417,8 +558,11 @@ def test_kwok_stages_after_a_move(owner: str, pod_ready: bool, pod_complete: boo
     ready = condition(moved["status"], "Ready")
     alive = "deletionTimestamp" not in moved["metadata"]
     assert (alive and moved["status"]["phase"] == "Pending" and (ready or {}).get("status") != "True") is pod_ready
-    assert (alive and moved["status"]["phase"] == "Running"
-            and "Job" in [o["kind"] for o in moved["metadata"]["ownerReferences"]]) is pod_complete
+    assert (
+        alive
+        and moved["status"]["phase"] == "Running"
+        and "Job" in [o["kind"] for o in moved["metadata"]["ownerReferences"]]
+    ) is pod_complete
     # pod-complete's template reads status.containerStatuses[i] for each spec.containers[i]: it must exist
     assert len(moved["status"]["containerStatuses"]) == len(moved["spec"]["containers"])
 
@@ -430,8 +574,10 @@ def test_node_without_address_is_left_to_kwok() -> None:
     result = run(api)
     assert result.status is Status.DEGRADED
     assert result.details["moved"] == ["default/a"]
-    assert result.errors == ["pod default/b: node kwok-node-1 reports no InternalIP or ExternalIP: kwok would use "
-                             "its --node-ip, which this job cannot see (left to kwok)"]
+    assert result.errors == [
+        "pod default/b: node kwok-node-1 reports no InternalIP or ExternalIP: kwok would use "
+        "its --node-ip, which this job cannot see (left to kwok)"
+    ]
     assert api.pods[("default", "b")]["status"]["phase"] == "Pending"
 
 
@@ -463,11 +609,18 @@ def test_bounded_per_run() -> None:
     assert "3 more pod(s) over max_pods 2, left for the next run" in result.errors
 
 
-@pytest.mark.parametrize(("params", "moved", "nodes_query"), [
-    pytest.param({"namespaces": ["batch"]}, ["batch/b"], None, id="namespaces limit what is listed"),
-    pytest.param({"fake_node_source": "label", "fake_node_key": "type", "fake_node_value": "kwok"},
-                 ["batch/b", "default/a"], "type=kwok", id="fake nodes by label, selected by the server"),
-])
+@pytest.mark.parametrize(
+    ("params", "moved", "nodes_query"),
+    [
+        pytest.param({"namespaces": ["batch"]}, ["batch/b"], None, id="namespaces limit what is listed"),
+        pytest.param(
+            {"fake_node_source": "label", "fake_node_key": "type", "fake_node_value": "kwok"},
+            ["batch/b", "default/a"],
+            "type=kwok",
+            id="fake nodes by label, selected by the server",
+        ),
+    ],
+)
 def test_params_limit_what_is_listed(params: dict[str, Any], moved: list[str], nodes_query: str | None) -> None:
     api = api_with(created_pod("a"), created_pod("b", namespace="batch"), created_pod("c", node="real-0"))
     result = run(api, KwokPodReconcilerParams(min_pending_seconds=0, **params))
@@ -479,13 +632,17 @@ def test_params_limit_what_is_listed(params: dict[str, Any], moved: list[str], n
 
 # -- what the API server answers --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("code", "status", "why"), [
-    pytest.param(404, Status.DEGRADED, "gone before it was patched", id="404"),
-    pytest.param(409, Status.DEGRADED, "changed since it was listed (left for the next run)", id="409"),
-    pytest.param(403, Status.ERROR, "patching status to Running failed: ", id="403"),
-    pytest.param(422, Status.ERROR, "patching status to Running failed: ", id="422"),
-    pytest.param(500, Status.ERROR, "patching status to Running failed: ", id="500"),
-])
+
+@pytest.mark.parametrize(
+    ("code", "status", "why"),
+    [
+        pytest.param(404, Status.DEGRADED, "gone before it was patched", id="404"),
+        pytest.param(409, Status.DEGRADED, "changed since it was listed (left for the next run)", id="409"),
+        pytest.param(403, Status.ERROR, "patching status to Running failed: ", id="403"),
+        pytest.param(422, Status.ERROR, "patching status to Running failed: ", id="422"),
+        pytest.param(500, Status.ERROR, "patching status to Running failed: ", id="500"),
+    ],
+)
 def test_refused_writes(code: int, status: Status, why: str) -> None:
     api = api_with(created_pod("a"))
     api.refuse_patch = code
@@ -510,8 +667,9 @@ def test_conflict_from_the_server_is_left_for_the_next_run() -> None:
     result = run(api)
     assert result.status is Status.DEGRADED
     assert result.details["moved"] == []
-    assert result.details["skipped"] == [{"pod": "default/a",
-                                          "why": "changed since it was listed (left for the next run)"}]
+    assert result.details["skipped"] == [
+        {"pod": "default/a", "why": "changed since it was listed (left for the next run)"}
+    ]
 
 
 def drop_conditions(pod: dict[str, Any]) -> None:
@@ -530,26 +688,33 @@ def elsewhere(pod: dict[str, Any]) -> None:
     pod["spec"]["nodeName"] = "kwok-node-3"
 
 
-@pytest.mark.parametrize(("answer", "said"), [
-    pytest.param(still_pending, "phase Pending, Ready True on node kwok-node-0", id="phase not Running"),
-    pytest.param(not_ready, "phase Running, Ready False on node kwok-node-0", id="Ready False"),
-    pytest.param(drop_conditions, "phase Running, Ready (none) on node kwok-node-0", id="no Ready condition"),
-    pytest.param(elsewhere, "phase Running, Ready True on node kwok-node-3", id="another node"),
-])
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        pytest.param(still_pending, "phase Pending, Ready True on node kwok-node-0", id="phase not Running"),
+        pytest.param(not_ready, "phase Running, Ready False on node kwok-node-0", id="Ready False"),
+        pytest.param(drop_conditions, "phase Running, Ready (none) on node kwok-node-0", id="no Ready condition"),
+        pytest.param(elsewhere, "phase Running, Ready True on node kwok-node-3", id="another node"),
+    ],
+)
 def test_the_answer_must_be_a_ready_pod_on_its_node(answer: Callable[[dict[str, Any]], None], said: str) -> None:
     api = api_with(created_pod("a"), created_pod("b"))
     api.answer_with = answer
     result = run(api)
     assert result.status is Status.ERROR
-    assert result.errors == [f"pod default/a: the API server answered {said} (want Running, Ready True on "
-                             f"kwok-node-0)"]
+    assert result.errors == [f"pod default/a: the API server answered {said} (want Running, Ready True on kwok-node-0)"]
     assert result.details["moved"] == []
     assert len(api.writes()) == 1  # the run stopped at the first doubt
 
 
 def test_conflict_and_gone_are_skipped_not_failed() -> None:
-    data = ReconcileData(fake_nodes=3, pending_seen=2, dry_run=False, moved=["default/a"],
-                         skipped=[Skipped("default/b", "changed since it was listed (left for the next run)")])
+    data = ReconcileData(
+        fake_nodes=3,
+        pending_seen=2,
+        dry_run=False,
+        moved=["default/a"],
+        skipped=[Skipped("default/b", "changed since it was listed (left for the next run)")],
+    )
     result = kwok_pod_reconciler.evaluate(data, PARAMS, NOW)
     assert result.status is Status.DEGRADED
     assert result.errors == ["pod default/b: changed since it was listed (left for the next run)"]
@@ -563,8 +728,12 @@ def test_no_fake_node_is_error() -> None:
 
 
 def test_read_only_client_is_refused() -> None:
-    cluster = Cluster("fake", "https://fake.invalid", verify=ssl.create_default_context(),
-                      transport=httpx.MockTransport(lambda r: httpx.Response(500)))
+    cluster = Cluster(
+        "fake",
+        "https://fake.invalid",
+        verify=ssl.create_default_context(),
+        transport=httpx.MockTransport(lambda r: httpx.Response(500)),
+    )
     with cluster, pytest.raises(ClusterError, match="needs a write client"):
         kwok_pod_reconciler.fetch(cluster, PARAMS)
 
@@ -578,6 +747,7 @@ def test_reconciler_rbac_is_exactly_what_the_job_does() -> None:
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
     ]
-    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                                    "name": "outpost-reconciler"}]
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "outpost-reconciler"}
+    ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"] == "outpost-reconciler"

@@ -50,24 +50,46 @@ SCHEDULER_HOLDER = f"{SCHEDULER}_87969e8b-aace-45ee-af77-6cee0e54d7ae"
 
 CAPTURED: dict[str, tuple[Status, list[str]]] = {
     "healthy": (Status.OK, []),
-    "scaled_to_zero_kruise": (Status.FAILED, [
-        "lease kruise-system/kruise-manager: no running pod matches control-plane=controller-manager in kruise-system, "
-        "nobody can renew it (last holder "
-        "kruise-controller-manager-cf4747b9-c4wrh_8d8bae78-0d94-47d6-a8cc-353e85707075, renewed 1 s ago, expires "
-        "within 24 s)"]),
-    "lease_stolen_kruise": (Status.FAILED, [
-        "lease kruise-system/kruise-manager: observed leaseDurationSeconds 3600 held by outpost-fault-thief (want <= "
-        "60 s: nobody would take over for 3600 s after its last renewal, 0 s ago)"]),
+    "scaled_to_zero_kruise": (
+        Status.FAILED,
+        [
+            "lease kruise-system/kruise-manager: no running pod matches control-plane=controller-manager in "
+            "kruise-system, "
+            "nobody can renew it (last holder "
+            "kruise-controller-manager-cf4747b9-c4wrh_8d8bae78-0d94-47d6-a8cc-353e85707075, renewed 1 s ago, expires "
+            "within 24 s)"
+        ],
+    ),
+    "lease_stolen_kruise": (
+        Status.FAILED,
+        [
+            "lease kruise-system/kruise-manager: observed leaseDurationSeconds 3600 held by outpost-fault-thief (want "
+            "<= "
+            "60 s: nobody would take over for 3600 s after its last renewal, 0 s ago)"
+        ],
+    ),
     # 25.19 s: the fault returns as soon as the Lease is past 15 s + 10 s; one decimal keeps it visibly past.
-    "manager_down_kruise": (Status.FAILED, [
-        f"lease kruise-system/kruise-manager: observed renewTime 25.2 s ago {STEADY}; last holder "
-        "kruise-controller-manager-cf4747b9-kmrh9_3934de5e-e57d-49b4-9059-0cdcf3df7cfa"]),
-    "manager_frozen_koord": (Status.FAILED, [
-        f"lease koordinator-system/koordinator-manager: observed renewTime 36.9 s ago {STEADY}; last holder "
-        f"{KOORD_HOLDER}"]),
-    "manager_down_koord": (Status.FAILED, [
-        f"lease koordinator-system/koordinator-manager: observed renewTime 25.2 s ago {STEADY}; last holder "
-        f"{KOORD_HOLDER}"]),
+    "manager_down_kruise": (
+        Status.FAILED,
+        [
+            f"lease kruise-system/kruise-manager: observed renewTime 25.2 s ago {STEADY}; last holder "
+            "kruise-controller-manager-cf4747b9-kmrh9_3934de5e-e57d-49b4-9059-0cdcf3df7cfa"
+        ],
+    ),
+    "manager_frozen_koord": (
+        Status.FAILED,
+        [
+            f"lease koordinator-system/koordinator-manager: observed renewTime 36.9 s ago {STEADY}; last holder "
+            f"{KOORD_HOLDER}"
+        ],
+    ),
+    "manager_down_koord": (
+        Status.FAILED,
+        [
+            f"lease koordinator-system/koordinator-manager: observed renewTime 25.2 s ago {STEADY}; last holder "
+            f"{KOORD_HOLDER}"
+        ],
+    ),
 }
 
 # (state, lease, its candidates, the candidate its holder is matched to) for the Lease each fault is aimed at.
@@ -85,8 +107,12 @@ MATCHED = [
 ]
 
 
-def run(state: State, now: datetime | None = None, params: LeaderLeasesParams = PARAMS,
-        objects: list[dict[str, Any]] | None = None) -> Result:
+def run(
+    state: State,
+    now: datetime | None = None,
+    params: LeaderLeasesParams = PARAMS,
+    objects: list[dict[str, Any]] | None = None,
+) -> Result:
     api = FakeApiServer().add_all(objects if objects is not None else state.objects)
     with fake_cluster(api) as cluster:
         data = leader_leases.fetch(cluster, params)
@@ -115,8 +141,10 @@ def host_network(objects: list[dict[str, Any]], namespace: str) -> list[dict[str
     host network cannot share a node (their container ports are host ports, which the scheduler keeps apart), so the
     i-th pod by name moves to node `<its node>-<i>`: each node names one pod."""
     objects = copy.deepcopy(objects)
-    pods = sorted((o for o in objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == namespace),
-                  key=lambda o: str(o["metadata"]["name"]))
+    pods = sorted(
+        (o for o in objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == namespace),
+        key=lambda o: str(o["metadata"]["name"]),
+    )
     for index, pod in enumerate(pods):
         pod["spec"]["hostNetwork"] = True
         pod["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -141,8 +169,9 @@ def test_every_captured_state_is_judged_here() -> None:
     assert {state for state, *_ in MATCHED} == set(STATES)
 
 
-@pytest.mark.parametrize(("state_name", "status", "errors"), [(name, *case) for name, case in CAPTURED.items()],
-                         ids=list(CAPTURED))
+@pytest.mark.parametrize(
+    ("state_name", "status", "errors"), [(name, *case) for name, case in CAPTURED.items()], ids=list(CAPTURED)
+)
 def test_captured_states(state_name: str, status: Status, errors: list[str]) -> None:
     result = run(load(state_name))
     assert (result.status, result.errors) == (status, errors)
@@ -150,10 +179,14 @@ def test_captured_states(state_name: str, status: Status, errors: list[str]) -> 
     assert (result.details["slack_seconds"], result.details["max_lease_duration_seconds"]) == (10, 60)
 
 
-@pytest.mark.parametrize(("state_name", "lease", "candidates", "holder_pod"), MATCHED,
-                         ids=[f"{state}-{lease.partition('/')[2]}" for state, lease, *_ in MATCHED])
-def test_captured_holders_and_candidates(state_name: str, lease: str, candidates: list[str],
-                                         holder_pod: str | None) -> None:
+@pytest.mark.parametrize(
+    ("state_name", "lease", "candidates", "holder_pod"),
+    MATCHED,
+    ids=[f"{state}-{lease.partition('/')[2]}" for state, lease, *_ in MATCHED],
+)
+def test_captured_holders_and_candidates(
+    state_name: str, lease: str, candidates: list[str], holder_pod: str | None
+) -> None:
     state = load(state_name)
     detail = run(state).details["leases"][lease]
     assert (detail["candidates"], detail["holder_pod"]) == (candidates, holder_pod)
@@ -172,10 +205,16 @@ def test_the_captured_theft_fails_for_its_whole_hour_then_as_expired() -> None:
     for pod in (state.one("Pod", name) for name in KRUISE_LATER):
         assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
     for minutes, line in [
-        (1, "observed leaseDurationSeconds 3600 held by outpost-fault-thief (want <= 60 s: nobody would take over "
-            "for 3600 s after its last renewal, 60 s ago)"),
-        (59, "observed leaseDurationSeconds 3600 held by outpost-fault-thief (want <= 60 s: nobody would take over "
-             "for 3600 s after its last renewal, 3540 s ago)"),
+        (
+            1,
+            "observed leaseDurationSeconds 3600 held by outpost-fault-thief (want <= 60 s: nobody would take over "
+            "for 3600 s after its last renewal, 60 s ago)",
+        ),
+        (
+            59,
+            "observed leaseDurationSeconds 3600 held by outpost-fault-thief (want <= 60 s: nobody would take over "
+            "for 3600 s after its last renewal, 3540 s ago)",
+        ),
         (61, "observed renewTime 3660.0 s ago (want within 3600 s + 10 s slack); last holder outpost-fault-thief"),
     ]:
         result = run(state, stolen_at + timedelta(minutes=minutes), params=only("kruise-manager"))
@@ -189,24 +228,29 @@ def test_the_captured_theft_in_a_cluster_allowing_its_duration_is_a_foreign_hold
     assert result.errors == [
         "lease kruise-system/kruise-manager: holder outpost-fault-thief is not a running candidate (no pod named "
         "outpost-fault-thief, nor a hostNetwork pod on node outpost-fault-thief); 2 candidate(s) "
-        f"({', '.join(KRUISE_LATER)}) should take over"]
+        f"({', '.join(KRUISE_LATER)}) should take over"
+    ]
 
 
 # The holder forms client-go writes (`<hostname>_<uuid>`): the hostname is the pod's name, or with hostNetwork
 # the node's. The pod is the captured holder of kruise-manager; `host_network` gives each pod a node of its own.
-@pytest.mark.parametrize(("holder", "on_host_network", "status", "holder_pod"), [
-    ("{pod}_" + UUID, False, Status.OK, "{pod}"),
-    ("{pod}_" + UUID, True, Status.OK, "{pod}"),
-    ("{pod}", False, Status.OK, "{pod}"),  # no uuid: the whole identity is the hostname
-    ("{node}_" + UUID, True, Status.OK, "{pod}"),
-    ("{NODE}_" + UUID, True, Status.OK, "{pod}"),  # the kubelet lowercases the hostname into the Node name
-    ("{node}_" + UUID, False, Status.DEGRADED, None),  # the node's hostname, but the pods have their own
-    ("kwok-node-9_" + UUID, True, Status.DEGRADED, None),  # a host no candidate runs on
-    ("kruise-controller-manager-cf4747b9-gone1_" + UUID, False, Status.DEGRADED, None),  # replaced pod
-    ("outpost-fault-thief", False, Status.DEGRADED, None),  # a foreign holder within a normal duration
-])
+@pytest.mark.parametrize(
+    ("holder", "on_host_network", "status", "holder_pod"),
+    [
+        ("{pod}_" + UUID, False, Status.OK, "{pod}"),
+        ("{pod}_" + UUID, True, Status.OK, "{pod}"),
+        ("{pod}", False, Status.OK, "{pod}"),  # no uuid: the whole identity is the hostname
+        ("{node}_" + UUID, True, Status.OK, "{pod}"),
+        ("{NODE}_" + UUID, True, Status.OK, "{pod}"),  # the kubelet lowercases the hostname into the Node name
+        ("{node}_" + UUID, False, Status.DEGRADED, None),  # the node's hostname, but the pods have their own
+        ("kwok-node-9_" + UUID, True, Status.DEGRADED, None),  # a host no candidate runs on
+        ("kruise-controller-manager-cf4747b9-gone1_" + UUID, False, Status.DEGRADED, None),  # replaced pod
+        ("outpost-fault-thief", False, Status.DEGRADED, None),  # a foreign holder within a normal duration
+    ],
+)
 def test_holder_is_matched_by_pod_name_or_by_node_for_host_network_pods(
-        holder: str, on_host_network: bool, status: Status, holder_pod: str | None) -> None:
+    holder: str, on_host_network: bool, status: Status, holder_pod: str | None
+) -> None:
     state = load("healthy")
     pod = KRUISE_HEALTHY[1]
     objects = host_network(state.objects, KRUISE) if on_host_network else state.objects
@@ -220,33 +264,44 @@ def test_holder_is_matched_by_pod_name_or_by_node_for_host_network_pods(
         host = identity.rpartition("_")[0] or identity
         assert result.errors == [
             f"lease kruise-system/kruise-manager: holder {identity} is not a running candidate (no pod named {host}, "
-            f"nor a hostNetwork pod on node {host}); 2 candidate(s) ({', '.join(KRUISE_HEALTHY)}) should take over"]
+            f"nor a hostNetwork pod on node {host}); 2 candidate(s) ({', '.join(KRUISE_HEALTHY)}) should take over"
+        ]
 
 
-@pytest.mark.parametrize(("holder", "duration", "bound", "status"), [
-    ("pod", 15, 60.0, Status.OK),  # every upstream Lease
-    ("pod", 59, 60.0, Status.OK),
-    ("pod", 60, 60.0, Status.OK),
-    ("pod", 61, 60.0, Status.FAILED),  # the rightful holder too: a crash would go unnoticed for 61 s
-    ("thief", 60, 60.0, Status.DEGRADED),  # a foreign holder within the bound: a failover is due
-    ("thief", 61, 60.0, Status.FAILED),
-    ("thief", 3600, 60.0, Status.FAILED),  # the Lease theft
-    ("thief", 3600, 3600.0, Status.DEGRADED),  # a cluster that allows it: only the foreign holder is left to see
-])
-def test_a_lease_duration_over_the_bound_fails_on_its_own(holder: str, duration: int, bound: float,
-                                                          status: Status) -> None:
+@pytest.mark.parametrize(
+    ("holder", "duration", "bound", "status"),
+    [
+        ("pod", 15, 60.0, Status.OK),  # every upstream Lease
+        ("pod", 59, 60.0, Status.OK),
+        ("pod", 60, 60.0, Status.OK),
+        ("pod", 61, 60.0, Status.FAILED),  # the rightful holder too: a crash would go unnoticed for 61 s
+        ("thief", 60, 60.0, Status.DEGRADED),  # a foreign holder within the bound: a failover is due
+        ("thief", 61, 60.0, Status.FAILED),
+        ("thief", 3600, 60.0, Status.FAILED),  # the Lease theft
+        ("thief", 3600, 3600.0, Status.DEGRADED),  # a cluster that allows it: only the foreign holder is left to see
+    ],
+)
+def test_a_lease_duration_over_the_bound_fails_on_its_own(
+    holder: str, duration: int, bound: float, status: Status
+) -> None:
     state = load("healthy")
     captured_holder = state.one("Lease", "kruise-manager")["spec"]["holderIdentity"]
     identity = captured_holder if holder == "pod" else "outpost-fault-thief"
-    objects = edited(state.objects, "kruise-manager", holderIdentity=identity, leaseDurationSeconds=duration,
-                     renewTime=format_time(state.captured_at, micro=True))
+    objects = edited(
+        state.objects,
+        "kruise-manager",
+        holderIdentity=identity,
+        leaseDurationSeconds=duration,
+        renewTime=format_time(state.captured_at, micro=True),
+    )
     result = run(state, params=LeaderLeasesParams(max_lease_duration_seconds=bound), objects=objects)
     assert result.status is status, result.errors
     assert result.details["leases"]["kruise-system/kruise-manager"]["lease_duration_seconds"] == duration
     if status is Status.FAILED:
         assert result.errors == [
             f"lease kruise-system/kruise-manager: observed leaseDurationSeconds {duration} held by {identity} "
-            f"(want <= {bound:g} s: nobody would take over for {duration} s after its last renewal, 0 s ago)"]
+            f"(want <= {bound:g} s: nobody would take over for {duration} s after its last renewal, 0 s ago)"
+        ]
 
 
 # Each captured Lease judged alone, `late` seconds after its own captured renewal (the real leaders renew at
@@ -260,8 +315,14 @@ def test_lateness_is_judged_against_duration_plus_slack(lease: str, late: int, s
     assert renewed is not None
     result = run(state, renewed + timedelta(seconds=late), params=only(lease))
     namespace = KRUISE if lease == "kruise-manager" else KOORD
-    assert (result.status, result.errors) == (status, [] if status is Status.OK else [
-        f"lease {namespace}/{lease}: observed renewTime 26.0 s ago {STEADY}; last holder {spec['holderIdentity']}"])
+    assert (result.status, result.errors) == (
+        status,
+        []
+        if status is Status.OK
+        else [
+            f"lease {namespace}/{lease}: observed renewTime 26.0 s ago {STEADY}; last holder {spec['holderIdentity']}"
+        ],
+    )
 
 
 def test_clock_skew_a_renewal_up_to_10_s_in_the_future_is_fresh() -> None:
@@ -279,26 +340,35 @@ def test_a_renewal_further_in_the_future_fails_naming_the_lease_and_how_far(ahea
     renewed = parse_time(spec["renewTime"])
     assert renewed is not None
     result = run(state, renewed - ahead, params=only("kruise-manager"))
-    assert (result.status, result.errors) == (Status.FAILED, [
-        f"lease {KRUISE}/kruise-manager: observed renewTime {ahead.total_seconds():.1f} s in the future (want at "
-        f"most 10 s ahead of this probe's clock: a holder that stopped would hide until then); last holder "
-        f"{spec['holderIdentity']}"])
+    assert (result.status, result.errors) == (
+        Status.FAILED,
+        [
+            f"lease {KRUISE}/kruise-manager: observed renewTime {ahead.total_seconds():.1f} s in the future (want at "
+            f"most 10 s ahead of this probe's clock: a holder that stopped would hide until then); last holder "
+            f"{spec['holderIdentity']}"
+        ],
+    )
     tolerant = only("kruise-manager").model_copy(update={"max_future_skew_seconds": 300})
     assert run(state, renewed - ahead, params=tolerant).status is (
-        Status.OK if ahead <= timedelta(minutes=5) else Status.FAILED)
+        Status.OK if ahead <= timedelta(minutes=5) else Status.FAILED
+    )
 
 
-@pytest.mark.parametrize(("app", "pod", "holder"), [
-    ("koord-scheduler", SCHEDULER, SCHEDULER_HOLDER),
-    ("koord-descheduler", DESCHEDULER, f"{DESCHEDULER}_c2943626-b497-46c2-ae67-a5c7e950d0a2"),
-])
+@pytest.mark.parametrize(
+    ("app", "pod", "holder"),
+    [
+        ("koord-scheduler", SCHEDULER, SCHEDULER_HOLDER),
+        ("koord-descheduler", DESCHEDULER, f"{DESCHEDULER}_c2943626-b497-46c2-ae67-a5c7e950d0a2"),
+    ],
+)
 def test_scheduler_and_descheduler_without_a_running_pod_fail(app: str, pod: str, holder: str) -> None:
     state = load("healthy")
     result = run(state, objects=without(state.objects, "Pod", pod))
     assert result.status is Status.FAILED
     assert result.errors == [
         f"lease koordinator-system/{app}: no running pod matches koord-app={app} in koordinator-system, nobody can "
-        f"renew it (last holder {holder}, renewed 1 s ago, expires within 24 s)"]
+        f"renew it (last holder {holder}, renewed 1 s ago, expires within 24 s)"
+    ]
 
 
 def test_the_leader_pod_deleted_while_the_other_replica_runs_is_degraded() -> None:
@@ -311,14 +381,16 @@ def test_the_leader_pod_deleted_while_the_other_replica_runs_is_degraded() -> No
     assert result.status is Status.DEGRADED
     assert result.errors == [
         f"lease kruise-system/kruise-manager: holder {holder} is not a running candidate (no pod named {leader}, "
-        f"nor a hostNetwork pod on node {leader}); 1 candidate(s) ({other}) should take over"]
+        f"nor a hostNetwork pod on node {leader}); 1 candidate(s) ({other}) should take over"
+    ]
 
 
 def test_fetch_keeps_name_node_and_host_network_of_running_non_terminating_candidates_only() -> None:
     state = load("healthy")
     objects = host_network(state.objects, KRUISE)
-    leaving, finished = (next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == name)
-                         for name in KOORD_MANAGERS)
+    leaving, finished = (
+        next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == name) for name in KOORD_MANAGERS
+    )
     leaving["metadata"]["deletionTimestamp"] = "2026-12-04T18:04:40Z"
     finished["status"]["phase"] = "Failed"
     with fake_cluster(FakeApiServer().add_all(objects)) as cluster:
@@ -326,18 +398,25 @@ def test_fetch_keeps_name_node_and_host_network_of_running_non_terminating_candi
     assert data.candidates[(KOORD, "koord-app=koord-manager")] == []
     assert data.candidates[(KRUISE, "control-plane=controller-manager")] == [
         Candidate(KRUISE_HEALTHY[0], "outpost-sandbox-node-0", host_network=True),
-        Candidate(KRUISE_HEALTHY[1], "outpost-sandbox-node-1", host_network=True)]
+        Candidate(KRUISE_HEALTHY[1], "outpost-sandbox-node-1", host_network=True),
+    ]
     assert data.candidates[(KOORD, "koord-app=koord-scheduler")] == [
-        Candidate(SCHEDULER, "outpost-sandbox-node", host_network=False)]
+        Candidate(SCHEDULER, "outpost-sandbox-node", host_network=False)
+    ]
 
 
-@pytest.mark.parametrize(("spec", "line"), [
-    ({"holderIdentity": None}, "not held (last renewed 1 s ago; want a holder renewing it)"),
-    ({"holderIdentity": None, "renewTime": None}, "not held (never renewed; want a holder renewing it)"),
-    ({"leaseDurationSeconds": None},
-     f"no leaseDurationSeconds (last holder {SCHEDULER_HOLDER}; want renewals within its duration)"),
-    ({"renewTime": None}, f"no renewTime (last holder {SCHEDULER_HOLDER}; want renewals within its duration)"),
-])
+@pytest.mark.parametrize(
+    ("spec", "line"),
+    [
+        ({"holderIdentity": None}, "not held (last renewed 1 s ago; want a holder renewing it)"),
+        ({"holderIdentity": None, "renewTime": None}, "not held (never renewed; want a holder renewing it)"),
+        (
+            {"leaseDurationSeconds": None},
+            f"no leaseDurationSeconds (last holder {SCHEDULER_HOLDER}; want renewals within its duration)",
+        ),
+        ({"renewTime": None}, f"no renewTime (last holder {SCHEDULER_HOLDER}; want renewals within its duration)"),
+    ],
+)
 def test_omitted_fields_fail(spec: dict[str, Any], line: str) -> None:
     state = load("healthy")
     result = run(state, objects=edited(state.objects, "koord-scheduler", **spec))
@@ -358,10 +437,14 @@ def test_several_problems_are_each_named_and_the_worst_wins() -> None:
     gone = f"koord-scheduler-84f47756f8-gone1_{UUID}"
     result = run(state, objects=edited(state.objects, "koord-scheduler", holderIdentity=gone))
     assert result.status is Status.FAILED
-    assert result.summary.startswith(f"2 of 4 leader leases unhealthy: lease koordinator-system/koord-scheduler: "
-                                     f"holder {gone} is not a running candidate")
-    assert [line.split(":")[0] for line in result.errors] == ["lease koordinator-system/koord-scheduler",
-                                                             "lease kruise-system/kruise-manager"]
+    assert result.summary.startswith(
+        f"2 of 4 leader leases unhealthy: lease koordinator-system/koord-scheduler: "
+        f"holder {gone} is not a running candidate"
+    )
+    assert [line.split(":")[0] for line in result.errors] == [
+        "lease koordinator-system/koord-scheduler",
+        "lease kruise-system/kruise-manager",
+    ]
     assert [v["status"] for v in result.details["leases"].values()] == ["ok", "degraded", "ok", "failed"]
 
 
@@ -389,10 +472,17 @@ def test_a_lease_without_holder_selector_is_judged_without_candidates() -> None:
     assert not any(r.path.endswith("/pods") for r in api.requests)
 
 
-@pytest.mark.parametrize("bad", [{"leases": []}, {"leases": [{"name": "x", "namespace": "y", "holder_selector": ""}]},
-                                 {"leases": [{"name": "x", "namespace": "y", "holder_selector": "a in ("}]},
-                                 {"leases": [{"name": "x"}]}, {"slack_seconds": -1},
-                                 {"max_lease_duration_seconds": 0}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"leases": []},
+        {"leases": [{"name": "x", "namespace": "y", "holder_selector": ""}]},
+        {"leases": [{"name": "x", "namespace": "y", "holder_selector": "a in ("}]},
+        {"leases": [{"name": "x"}]},
+        {"slack_seconds": -1},
+        {"max_lease_duration_seconds": 0},
+    ],
+)
 def test_bad_params_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         LeaderLeasesParams.model_validate(bad)

@@ -111,8 +111,13 @@ def test_terminal_safe_keeps_line_breaks_when_meant() -> None:
 
 
 def test_log_line_never_carries_a_raw_control_character() -> None:
-    result = Result(check="c", status=Status.FAILED, summary="etcd\x1b[2J failed \x9b31m\x7f café",
-                    errors=["line \x85 \x9b"], details={"key\x9b": "value\x7f"})
+    result = Result(
+        check="c",
+        status=Status.FAILED,
+        summary="etcd\x1b[2J failed \x9b31m\x7f café",
+        errors=["line \x85 \x9b"],
+        details={"key\x9b": "value\x7f"},
+    )
     buffer = io.StringIO()
     emit_run_log(result, environment="e", stream=buffer)
     line = buffer.getvalue()

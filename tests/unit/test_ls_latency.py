@@ -40,9 +40,12 @@ def judge(*observations: Observation) -> Any:
     ("state", "status", "message"),
     [
         ("healthy", Status.OK, None),
-        ("backend-500", Status.FAILED,
-         "ls endpoint ls-web (service default/ls-web:80 /): observed HTTP 500 'internal server error' in 8 ms "
-         "(want HTTP 200 within 500 ms)"),
+        (
+            "backend-500",
+            Status.FAILED,
+            "ls endpoint ls-web (service default/ls-web:80 /): observed HTTP 500 'internal server error' in 8 ms "
+            "(want HTTP 200 within 500 ms)",
+        ),
         ("backend-down", Status.FAILED, "observed HTTP 503 'error trying to reach service: read tcp"),
         ("backend-slow", Status.FAILED, "observed HTTP 200 in 3007 ms (want within 2000 ms)"),
     ],
@@ -71,8 +74,11 @@ def test_evaluate_captured(state: str, status: Status, message: str | None) -> N
         (Observation(WEB, no_answer="no answer within 2000 ms"), Status.FAILED, "observed no answer within 2000 ms"),
         (Observation(WEB, unobserved="GET ...: HTTP 403"), Status.ERROR, "not observed: GET ...: HTTP 403"),
         (Observation(LsEndpoint(name="w", proxy_path=PROXY, expected_status=302), 302, 5, ""), Status.OK, None),
-        (Observation(LsEndpoint(name="w", proxy_path=PROXY, expect_body="ready"), 200, 5, "ok\n"), Status.FAILED,
-         "without 'ready' in the body"),
+        (
+            Observation(LsEndpoint(name="w", proxy_path=PROXY, expect_body="ready"), 200, 5, "ok\n"),
+            Status.FAILED,
+            "without 'ready' in the body",
+        ),
     ],
 )
 def test_evaluate_table(obs: Observation, status: Status, message: str | None) -> None:

@@ -27,11 +27,13 @@ SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the s
 CO_LOCATION = {"lower_percent": 60}  # the tutorial's target; the sandbox opts into it to catch node-utilization-low
 
 
-def data(state: str, metrics: list[dict[str, Any]] | None = None,
-         nodes: list[dict[str, Any]] | None = None) -> NodeUtilizationData:
+def data(
+    state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
+) -> NodeUtilizationData:
     return NodeUtilizationData(
         tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))))
+        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
+    )
 
 
 def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:
@@ -41,25 +43,60 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
 @pytest.mark.parametrize(
     ("state", "params", "status", "mean", "text"),
     [
-        ("healthy", SANDBOX, Status.OK, 62.0,
-         "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within <= 65 %; no node above 65 %"),
-        ("healthy", SANDBOX | CO_LOCATION, Status.OK, 62.0,
-         "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within 60 to 65 %; no node above 65 %"),
+        (
+            "healthy",
+            SANDBOX,
+            Status.OK,
+            62.0,
+            "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within <= 65 %; no node above 65 %",
+        ),
+        (
+            "healthy",
+            SANDBOX | CO_LOCATION,
+            Status.OK,
+            62.0,
+            "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within 60 to 65 %; no node above 65 %",
+        ),
         # upstream has no lower bound: a quiet cluster is healthy unless a co-location target is opted into
-        ("node-utilization-low", SANDBOX, Status.OK, 20.0,
-         "mean CPU utilisation of 5 nodes (NodeMetric) 20.0 %, within <= 65 %; no node above 65 %"),
-        ("node-utilization-low", SANDBOX | CO_LOCATION, Status.FAILED, 20.0,
-         "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 20.0 % (want 60 to 65 %); below the lower "
-         "bound, e.g. kwok-node-0 20 %, kwok-node-1 20 %, kwok-node-2 20 %"),
-        ("node-utilization-high", SANDBOX, Status.FAILED, 90.0,
-         "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want <= 65 %); above the upper "
-         "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %"),
-        ("node-utilization-high", SANDBOX | CO_LOCATION, Status.FAILED, 90.0,
-         "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want 60 to 65 %); above the upper "
-         "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %"),
+        (
+            "node-utilization-low",
+            SANDBOX,
+            Status.OK,
+            20.0,
+            "mean CPU utilisation of 5 nodes (NodeMetric) 20.0 %, within <= 65 %; no node above 65 %",
+        ),
+        (
+            "node-utilization-low",
+            SANDBOX | CO_LOCATION,
+            Status.FAILED,
+            20.0,
+            "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 20.0 % (want 60 to 65 %); below the lower "
+            "bound, e.g. kwok-node-0 20 %, kwok-node-1 20 %, kwok-node-2 20 %",
+        ),
+        (
+            "node-utilization-high",
+            SANDBOX,
+            Status.FAILED,
+            90.0,
+            "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want <= 65 %); above the upper "
+            "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %",
+        ),
+        (
+            "node-utilization-high",
+            SANDBOX | CO_LOCATION,
+            Status.FAILED,
+            90.0,
+            "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want 60 to 65 %); above the upper "
+            "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %",
+        ),
         # a real cluster at 45 % and 55 %, judged by its real nodes: healthy with the defaults
-        ("real-cluster", {}, Status.OK, 50.0,
-         "mean CPU utilisation of 2 nodes (NodeMetric) 50.0 %, within <= 65 %; no node above 65 %"),
+        (
+            "real-cluster",
+            {},
+            Status.OK,
+            50.0,
+            "mean CPU utilisation of 2 nodes (NodeMetric) 50.0 %, within <= 65 %; no node above 65 %",
+        ),
     ],
 )
 def test_captured_states(state: str, params: dict[str, Any], status: Status, mean: float, text: str) -> None:
@@ -71,8 +108,11 @@ def test_captured_states(state: str, params: dict[str, Any], status: Status, mea
 
 def test_high_fault_also_names_every_node_above_the_load_aware_threshold() -> None:
     result = run(data("node-utilization-high"), "node-utilization-high", **SANDBOX)
-    assert result.errors[1:] == [f"node kwok-node-{i}: observed CPU utilisation 90.0 % (NodeMetric) (want <= 65 %: "
-                                 "LoadAwareScheduling filters the node out above it)" for i in range(5)]
+    assert result.errors[1:] == [
+        f"node kwok-node-{i}: observed CPU utilisation 90.0 % (NodeMetric) (want <= 65 %: "
+        "LoadAwareScheduling filters the node out above it)"
+        for i in range(5)
+    ]
     assert result.details["above_threshold_count"] == 5
 
 
@@ -97,8 +137,9 @@ def metrics_at(percents: list[float]) -> list[dict[str, Any]]:
         ([90, 90, 90, 90, 90], {"node_threshold_percent": 95}, Status.OK, []),
     ],
 )
-def test_nodes_above_the_load_aware_threshold_are_named(percents: list[float], params: dict[str, Any],
-                                                        status: Status, named: list[str]) -> None:
+def test_nodes_above_the_load_aware_threshold_are_named(
+    percents: list[float], params: dict[str, Any], status: Status, named: list[str]
+) -> None:
     result = run(data("healthy", metrics=metrics_at(percents)), **SANDBOX, **params)
     assert result.status is status, result.errors
     assert list(result.details["above_threshold"]) == named
@@ -120,21 +161,34 @@ def test_many_nodes_above_threshold_first_ten_named() -> None:
     template_metric = document("node-utilization-high", "nodemetrics")[0]
     template_node = document("healthy", "nodes")[0]
     metrics = [copy.deepcopy(template_metric) | {"metadata": {"name": f"n{i:02d}"}} for i in range(12)]
-    nodes = [copy.deepcopy(template_node) | {"metadata": {**template_node["metadata"], "name": f"n{i:02d}"}}
-             for i in range(12)]
-    result = run(data("node-utilization-high", metrics=metrics, nodes=nodes), "node-utilization-high", **SANDBOX,
-                 upper_percent=95)
+    nodes = [
+        copy.deepcopy(template_node) | {"metadata": {**template_node["metadata"], "name": f"n{i:02d}"}}
+        for i in range(12)
+    ]
+    result = run(
+        data("node-utilization-high", metrics=metrics, nodes=nodes),
+        "node-utilization-high",
+        **SANDBOX,
+        upper_percent=95,
+    )
     assert result.status is Status.DEGRADED
     assert len(result.errors) == 11
     assert result.errors[-1] == "nodes: 2 more above 65 % CPU (12 in all)"
-    assert result.summary.startswith("12 of 12 nodes above the 65 % CPU threshold (LoadAwareScheduling filters "
-                                     "them out): n00 90 %, n01 90 %, n02 90 % (+9 more); mean CPU utilisation")
+    assert result.summary.startswith(
+        "12 of 12 nodes above the 65 % CPU threshold (LoadAwareScheduling filters "
+        "them out): n00 90 %, n01 90 %, n02 90 % (+9 more); mean CPU utilisation"
+    )
 
 
 @pytest.mark.parametrize(
     ("params", "valid"),
-    [({"lower_percent": 70}, False), ({"lower_percent": 70, "node_threshold_percent": 80}, True),
-     ({"lower_percent": 70, "upper_percent": 69}, False), ({"lower_percent": 65}, True), ({}, True)],
+    [
+        ({"lower_percent": 70}, False),
+        ({"lower_percent": 70, "node_threshold_percent": 80}, True),
+        ({"lower_percent": 70, "upper_percent": 69}, False),
+        ({"lower_percent": 65}, True),
+        ({}, True),
+    ],
 )
 def test_bounds_are_checked(params: dict[str, Any], valid: bool) -> None:
     if valid:
@@ -182,15 +236,25 @@ def test_real_cluster_fake_nodes_have_no_usage_to_judge() -> None:
     assert opted_in.details["left_out"] == {"no report": {"count": 2, "first": ["kwok-node-0", "kwok-node-1"]}}
     nothing = run(data("healthy"))  # the sandbox's nodes are all fake
     assert nothing.status is Status.ERROR
-    assert nothing.summary.endswith("KWOK fake nodes are left out by default (no agent runs on them); to judge "
-                                    "them, set nodes.classes to [real, fake]")
+    assert nothing.summary.endswith(
+        "KWOK fake nodes are left out by default (no agent runs on them); to judge "
+        "them, set nodes.classes to [real, fake]"
+    )
 
 
 def test_metrics_k8s_source() -> None:
     nodes = tuple(facts_of(n) for n in document("healthy", "nodes"))
-    samples = tuple(usage_from_metrics_k8s({"metadata": {"name": n.name}, "timestamp": "2026-12-03T13:30:10Z",
-                                            "window": "20s", "usage": {"cpu": "16", "memory": "3Gi"}})
-                    for n in nodes)
+    samples = tuple(
+        usage_from_metrics_k8s(
+            {
+                "metadata": {"name": n.name},
+                "timestamp": "2026-12-03T13:30:10Z",
+                "window": "20s",
+                "usage": {"cpu": "16", "memory": "3Gi"},
+            }
+        )
+        for n in nodes
+    )
     result = run(NodeUtilizationData(nodes, samples), source="metrics.k8s.io", lower_percent=40, **SANDBOX)
     assert result.status is Status.OK
     assert result.summary.startswith("mean CPU utilisation of 5 nodes (metrics.k8s.io) 50.0 %")

@@ -21,16 +21,20 @@ from outpost.result import Result, Status
 
 SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the sandbox's environment opts into
 
-def data(state: str, metrics: list[dict[str, Any]] | None = None,
-         nodes: list[dict[str, Any]] | None = None) -> NodeMetricFreshnessData:
+
+def data(
+    state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
+) -> NodeMetricFreshnessData:
     return NodeMetricFreshnessData(
         tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))))
+        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
+    )
 
 
 def run(d: NodeMetricFreshnessData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:
-    return nodemetric_freshness.evaluate(d, NodeMetricFreshnessParams(**params),
-                                         captured_at(state) + timedelta(seconds=skew))
+    return nodemetric_freshness.evaluate(
+        d, NodeMetricFreshnessParams(**params), captured_at(state) + timedelta(seconds=skew)
+    )
 
 
 def test_healthy_sandbox_is_ok() -> None:
@@ -51,11 +55,15 @@ def test_nodemetric_stale_fault_names_the_node() -> None:
 
 @pytest.mark.parametrize(
     ("skew", "params", "status"),
-    [(-30, {}, Status.OK),  # reports up to 30 s ahead of our clock (skew; 9.2 s old at capture): fresh
-     (-3600, {}, Status.FAILED),  # an hour ahead: no clock is that far off, and a stopped koordlet would hide
-     (-200, {"max_future_skew_seconds": 300}, Status.OK),
-     (170, {}, Status.OK), (175, {}, Status.FAILED),  # the healthy reports were 9.2 s old when captured
-     (290, {"expiry_seconds": 300}, Status.OK), (295, {"expiry_seconds": 300}, Status.FAILED)],  # the shipped 300 s
+    [
+        (-30, {}, Status.OK),  # reports up to 30 s ahead of our clock (skew; 9.2 s old at capture): fresh
+        (-3600, {}, Status.FAILED),  # an hour ahead: no clock is that far off, and a stopped koordlet would hide
+        (-200, {"max_future_skew_seconds": 300}, Status.OK),
+        (170, {}, Status.OK),
+        (175, {}, Status.FAILED),  # the healthy reports were 9.2 s old when captured
+        (290, {"expiry_seconds": 300}, Status.OK),
+        (295, {"expiry_seconds": 300}, Status.FAILED),
+    ],  # the shipped 300 s
 )
 def test_clock_skew_and_expiry(skew: float, params: dict[str, Any], status: Status) -> None:
     result = run(data("healthy"), skew=skew, **SANDBOX, **params)
@@ -79,13 +87,21 @@ def test_an_update_time_far_in_the_future_is_named_stale() -> None:
         # default: the real nodes, both reported by koordlet
         ({}, Status.OK, [], 2),
         # fake nodes opted in on a real cluster: koord-manager made their NodeMetrics, nobody fills the status
-        ({"nodes": {"classes": ["real", "fake"]}}, Status.FAILED,
-         [f"nodemetric kwok-node-{i}: observed no status.updateTime, koordlet has not reported (want within 180 s)"
-          for i in (0, 1)], 2),
+        (
+            {"nodes": {"classes": ["real", "fake"]}},
+            Status.FAILED,
+            [
+                f"nodemetric kwok-node-{i}: observed no status.updateTime, koordlet has not reported (want within 180 "
+                f"s)"
+                for i in (0, 1)
+            ],
+            2,
+        ),
     ],
 )
-def test_real_cluster_fake_nodes_never_fresh_so_left_out_by_default(params: dict[str, Any], status: Status,
-                                                                   errors: list[str], fresh: int) -> None:
+def test_real_cluster_fake_nodes_never_fresh_so_left_out_by_default(
+    params: dict[str, Any], status: Status, errors: list[str], fresh: int
+) -> None:
     result = run(data("real-cluster"), "real-cluster", **params)
     assert result.status is status
     assert result.errors == errors
@@ -99,9 +115,10 @@ def test_missing_and_timeless_nodemetrics_are_named() -> None:
     del metrics[1]["status"]["updateTime"]
     result = run(data("healthy", metrics=metrics[1:]), **SANDBOX)
     assert result.status is Status.FAILED
-    assert result.errors == ["nodemetric kwok-node-1: observed no status.updateTime, koordlet has not reported "
-                             "(want within 180 s)",
-                             "nodemetric kwok-node-0: absent for node kwok-node-0 (want one per selected node)"]
+    assert result.errors == [
+        "nodemetric kwok-node-1: observed no status.updateTime, koordlet has not reported (want within 180 s)",
+        "nodemetric kwok-node-0: absent for node kwok-node-0 (want one per selected node)",
+    ]
     assert result.details["missing"] == ["kwok-node-0"]
 
 
@@ -109,13 +126,16 @@ def test_nodemetrics_of_unselected_nodes_are_ignored_and_no_selection_is_error()
     metrics = copy.deepcopy(document("nodemetric-stale", "nodemetrics"))
     metrics.append({"metadata": {"name": "gone-node"}, "status": {"updateTime": "2020-01-01T00:00:00Z"}})
     nodes = document("nodemetric-stale", "nodes")[1:]  # kwok-node-0 (the stale one) is no longer a node
-    assert run(data("nodemetric-stale", metrics=metrics, nodes=nodes), "nodemetric-stale", **SANDBOX).status \
-        is Status.OK
+    assert (
+        run(data("nodemetric-stale", metrics=metrics, nodes=nodes), "nodemetric-stale", **SANDBOX).status is Status.OK
+    )
     result = run(data("healthy"))  # the sandbox's nodes are all fake: the defaults select none
     assert result.status is Status.ERROR
-    assert result.summary == ("no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected); "
-                              "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
-                              "nodes.classes to [real, fake]")
+    assert result.summary == (
+        "no node selected (real nodes; 5 nodes read, excluded: 5 class fake not selected); "
+        "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
+        "nodes.classes to [real, fake]"
+    )
 
 
 def test_many_stale_first_ten_named() -> None:

@@ -20,37 +20,59 @@ from outpost.cluster.probes import CONTROL_PATH, api_server_answers, classify, r
 from outpost.errors import ClusterError
 
 NS = "kruise-system"
-REACH_FAILED = json.dumps({
-    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-    "message": "error trying to reach service: read tcp 10.244.0.1:41234->10.244.0.7:8000: read: connection reset by "
-               "peer", "reason": "ServiceUnavailable", "code": 503})
+REACH_FAILED = json.dumps(
+    {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "error trying to reach service: read tcp 10.244.0.1:41234->10.244.0.7:8000: read: connection reset "
+        "by "
+        "peer",
+        "reason": "ServiceUnavailable",
+        "code": 503,
+    }
+)
 
 
-@pytest.mark.parametrize(("status", "body", "expect", "verdict", "detail_has"), [
-    (200, "ok", "ok", Verdict.HEALTHY, "HTTP 200"),
-    (200, "ok\n", "ok", Verdict.HEALTHY, "HTTP 200"),  # surrounding whitespace is not a different body
-    (200, "", None, Verdict.HEALTHY, "HTTP 200"),  # a webhook's /healthz: 200 with an empty body
-    (204, "", None, Verdict.HEALTHY, "HTTP 204"),
-    (200, "[-]not-this-body\n", "ok", Verdict.UNHEALTHY, "with body '[-]not-this-body' (want 'ok')"),
-    (200, "[-]not-this-body\n", None, Verdict.HEALTHY, "HTTP 200"),  # status code only, as asked
-    (200, "", "ok", Verdict.UNHEALTHY, "with body '' (want 'ok')"),
-    (500, "[-]ping failed: reason withheld\nhealthz check failed\n", "ok", Verdict.UNHEALTHY,
-     "HTTP 500 '[-]ping failed: reason withheld healthz check failed' (want 200)"),
-    (503, REACH_FAILED, "ok", Verdict.UNHEALTHY, "HTTP 503 (error trying to reach service: read tcp"),
-    (502, "", None, Verdict.UNHEALTHY, "HTTP 502 with an empty body (want 200)"),
-    (404, "404 page not found\n", "ok", Verdict.UNHEALTHY, "HTTP 404 '404 page not found'"),
-    (404, json.dumps({"kind": "Status", "message": 'pods "gone" not found', "code": 404}), None, Verdict.UNHEALTHY,
-     'HTTP 404 (pods "gone" not found)'),
-    (400, "bad request", None, Verdict.UNHEALTHY, "HTTP 400"),
-    (401, "", None, Verdict.UNOBSERVED, "identity was refused"),
-    (403, "forbidden", None, Verdict.UNOBSERVED, "identity was refused"),
-    (429, "too many requests", "ok", Verdict.UNOBSERVED, "rate limited"),
-    (301, "", "ok", Verdict.UNOBSERVED, "redirect (not followed)"),
-    (307, "", None, Verdict.UNOBSERVED, "redirect (not followed)"),
-    (101, "", None, Verdict.UNOBSERVED, "not a final answer"),
-    (200, "{not json", None, Verdict.HEALTHY, "HTTP 200"),
-    (500, "{not json", None, Verdict.UNHEALTHY, "HTTP 500 '{not json'"),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "expect", "verdict", "detail_has"),
+    [
+        (200, "ok", "ok", Verdict.HEALTHY, "HTTP 200"),
+        (200, "ok\n", "ok", Verdict.HEALTHY, "HTTP 200"),  # surrounding whitespace is not a different body
+        (200, "", None, Verdict.HEALTHY, "HTTP 200"),  # a webhook's /healthz: 200 with an empty body
+        (204, "", None, Verdict.HEALTHY, "HTTP 204"),
+        (200, "[-]not-this-body\n", "ok", Verdict.UNHEALTHY, "with body '[-]not-this-body' (want 'ok')"),
+        (200, "[-]not-this-body\n", None, Verdict.HEALTHY, "HTTP 200"),  # status code only, as asked
+        (200, "", "ok", Verdict.UNHEALTHY, "with body '' (want 'ok')"),
+        (
+            500,
+            "[-]ping failed: reason withheld\nhealthz check failed\n",
+            "ok",
+            Verdict.UNHEALTHY,
+            "HTTP 500 '[-]ping failed: reason withheld healthz check failed' (want 200)",
+        ),
+        (503, REACH_FAILED, "ok", Verdict.UNHEALTHY, "HTTP 503 (error trying to reach service: read tcp"),
+        (502, "", None, Verdict.UNHEALTHY, "HTTP 502 with an empty body (want 200)"),
+        (404, "404 page not found\n", "ok", Verdict.UNHEALTHY, "HTTP 404 '404 page not found'"),
+        (
+            404,
+            json.dumps({"kind": "Status", "message": 'pods "gone" not found', "code": 404}),
+            None,
+            Verdict.UNHEALTHY,
+            'HTTP 404 (pods "gone" not found)',
+        ),
+        (400, "bad request", None, Verdict.UNHEALTHY, "HTTP 400"),
+        (401, "", None, Verdict.UNOBSERVED, "identity was refused"),
+        (403, "forbidden", None, Verdict.UNOBSERVED, "identity was refused"),
+        (429, "too many requests", "ok", Verdict.UNOBSERVED, "rate limited"),
+        (301, "", "ok", Verdict.UNOBSERVED, "redirect (not followed)"),
+        (307, "", None, Verdict.UNOBSERVED, "redirect (not followed)"),
+        (101, "", None, Verdict.UNOBSERVED, "not a final answer"),
+        (200, "{not json", None, Verdict.HEALTHY, "HTTP 200"),
+        (500, "{not json", None, Verdict.UNHEALTHY, "HTTP 500 '{not json'"),
+    ],
+)
 def test_classify(status: int, body: str, expect: str | None, verdict: Verdict, detail_has: str) -> None:
     got, detail = classify(status, body, expect)
     assert got is verdict
@@ -69,65 +91,89 @@ def target(pod: str, endpoint: str = "healthz", expect: str | None = "ok") -> Pr
 
 
 def test_outcomes_in_order_with_messages_naming_the_object() -> None:
-    api = (FakeApiServer()
-           .respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok")
-           .respond(pod_proxy(NS, "m-b", 8000, "healthz"), 500, "[-]ping failed: reason withheld\n")
-           .respond(pod_proxy(NS, "m-c", 8000, "healthz"), 200, "[-]not-this-body\n"))
+    api = (
+        FakeApiServer()
+        .respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok")
+        .respond(pod_proxy(NS, "m-b", 8000, "healthz"), 500, "[-]ping failed: reason withheld\n")
+        .respond(pod_proxy(NS, "m-c", 8000, "healthz"), 200, "[-]not-this-body\n")
+    )
     with fake_cluster(api) as cluster:
         outcomes = probe_all(cluster, [target("m-a"), target("m-b"), target("m-c")], timeout=2)
     assert [o.verdict for o in outcomes] == [Verdict.HEALTHY, Verdict.UNHEALTHY, Verdict.UNHEALTHY]
     assert outcomes[0].healthy
     assert (outcomes[0].status_code, outcomes[0].body) == (200, "ok")
-    assert outcomes[1].message == ("pod kruise-system/m-b :8000/healthz: "
-                                   "HTTP 500 '[-]ping failed: reason withheld' (want 200)")
+    assert outcomes[1].message == (
+        "pod kruise-system/m-b :8000/healthz: HTTP 500 '[-]ping failed: reason withheld' (want 200)"
+    )
     assert outcomes[2].message.startswith("pod kruise-system/m-c :8000/healthz: HTTP 200 with body")
-    assert outcomes[1].as_detail() == {"target": "pod kruise-system/m-b", "endpoint": ":8000/healthz",
-                                       "verdict": "unhealthy", "status_code": 500,
-                                       "detail": "HTTP 500 '[-]ping failed: reason withheld' (want 200)",
-                                       "elapsed_ms": outcomes[1].elapsed_ms}
+    assert outcomes[1].as_detail() == {
+        "target": "pod kruise-system/m-b",
+        "endpoint": ":8000/healthz",
+        "verdict": "unhealthy",
+        "status_code": 500,
+        "detail": "HTTP 500 '[-]ping failed: reason withheld' (want 200)",
+        "elapsed_ms": outcomes[1].elapsed_ms,
+    }
     # the proxy was asked for any content type: a health endpoint answers text, not JSON
     assert {r.accept for r in api.requests} == {"*/*"}
     assert CONTROL_PATH not in [r.path for r in api.requests]  # no timeout, no control request
 
 
 def test_a_hanging_target_is_unhealthy_when_the_api_server_answers() -> None:
-    api = (FakeApiServer()
-           .respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok")
-           .hang(pod_proxy(NS, "m-b", 8000, "healthz"))
-           .unreachable(pod_proxy(NS, "m-c", 8000, "healthz"))
-           .respond(CONTROL_PATH, 200, json.dumps({"major": "1", "minor": "33"}), "application/json"))
+    api = (
+        FakeApiServer()
+        .respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok")
+        .hang(pod_proxy(NS, "m-b", 8000, "healthz"))
+        .unreachable(pod_proxy(NS, "m-c", 8000, "healthz"))
+        .respond(CONTROL_PATH, 200, json.dumps({"major": "1", "minor": "33"}), "application/json")
+    )
     with fake_cluster(api) as cluster:
         outcomes = probe_all(cluster, [target("m-a"), target("m-b"), target("m-c")], timeout=1.5)
     assert [o.verdict for o in outcomes] == [Verdict.HEALTHY, Verdict.UNHEALTHY, Verdict.UNHEALTHY]
-    assert outcomes[1].message == ("pod kruise-system/m-b :8000/healthz: no answer within 1.5 s "
-                                   "through the API server proxy")
+    assert outcomes[1].message == (
+        "pod kruise-system/m-b :8000/healthz: no answer within 1.5 s through the API server proxy"
+    )
     assert outcomes[2].detail.startswith("connection failed (")
     assert [r.path for r in api.requests].count(CONTROL_PATH) == 1  # asked once, whatever the number of timeouts
 
 
 @pytest.mark.parametrize("control", ["hang", "unreachable"])
 def test_a_timeout_while_the_api_server_is_silent_is_not_observed(control: str) -> None:
-    api = FakeApiServer().respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok").hang(
-        pod_proxy(NS, "m-b", 8000, "healthz"))
+    api = (
+        FakeApiServer()
+        .respond(pod_proxy(NS, "m-a", 8000, "healthz"), 200, "ok")
+        .hang(pod_proxy(NS, "m-b", 8000, "healthz"))
+    )
     getattr(api, control)(CONTROL_PATH)
     with fake_cluster(api) as cluster:
-        with pytest.raises(ClusterError, match=r"pod kruise-system/m-b :8000/healthz: no answer within 1 s, and the "
-                                               r"API server itself does not answer"):
+        with pytest.raises(
+            ClusterError,
+            match=r"pod kruise-system/m-b :8000/healthz: no answer within 1 s, and the "
+            r"API server itself does not answer",
+        ):
             probe_all(cluster, [target("m-a"), target("m-b")], timeout=1)
         outcomes = probe_all(cluster, [target("m-a"), target("m-b")], timeout=1, raise_unobserved=False)
     assert [o.verdict for o in outcomes] == [Verdict.HEALTHY, Verdict.UNOBSERVED]
 
 
-@pytest.mark.parametrize(("status", "match"), [
-    (403, r"HTTP 403"), (401, r"HTTP 401"), (429, r"rate limited"), (302, r"redirect"),
-    (431, r"HTTP 431 Request Header Fields Too Large: our own request was refused"),
-    (413, r"HTTP 413 Content Too Large: our own request was refused"),
-    (414, r"HTTP 414 URI Too Long: our own request was refused"),
-])
+@pytest.mark.parametrize(
+    ("status", "match"),
+    [
+        (403, r"HTTP 403"),
+        (401, r"HTTP 401"),
+        (429, r"rate limited"),
+        (302, r"redirect"),
+        (431, r"HTTP 431 Request Header Fields Too Large: our own request was refused"),
+        (413, r"HTTP 413 Content Too Large: our own request was refused"),
+        (414, r"HTTP 414 URI Too Long: our own request was refused"),
+    ],
+)
 def test_refused_limited_or_redirected_is_not_observed(status: int, match: str) -> None:
-    api = (FakeApiServer()
-           .respond(pod_proxy(NS, "m-a", 8000, "readyz"), status, "")
-           .respond(pod_proxy(NS, "m-b", 8000, "readyz"), status, ""))
+    api = (
+        FakeApiServer()
+        .respond(pod_proxy(NS, "m-a", 8000, "readyz"), status, "")
+        .respond(pod_proxy(NS, "m-b", 8000, "readyz"), status, "")
+    )
     unobserved = rf"^pod kruise-system/m-a :8000/readyz: .*{match}.* \(and 1 more endpoint\(s\) not observed\)$"
     with fake_cluster(api) as cluster, pytest.raises(ClusterError, match=unobserved):
         probe_all(cluster, [target("m-a", "readyz"), target("m-b", "readyz")], timeout=2)

@@ -57,9 +57,11 @@ def test_what_fetch_sends_is_declared(name: str) -> None:
 
 
 def test_covered_matches_verb_resource_namespace_and_name() -> None:
-    declared: list[access.Access] = [access.ResourceAccess("apps", "deployments", "get", "ns", ("d",)),
-                access.ResourceAccess("", "pods", "list", None),
-                access.NonResourceAccess("/metrics")]
+    declared: list[access.Access] = [
+        access.ResourceAccess("apps", "deployments", "get", "ns", ("d",)),
+        access.ResourceAccess("", "pods", "list", None),
+        access.NonResourceAccess("/metrics"),
+    ]
     assert access.covered(access.of_path("/apis/apps/v1/namespaces/ns/deployments/d"), declared)
     assert not access.covered(access.of_path("/apis/apps/v1/namespaces/ns/deployments/e"), declared)
     assert not access.covered(access.of_path("/apis/apps/v1/namespaces/other/deployments/d"), declared)

@@ -64,8 +64,13 @@ def test_every_logger_is_scrubbed_third_party_ones_and_exception_text_included()
 
 def test_results_are_scrubbed_when_built() -> None:
     redaction.register(TOKEN)
-    result = Result(check="c", status=Status.FAILED, summary=f"HTTP 500 {TOKEN}", errors=[f"echo {TOKEN}"],
-                    details={"body": f"<pre>{TOKEN}</pre>", "nested": [{"k": TOKEN}]})
+    result = Result(
+        check="c",
+        status=Status.FAILED,
+        summary=f"HTTP 500 {TOKEN}",
+        errors=[f"echo {TOKEN}"],
+        details={"body": f"<pre>{TOKEN}</pre>", "nested": [{"k": TOKEN}]},
+    )
     assert TOKEN not in result.model_dump_json()
     assert Result.error("c", "line one\nline two").summary == "line one line two"
 
@@ -74,5 +79,6 @@ def test_json_text_stays_json_when_a_url_with_a_query_is_redacted_in_it() -> Non
     # The API server's webhook errors quote the URL it called, query included; the CLI redacts the JSON it prints.
     message = 'failed calling webhook "mpod.kb.io": Post "https://svc.ns.svc:443/mutate-pod?timeout=10s": EOF'
     printed = redaction.redact(json.dumps({"summary": redaction.redact(message)}))
-    assert json.loads(printed) == {"summary": 'failed calling webhook "mpod.kb.io": '
-                                              'Post "https://svc.ns.svc:443/mutate-pod?***": EOF'}
+    assert json.loads(printed) == {
+        "summary": 'failed calling webhook "mpod.kb.io": Post "https://svc.ns.svc:443/mutate-pod?***": EOF'
+    }

@@ -8,8 +8,12 @@ from outpost.cluster import Cluster
 from outpost.config import ClusterSettings, parse_settings
 from outpost.errors import ConfigError
 
-AUTH = {"mode": "token", "server": "https://127.0.0.1:6443", "token": "env:T",
-        "ca_data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}
+AUTH = {
+    "mode": "token",
+    "server": "https://127.0.0.1:6443",
+    "token": "env:T",
+    "ca_data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+}
 
 
 def settings(**cluster: object) -> ClusterSettings:
@@ -28,7 +32,8 @@ def test_out_of_bounds_is_refused_naming_the_field(value: int) -> None:
 
 
 def test_the_run_cluster_holds_the_budget() -> None:
-    cluster = Cluster("c", "https://127.0.0.1:6443", verify=__import__("ssl").create_default_context(),
-                      max_run_bytes=5 * 1024 * 1024)
+    cluster = Cluster(
+        "c", "https://127.0.0.1:6443", verify=__import__("ssl").create_default_context(), max_run_bytes=5 * 1024 * 1024
+    )
     with cluster:
         assert (cluster.budget.total, cluster.budget.setting) == (5 * 1024 * 1024, "cluster.max_run_bytes")

@@ -11,8 +11,13 @@ import pytest
 from outpost_sandbox.faults import FAULTS
 
 KOORD_DOWN = ("koord-manager-health", "koord-webhook", "admission-dry-run", "leader-leases")
-KRUISE_DOWN = ("kruise-manager-health", "kruise-webhook", "admission-dry-run", "kruise-manager-replicas",
-               "leader-leases")
+KRUISE_DOWN = (
+    "kruise-manager-health",
+    "kruise-webhook",
+    "admission-dry-run",
+    "kruise-manager-replicas",
+    "leader-leases",
+)
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,15 @@ def deployment(name: str) -> dict[str, Any]:
 def pod_of(name: str) -> dict[str, Any]:
     """The pod the Deployment's ReplicaSet would create, as the API server stores it (namespace, uid, node)."""
     template = deployment(name)["spec"]["template"]
-    return {"metadata": {**template["metadata"], "name": f"{name}-abc12", "namespace": deployment(name)["metadata"]
-                         ["namespace"], "uid": "uid-1"},
-            "spec": {**template["spec"], "nodeName": "outpost-sandbox-node"}}
+    return {
+        "metadata": {
+            **template["metadata"],
+            "name": f"{name}-abc12",
+            "namespace": deployment(name)["metadata"]["namespace"],
+            "uid": "uid-1",
+        },
+        "spec": {**template["spec"], "nodeName": "outpost-sandbox-node"},
+    }
 
 
 @pytest.fixture
@@ -46,16 +52,20 @@ def bin_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("image", "binary", "missing"), [
-    ("openkruise/kruise-manager:v1.8.0", "kruise-manager", None),
-    ("koordinator-sh/koord-scheduler:v1.6.0", "koord-scheduler", None),
-    ("openkruise/kruise-manager:v1.7.0", None, "has kruise-manager from github.com/openkruise/kruise@v1.8.0"),
-    ("koordinator-sh/koord-manager", None, "the sandbox has koord-manager from"),  # no tag: latest, not the pin
-    ("koordinator-sh/koordlet:v1.6.0", None, None),  # needs a real node: a stand-in
-    ("library/nginx:1.27", None, None),
-])
-def test_an_image_runs_the_binary_built_from_its_release_only(image: str, binary: str | None, missing: str | None,
-                                                              bin_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("image", "binary", "missing"),
+    [
+        ("openkruise/kruise-manager:v1.8.0", "kruise-manager", None),
+        ("koordinator-sh/koord-scheduler:v1.6.0", "koord-scheduler", None),
+        ("openkruise/kruise-manager:v1.7.0", None, "has kruise-manager from github.com/openkruise/kruise@v1.8.0"),
+        ("koordinator-sh/koord-manager", None, "the sandbox has koord-manager from"),  # no tag: latest, not the pin
+        ("koordinator-sh/koordlet:v1.6.0", None, None),  # needs a real node: a stand-in
+        ("library/nginx:1.27", None, None),
+    ],
+)
+def test_an_image_runs_the_binary_built_from_its_release_only(
+    image: str, binary: str | None, missing: str | None, bin_dir: Path
+) -> None:
     resolved = images.resolve(image, bin_dir)
     assert resolved.binary == (bin_dir / binary if binary else None)
     if missing is None:
@@ -65,19 +75,33 @@ def test_an_image_runs_the_binary_built_from_its_release_only(image: str, binary
         assert missing in resolved.missing
 
 
-@pytest.mark.parametrize(("manager", "command", "mounts"), [
-    ("kruise-controller-manager", "/manager", {"/tmp/k8s-webhook-server/serving-certs"}),
-    ("koord-manager", "/koord-manager", set()),
-    ("koord-scheduler", "/koord-scheduler", {"/config"}),
-    ("koord-descheduler", "/koord-descheduler", {"/config"}),
-])
-def test_every_upstream_manager_pod_becomes_a_launch(manager: str, command: str, mounts: set[str],
-                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("manager", "command", "mounts"),
+    [
+        ("kruise-controller-manager", "/manager", {"/tmp/k8s-webhook-server/serving-certs"}),
+        ("koord-manager", "/koord-manager", set()),
+        ("koord-scheduler", "/koord-scheduler", {"/config"}),
+        ("koord-descheduler", "/koord-descheduler", {"/config"}),
+    ],
+)
+def test_every_upstream_manager_pod_becomes_a_launch(
+    manager: str, command: str, mounts: set[str], tmp_path: Path
+) -> None:
     pod = pod_of(manager)
     container = pod["spec"]["containers"][0]
     volumes = {v["name"]: tmp_path / v["name"] for v in pod["spec"].get("volumes") or []}
-    launch = runtime.launch_for(pod, container, tmp_path / "binary", tmp_path, "osbx-pod-2", "10.246.0.2",
-                                "10.245.255.1", 24077, volumes, lambda *_args: None)
+    launch = runtime.launch_for(
+        pod,
+        container,
+        tmp_path / "binary",
+        tmp_path,
+        "osbx-pod-2",
+        "10.246.0.2",
+        "10.245.255.1",
+        24077,
+        volumes,
+        lambda *_args: None,
+    )
     assert launch.command[0] == command
     assert launch.command[1:] == [str(a) for a in container.get("args") or []]
     assert launch.hostname == pod["metadata"]["name"]  # the leader-election identity is <hostname>_<uuid>
@@ -90,11 +114,17 @@ def test_every_upstream_manager_pod_becomes_a_launch(manager: str, command: str,
 
 
 def test_the_launch_script_mounts_shallow_paths_first_and_chroots(tmp_path: Path) -> None:
-    launch = runtime.Launch(pod="ns/p", hostname="p", netns="osbx-pod-2", binary=Path("/bin/true"),
-                            command=["/manager", "--x"], env={}, root=tmp_path / "rootfs",
-                            mounts=[runtime.Mount(tmp_path / "a", "/tmp/deep/certs", True),
-                                    runtime.Mount(tmp_path / "b", "/config")],
-                            hosts="")
+    launch = runtime.Launch(
+        pod="ns/p",
+        hostname="p",
+        netns="osbx-pod-2",
+        binary=Path("/bin/true"),
+        command=["/manager", "--x"],
+        env={},
+        root=tmp_path / "rootfs",
+        mounts=[runtime.Mount(tmp_path / "a", "/tmp/deep/certs", True), runtime.Mount(tmp_path / "b", "/config")],
+        hosts="",
+    )
     script = runtime._script(launch)
     lines = script.splitlines()
     assert lines[1] == "printf %s p > /proc/sys/kernel/hostname"
@@ -105,16 +135,20 @@ def test_the_launch_script_mounts_shallow_paths_first_and_chroots(tmp_path: Path
     assert lines[-1] == f'exec {runtime.TOOLS["chroot"]} {tmp_path / "rootfs"} "$@"'
 
 
-@pytest.mark.parametrize(("env", "expected", "error"), [
-    ([{"name": "A", "value": "1"}], {"A": "1"}, None),
-    ([{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}], {"N": "node-1"}, None),
-    ([{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}], {"S": "from-secrets"}, None),
-    ([{"name": "O", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k", "optional": True}}}], {}, None),
-    ([{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}}], None, "not supported"),
-    ([{"name": "M", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k"}}}], None, "has no key k"),
-])
-def test_env_is_resolved_as_a_kubelet_resolves_it(env: list[dict[str, Any]], expected: dict[str, str] | None,
-                                                 error: str | None) -> None:
+@pytest.mark.parametrize(
+    ("env", "expected", "error"),
+    [
+        ([{"name": "A", "value": "1"}], {"A": "1"}, None),
+        ([{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}], {"N": "node-1"}, None),
+        ([{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}], {"S": "from-secrets"}, None),
+        ([{"name": "O", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k", "optional": True}}}], {}, None),
+        ([{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}}], None, "not supported"),
+        ([{"name": "M", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k"}}}], None, "has no key k"),
+    ],
+)
+def test_env_is_resolved_as_a_kubelet_resolves_it(
+    env: list[dict[str, Any]], expected: dict[str, str] | None, error: str | None
+) -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"nodeName": "node-1"}}
 
     def lookup(kind: str, _namespace: str, name: str, _key: str) -> str | None:
@@ -127,11 +161,14 @@ def test_env_is_resolved_as_a_kubelet_resolves_it(env: list[dict[str, Any]], exp
         assert runtime.resolve_env({"env": env}, pod, "10.246.0.2", "10.245.255.1", lookup) == expected
 
 
-@pytest.mark.parametrize(("manager", "kind", "port", "path"), [
-    ("kruise-controller-manager", "http", 8000, "/readyz"),  # config/: `path: readyz`, made absolute as the kubelet
-    ("koord-manager", "http", 8080, "/metrics"),
-    ("koord-scheduler", "http", 10251, "/healthz"),
-])
+@pytest.mark.parametrize(
+    ("manager", "kind", "port", "path"),
+    [
+        ("kruise-controller-manager", "http", 8000, "/readyz"),  # config/: `path: readyz`, made absolute as the kubelet
+        ("koord-manager", "http", 8080, "/metrics"),
+        ("koord-scheduler", "http", 10251, "/healthz"),
+    ],
+)
 def test_readiness_probes_of_the_upstream_managers(manager: str, kind: str, port: int, path: str) -> None:
     probe = Probe.of(deployment(manager)["spec"]["template"]["spec"]["containers"][0])
     assert probe is not None
@@ -141,18 +178,23 @@ def test_readiness_probes_of_the_upstream_managers(manager: str, kind: str, port
 
 
 def test_a_named_port_and_a_tcp_probe() -> None:
-    container = {"ports": [{"name": "health", "containerPort": 8000}],
-                 "readinessProbe": {"tcpSocket": {"port": "health"}, "periodSeconds": 2, "failureThreshold": 1}}
+    container = {
+        "ports": [{"name": "health", "containerPort": 8000}],
+        "readinessProbe": {"tcpSocket": {"port": "health"}, "periodSeconds": 2, "failureThreshold": 1},
+    }
     probe = Probe.of(container)
     assert probe is not None
     assert (probe.kind, probe.port, probe.period, probe.failure_threshold) == ("tcp", 8000, 2.0, 1)
     assert Probe.of({"name": "no-probe"}) is None
 
 
-@pytest.mark.parametrize(("ip", "netns", "link"), [
-    ("10.246.0.2", "osbx-pod-2", "osbxp2"),
-    ("10.246.0.254", "osbx-pod-254", "osbxp254"),
-])
+@pytest.mark.parametrize(
+    ("ip", "netns", "link"),
+    [
+        ("10.246.0.2", "osbx-pod-2", "osbxp2"),
+        ("10.246.0.254", "osbx-pod-254", "osbxp254"),
+    ],
+)
 def test_pod_networks_are_named_after_the_pod_ip(ip: str, netns: str, link: str) -> None:
     assert (podnet.netns_name(ip), podnet.host_link(ip)) == (netns, link)
     assert len(podnet.host_link(ip) + "c") <= 15  # the peer's temporary name must fit a Linux link name

@@ -76,8 +76,8 @@ def test_component_argv_follows_the_node_count(tmp_path: Path, nodes: int, lease
     manager, _ = sandbox._controller_manager_argv(state)
     scheduler, _ = sandbox._scheduler_argv(state)
     profile = scale_profile(nodes)
-    assert manager[-len(profile.controller_manager_flags()) or len(manager):] == profile.controller_manager_flags()
-    assert scheduler[-len(profile.scheduler_flags()) or len(scheduler):] == profile.scheduler_flags()
+    assert manager[-len(profile.controller_manager_flags()) or len(manager) :] == profile.controller_manager_flags()
+    assert scheduler[-len(profile.scheduler_flags()) or len(scheduler) :] == profile.scheduler_flags()
 
 
 @pytest.mark.parametrize("nodes", [1, 100, 500, 1000, 5000])

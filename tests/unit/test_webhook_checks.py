@@ -31,8 +31,7 @@ OK: tuple[Status, str] = (Status.OK, "")
 EXPECTED: dict[str, tuple[tuple[Status, str], tuple[Status, str]]] = {
     "healthy": (OK, OK),
     "backend-down@koord-webhook": ((Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 503 (error trying to reach service"), OK),
-    "backend-500@koord-webhook": ((Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 500 'internal server error' (want 200)"),
-                                  OK),
+    "backend-500@koord-webhook": ((Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 500 'internal server error' (want 200)"), OK),
     "backend-hang@koord-webhook": ((Status.FAILED, f"{KOORD_HEALTHZ}: no answer within 5 s"), OK),
     "backend-wrong-body@koord-webhook": (OK, OK),  # judged by status code (upstream's body is empty)
     "backend-tls-bad-ca@koord-webhook": (OK, OK),  # the service proxy does not verify the backend's certificate
@@ -47,14 +46,23 @@ EXPECTED: dict[str, tuple[tuple[Status, str], tuple[Status, str]]] = {
     "webhook-no-mutate@kruise-webhook": (OK, OK),
     # Koordinator's pod webhook on failurePolicy Fail: the health endpoint tells the same as with Ignore
     "backend-down@koord-webhook+failurePolicy=Fail": (
-        (Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 503 (error trying to reach service"), OK),
+        (Status.FAILED, f"{KOORD_HEALTHZ}: HTTP 503 (error trying to reach service"),
+        OK,
+    ),
     "backend-hang@koord-webhook+failurePolicy=Fail": ((Status.FAILED, f"{KOORD_HEALTHZ}: no answer within 5 s"), OK),
     "backend-tls-bad-ca@koord-webhook+failurePolicy=Fail": (OK, OK),
     "webhook-config-deleted@koordinator": (
-        (Status.FAILED, "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration: not found "
-                        "(want webhooks calling service koordinator-system/koordinator-webhook-service:443)"), OK),
+        (
+            Status.FAILED,
+            "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration: not found "
+            "(want webhooks calling service koordinator-system/koordinator-webhook-service:443)",
+        ),
+        OK,
+    ),
     "webhook-config-deleted@kruise": (
-        OK, (Status.FAILED, "mutatingwebhookconfiguration kruise-mutating-webhook-configuration: not found")),
+        OK,
+        (Status.FAILED, "mutatingwebhookconfiguration kruise-mutating-webhook-configuration: not found"),
+    ),
 }
 
 
@@ -99,8 +107,10 @@ def test_healthy_details_name_the_webhooks_and_endpoints() -> None:
     assert result.details["endpoints"]["source"] == "endpointslices"
     assert len(result.details["endpoints"]["ready"]) == 2
     webhooks = {c["name"]: [w["name"] for w in c["webhooks"]] for c in result.details["configurations"]}
-    assert webhooks == {"kruise-mutating-webhook-configuration": ["mpod.kb.io"],
-                        "kruise-validating-webhook-configuration": ["vpod.kb.io"]}
+    assert webhooks == {
+        "kruise-mutating-webhook-configuration": ["mpod.kb.io"],
+        "kruise-validating-webhook-configuration": ["vpod.kb.io"],
+    }
     assert result.details["health"]["status_code"] == 200
 
 
@@ -113,8 +123,11 @@ def test_fetch_reads_only_what_it_judges() -> None:
         ("GET", service_proxy(ns, svc, 443, "/healthz", "https")),
         ("GET", object_path(SERVICES, svc, ns)),
         ("GET", object_path(MUTATING_WEBHOOKS, "koordinator-mutating-webhook-configuration")),
-        ("GET", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
-                "koordinator-validating-webhook-configuration"),
+        (
+            "GET",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
+            "koordinator-validating-webhook-configuration",
+        ),
         ("GET", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"),
     ]
     assert api.requests[-1].param("labelSelector") == f"kubernetes.io/service-name={svc}"
@@ -143,8 +156,10 @@ def test_no_endpoints_at_all_is_failed() -> None:
     objs = [o for o in objs if not (o["kind"] == "Endpoints" and o["metadata"]["name"] == "kruise-webhook-service")]
     result = run(kruise_webhook.CHECK, _serve_objects(objs))
     assert result.status is Status.FAILED
-    assert result.errors == ["service kruise-system/kruise-webhook-service: observed 0 ready endpoints "
-                             "(no EndpointSlice or Endpoints) (want >= 1 ready endpoint)"]
+    assert result.errors == [
+        "service kruise-system/kruise-webhook-service: observed 0 ready endpoints "
+        "(no EndpointSlice or Endpoints) (want >= 1 ready endpoint)"
+    ]
 
 
 def test_endpoints_not_ready_are_counted_apart() -> None:
@@ -155,16 +170,20 @@ def test_endpoints_not_ready_are_counted_apart() -> None:
                 endpoint["conditions"]["ready"] = False
     result = run(koord_webhook.CHECK, _serve_objects(objs))
     assert result.status is Status.FAILED
-    assert result.errors == ["service koordinator-system/koordinator-webhook-service: observed 0 ready endpoints "
-                             "(EndpointSlices, 2 not ready) (want >= 1 ready endpoint)"]
+    assert result.errors == [
+        "service koordinator-system/koordinator-webhook-service: observed 0 ready endpoints "
+        "(EndpointSlices, 2 not ready) (want >= 1 ready endpoint)"
+    ]
 
 
 def test_service_missing_is_failed_and_named() -> None:
     objs = [o for o in objects("healthy") if o["kind"] != "Service"]
     result = run(koord_webhook.CHECK, _serve_objects(objs))
     assert result.status is Status.FAILED
-    assert "service koordinator-system/koordinator-webhook-service: not found (want the webhook Service, port 443)" \
+    assert (
+        "service koordinator-system/koordinator-webhook-service: not found (want the webhook Service, port 443)"
         in result.errors
+    )
 
 
 def test_tutorial_port_is_named_when_the_service_does_not_expose_it() -> None:
@@ -172,8 +191,10 @@ def test_tutorial_port_is_named_when_the_service_does_not_expose_it() -> None:
     result = run(kruise_webhook.CHECK, serve("healthy"), port=9443)
     assert result.status is Status.FAILED
     assert "service kruise-system/kruise-webhook-service: observed ports [443] (want port 9443)" in result.errors
-    assert ("mutatingwebhookconfiguration kruise-mutating-webhook-configuration webhook mpod.kb.io: "
-            "observed service port 443 (want 9443)") in result.errors
+    assert (
+        "mutatingwebhookconfiguration kruise-mutating-webhook-configuration webhook mpod.kb.io: "
+        "observed service port 443 (want 9443)"
+    ) in result.errors
 
 
 def test_configuration_calling_another_service_is_named_with_its_callee() -> None:
@@ -185,7 +206,8 @@ def test_configuration_calling_another_service_is_named_with_its_callee() -> Non
     assert result.errors == [
         "validatingwebhookconfiguration kruise-validating-webhook-configuration: observed webhooks calling service "
         "kruise-system/kruise-webhook-service-old:443 (want webhooks calling service "
-        "kruise-system/kruise-webhook-service:443)"]
+        "kruise-system/kruise-webhook-service:443)"
+    ]
 
 
 def test_body_match_is_opt_in() -> None:
@@ -220,8 +242,11 @@ def test_malformed_configuration_is_error() -> None:
 
 def test_endpointslices_not_served_falls_back_to_endpoints() -> None:
     api = serve("healthy")
-    api.respond(f"/apis/discovery.k8s.io/v1/namespaces/kruise-system/{ENDPOINT_SLICES.plural}", 404,
-                {"kind": "Status", "code": 404, "message": "the server could not find the requested resource"})
+    api.respond(
+        f"/apis/discovery.k8s.io/v1/namespaces/kruise-system/{ENDPOINT_SLICES.plural}",
+        404,
+        {"kind": "Status", "code": 404, "message": "the server could not find the requested resource"},
+    )
     result = run(kruise_webhook.CHECK, api)
     assert result.status is Status.OK
     assert result.details["endpoints"]["source"] == "endpoints"
@@ -229,7 +254,8 @@ def test_endpointslices_not_served_falls_back_to_endpoints() -> None:
 
 def test_tutorial_names_work_by_configuration() -> None:
     check = koord_webhook.CHECK
-    params = check.params(service="koordinator-admission", port=9443, mutating_configurations=[],
-                          validating_configurations=[])
+    params = check.params(
+        service="koordinator-admission", port=9443, mutating_configurations=[], validating_configurations=[]
+    )
     assert params.wiring().configurations() == []
     assert check.params().wiring().configurations()[0][1] == "koordinator-mutating-webhook-configuration"

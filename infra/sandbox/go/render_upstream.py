@@ -50,23 +50,31 @@ def pins() -> dict[str, str]:
 
 
 def module_dir(module: str, version: str) -> Path:
-    out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"], check=True, capture_output=True, text=True
+    ).stdout
     return Path(json.loads(out)["Dir"])
 
 
 def kustomize(kustomize_version: str, directory: Path) -> list[Doc]:
     env = dict(os.environ, GOFLAGS="-mod=mod")
-    out = subprocess.run(["go", "run", f"sigs.k8s.io/kustomize/kustomize/v5@{kustomize_version}", "build",
-                          str(directory)], check=True, capture_output=True, text=True, env=env).stdout
+    out = subprocess.run(
+        ["go", "run", f"sigs.k8s.io/kustomize/kustomize/v5@{kustomize_version}", "build", str(directory)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def find(docs: list[Doc], kind: str, name: str) -> Doc:
     matches = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     if len(matches) != 1:
-        raise SystemExit(f"render: expected one {kind} {name} in the kustomize output, found {len(matches)}: "
-                         "upstream changed, re-read the overlay")
+        raise SystemExit(
+            f"render: expected one {kind} {name} in the kustomize output, found {len(matches)}: "
+            "upstream changed, re-read the overlay"
+        )
     return matches[0]
 
 
@@ -78,8 +86,13 @@ def stand_in(doc: Doc, ports: str, no_label: str) -> None:
     """A DaemonSet whose agent needs a real node (its pods are answered by the sandbox's backend daemon)."""
     template = doc["spec"]["template"]
     template["metadata"].setdefault("annotations", {})["outpost.sandbox/ports"] = ports
-    terms = (template["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
-             .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {}).setdefault("nodeSelectorTerms", [{}]))
+    terms = (
+        template["spec"]
+        .setdefault("affinity", {})
+        .setdefault("nodeAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .setdefault("nodeSelectorTerms", [{}])
+    )
     for term in terms:
         term.setdefault("matchExpressions", []).append({"key": no_label, "operator": "DoesNotExist"})
 
@@ -132,9 +145,16 @@ def openkruise_overlay(docs: list[Doc], version: str) -> None:
     main = container(manager, "manager")
     main["image"] = f"openkruise/kruise-manager:{version}"
     # openkruise/charts versions/kruise/1.8.0/templates/manager.yaml with values.yaml's defaults
-    main["args"] = ["--enable-leader-election", "--metrics-addr=:8080", "--health-probe-addr=:8000",
-                    "--logtostderr=true", "--leader-election-namespace=kruise-system", "--v=4",
-                    "--feature-gates=ImagePullJobGate=true", "--sync-period=0"]
+    main["args"] = [
+        "--enable-leader-election",
+        "--metrics-addr=:8080",
+        "--health-probe-addr=:8000",
+        "--logtostderr=true",
+        "--leader-election-namespace=kruise-system",
+        "--v=4",
+        "--feature-gates=ImagePullJobGate=true",
+        "--sync-period=0",
+    ]
     main["env"] = [env for env in main.get("env") or [] if env["name"] != "KUBE_CACHE_MUTATION_DETECTOR"]
     daemon = find(docs, "DaemonSet", "kruise-daemon")
     container(daemon, "daemon")["image"] = f"openkruise/kruise-daemon:{version}"
@@ -147,15 +167,27 @@ def openkruise_overlay(docs: list[Doc], version: str) -> None:
 
 def koordinator_overlay(docs: list[Doc], version: str) -> None:
     rename(docs, "Service", "koord-webhook-service", "koordinator-webhook-service")
-    rename(docs, "MutatingWebhookConfiguration", "koord-mutating-webhook-configuration",
-           "koordinator-mutating-webhook-configuration")
-    rename(docs, "ValidatingWebhookConfiguration", "koord-validating-webhook-configuration",
-           "koordinator-validating-webhook-configuration")
+    rename(
+        docs,
+        "MutatingWebhookConfiguration",
+        "koord-mutating-webhook-configuration",
+        "koordinator-mutating-webhook-configuration",
+    )
+    rename(
+        docs,
+        "ValidatingWebhookConfiguration",
+        "koord-validating-webhook-configuration",
+        "koordinator-validating-webhook-configuration",
+    )
     rename(docs, "ConfigMap", "koord-slo-controller-config", "slo-controller-config")
     rename(docs, "DaemonSet", "koord-koordlet", "koordlet")
     rename(docs, "ServiceAccount", "koord-koordlet", "koordlet")
-    for name, image in (("koord-manager", "koord-manager"), ("koord-scheduler", "koord-scheduler"),
-                        ("koord-descheduler", "koord-descheduler"), ("koordlet", "koordlet")):
+    for name, image in (
+        ("koord-manager", "koord-manager"),
+        ("koord-scheduler", "koord-scheduler"),
+        ("koord-descheduler", "koord-descheduler"),
+        ("koordlet", "koordlet"),
+    ):
         kind = "DaemonSet" if name == "koordlet" else "Deployment"
         for item in find(docs, kind, name)["spec"]["template"]["spec"]["containers"]:
             item["image"] = f"koordinator-sh/{image}:{version}"
@@ -165,8 +197,12 @@ def koordinator_overlay(docs: list[Doc], version: str) -> None:
 SYSTEMS: dict[str, tuple[str, str, Callable[[list[Doc], str], None], str]] = {
     # output file: (module, version pin, overlay, what the overlay changes)
     "openkruise.yaml": ("github.com/openkruise/kruise", "KRUISE_VERSION", openkruise_overlay, OPENKRUISE_CHANGES),
-    "koordinator.yaml": ("github.com/koordinator-sh/koordinator", "KOORDINATOR_VERSION", koordinator_overlay,
-                         KOORDINATOR_CHANGES),
+    "koordinator.yaml": (
+        "github.com/koordinator-sh/koordinator",
+        "KOORDINATOR_VERSION",
+        koordinator_overlay,
+        KOORDINATOR_CHANGES,
+    ),
 }
 
 
@@ -177,9 +213,11 @@ def render(out_dir: Path) -> list[Path]:
         version = versions[pin]
         docs = kustomize(versions["KUSTOMIZE_VERSION"], module_dir(module, version) / "config" / "default")
         overlay(docs, version)
-        header = (f"# Generated by infra/sandbox/go/render_upstream.py: do not edit.\n"
-                  f"# {module}@{version} config/default, rendered by kustomize {versions['KUSTOMIZE_VERSION']}.\n"
-                  + "".join(f"# {line}\n" if line else "#\n" for line in changes.splitlines()))
+        header = (
+            f"# Generated by infra/sandbox/go/render_upstream.py: do not edit.\n"
+            f"# {module}@{version} config/default, rendered by kustomize {versions['KUSTOMIZE_VERSION']}.\n"
+            + "".join(f"# {line}\n" if line else "#\n" for line in changes.splitlines())
+        )
         path = out_dir / filename
         path.write_text(header + yaml.safe_dump_all(docs, sort_keys=True, width=120))
         written.append(path)
@@ -200,14 +238,20 @@ def main() -> int:
         for fresh in render(Path(tmp)):
             committed = OUT_DIR / fresh.name
             old = committed.read_text().splitlines(keepends=True) if committed.exists() else []
-            diff = list(difflib.unified_diff(old, fresh.read_text().splitlines(keepends=True),
-                                             str(committed), f"rendered {fresh.name}", n=1))
+            diff = list(
+                difflib.unified_diff(
+                    old, fresh.read_text().splitlines(keepends=True), str(committed), f"rendered {fresh.name}", n=1
+                )
+            )
             if diff:
                 stale.append(committed)
                 sys.stdout.writelines(diff[:60])
         if stale:
-            print(f"render_upstream: {', '.join(map(str, stale))} differ from what the pins render; "
-                  "run infra/sandbox/go/render_upstream.py", file=sys.stderr)
+            print(
+                f"render_upstream: {', '.join(map(str, stale))} differ from what the pins render; "
+                "run infra/sandbox/go/render_upstream.py",
+                file=sys.stderr,
+            )
             return 1
     return 0
 

@@ -22,7 +22,8 @@ from outpost_sandbox.cluster import Sandbox, SandboxError
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add `sandbox` (with up/down/status, and break/heal if available) to `subparsers`."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "sandbox", help="the local simulated cluster (real control plane + kwok nodes)",
+        "sandbox",
+        help="the local simulated cluster (real control plane + kwok nodes)",
         description="Run a local Kubernetes control plane with kwok fake nodes for Outpost's checks.",
     )
     add_commands(parser)
@@ -35,15 +36,20 @@ def add_commands(parser: argparse.ArgumentParser) -> Any:
     sub = parser.add_subparsers(dest="sandbox_command", metavar="COMMAND")
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", default=None,
-                        help="sandbox state directory (default $OUTPOST_SANDBOX_DIR or ~/.outpost/sandbox)")
+    common.add_argument(
+        "--state-dir", default=None, help="sandbox state directory (default $OUTPOST_SANDBOX_DIR or ~/.outpost/sandbox)"
+    )
 
     p_up = sub.add_parser("up", parents=[common], help="start the sandbox (idempotent)")
     p_up.add_argument("--nodes", type=int, default=100, help="number of kwok fake nodes (default 100)")
-    p_up.add_argument("--timeout", type=float, default=None,
-                      help="seconds to wait for all nodes Ready (default scales with --nodes)")
-    p_up.add_argument("--no-systems", action="store_true",
-                      help="do not install Koordinator/OpenKruise/kwok extras (control plane only)")
+    p_up.add_argument(
+        "--timeout", type=float, default=None, help="seconds to wait for all nodes Ready (default scales with --nodes)"
+    )
+    p_up.add_argument(
+        "--no-systems",
+        action="store_true",
+        help="do not install Koordinator/OpenKruise/kwok extras (control plane only)",
+    )
     p_up.set_defaults(func=cmd_up)
 
     p_down = sub.add_parser("down", parents=[common], help="stop every sandbox process")
@@ -70,12 +76,14 @@ def _fail(exc: SandboxError) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        result = Sandbox(args.state_dir).up(nodes=args.nodes, timeout=args.timeout,
-                                            install_systems=not args.no_systems)
+        result = Sandbox(args.state_dir).up(nodes=args.nodes, timeout=args.timeout, install_systems=not args.no_systems)
     except SandboxError as exc:
         code = _fail(exc)
-        print("what did start is left running for inspection; `outpost sandbox status` shows it and "
-              "`outpost sandbox down` stops it", file=sys.stderr)
+        print(
+            "what did start is left running for inspection; `outpost sandbox status` shows it and "
+            "`outpost sandbox down` stops it",
+            file=sys.stderr,
+        )
         return code
     print(result.usage())
     return 0

@@ -59,8 +59,18 @@ from outpost_sandbox.poll import poll_until
 from outpost_sandbox.procs import ProcessTable, tail
 
 KUBERNETES_VERSION = "v1.37.2"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok",
-            "kruise-manager", "koord-manager", "koord-scheduler", "koord-descheduler")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "kruise-manager",
+    "koord-manager",
+    "koord-scheduler",
+    "koord-descheduler",
+)
 
 POD_CIDR = "10.244.0.0/16"
 NODE_IP_BASE = ipaddress.IPv4Address("10.245.0.0")
@@ -167,22 +177,37 @@ class ScaleProfile:
             "enablePodsOnNodeSyncListPager": True,
             "enablePodsOnNodeSyncStreamWatch": False,
         }
-        return yaml.safe_dump({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
-                               "options": options}, sort_keys=False)
+        return yaml.safe_dump(
+            {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options},
+            sort_keys=False,
+        )
 
 
 SCALE_PROFILES = (
     # As upstream ships every default: what the e2e tests and faults run against (50 renewals/s at 500 nodes).
     ScaleProfile(max_nodes=500, node_lease_seconds=NODE_LEASE_SECONDS),
     # 160 s lease, renewed every 40 s: 50 renewals/s at 2,000 nodes.
-    ScaleProfile(max_nodes=2000, node_lease_seconds=160, node_monitor_grace_seconds=200,
-                 node_startup_grace_seconds=200, kwok_parallelism=16, scheduler_qps=(100, 200),
-                 install_timeout_seconds=480.0),
+    ScaleProfile(
+        max_nodes=2000,
+        node_lease_seconds=160,
+        node_monitor_grace_seconds=200,
+        node_startup_grace_seconds=200,
+        kwok_parallelism=16,
+        scheduler_qps=(100, 200),
+        install_timeout_seconds=480.0,
+    ),
     # 400 s lease, renewed every 100 s: 50 renewals/s at 5,000 nodes (measured on 2 cores; beyond
     # 5,000 the rate grows again and the machine, not this table, is the limit).
-    ScaleProfile(max_nodes=MAX_NODES, node_lease_seconds=400, node_monitor_grace_seconds=500,
-                 node_startup_grace_seconds=500, node_monitor_period_seconds=10, kwok_parallelism=16,
-                 scheduler_qps=(100, 200), install_timeout_seconds=900.0),
+    ScaleProfile(
+        max_nodes=MAX_NODES,
+        node_lease_seconds=400,
+        node_monitor_grace_seconds=500,
+        node_startup_grace_seconds=500,
+        node_monitor_period_seconds=10,
+        kwok_parallelism=16,
+        scheduler_qps=(100, 200),
+        install_timeout_seconds=900.0,
+    ),
 )
 KWOK_LEASE_DURATIONS = frozenset(profile.node_lease_seconds for profile in SCALE_PROFILES)
 """A node Lease with one of these durations is kwok's (a sandbox may have been grown from one tier to the next);
@@ -192,6 +217,7 @@ the node-lease-stale fault takes one over with a far longer one."""
 def scale_profile(nodes: int) -> ScaleProfile:
     """The tuning for a sandbox that has (had) `nodes` fake nodes."""
     return next(profile for profile in SCALE_PROFILES if nodes <= profile.max_nodes)
+
 
 # Seconds between SIGTERM and SIGKILL unless a component's spec says otherwise: etcd gets the full
 # grace to close its database cleanly.
@@ -227,8 +253,9 @@ class SandboxError(OutpostError):
     one-line message on purpose.
     """
 
-    def __init__(self, message: str, component: str | None = None, log_tail: str | None = None,
-                 log_path: Path | None = None) -> None:
+    def __init__(
+        self, message: str, component: str | None = None, log_tail: str | None = None, log_path: Path | None = None
+    ) -> None:
         super().__init__(message)
         self.component = component
         self.log_tail = log_tail
@@ -295,14 +322,11 @@ def ensure_binaries(log: Log = _stderr) -> Path:
         bin_dir = Path(env)
         missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
         if missing:
-            raise SandboxError(
-                f"OUTPOST_SANDBOX_BIN_DIR {bin_dir} lacks executable {', '.join(missing)}", "build"
-            )
+            raise SandboxError(f"OUTPOST_SANDBOX_BIN_DIR {bin_dir} lacks executable {', '.join(missing)}", "build")
         return bin_dir
     script = build_script()
     if not script.is_file():
-        raise SandboxError(f"sandbox build script not found at {script} (set OUTPOST_SANDBOX_BIN_DIR)",
-                           "build")
+        raise SandboxError(f"sandbox build script not found at {script} (set OUTPOST_SANDBOX_BIN_DIR)", "build")
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     with (root / "build.lock").open("w") as lock:
@@ -313,17 +337,23 @@ def ensure_binaries(log: Log = _stderr) -> Path:
             out, err = proc.communicate(timeout=3)
         except subprocess.TimeoutExpired:
             # Cached binaries answer within a second; anything longer is a real build.
-            log(f"building control-plane binaries with {script} (first time: ~10 min; log in "
-                f"{root / 'bin'}/<key>/build.log)")
+            log(
+                f"building control-plane binaries with {script} (first time: ~10 min; log in "
+                f"{root / 'bin'}/<key>/build.log)"
+            )
             out, err = proc.communicate()
         if proc.returncode != 0:
-            raise SandboxError(f"building sandbox binaries failed with exit {proc.returncode} ({script})",
-                               "build", log_tail=err.strip()[-4000:])
+            raise SandboxError(
+                f"building sandbox binaries failed with exit {proc.returncode} ({script})",
+                "build",
+                log_tail=err.strip()[-4000:],
+            )
         lines = out.strip().splitlines()
         bin_dir = Path(lines[-1]) if lines else Path()
         if not lines or not _complete(bin_dir):
-            raise SandboxError(f"build script {script} printed no complete binary directory", "build",
-                               log_tail=(out + err)[-4000:])
+            raise SandboxError(
+                f"build script {script} printed no complete binary directory", "build", log_tail=(out + err)[-4000:]
+            )
         took = time.monotonic() - started
         if took > 5:
             log(f"binaries built in {took:.0f} s: {bin_dir}")
@@ -465,8 +495,12 @@ class State:
     @classmethod
     def from_json(cls, text: str) -> State:
         data = json.loads(text)
-        return cls(ports=Ports(**data["ports"]), bin_dir=str(data["bin_dir"]), nodes=int(data["nodes"]),
-                   advertise_address=str(data.get("advertise_address", ADVERTISE_ADDRESS)))
+        return cls(
+            ports=Ports(**data["ports"]),
+            bin_dir=str(data["bin_dir"]),
+            nodes=int(data["nodes"]),
+            advertise_address=str(data.get("advertise_address", ADVERTISE_ADDRESS)),
+        )
 
 
 @dataclass(frozen=True)
@@ -521,18 +555,20 @@ class UpResult:
         how = "already up" if self.already_up else f"up in {self.seconds:.1f} s"
         built = built_versions(self.bin_dir)
         managers = ", ".join(f"{module.rsplit('/', 1)[-1]} {version}" for module, version in sorted(built.items()))
-        return "\n".join([
-            f"sandbox {how}: {self.nodes} kwok nodes Ready, Kubernetes {KUBERNETES_VERSION}",
-            f"  managers     {managers or 'none built'} (the real binaries, on node {PROCESS_NODE})",
-            f"  API server   {self.server}  (CA {self.ca_path})",
-            f"  admin        export KUBECONFIG={self.kubeconfig}",
-            f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
-            f"  reconciler   {self.state_dir / 'reconciler.kubeconfig'}  (user outpost-reconciler, "
-            "kwok-pod-reconciler's patch pods/status)",
-            f"  kubectl      {self.state_dir / 'bin' / 'kubectl'} --kubeconfig {self.kubeconfig} get nodes",
-            f"  logs         {self.state_dir / 'logs'}/<component>.log",
-            "  stop with    outpost sandbox down",
-        ])
+        return "\n".join(
+            [
+                f"sandbox {how}: {self.nodes} kwok nodes Ready, Kubernetes {KUBERNETES_VERSION}",
+                f"  managers     {managers or 'none built'} (the real binaries, on node {PROCESS_NODE})",
+                f"  API server   {self.server}  (CA {self.ca_path})",
+                f"  admin        export KUBECONFIG={self.kubeconfig}",
+                f"  probe        {self.probe_kubeconfig}  (user outpost-probe, read-only)",
+                f"  reconciler   {self.state_dir / 'reconciler.kubeconfig'}  (user outpost-reconciler, "
+                "kwok-pod-reconciler's patch pods/status)",
+                f"  kubectl      {self.state_dir / 'bin' / 'kubectl'} --kubeconfig {self.kubeconfig} get nodes",
+                f"  logs         {self.state_dir / 'logs'}/<component>.log",
+                "  stop with    outpost sandbox down",
+            ]
+        )
 
 
 class Sandbox:
@@ -613,8 +649,9 @@ class Sandbox:
         localhost => SNI "localhost" => the internal certificate, valid whatever fault is injected
         into the public one.
         """
-        return Kube.for_server(f"https://localhost:{state.ports.apiserver}", self.pki.ca_cert, self.admin_token(),
-                               timeout=timeout)
+        return Kube.for_server(
+            f"https://localhost:{state.ports.apiserver}", self.pki.ca_cert, self.admin_token(), timeout=timeout
+        )
 
     def _readyz(self, state: State) -> int | None:
         try:
@@ -666,18 +703,31 @@ class Sandbox:
         path = self.procs.log_path(component)
         return SandboxError(message, component, log_tail=tail(path, 40), log_path=path)
 
-    def _wait(self, what: str, component: str, timeout: float, predicate: Callable[[], bool],
-              watch: tuple[str, ...] = (), interval: float = 0.5) -> None:
+    def _wait(
+        self,
+        what: str,
+        component: str,
+        timeout: float,
+        predicate: Callable[[], bool],
+        watch: tuple[str, ...] = (),
+        interval: float = 0.5,
+    ) -> None:
         """Poll `predicate` until true; fail fast if a watched process dies, name `component` on
         timeout."""
+
         def watched_alive_and_true() -> bool:
             for name in watch:
                 if not self.procs.alive(name):
                     raise self._error(f"{name} exited while waiting for {what}", name)
             return predicate()
 
-        poll_until(what, timeout, watched_alive_and_true, interval=interval,
-                   fail=lambda message: self._error(message, component))
+        poll_until(
+            what,
+            timeout,
+            watched_alive_and_true,
+            interval=interval,
+            fail=lambda message: self._error(message, component),
+        )
 
     # Configuration files -----------------------------------------------------------------------
     def _kubeconfig_text(self, server: str, user: str, token: str, context: str) -> str:
@@ -687,8 +737,7 @@ class Sandbox:
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "outpost-sandbox",
-                          "cluster": {"server": server, "certificate-authority-data": ca}}],
+            "clusters": [{"name": "outpost-sandbox", "cluster": {"server": server, "certificate-authority-data": ca}}],
             "users": [{"name": user, "user": {"token": token}}],
             "contexts": [{"name": context, "context": {"cluster": "outpost-sandbox", "user": user}}],
             "current-context": context,
@@ -706,19 +755,29 @@ class Sandbox:
     def _write_configs(self, state: State) -> None:
         public = f"https://127.0.0.1:{state.ports.apiserver}"
         internal = f"https://localhost:{state.ports.apiserver}"
-        self._write_secret_file(self.kubeconfig, self._kubeconfig_text(
-            public, "admin", self.admin_token(), "outpost-sandbox"))
-        self._write_secret_file(self.probe_kubeconfig, self._kubeconfig_text(
-            public, "outpost-probe", self.probe_token(), "outpost-sandbox-probe"))
-        self._write_secret_file(self.reconciler_kubeconfig, self._kubeconfig_text(
-            public, rbac.RECONCILER_USER, self.pki.token(rbac.RECONCILER_USER), "outpost-sandbox-reconciler"))
+        self._write_secret_file(
+            self.kubeconfig, self._kubeconfig_text(public, "admin", self.admin_token(), "outpost-sandbox")
+        )
+        self._write_secret_file(
+            self.probe_kubeconfig,
+            self._kubeconfig_text(public, "outpost-probe", self.probe_token(), "outpost-sandbox-probe"),
+        )
+        self._write_secret_file(
+            self.reconciler_kubeconfig,
+            self._kubeconfig_text(
+                public, rbac.RECONCILER_USER, self.pki.token(rbac.RECONCILER_USER), "outpost-sandbox-reconciler"
+            ),
+        )
         kdir = self.state_dir / "kubeconfigs"
-        for comp, user in (("kube-controller-manager", "system:kube-controller-manager"),
-                           ("kube-scheduler", "system:kube-scheduler"),
-                           ("kwok", "kwok-controller"),
-                           ("admin-internal", "admin")):
-            self._write_secret_file(kdir / f"{comp}.kubeconfig", self._kubeconfig_text(
-                internal, user, self.pki.token(user), comp))
+        for comp, user in (
+            ("kube-controller-manager", "system:kube-controller-manager"),
+            ("kube-scheduler", "system:kube-scheduler"),
+            ("kwok", "kwok-controller"),
+            ("admin-internal", "admin"),
+        ):
+            self._write_secret_file(
+                kdir / f"{comp}.kubeconfig", self._kubeconfig_text(internal, user, self.pki.token(user), comp)
+            )
         kwok_dir = self.state_dir / "kwok"
         kwok_dir.mkdir(parents=True, exist_ok=True)
         (kwok_dir / "stages.yaml").write_text(STAGES_YAML)
@@ -751,12 +810,18 @@ class Sandbox:
         peer = f"http://127.0.0.1:{p.etcd_peer}"
         client = f"http://127.0.0.1:{p.etcd_client}"
         return [
-            str(b / "etcd"), "--name=sandbox", f"--data-dir={sd / 'etcd'}",
-            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            str(b / "etcd"),
+            "--name=sandbox",
+            f"--data-dir={sd / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
             f"--initial-cluster=sandbox={peer}",
             # A throwaway cluster: durability buys nothing and fsync dominates start time.
-            "--unsafe-no-fsync", "--quota-backend-bytes=8589934592", "--log-level=warn",
+            "--unsafe-no-fsync",
+            "--quota-backend-bytes=8589934592",
+            "--log-level=warn",
         ], None
 
     def _apiserver_argv(self, state: State) -> Argv:
@@ -764,10 +829,12 @@ class Sandbox:
         return [
             str(b / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
-            "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={p.apiserver}",
             f"--advertise-address={state.advertise_address}",
             f"--cert-dir={sd / 'apiserver'}",
-            f"--tls-cert-file={pki.cert('apiserver')}", f"--tls-private-key-file={pki.key('apiserver')}",
+            f"--tls-cert-file={pki.cert('apiserver')}",
+            f"--tls-private-key-file={pki.key('apiserver')}",
             f"--tls-sni-cert-key={pki.cert('apiserver-internal')},{pki.key('apiserver-internal')}:localhost",
             f"--client-ca-file={pki.ca_cert}",
             f"--requestheader-client-ca-file={pki.ca_cert}",
@@ -806,13 +873,15 @@ class Sandbox:
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki.sa_key}",
             f"--root-ca-file={pki.ca_cert}",
-            f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
+            f"--cluster-signing-cert-file={pki.ca_cert}",
+            f"--cluster-signing-key-file={pki.ca_key}",
             "--allocate-node-cidrs=false",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             # No cloud and no kubelets: node IPAM (pod IPs come from kwok) and attach/detach
             # (needs a kubelet/CSI) have nothing to act on.
             "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
-            "--kube-api-qps=200", "--kube-api-burst=400",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
             *scale_profile(state.nodes).controller_manager_flags(),
         ], None
 
@@ -892,17 +961,23 @@ class Sandbox:
             self._save_state(state)
             self._write_configs(state)
             if retune:
-                self.log(f"retuning {', '.join(retune)} for {state.nodes} nodes "
-                         f"(node lease {scale_profile(state.nodes).node_lease_seconds} s)")
+                self.log(
+                    f"retuning {', '.join(retune)} for {state.nodes} nodes "
+                    f"(node lease {scale_profile(state.nodes).node_lease_seconds} s)"
+                )
             for name in reversed(retune):
                 self.procs.stop(name, timeout=COMPONENT_SPECS[name].stop_grace)
             for name in COMPONENTS:
                 if not self.procs.alive(name):
                     self._start(name, state)
             self._ensure_nodes(state, nodes, timeout)
-            self._wait("the default ServiceAccount", "kube-controller-manager", 60,
-                       lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
-                       watch=("kube-controller-manager",))
+            self._wait(
+                "the default ServiceAccount",
+                "kube-controller-manager",
+                60,
+                lambda: self._get_ok(state, "/api/v1/namespaces/default/serviceaccounts/default"),
+                watch=("kube-controller-manager",),
+            )
             # Grants in a system's namespace (e.g. the webhook certificate Secrets) need that namespace: they
             # are applied once the systems are installed. The probe's own namespace comes with its grants.
             # The probe's RBAC is what `outpost rbac --env local` generates from the enabled checks.
@@ -918,9 +993,15 @@ class Sandbox:
 
     def _result(self, state: State, nodes: int, seconds: float, already_up: bool) -> UpResult:
         return UpResult(
-            state_dir=self.state_dir, kubeconfig=self.kubeconfig, probe_kubeconfig=self.probe_kubeconfig,
-            server=f"https://127.0.0.1:{state.ports.apiserver}", ca_path=self.ca_path,
-            bin_dir=Path(state.bin_dir), nodes=nodes, seconds=seconds, already_up=already_up,
+            state_dir=self.state_dir,
+            kubeconfig=self.kubeconfig,
+            probe_kubeconfig=self.probe_kubeconfig,
+            server=f"https://127.0.0.1:{state.ports.apiserver}",
+            ca_path=self.ca_path,
+            bin_dir=Path(state.bin_dir),
+            nodes=nodes,
+            seconds=seconds,
+            already_up=already_up,
         )
 
     def _start(self, name: str, state: State, wait: bool = True) -> None:
@@ -954,8 +1035,10 @@ class Sandbox:
             def release(name: str) -> None:
                 # Best effort: a lease not released is only waited out by kwok.
                 with contextlib.suppress(SandboxApiError):
-                    api.merge_patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
-                                    {"spec": {"holderIdentity": None}})
+                    api.merge_patch(
+                        f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+                        {"spec": {"holderIdentity": None}},
+                    )
 
             with ThreadPoolExecutor(max_workers=16) as pool:
                 list(pool.map(release, held))
@@ -965,8 +1048,10 @@ class Sandbox:
         if spec.ready_when is not None:
             ready = spec.ready_when(self, state)
         else:
+
             def ready() -> bool:
                 return self._component_health(state, name)[0] is True
+
         timeout = spec.ready_timeout
         if spec.scaled_timeout is not None:
             timeout = max(timeout, spec.scaled_timeout(scale_profile(state.nodes)))
@@ -993,9 +1078,12 @@ class Sandbox:
             if exc.status == 0:
                 raise  # no answer at all: the caller decides
             return None
-        return [lease for lease in leases
-                if (lease.get("spec") or {}).get("leaseDurationSeconds") in KWOK_LEASE_DURATIONS
-                and lease["metadata"]["name"] != PROCESS_NODE]
+        return [
+            lease
+            for lease in leases
+            if (lease.get("spec") or {}).get("leaseDurationSeconds") in KWOK_LEASE_DURATIONS
+            and lease["metadata"]["name"] != PROCESS_NODE
+        ]
 
     def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._api(state, timeout=30) as api:
@@ -1040,8 +1128,9 @@ class Sandbox:
     def _ensure_nodes(self, state: State, nodes: int, timeout: float | None) -> None:
         listed = self._list_nodes(state)
         existing = {n["metadata"]["name"] for n in listed}
-        untainted = [n["metadata"]["name"] for n in listed
-                     if FAKE_NODE_TAINT not in ((n.get("spec") or {}).get("taints") or [])]
+        untainted = [
+            n["metadata"]["name"] for n in listed if FAKE_NODE_TAINT not in ((n.get("spec") or {}).get("taints") or [])
+        ]
         if untainted:  # made by a sandbox version that did not taint them
             with self._api(state, timeout=60) as api:
                 for name in untainted:
@@ -1052,6 +1141,7 @@ class Sandbox:
         if missing:
             self.log(f"creating {len(missing)} fake nodes")
             with self._api(state, timeout=60) as api:
+
                 def create(i: int) -> str | None:
                     try:
                         api.create("/api/v1/nodes", node_manifest(i))
@@ -1060,11 +1150,13 @@ class Sandbox:
                             return None  # already there: `up` converges
                         return f"node {node_name(i)}: create answered {exc.status}: {exc}"
                     return None
+
                 with ThreadPoolExecutor(max_workers=16) as pool:
                     failures = [f for f in pool.map(create, missing) if f]
             if failures:
-                raise self._error(f"{len(failures)} fake nodes could not be created; first: {failures[0]}",
-                                  "kube-apiserver")
+                raise self._error(
+                    f"{len(failures)} fake nodes could not be created; first: {failures[0]}", "kube-apiserver"
+                )
         # Measured on 2 cores: 100 nodes Ready in ~2 s; 5000 take minutes (lease writes compete
         # with node creation), so the default grows with the count.
         limit = timeout if timeout is not None else 90 + nodes * 0.12
@@ -1079,8 +1171,14 @@ class Sandbox:
 
         # Each try lists every node (about 4 KB each): at 5,000 nodes a list every half second would
         # take a core of its own from the components it waits for.
-        self._wait(f"{nodes} fake nodes Ready", "kwok", limit, all_ready, watch=("kube-apiserver", "kwok"),
-                   interval=max(0.5, nodes / 1000))
+        self._wait(
+            f"{nodes} fake nodes Ready",
+            "kwok",
+            limit,
+            all_ready,
+            watch=("kube-apiserver", "kwok"),
+            interval=max(0.5, nodes / 1000),
+        )
 
     def _apply(self, state: State, objects: list[dict[str, Any]]) -> None:
         """Server-side apply: creates or updates, so re-running `up` converges."""
@@ -1091,14 +1189,15 @@ class Sandbox:
                     if policy is None:
                         api.apply(obj)
                     else:
-                        api.writer.apply(object_path(policy, obj["metadata"]["name"]), obj,
-                                         field_manager=FIELD_MANAGER)
+                        api.writer.apply(object_path(policy, obj["metadata"]["name"]), obj, field_manager=FIELD_MANAGER)
                 except SandboxApiError as exc:
-                    raise self._error(f"applying {obj['kind']} {obj['metadata']['name']} answered {exc.status}",
-                                      "kube-apiserver") from None
+                    raise self._error(
+                        f"applying {obj['kind']} {obj['metadata']['name']} answered {exc.status}", "kube-apiserver"
+                    ) from None
                 except OutpostError as exc:
-                    raise self._error(f"applying {obj['kind']} {obj['metadata']['name']}: {exc}",
-                                      "kube-apiserver") from None
+                    raise self._error(
+                        f"applying {obj['kind']} {obj['metadata']['name']}: {exc}", "kube-apiserver"
+                    ) from None
 
     def _claim_machine(self) -> None:
         """Only one sandbox per machine: the backend network (namespace, veth, the pod and node CIDR
@@ -1109,7 +1208,9 @@ class Sandbox:
             if owner != self.state_dir and Sandbox(owner, log=self.log).procs.alive("kube-apiserver"):
                 raise SandboxError(
                     f"another sandbox is running on this machine (state dir {owner}); "
-                    f"stop it first: outpost sandbox down --state-dir {owner}", "sandbox")
+                    f"stop it first: outpost sandbox down --state-dir {owner}",
+                    "sandbox",
+                )
         MACHINE_CLAIM.parent.mkdir(parents=True, exist_ok=True)
         MACHINE_CLAIM.write_text(f"{self.state_dir}\n")
 
@@ -1148,8 +1249,11 @@ class Sandbox:
                 raise SandboxError(f"refusing to purge {self.state_dir}: no sandbox.json in it")
             shutil.rmtree(self.state_dir)
         if uninstall_error is not None:
-            raise SandboxError(f"control plane stopped, but systems uninstall failed: "
-                               f"{type(uninstall_error).__name__}: {uninstall_error}", "systems")
+            raise SandboxError(
+                f"control plane stopped, but systems uninstall failed: "
+                f"{type(uninstall_error).__name__}: {uninstall_error}",
+                "systems",
+            )
         return stopped
 
     def status(self) -> SandboxStatus:
@@ -1167,8 +1271,12 @@ class Sandbox:
         readyz = self._readyz(state) if self.procs.alive("kube-apiserver") else None
         ready = self._nodes_ready(state, state.nodes) if readyz == 200 else None
         return SandboxStatus(
-            state_dir=str(self.state_dir), exists=True, components=comps, apiserver_readyz=readyz,
-            nodes_ready=ready, nodes_expected=state.nodes,
+            state_dir=str(self.state_dir),
+            exists=True,
+            components=comps,
+            apiserver_readyz=readyz,
+            nodes_ready=ready,
+            nodes_expected=state.nodes,
             server=f"https://127.0.0.1:{state.ports.apiserver}",
         )
 
@@ -1196,8 +1304,9 @@ class Sandbox:
                 self._restart_watchers(state)
             return True
 
-    def rotate_apiserver_cert(self, not_after: dt.datetime | None = None,
-                              not_before: dt.datetime | None = None) -> dt.datetime:
+    def rotate_apiserver_cert(
+        self, not_after: dt.datetime | None = None, not_before: dt.datetime | None = None
+    ) -> dt.datetime:
         """Reissue the API server's public serving certificate and restart the API server.
 
         `not_after` in the past gives an expired certificate, a few days ahead one that is about
@@ -1209,8 +1318,7 @@ class Sandbox:
         # certificate and key cannot be replaced in one step.
         self.stop_component("kube-apiserver")
         with self._locked():
-            self.pki.issue_apiserver_serving(state.advertise_address, not_after=not_after,
-                                             not_before=not_before)
+            self.pki.issue_apiserver_serving(state.advertise_address, not_after=not_after, not_before=not_before)
         self.start_component("kube-apiserver")
         return self.pki.not_after("apiserver")
 
@@ -1245,22 +1353,51 @@ class ComponentSpec:
     """A longer start-up wait where the node count's tier asks for one (never shorter than `ready_timeout`)."""
 
 
-COMPONENT_SPECS: dict[str, ComponentSpec] = {spec.name: spec for spec in (
-    ComponentSpec("etcd", Sandbox._etcd_argv, Sandbox._etcd_health, "etcd /health", 30,
-                  restarts_watchers=True),
-    # The API server stops listening at once on SIGTERM but then waits for its clients' open watch
-    # streams to drain (tens of seconds); it keeps no state of its own, so a short grace loses nothing.
-    ComponentSpec("kube-apiserver", Sandbox._apiserver_argv, Sandbox._apiserver_health,
-                  "kube-apiserver /readyz 200", 120, requires_running=("etcd",), stop_grace=3.0,
-                  restarts_watchers=True),
-    ComponentSpec("kube-controller-manager", Sandbox._controller_manager_argv, Sandbox._controller_manager_health,
-                  "kube-controller-manager /healthz 200", 60, watcher=True),
-    ComponentSpec("kube-scheduler", Sandbox._scheduler_argv, Sandbox._scheduler_health,
-                  "kube-scheduler /healthz 200", 60, watcher=True),
-    ComponentSpec("kwok", Sandbox._kwok_argv, Sandbox._kwok_health, "kwok renewing every node Lease", 90,
-                  ready_when=Sandbox._kwok_ready_when, watcher=True, before_start=Sandbox._before_kwok_start,
-                  scaled_timeout=lambda profile: profile.kwok_ready_timeout_seconds),
-)}
+COMPONENT_SPECS: dict[str, ComponentSpec] = {
+    spec.name: spec
+    for spec in (
+        ComponentSpec("etcd", Sandbox._etcd_argv, Sandbox._etcd_health, "etcd /health", 30, restarts_watchers=True),
+        # The API server stops listening at once on SIGTERM but then waits for its clients' open watch
+        # streams to drain (tens of seconds); it keeps no state of its own, so a short grace loses nothing.
+        ComponentSpec(
+            "kube-apiserver",
+            Sandbox._apiserver_argv,
+            Sandbox._apiserver_health,
+            "kube-apiserver /readyz 200",
+            120,
+            requires_running=("etcd",),
+            stop_grace=3.0,
+            restarts_watchers=True,
+        ),
+        ComponentSpec(
+            "kube-controller-manager",
+            Sandbox._controller_manager_argv,
+            Sandbox._controller_manager_health,
+            "kube-controller-manager /healthz 200",
+            60,
+            watcher=True,
+        ),
+        ComponentSpec(
+            "kube-scheduler",
+            Sandbox._scheduler_argv,
+            Sandbox._scheduler_health,
+            "kube-scheduler /healthz 200",
+            60,
+            watcher=True,
+        ),
+        ComponentSpec(
+            "kwok",
+            Sandbox._kwok_argv,
+            Sandbox._kwok_health,
+            "kwok renewing every node Lease",
+            90,
+            ready_when=Sandbox._kwok_ready_when,
+            watcher=True,
+            before_start=Sandbox._before_kwok_start,
+            scaled_timeout=lambda profile: profile.kwok_ready_timeout_seconds,
+        ),
+    )
+}
 """In start order (etcd first); `down` stops them in reverse."""
 
 COMPONENTS = tuple(COMPONENT_SPECS)
@@ -1268,8 +1405,9 @@ TUNED_COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
 """The components whose flags depend on the node count (`ScaleProfile`), in start order."""
 
 
-def up(nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None,
-       install_systems: bool = True) -> UpResult:
+def up(
+    nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None, install_systems: bool = True
+) -> UpResult:
     return Sandbox(state_dir).up(nodes=nodes, timeout=timeout, install_systems=install_systems)
 
 
@@ -1289,6 +1427,7 @@ def start_component(name: str, state_dir: Path | str | None = None, wait: bool =
     return Sandbox(state_dir).start_component(name, wait=wait)
 
 
-def rotate_apiserver_cert(not_after: dt.datetime | None = None, state_dir: Path | str | None = None,
-                          not_before: dt.datetime | None = None) -> dt.datetime:
+def rotate_apiserver_cert(
+    not_after: dt.datetime | None = None, state_dir: Path | str | None = None, not_before: dt.datetime | None = None
+) -> dt.datetime:
     return Sandbox(state_dir).rotate_apiserver_cert(not_after=not_after, not_before=not_before)

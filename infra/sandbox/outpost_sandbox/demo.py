@@ -60,8 +60,10 @@ def main(args: argparse.Namespace) -> int:
         for name in names:
             os.environ[heartbeat_variable(name)] = receiver.url_for(name)
 
-        say(f"\nstep 2/4  running {len(names)} check(s) once, as the read-only probe identity "
-            "(a job that writes as its own)")
+        say(
+            f"\nstep 2/4  running {len(names)} check(s) once, as the read-only probe identity "
+            "(a job that writes as its own)"
+        )
         baseline = _run_all(settings, names)
         _show(baseline, receiver, say)
 
@@ -69,18 +71,25 @@ def main(args: argparse.Namespace) -> int:
         receiver.reset()
         faults.break_fault(DEMO_FAULT, state_dir=sandbox.state_dir)
         try:
-            broken = _wait_for(lambda: _run_all(settings, ["apiserver-health"]),
-                               lambda results: results[0].status is Status.FAILED, timeout=60)
+            broken = _wait_for(
+                lambda: _run_all(settings, ["apiserver-health"]),
+                lambda results: results[0].status is Status.FAILED,
+                timeout=60,
+            )
             _show(broken, receiver, say)
             caught = broken[0].status is Status.FAILED and receiver.pings_for("apiserver-health") == 0
-            say("          caught: apiserver-health failed and sent no heartbeat; Vigilmon would alert"
-                if caught else "          NOT caught: the fault went unnoticed")
+            say(
+                "          caught: apiserver-health failed and sent no heartbeat; Vigilmon would alert"
+                if caught
+                else "          NOT caught: the fault went unnoticed"
+            )
         finally:
             say(f"\nstep 4/4  healing: outpost sandbox heal {DEMO_FAULT}")
             faults.heal(DEMO_FAULT, state_dir=sandbox.state_dir)
         receiver.reset()
-        healed = _wait_for(lambda: _run_all(settings, ["apiserver-health"]),
-                           lambda results: results[0].status is Status.OK, timeout=90)
+        healed = _wait_for(
+            lambda: _run_all(settings, ["apiserver-health"]), lambda results: results[0].status is Status.OK, timeout=90
+        )
         _show(healed, receiver, say)
 
     say("\nthe sandbox is still running; `outpost sandbox down` stops it")
@@ -105,8 +114,7 @@ def _run_all(settings: Settings, names: Sequence[str]) -> list[Result]:
     return [run_check(settings, name, log=False) for name in names]
 
 
-def _wait_for(run: Callable[[], list[Result]], done: Callable[[list[Result]], bool],
-              timeout: float) -> list[Result]:
+def _wait_for(run: Callable[[], list[Result]], done: Callable[[list[Result]], bool], timeout: float) -> list[Result]:
     results: list[list[Result]] = []
 
     def run_and_see_done() -> bool:

@@ -82,15 +82,22 @@ def new_key() -> ec.EllipticCurvePrivateKey:
 
 
 def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
     return x509.KeyUsage(
-        digital_signature=True, key_cert_sign=signs_certificates, crl_sign=signs_certificates,
-        content_commitment=False, key_encipherment=False, data_encipherment=False, key_agreement=False,
-        encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        key_cert_sign=signs_certificates,
+        crl_sign=signs_certificates,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
     )
 
 
@@ -139,8 +146,11 @@ def issue(
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     if organization:
         attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
-    usages = [usage for usage, wanted in ((ExtendedKeyUsageOID.SERVER_AUTH, server),
-                                          (ExtendedKeyUsageOID.CLIENT_AUTH, client)) if wanted]
+    usages = [
+        usage
+        for usage, wanted in ((ExtendedKeyUsageOID.SERVER_AUTH, server), (ExtendedKeyUsageOID.CLIENT_AUTH, client))
+        if wanted
+    ]
     builder = (
         x509.CertificateBuilder()
         .subject_name(x509.Name(attrs))
@@ -202,12 +212,12 @@ def ensure_ca(directory: Path, stem: str = "ca", days: int = 3650) -> KeyPair:
 # Webhook and backend serving certificates ------------------------------------------------------------
 def service_names(service: str, namespace: str) -> list[str]:
     """The DNS names the API server may use for a Service (webhook calls, service proxy)."""
-    return [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local",
-            f"{service}.{namespace}", service]
+    return [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local", f"{service}.{namespace}", service]
 
 
-def issue_serving(ca: KeyPair, dns_names: Sequence[str], not_before: dt.datetime, not_after: dt.datetime,
-                  ips: Sequence[str] = ()) -> KeyPair:
+def issue_serving(
+    ca: KeyPair, dns_names: Sequence[str], not_before: dt.datetime, not_after: dt.datetime, ips: Sequence[str] = ()
+) -> KeyPair:
     """A server certificate for `dns_names` (the first is the common name) signed by `ca`."""
     return issue(ca, dns_names[0], dns=dns_names, ips=ips, server=True, not_before=not_before, not_after=not_after)
 
@@ -219,10 +229,12 @@ def issue_service_set(directory: Path, service: str, namespace: str, valid_days:
     names = service_names(service, namespace)
     t = now()
     write_pair(directory, service, issue_serving(ca, names, t - BACKDATE, t + dt.timedelta(days=valid_days)))
-    write_pair(directory, f"{service}-badca",
-               issue_serving(foreign_ca, names, t - BACKDATE, t + dt.timedelta(days=365)))
-    write_pair(directory, f"{service}-expired",
-               issue_serving(ca, names, t - dt.timedelta(days=30), t - dt.timedelta(days=1)))
+    write_pair(
+        directory, f"{service}-badca", issue_serving(foreign_ca, names, t - BACKDATE, t + dt.timedelta(days=365))
+    )
+    write_pair(
+        directory, f"{service}-expired", issue_serving(ca, names, t - dt.timedelta(days=30), t - dt.timedelta(days=1))
+    )
 
 
 # Local HTTPS servers of the functional tests ------------------------------------------------------------
@@ -239,8 +251,14 @@ def localhost_tls(directory: Path, name: str = "local") -> LocalhostTls:
     """A fresh CA `<name>-ca.crt` and a serving pair `<name>.crt`/`<name>.key` for 127.0.0.1, valid a day."""
     t = now()
     ca = make_ca(f"{name}-ca", t - dt.timedelta(minutes=1), t + dt.timedelta(days=1))
-    leaf = issue(ca, "127.0.0.1", ips=("127.0.0.1",), server=True,
-                 not_before=t - dt.timedelta(minutes=1), not_after=t + dt.timedelta(days=1))
+    leaf = issue(
+        ca,
+        "127.0.0.1",
+        ips=("127.0.0.1",),
+        server=True,
+        not_before=t - dt.timedelta(minutes=1),
+        not_after=t + dt.timedelta(days=1),
+    )
     files = LocalhostTls(directory / f"{name}-ca.crt", directory / f"{name}.crt", directory / f"{name}.key")
     write_file(files.ca_file, ca.cert_pem, 0o644)
     write_pair(directory, name, leaf)
@@ -315,8 +333,9 @@ class PKI:
         if not self.cert("apiserver").exists():
             self.issue_apiserver_serving(advertise_address)
         if not self.cert("apiserver-internal").exists():
-            self._issue("apiserver-internal", "kube-apiserver-internal", dns=("localhost",), ips=("127.0.0.1",),
-                        server=True)
+            self._issue(
+                "apiserver-internal", "kube-apiserver-internal", dns=("localhost",), ips=("127.0.0.1",), server=True
+            )
         if not self.cert("components").exists():
             # Serving certificate for kube-controller-manager and kube-scheduler, so their
             # /healthz is verified against the sandbox CA like everything else.
@@ -324,8 +343,7 @@ class PKI:
         if not self.cert("kubelet-client").exists():
             # What the API server presents to kubelet endpoints (node proxy); system:masters so a
             # fake kubelet that does delegated authorization would accept it.
-            self._issue("kubelet-client", "kube-apiserver-kubelet-client", organization="system:masters",
-                        client=True)
+            self._issue("kubelet-client", "kube-apiserver-kubelet-client", organization="system:masters", client=True)
         if not self.cert("front-proxy-client").exists():
             # The aggregation layer's client identity; configuring it also gives delegated
             # authentication in the controller manager and scheduler the request-header CA they
@@ -334,8 +352,9 @@ class PKI:
         if not (self.sa_key.exists() and self.sa_pub.exists()):
             key = new_key()
             write_file(self.sa_key, key_pem(key), 0o600)
-            public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+            public = key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
             write_file(self.sa_pub, public, 0o644)
         # Identities missing from the token file (all of them at first; one added since, in a sandbox
         # made by an older version) get a token; existing tokens are kept, so handed-out kubeconfigs stay valid.
@@ -345,8 +364,9 @@ class PKI:
         for ident in missing:
             token = secrets.token_urlsafe(32)
             groups = ",".join(ident.groups)
-            lines.append(f'{token},{ident.user},{ident.uid},"{groups}"' if groups else
-                         f"{token},{ident.user},{ident.uid}")
+            lines.append(
+                f'{token},{ident.user},{ident.uid},"{groups}"' if groups else f"{token},{ident.user},{ident.uid}"
+            )
         if missing:
             write_file(self.token_file, ("\n".join(lines) + "\n").encode(), 0o600)
 
@@ -366,21 +386,51 @@ class PKI:
                 return parts[0]
         raise KeyError(f"sandbox token file {self.token_file} has no identity {user!r}")
 
-    def issue_apiserver_serving(self, advertise_address: str, not_after: dt.datetime | None = None,
-                                not_before: dt.datetime | None = None) -> None:
+    def issue_apiserver_serving(
+        self, advertise_address: str, not_after: dt.datetime | None = None, not_before: dt.datetime | None = None
+    ) -> None:
         """(Re)issue the public serving certificate of the API server (by default valid a year)."""
-        self._issue("apiserver", "kube-apiserver", dns=APISERVER_DNS_NAMES,
-                    ips=("127.0.0.1", KUBERNETES_SERVICE_IP, advertise_address), server=True,
-                    not_after=not_after, not_before=not_before)
+        self._issue(
+            "apiserver",
+            "kube-apiserver",
+            dns=APISERVER_DNS_NAMES,
+            ips=("127.0.0.1", KUBERNETES_SERVICE_IP, advertise_address),
+            server=True,
+            not_after=not_after,
+            not_before=not_before,
+        )
 
     def not_after(self, name: str) -> dt.datetime:
         return x509.load_pem_x509_certificate(self.cert(name).read_bytes()).not_valid_after_utc
 
-    def _issue(self, name: str, common_name: str, *, organization: str | None = None, dns: Sequence[str] = (),
-               ips: Sequence[str] = (), server: bool = False, client: bool = False,
-               not_before: dt.datetime | None = None, not_after: dt.datetime | None = None) -> None:
+    def _issue(
+        self,
+        name: str,
+        common_name: str,
+        *,
+        organization: str | None = None,
+        dns: Sequence[str] = (),
+        ips: Sequence[str] = (),
+        server: bool = False,
+        client: bool = False,
+        not_before: dt.datetime | None = None,
+        not_after: dt.datetime | None = None,
+    ) -> None:
         ca = read_pair(self.dir, "ca")
         if ca is None:
             raise FileNotFoundError(f"sandbox CA {self.ca_cert} is missing")
-        write_pair(self.dir, name, issue(ca, common_name, organization=organization, dns=dns, ips=ips, server=server,
-                                         client=client, not_before=not_before, not_after=not_after))
+        write_pair(
+            self.dir,
+            name,
+            issue(
+                ca,
+                common_name,
+                organization=organization,
+                dns=dns,
+                ips=ips,
+                server=server,
+                client=client,
+                not_before=not_before,
+                not_after=not_after,
+            ),
+        )

@@ -17,9 +17,15 @@ class PollTimeout(TimeoutError):
     """A condition did not become true in time."""
 
 
-def poll_until(what: str, timeout: float, predicate: Callable[[], bool], interval: float = 0.5, *,
-               retry_on: tuple[type[Exception], ...] = (),
-               fail: Callable[[str], Exception] = PollTimeout) -> None:
+def poll_until(
+    what: str,
+    timeout: float,
+    predicate: Callable[[], bool],
+    interval: float = 0.5,
+    *,
+    retry_on: tuple[type[Exception], ...] = (),
+    fail: Callable[[str], Exception] = PollTimeout,
+) -> None:
     deadline = time.monotonic() + timeout
     last = ""
     while True:

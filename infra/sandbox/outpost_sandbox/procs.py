@@ -110,8 +110,9 @@ class ProcessTable:
         rec = self.record(name)
         return rec.pid if rec is not None and self.alive(name) else None
 
-    def start(self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              cwd: Path | None = None) -> int:
+    def start(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> int:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_path(name)
@@ -148,6 +149,7 @@ class ProcessTable:
             return False
         sig = signal.SIGKILL if kill else signal.SIGTERM
         self._signal(rec, sig)
+
         def exited() -> bool:
             return _exited(rec.pid, rec.start_ticks)
 

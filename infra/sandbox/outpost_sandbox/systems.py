@@ -143,8 +143,9 @@ def apply_all(kube: Kube, docs: list[dict[str, Any]], log: Callable[[str], None]
     for crd in crds:
         kube.apply(crd)
     for crd in crds:
-        _wait(f"CRD {crd['metadata']['name']} Established", 60,
-              partial(_crd_established, kube, crd["metadata"]["name"]))
+        _wait(
+            f"CRD {crd['metadata']['name']} Established", 60, partial(_crd_established, kube, crd["metadata"]["name"])
+        )
     rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
     for doc in sorted(rest, key=lambda d: d["kind"] != "Namespace"):
         kube.apply(doc)
@@ -209,7 +210,8 @@ def pods_summary(kube: Kube, ns: str, selector: str) -> str:
     for pod in kube.get(collection_path(PODS, ns), labelSelector=selector)["items"]:
         status = pod.get("status") or {}
         scheduled: dict[str, Any] = next(
-            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
         node = (pod.get("spec") or {}).get("nodeName") or "unscheduled"
         why = ""
         if scheduled.get("status") == "False":
@@ -313,7 +315,12 @@ def start_daemon(daemon: Daemon, state_dir: Path, args: Iterable[str], ready: Pa
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", daemon.module, "--state-dir", str(state_dir.resolve()), *args],
-            stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+            stdout=logf,
+            stderr=logf,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
     finally:
         logf.close()
     daemon.pid_file(state_dir).write_text(str(proc.pid))
@@ -323,9 +330,13 @@ def start_daemon(daemon: Daemon, state_dir: Path, args: Iterable[str], ready: Pa
             raise SystemsError(f"{daemon.name} daemon exited with {proc.returncode} at start: {_last_line(log_file)}")
         return ready.exists()
 
-    poll_until(f"the {daemon.name} daemon to start", timeout, started, interval=0.1,
-               fail=lambda _message: SystemsError(f"{daemon.name} daemon not started after {timeout:.0f} s; "
-                                                  f"see {log_file}"))
+    poll_until(
+        f"the {daemon.name} daemon to start",
+        timeout,
+        started,
+        interval=0.1,
+        fail=lambda _message: SystemsError(f"{daemon.name} daemon not started after {timeout:.0f} s; see {log_file}"),
+    )
     return proc.pid
 
 
@@ -344,8 +355,9 @@ def stop_daemon(state_dir: Path | str, daemon: Daemon = BACKEND, timeout: float 
         return False
     os.kill(pid, signal.SIGTERM)
     try:
-        poll_until(f"the {daemon.name} daemon to exit", timeout, lambda: daemon_pid(state_dir, daemon) is None,
-                   interval=0.1)
+        poll_until(
+            f"the {daemon.name} daemon to exit", timeout, lambda: daemon_pid(state_dir, daemon) is None, interval=0.1
+        )
     except PollTimeout:
         os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):  # reap if it was our child; otherwise init reaps it
@@ -357,19 +369,33 @@ def stop_daemon(state_dir: Path | str, daemon: Daemon = BACKEND, timeout: float 
 def running(state_dir: Path | str) -> bool:
     """Whether this sandbox's systems were installed to the end and their daemons (the backend daemon, the
     process node's kubelet) are alive."""
-    return ((systems_dir(state_dir) / INSTALLED).exists() and daemon_pid(state_dir, BACKEND) is not None
-            and daemon_pid(state_dir, KUBELET) is not None)
+    return (
+        (systems_dir(state_dir) / INSTALLED).exists()
+        and daemon_pid(state_dir, BACKEND) is not None
+        and daemon_pid(state_dir, KUBELET) is not None
+    )
 
 
 def start_backend(kubeconfig: Path, state_dir: Path) -> int:
-    return start_daemon(BACKEND, state_dir, ["--kubeconfig", str(kubeconfig.resolve())],
-                        systems_dir(state_dir) / "backend.ready", timeout=20.0)
+    return start_daemon(
+        BACKEND,
+        state_dir,
+        ["--kubeconfig", str(kubeconfig.resolve())],
+        systems_dir(state_dir) / "backend.ready",
+        timeout=20.0,
+    )
 
 
 def start_kubelet(state_dir: Path) -> int:
     """The process node's kubelet, as admin on the API server's internal endpoint (immune to certificate faults)."""
-    args = ["--kubeconfig", str(state_dir / "kubeconfigs" / "admin-internal.kubeconfig"),
-            "--bin-dir", str((state_dir / "bin").resolve()), "--ca-file", str(state_dir / "pki" / "ca.crt")]
+    args = [
+        "--kubeconfig",
+        str(state_dir / "kubeconfigs" / "admin-internal.kubeconfig"),
+        "--bin-dir",
+        str((state_dir / "bin").resolve()),
+        "--ca-file",
+        str(state_dir / "pki" / "ca.crt"),
+    ]
     return start_daemon(KUBELET, state_dir, args, state_dir / "kubelet" / "kubelet.ready")
 
 
@@ -393,8 +419,12 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def install(kubeconfig_path: Path | str, state_dir: Path | str,
-            log: Callable[[str], None] = _stderr, timeout: float = INSTALL_TIMEOUT_S) -> None:
+def install(
+    kubeconfig_path: Path | str,
+    state_dir: Path | str,
+    log: Callable[[str], None] = _stderr,
+    timeout: float = INSTALL_TIMEOUT_S,
+) -> None:
     """Install both systems, their managers and the backends; returns when all are verifiably ready."""
     kubeconfig, state = Path(kubeconfig_path), Path(state_dir)
     sdir = systems_dir(state)
@@ -403,8 +433,10 @@ def install(kubeconfig_path: Path | str, state_dir: Path | str,
     others = other_daemons(state)
     if others:
         pid, other = others[0]
-        raise SystemsError(f"backend network {netns.NETNS} is in use by the sandbox at {other} (daemon pid {pid}); "
-                           "only one sandbox with systems can run per machine: bring that one down first")
+        raise SystemsError(
+            f"backend network {netns.NETNS} is in use by the sandbox at {other} (daemon pid {pid}); "
+            "only one sandbox with systems can run per machine: bring that one down first"
+        )
     try:
         netns.up()
     except netns.NetnsError as exc:
@@ -462,8 +494,7 @@ def wait_managers(kube: Kube, timeout: float = INSTALL_TIMEOUT_S, mutating: bool
         path = f"/api/v1/namespaces/{ns}/services/https:{service}:443/proxy/healthz"
         _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
     _wait("every leader Lease held by a running pod of its manager", left(), partial(leases_settled, kube))
-    _wait("a NodeMetric for every node", left(),
-          lambda: count(kube, NODEMETRICS) >= count(kube, "/api/v1/nodes"))
+    _wait("a NodeMetric for every node", left(), lambda: count(kube, NODEMETRICS) >= count(kube, "/api/v1/nodes"))
     if mutating:
         _wait("both real mutating webhooks mutating a dry-run pod", left(), partial(webhooks_mutate, kube))
 
@@ -482,8 +513,14 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
         _wait(f"daemonset {ns}/{name} ready", left(), partial(daemonset_ready, kube, ns, name))
     path = "/api/v1/namespaces/default/services/ls-web:80/proxy/"
     _wait(f"200 from {path}", left(), partial(_answers_200, kube, path))
-    poll_until("koordlet's report (status.updateTime) in every node's NodeMetric", left(),
-               partial(nodemetrics_reported, kube), interval=2.0, retry_on=(SandboxApiError,), fail=SystemsError)
+    poll_until(
+        "koordlet's report (status.updateTime) in every node's NodeMetric",
+        left(),
+        partial(nodemetrics_reported, kube),
+        interval=2.0,
+        retry_on=(SandboxApiError,),
+        fail=SystemsError,
+    )
 
 
 def nodemetrics_reported(kube: Kube) -> bool:
@@ -500,16 +537,24 @@ def leases_settled(kube: Kube) -> bool:
         spec = (found or {}).get("spec") or {}
         holder = str(spec.get("holderIdentity") or "").rpartition("_")[0]
         pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
-        running = {p["metadata"]["name"] for p in pods
-                   if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
+        running = {
+            p["metadata"]["name"]
+            for p in pods
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        }
         renewed = timestamps.age_seconds(spec.get("renewTime"), dt.datetime.now(dt.UTC))
         if holder not in running or renewed is None or renewed > float(spec.get("leaseDurationSeconds") or 0):
             return False
     return True
 
 
-DRY_RUN_OWNER = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "outpost-sandbox-ready",
-                 "uid": "00000000-0000-4000-8000-00000000c10e", "controller": True}
+DRY_RUN_OWNER = {
+    "apiVersion": "apps.kruise.io/v1alpha1",
+    "kind": "CloneSet",
+    "name": "outpost-sandbox-ready",
+    "uid": "00000000-0000-4000-8000-00000000c10e",
+    "controller": True,
+}
 """A CloneSet controls the dry-run pod: kruise's webhook injects its readiness gate only into pods of kruise
 workloads (github.com/openkruise/kruise@v1.8.0 pkg/webhook/pod/mutating/pod_readiness.go); none is stored."""
 
@@ -522,11 +567,25 @@ def webhooks_mutate(kube: Kube, namespace: str = "outpost-sandbox") -> bool:
     the manager writes it), and calls the endpoints the EndpointSlices list. Koordinator mutates the pod because
     the documented ClusterColocationProfile selects it (its namespace and pod carry COLOCATION_LABEL).
     """
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"generateName": "outpost-sandbox-ready-", "namespace": namespace,
-                        "labels": {COLOCATION_LABEL: "true"}, "ownerReferences": [DRY_RUN_OWNER]},
-           "spec": {"containers": [{"name": "c", "image": "library/busybox:1.36",
-                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "outpost-sandbox-ready-",
+            "namespace": namespace,
+            "labels": {COLOCATION_LABEL: "true"},
+            "ownerReferences": [DRY_RUN_OWNER],
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "library/busybox:1.36",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ]
+        },
+    }
     try:
         admitted = kube.create(f"/api/v1/namespaces/{namespace}/pods", pod, dry_run=True)
     except SandboxApiError:
@@ -558,13 +617,21 @@ def revive_pods(kube: Kube) -> list[str]:
     an outage is healed the pods are replaced, which is what the real controllers then do. The process
     node's pods are left to its kubelet, which reports their readiness itself.
     """
-    ready_nodes = {n.name for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods")
-                   if n.ready and n.name != kubelet.NODE_NAME}
+    ready_nodes = {
+        n.name
+        for n in parse_list(Node, kube.get(collection_path(NODES)), "revive-pods")
+        if n.ready and n.name != kubelet.NODE_NAME
+    }
     revived = []
     for ns in SYSTEM_NAMESPACES:
         for pod in parse_list(Pod, kube.get(collection_path(PODS, ns)), "revive-pods"):
-            if (pod.status.phase == "Running" and not pod.ready and not pod.terminating
-                    and pod.node_name in ready_nodes and pod.metadata.owner_references):
+            if (
+                pod.status.phase == "Running"
+                and not pod.ready
+                and not pod.terminating
+                and pod.node_name in ready_nodes
+                and pod.metadata.owner_references
+            ):
                 kube.delete(object_path(PODS, pod.name, ns), {"gracePeriodSeconds": "0"})
                 revived.append(f"{ns}/{pod.name}")
     return revived

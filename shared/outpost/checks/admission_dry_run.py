@@ -131,8 +131,13 @@ class PodOwner(Params):
     uid: str = Field(OWNER_UID, min_length=1)
 
     def reference(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid,
-                "controller": True}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+        }
 
 
 class MutationCase(Params):
@@ -142,33 +147,48 @@ class MutationCase(Params):
     configuration: str = Field(description="The MutatingWebhookConfiguration expected to mutate the pod.")
     pod_labels: dict[str, str] = Field(default_factory=dict, description="Labels that make the webhook act.")
     pod_annotations: dict[str, str] = Field(default_factory=dict)
-    pod_owner: PodOwner | None = Field(None, description="Controller ownerReference of the pod (OpenKruise "
-                                       "mutates only pods controlled by an apps.kruise.io workload).")
-    colocation_profiles: bool = Field(False, description="Derive the wanted mutation from the cluster's "
-                                      "ClusterColocationProfiles that select the pod (Koordinator).")
+    pod_owner: PodOwner | None = Field(
+        None,
+        description="Controller ownerReference of the pod (OpenKruise "
+        "mutates only pods controlled by an apps.kruise.io workload).",
+    )
+    colocation_profiles: bool = Field(
+        False,
+        description="Derive the wanted mutation from the cluster's "
+        "ClusterColocationProfiles that select the pod (Koordinator).",
+    )
     want_labels: dict[str, str] = Field(default_factory=dict, description="Labels the admitted pod must carry.")
     want_annotations: dict[str, str] = Field(default_factory=dict)
-    want_readiness_gates: list[str] = Field(default_factory=list,
-                                            description="Readiness gate condition types the pod must carry.")
-    want_containers: list[str] = Field(default_factory=list,
-                                       description="Container names the pod must carry (e.g. an injected sidecar).")
+    want_readiness_gates: list[str] = Field(
+        default_factory=list, description="Readiness gate condition types the pod must carry."
+    )
+    want_containers: list[str] = Field(
+        default_factory=list, description="Container names the pod must carry (e.g. an injected sidecar)."
+    )
     want_scheduler_name: str = ""
     want_priority_class_name: str = ""
 
     @model_validator(mode="after")
     def _wants_something(self) -> MutationCase:
         if not (self.colocation_profiles or self.stated_wants()):
-            raise ValueError(f"system {self.system}: no mutation to assert (set colocation_profiles, want_labels, "
-                             "want_annotations, want_readiness_gates, want_containers, want_scheduler_name or "
-                             "want_priority_class_name)")
+            raise ValueError(
+                f"system {self.system}: no mutation to assert (set colocation_profiles, want_labels, "
+                "want_annotations, want_readiness_gates, want_containers, want_scheduler_name or "
+                "want_priority_class_name)"
+            )
         return self
 
     def stated_wants(self) -> list[Want]:
         wants = [Want(LABEL, k, frozenset([v]), (STATED,)) for k, v in self.want_labels.items()]
         wants += [Want(ANNOTATION, k, frozenset([v]), (STATED,)) for k, v in self.want_annotations.items()]
-        wants += [Want(field, "", frozenset([value]), (STATED,))
-                  for field, value in ((SCHEDULER_NAME, self.want_scheduler_name),
-                                       (PRIORITY_CLASS_NAME, self.want_priority_class_name)) if value]
+        wants += [
+            Want(field, "", frozenset([value]), (STATED,))
+            for field, value in (
+                (SCHEDULER_NAME, self.want_scheduler_name),
+                (PRIORITY_CLASS_NAME, self.want_priority_class_name),
+            )
+            if value
+        ]
         wants += [Want(READINESS_GATE, gate, frozenset(), (STATED,)) for gate in self.want_readiness_gates]
         wants += [Want(CONTAINER, name, frozenset(), (STATED,)) for name in self.want_containers]
         return wants
@@ -189,28 +209,37 @@ OPENKRUISE = MutationCase(
 
 
 class AdmissionDryRunParams(Params):
-    namespace: str = Field("outpost-probe", description="The probe's own namespace, the only one it may create "
-                           "pods in (dry run only).")
+    namespace: str = Field(
+        "outpost-probe", description="The probe's own namespace, the only one it may create pods in (dry run only)."
+    )
     name_prefix: str = Field("outpost-dry-run-", description="generateName of the dry-run pods.")
     image: str = Field("registry.k8s.io/pause:3.10", description="Image of the dry-run pod (never pulled).")
     admission_timeout_seconds: int = Field(
-        32, ge=1, le=CREATE_HANDLER_SECONDS,
+        32,
+        ge=1,
+        le=CREATE_HANDLER_SECONDS,
         description="The create's `timeout`: the API server ends admission, every webhook call included, then. "
-                    "Above a hanging webhook's timeoutSeconds the API server names it; otherwise it answers 504 "
-                    "naming none. Shortened to what the run's deadline leaves; the create handler stops at 34 s "
-                    "whatever is asked.")
+        "Above a hanging webhook's timeoutSeconds the API server names it; otherwise it answers 504 "
+        "naming none. Shortened to what the run's deadline leaves; the create handler stops at 34 s "
+        "whatever is asked.",
+    )
     timeout_seconds: float = Field(
-        35.0, gt=0, le=120,
+        35.0,
+        gt=0,
+        le=120,
         description="How long to wait for the API server's answer to one dry-run create: at least "
-                    f"admission_timeout_seconds + {ANSWER_MARGIN_SECONDS}.")
+        f"admission_timeout_seconds + {ANSWER_MARGIN_SECONDS}.",
+    )
     systems: list[MutationCase] = Field(default_factory=lambda: [KOORDINATOR, OPENKRUISE], min_length=1)
 
     @model_validator(mode="after")
     def _outwaits_the_api_server(self) -> AdmissionDryRunParams:
         if self.timeout_seconds < self.admission_timeout_seconds + ANSWER_MARGIN_SECONDS:
-            raise ValueError(f"timeout_seconds ({self.timeout_seconds:g}) must be at least admission_timeout_seconds "
-                             f"({self.admission_timeout_seconds}) + {ANSWER_MARGIN_SECONDS}: the API server's answer "
-                             "naming a hanging webhook would arrive after we stopped waiting")
+            raise ValueError(
+                f"timeout_seconds ({self.timeout_seconds:g}) must be at least admission_timeout_seconds "
+                f"({self.admission_timeout_seconds}) + {ANSWER_MARGIN_SECONDS}: the API server's answer "
+                "naming a hanging webhook would arrive after we stopped waiting"
+            )
         names = [case.system for case in self.systems]
         if len(set(names)) != len(names):
             raise ValueError(f"systems: each system name once (got {', '.join(names)})")
@@ -251,20 +280,26 @@ def sent_labels(case: MutationCase) -> dict[str, str]:
 
 def probe_pod(params: AdmissionDryRunParams, case: MutationCase) -> dict[str, Any]:
     """The pod sent for `case`: small, never scheduled (dry run), no token mounted."""
-    metadata: dict[str, Any] = {"generateName": params.name_prefix, "namespace": params.namespace,
-                                "labels": sent_labels(case)}
+    metadata: dict[str, Any] = {
+        "generateName": params.name_prefix,
+        "namespace": params.namespace,
+        "labels": sent_labels(case),
+    }
     if case.pod_annotations:
         metadata["annotations"] = dict(case.pod_annotations)
     if case.pod_owner is not None:
         metadata["ownerReferences"] = [case.pod_owner.reference()]
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
         "spec": {
             "automountServiceAccountToken": False,
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "probe", "image": params.image,
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+            "containers": [
+                {"name": "probe", "image": params.image, "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
+            ],
         },
     }
 
@@ -273,8 +308,10 @@ def admission_timeout(params: AdmissionDryRunParams, remaining_seconds: float) -
     """The `timeout` to send: the configured one, shortened so the API server answers before the run's deadline."""
     seconds = min(params.admission_timeout_seconds, math.floor(remaining_seconds - ANSWER_MARGIN_SECONDS))
     if seconds < 1:
-        raise ClusterTimeout(f"{NAME}: {remaining_seconds:.1f} s left of the run's deadline, too little for a "
-                             f"dry-run create (1 s for the API server + {ANSWER_MARGIN_SECONDS} s for its answer)")
+        raise ClusterTimeout(
+            f"{NAME}: {remaining_seconds:.1f} s left of the run's deadline, too little for a "
+            f"dry-run create (1 s for the API server + {ANSWER_MARGIN_SECONDS} s for its answer)"
+        )
     return seconds
 
 
@@ -282,7 +319,8 @@ def _read_colocation(cluster: Cluster, namespace: str) -> ColocationState:
     path = collection_path(CLUSTER_COLOCATION_PROFILES)
     try:
         profiles: list[ClusterColocationProfile] | None = parse_items(
-            ClusterColocationProfile, cluster.list(path), f"LIST {path}")
+            ClusterColocationProfile, cluster.list(path), f"LIST {path}"
+        )
     except ClusterResponseError as error:
         if error.status_code != 404:
             raise
@@ -296,8 +334,9 @@ def fetch(cluster: Cluster, params: AdmissionDryRunParams) -> DryRuns:
     configurations: dict[str, WebhookConfiguration | None] = {}
     for name in dict.fromkeys(case.configuration for case in params.systems):
         raw = cluster.get_object(object_path(MUTATING_WEBHOOKS, name))
-        configurations[name] = None if raw is None else parse(WebhookConfiguration, raw,
-                                                              ref(MUTATING_WEBHOOKS.kind, name))
+        configurations[name] = (
+            None if raw is None else parse(WebhookConfiguration, raw, ref(MUTATING_WEBHOOKS.kind, name))
+        )
     colocation = None
     if any(case.colocation_profiles for case in params.systems):
         colocation = _read_colocation(cluster, params.namespace)
@@ -305,15 +344,24 @@ def fetch(cluster: Cluster, params: AdmissionDryRunParams) -> DryRuns:
     server_timeout = admission_timeout(params, cluster.deadline.remaining())
 
     def dry_run(case: MutationCase) -> DryRunAnswer:
-        response = cluster.dry_run_create(path, probe_pod(params, case), timeout=params.timeout_seconds,
-                                          server_timeout=server_timeout)
-        return DryRunAnswer(case, path, response.status_code, response.text, response.elapsed_ms,
-                            configurations[case.configuration], server_timeout)
+        response = cluster.dry_run_create(
+            path, probe_pod(params, case), timeout=params.timeout_seconds, server_timeout=server_timeout
+        )
+        return DryRunAnswer(
+            case,
+            path,
+            response.status_code,
+            response.text,
+            response.elapsed_ms,
+            configurations[case.configuration],
+            server_timeout,
+        )
 
     # At once: a hanging webhook holds every dry run (each pod passes both systems' pod webhooks), and one after
     # the other they would need a multiple of the deadline to be named.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(params.systems),
-                                               thread_name_prefix="outpost-dry-run") as pool:
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=len(params.systems), thread_name_prefix="outpost-dry-run"
+    ) as pool:
         answers = list(pool.map(dry_run, params.systems))
     return DryRuns(answers, colocation)
 
@@ -321,8 +369,9 @@ def fetch(cluster: Cluster, params: AdmissionDryRunParams) -> DryRuns:
 def declared_access(params: AdmissionDryRunParams) -> list[access.Access]:
     """Each expected MutatingWebhookConfiguration by name; the ClusterColocationProfiles and the probe namespace
     when a case derives its wants from them; `create pods` (always dryRun=All) in the probe's own namespace only."""
-    needed: list[access.Access] = [access.get(MUTATING_WEBHOOKS, name)
-                                   for name in dict.fromkeys(case.configuration for case in params.systems)]
+    needed: list[access.Access] = [
+        access.get(MUTATING_WEBHOOKS, name) for name in dict.fromkeys(case.configuration for case in params.systems)
+    ]
     if any(case.colocation_profiles for case in params.systems):
         needed += [access.list_(CLUSTER_COLOCATION_PROFILES), access.get(NAMESPACES, params.namespace)]
     needed.append(access.create(PODS, params.namespace))
@@ -345,16 +394,19 @@ def expectation(case: MutationCase, params: AdmissionDryRunParams, colocation: C
     if colocation is None:
         return Expectation(stated, "the ClusterColocationProfiles were not read")
     if colocation.profiles is None:
-        return Expectation(stated, f"the API server does not serve {CLUSTER_COLOCATION_PROFILES.plural}."
-                                   f"{CLUSTER_COLOCATION_PROFILES.group} (Koordinator's CRDs are not installed), "
-                                   "so nothing would mutate the pod")
+        return Expectation(
+            stated,
+            f"the API server does not serve {CLUSTER_COLOCATION_PROFILES.plural}."
+            f"{CLUSTER_COLOCATION_PROFILES.group} (Koordinator's CRDs are not installed), "
+            "so nothing would mutate the pod",
+        )
     if colocation.namespace_labels is None:
         return Expectation(stated, f"namespace {params.namespace} not found")
-    derived = expected_mutation(colocation.profiles, params.namespace, colocation.namespace_labels,
-                                sent_labels(case))
+    derived = expected_mutation(colocation.profiles, params.namespace, colocation.namespace_labels, sent_labels(case))
     details: dict[str, Any] = {
         "profiles": {s.profile: (f"selects ({s.chance}%)" if s.selects else s.why) for s in derived.selections},
-        "unpredictable": list(derived.unpredictable)}
+        "unpredictable": list(derived.unpredictable),
+    }
     return Expectation(stated + derived.wants, derived.problem, details)
 
 
@@ -367,8 +419,11 @@ def _actual(want: Want, pod: Pod) -> str | None:
         return pod.spec.scheduler_name or None
     if want.field == PRIORITY_CLASS_NAME:
         return pod.spec.priority_class_name or None
-    present = ({g.condition_type for g in pod.spec.readiness_gates} if want.field == READINESS_GATE
-               else {c.name for c in pod.spec.containers})
+    present = (
+        {g.condition_type for g in pod.spec.readiness_gates}
+        if want.field == READINESS_GATE
+        else {c.name for c in pod.spec.containers}
+    )
     return want.key if want.key in present else None
 
 
@@ -397,9 +452,15 @@ def missing_mutation(wants: Sequence[Want], pod: Pod) -> list[str]:
 
 def _pod_webhooks(configuration: WebhookConfiguration) -> list[Webhook]:
     """The configuration's webhooks that are called for a pod CREATE."""
+
     def matches(webhook: Webhook) -> bool:
-        return any(({"pods", "*"} & set(rule.resources)) and ({"CREATE", "*"} & set(rule.operations))
-                   and ({"", "*"} & set(rule.api_groups)) for rule in webhook.rules)
+        return any(
+            ({"pods", "*"} & set(rule.resources))
+            and ({"CREATE", "*"} & set(rule.operations))
+            and ({"", "*"} & set(rule.api_groups))
+            for rule in webhook.rules
+        )
+
     return [w for w in configuration.webhooks if matches(w)]
 
 
@@ -417,6 +478,7 @@ def _who_should_mutate(answer: DryRunAnswer) -> str:
         if webhook.failure_policy == "Ignore" and elapsed >= webhook.timeout_seconds:
             text += f": the answer took {elapsed:.1f} s, so it likely did not answer in time and was skipped"
         return text
+
     return f"{what} webhook {', '.join(described(w) for w in webhooks)} did not mutate it"
 
 
@@ -446,29 +508,47 @@ def _configuration_of(webhook: str, configurations: Sequence[WebhookConfiguratio
     return next((c for c in configurations if any(w.name == webhook for w in c.webhooks)), None)
 
 
-def _timeout_line(pod_ref: str, answer: DryRunAnswer, message: str,
-                  configurations: Sequence[WebhookConfiguration]) -> str:
+def _timeout_line(
+    pod_ref: str, answer: DryRunAnswer, message: str, configurations: Sequence[WebhookConfiguration]
+) -> str:
     sent = answer.admission_timeout_seconds
     hooks = [(c.metadata.name, w) for c in configurations for w in _pod_webhooks(c)]
-    listed = ", ".join(f"{name} {w.name} (timeoutSeconds {w.timeout_seconds}, failurePolicy {w.failure_policy})"
-                       for name, w in hooks) or "none"
+    listed = (
+        ", ".join(
+            f"{name} {w.name} (timeoutSeconds {w.timeout_seconds}, failurePolicy {w.failure_policy})"
+            for name, w in hooks
+        )
+        or "none"
+    )
     reaching = [w.name for _, w in hooks if w.timeout_seconds >= sent]
-    who = (f"{', '.join(reaching)} may wait that long alone" if reaching else
-           f"none waits {sent} s alone: several adding up (an Ignore webhook, then the validating webhooks called "
-           "after it), another configuration's webhook, or the API server itself")
-    return (f"{pod_ref}: HTTP 504 after {answer.elapsed_ms / 1000:.1f} s ({message}): the API server stopped at the "
-            f"request's timeout={sent}s, before a webhook's own timeoutSeconds ran out, so it names none; admission "
-            f"not observed; the pod webhooks this check reads: {listed}; {who}")
+    who = (
+        f"{', '.join(reaching)} may wait that long alone"
+        if reaching
+        else f"none waits {sent} s alone: several adding up (an Ignore webhook, then the validating webhooks called "
+        "after it), another configuration's webhook, or the API server itself"
+    )
+    return (
+        f"{pod_ref}: HTTP 504 after {answer.elapsed_ms / 1000:.1f} s ({message}): the API server stopped at the "
+        f"request's timeout={sent}s, before a webhook's own timeoutSeconds ran out, so it names none; admission "
+        f"not observed; the pod webhooks this check reads: {listed}; {who}"
+    )
 
 
-def judge(answer: DryRunAnswer, params: AdmissionDryRunParams, colocation: ColocationState | None = None,
-          configurations: Sequence[WebhookConfiguration] = ()) -> tuple[str | None, str | None, dict[str, Any]]:
+def judge(
+    answer: DryRunAnswer,
+    params: AdmissionDryRunParams,
+    colocation: ColocationState | None = None,
+    configurations: Sequence[WebhookConfiguration] = (),
+) -> tuple[str | None, str | None, dict[str, Any]]:
     """(failure line, not-observed line, details) of one system's dry run; both None when it was mutated."""
     case = answer.case
     pod_ref = f"pod {params.namespace}/{params.name_prefix}* (dry run, {case.system})"
-    details: dict[str, Any] = {"status_code": answer.status_code, "elapsed_ms": answer.elapsed_ms,
-                               "admission_timeout_seconds": answer.admission_timeout_seconds,
-                               "configuration_found": answer.configuration is not None}
+    details: dict[str, Any] = {
+        "status_code": answer.status_code,
+        "elapsed_ms": answer.elapsed_ms,
+        "admission_timeout_seconds": answer.admission_timeout_seconds,
+        "configuration_found": answer.configuration is not None,
+    }
     code = answer.status_code
     if code in (200, 201):
         try:
@@ -482,17 +562,24 @@ def judge(answer: DryRunAnswer, params: AdmissionDryRunParams, colocation: Coloc
         pod_ref = f"pod {params.namespace}/{pod.metadata.name} (dry run, {case.system})"
         expected = expectation(case, params, colocation)
         details.update(expected.details or {})
-        details.update(pod=pod.metadata.name, labels=pod.metadata.labels,
-                       readiness_gates=[g.condition_type for g in pod.spec.readiness_gates],
-                       scheduler_name=pod.spec.scheduler_name, priority_class_name=pod.spec.priority_class_name)
+        details.update(
+            pod=pod.metadata.name,
+            labels=pod.metadata.labels,
+            readiness_gates=[g.condition_type for g in pod.spec.readiness_gates],
+            scheduler_name=pod.spec.scheduler_name,
+            priority_class_name=pod.spec.priority_class_name,
+        )
         if expected.problem:
             details.update(mutated=None, missing=[])
             return None, f"{pod_ref}: admitted, but {expected.problem}; admission not observed", details
         missing = missing_mutation(expected.wants, pod)
         details.update(mutated=not missing, missing=missing, expected=[w.what for w in expected.wants])
         if missing:
-            return (f"{pod_ref}: admitted without mutation ({'; '.join(missing)}); {_who_should_mutate(answer)}",
-                    None, details)
+            return (
+                f"{pod_ref}: admitted without mutation ({'; '.join(missing)}); {_who_should_mutate(answer)}",
+                None,
+                details,
+            )
         return None, None, details
     webhook = admission_webhook_named(answer.body)
     message = _status_message(answer.body)
@@ -500,8 +587,11 @@ def judge(answer: DryRunAnswer, params: AdmissionDryRunParams, colocation: Coloc
     if webhook and code >= 400 and code != 429:
         owner = _configuration_of(webhook, configurations)
         configuration = f"{ref(MUTATING_WEBHOOKS.kind, owner.metadata.name)} " if owner else ""
-        return (f"{configuration}webhook {webhook} refused the dry-run create of {pod_ref}: HTTP {code} ({message})",
-                None, details)
+        return (
+            f"{configuration}webhook {webhook} refused the dry-run create of {pod_ref}: HTTP {code} ({message})",
+            None,
+            details,
+        )
     if _is_api_server_timeout(code, answer.body):
         return None, _timeout_line(pod_ref, answer, message, configurations), details
     if 300 <= code < 400:
@@ -514,8 +604,9 @@ def judge(answer: DryRunAnswer, params: AdmissionDryRunParams, colocation: Coloc
 def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Result:
     failures: list[str] = []
     unobserved: list[str] = []
-    configurations = list({a.configuration.metadata.name: a.configuration
-                           for a in data.answers if a.configuration is not None}.values())
+    configurations = list(
+        {a.configuration.metadata.name: a.configuration for a in data.answers if a.configuration is not None}.values()
+    )
     details: dict[str, Any] = {"namespace": params.namespace, "systems": {}}
     for answer in data.answers:
         failure, not_observed, system_details = judge(answer, params, data.colocation, configurations)
@@ -523,15 +614,21 @@ def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Res
         failures += [failure] if failure else []
         unobserved += [not_observed] if not_observed else []
     if unobserved:
-        return Result(check=NAME, status=Status.ERROR, summary=unobserved[0], errors=unobserved + failures,
-                      details=details)
+        return Result(
+            check=NAME, status=Status.ERROR, summary=unobserved[0], errors=unobserved + failures, details=details
+        )
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Result(check=NAME, status=Status.FAILED, summary=f"{failures[0]}{more}", errors=failures,
-                      details=details)
+        return Result(
+            check=NAME, status=Status.FAILED, summary=f"{failures[0]}{more}", errors=failures, details=details
+        )
     systems = ", ".join(answer.case.system for answer in data.answers)
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"dry-run pods admitted and mutated ({systems}); nothing stored", details=details)
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        summary=f"dry-run pods admitted and mutated ({systems}); nothing stored",
+        details=details,
+    )
 
 
 CHECK = CheckSpec(
@@ -541,7 +638,7 @@ CHECK = CheckSpec(
     severity="critical",
     schedule_minutes=5,
     fails_when="a dry-run pod (Koordinator: selected by a ClusterColocationProfile; OpenKruise: controlled by an "
-               "apps.kruise.io workload) is refused by a pod webhook, or admitted without the mutation it owes",
+    "apps.kruise.io workload) is refused by a pod webhook, or admitted without the mutation it owes",
     params=AdmissionDryRunParams,
     fetch=fetch,
     evaluate=evaluate,

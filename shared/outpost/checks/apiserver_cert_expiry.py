@@ -44,8 +44,9 @@ NAME = "apiserver-cert-expiry"
 
 
 class ApiserverCertExpiryParams(Params):
-    threshold_days: float = Field(21.0, gt=0, le=3650,
-                                  description="Fail when a certificate of the chain expires within this many days.")
+    threshold_days: float = Field(
+        21.0, gt=0, le=3650, description="Fail when a certificate of the chain expires within this many days."
+    )
 
 
 @dataclass(frozen=True)
@@ -92,27 +93,45 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
         # Verification said "expired": failed, whatever the unverified chain shows; it only names it.
         expired = [c for c in chain if c.expired(now)]
         named = (f"{c.subject}: {describe_left(c, now)}" for c in expired) if expired else ()
-        errors = [f"{where}: certificate {line} (want valid > {params.threshold_days:g} days; "
-                  "chain read unverified after verification failed)" for line in named]
+        errors = [
+            f"{where}: certificate {line} (want valid > {params.threshold_days:g} days; "
+            "chain read unverified after verification failed)"
+            for line in named
+        ]
         if not errors:
             errors = [f"{where}: {probe.tls_error} (the unverified chain did not show which certificate)"]
-        return Result(check=NAME, status=Status.FAILED, summary=f"{where}: serving certificate expired",
-                      errors=errors, details=details)
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            summary=f"{where}: serving certificate expired",
+            errors=errors,
+            details=details,
+        )
     if unparsable or not chain:
         return _error(unparsable or f"{where}: the TLS handshake showed no certificate", details)
     first = earliest_expiry(chain)
     leaf = chain[0]
-    details.update({"issuer": leaf.issuer, "subject": leaf.subject, "sans": list(leaf.sans),
-                    "earliest_not_after": first.not_after.isoformat(),
-                    "days_left": round(first.days_left(now), 2)})
+    details.update(
+        {
+            "issuer": leaf.issuer,
+            "subject": leaf.subject,
+            "sans": list(leaf.sans),
+            "earliest_not_after": first.not_after.isoformat(),
+            "days_left": round(first.days_left(now), 2),
+        }
+    )
     if first.days_left(now) <= params.threshold_days:
-        line = (f"{where}: certificate {first.subject} {describe_left(first, now)} "
-                f"(want > {params.threshold_days:g} days)")
+        line = (
+            f"{where}: certificate {first.subject} {describe_left(first, now)} (want > {params.threshold_days:g} days)"
+        )
         return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"{where}: serving chain valid {first.days_left(now):.0f} more days "
-                          f"(earliest: {first.subject}, threshold {params.threshold_days:g})",
-                  details=details)
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        summary=f"{where}: serving chain valid {first.days_left(now):.0f} more days "
+        f"(earliest: {first.subject}, threshold {params.threshold_days:g})",
+        details=details,
+    )
 
 
 def _error(line: str, details: dict[str, Any]) -> Result:

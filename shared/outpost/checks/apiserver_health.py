@@ -88,8 +88,10 @@ def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
         return details, [], f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {kind}, health not observed"
     if endpoint.status_code == 200 and body.truncated:
         # Fail closed: the lines past the head were not read, and any of them may be failing.
-        unobservable = (f"apiserver {endpoint.path}: HTTP 200 with an answer of {body.size} characters, longer than "
-                        f"a health report ({MAX_HEALTH_LINES} lines or {MAX_HEALTH_BYTES} bytes read): not judged")
+        unobservable = (
+            f"apiserver {endpoint.path}: HTTP 200 with an answer of {body.size} characters, longer than "
+            f"a health report ({MAX_HEALTH_LINES} lines or {MAX_HEALTH_BYTES} bytes read): not judged"
+        )
     elif endpoint.status_code == 200 and not checks:
         unobservable = f"apiserver {endpoint.path}: HTTP 200 without a verbose health report (not the API server?)"
     return details, errors, unobservable
@@ -108,17 +110,24 @@ def evaluate(data: ApiserverHealthData, params: ApiserverHealthParams, now: date
         if endpoint_errors:
             failing_endpoints.append(f"{endpoint.path} {endpoint.status_code}")
     if unobservable:
-        return Result(check=NAME, status=Status.ERROR, summary=unobservable[0], errors=unobservable,
-                      details=details)
+        return Result(check=NAME, status=Status.ERROR, summary=unobservable[0], errors=unobservable, details=details)
     if errors:
         failing = dict.fromkeys(c["name"] for k in ("livez", "readyz") for c in details[k]["checks"] if not c["ok"])
         names = f"; failing: {', '.join(failing)}" if failing else ""
-        return Result(check=NAME, status=Status.FAILED,
-                      summary=f"apiserver unhealthy: {', '.join(failing_endpoints)}{names}",
-                      errors=errors, details=details)
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            summary=f"apiserver unhealthy: {', '.join(failing_endpoints)}{names}",
+            errors=errors,
+            details=details,
+        )
     total = len(details["readyz"]["checks"])
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"apiserver live and ready ({total} readyz checks passed)", details=details)
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        summary=f"apiserver live and ready ({total} readyz checks passed)",
+        details=details,
+    )
 
 
 CHECK = CheckSpec(

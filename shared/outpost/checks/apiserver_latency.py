@@ -67,27 +67,41 @@ MIN_WINDOW_SECONDS = 1.0
 DEFAULT_THRESHOLDS = {
     # The Kubernetes API call latency SLOs (p99): mutating calls 1 s, single-object reads 1 s; LISTs
     # are 5 s for namespace scope (30 s for cluster scope: raise LIST here for big clusters).
-    "GET": 1.0, "POST": 1.0, "PUT": 1.0, "PATCH": 1.0, "DELETE": 1.0, "LIST": 5.0, "DELETECOLLECTION": 5.0,
+    "GET": 1.0,
+    "POST": 1.0,
+    "PUT": 1.0,
+    "PATCH": 1.0,
+    "DELETE": 1.0,
+    "LIST": 5.0,
+    "DELETECOLLECTION": 5.0,
 }
 
 
 class ApiserverLatencyParams(Params):
     quantile: float = Field(0.99, gt=0, lt=1, description="Which quantile to judge (0.99 = p99).")
     cold_interval_seconds: float = Field(
-        3.0, gt=0, le=600, description="Seconds between the two scrapes of a run with no usable kept scrape.")
+        3.0, gt=0, le=600, description="Seconds between the two scrapes of a run with no usable kept scrape."
+    )
     interval_seconds: float | None = Field(
-        None, gt=0, le=600, description="Older name of cold_interval_seconds: when set, it is the cold wait.")
+        None, gt=0, le=600, description="Older name of cold_interval_seconds: when set, it is the cold wait."
+    )
     max_previous_age_seconds: float = Field(
-        900.0, ge=0, le=3600, description="A scrape kept by an earlier run of this instance is judged against "
-                                          "only if at most this old; 0: never (every run waits).")
+        900.0,
+        ge=0,
+        le=3600,
+        description="A scrape kept by an earlier run of this instance is judged against "
+        "only if at most this old; 0: never (every run waits).",
+    )
     cumulative: bool = Field(False, description="Judge one scrape's totals since the API server started instead.")
-    thresholds_seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS),
-                                                 description="Per verb (upper case): the largest quantile allowed.")
+    thresholds_seconds: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_THRESHOLDS),
+        description="Per verb (upper case): the largest quantile allowed.",
+    )
     default_threshold_seconds: float | None = Field(
-        1.0, gt=0, description="Threshold of verbs not in thresholds_seconds; null: report them, never fail.")
+        1.0, gt=0, description="Threshold of verbs not in thresholds_seconds; null: report them, never fail."
+    )
     excluded_verbs: list[str] = Field(default_factory=lambda: ["WATCH", "WATCHLIST", "CONNECT"])
-    excluded_subresources: list[str] = Field(
-        default_factory=lambda: ["log", "exec", "attach", "portforward", "proxy"])
+    excluded_subresources: list[str] = Field(default_factory=lambda: ["log", "exec", "attach", "portforward", "proxy"])
     min_requests: int = Field(1, ge=1, description="Verbs with fewer requests in the window are not judged.")
     metrics_path: str = Field("/metrics", pattern=r"^/")
     metric: str = Field("apiserver_request_duration_seconds", pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -117,8 +131,10 @@ class ApiserverLatencyParams(Params):
         deadline = info.context.get("deadline_seconds") if isinstance(info.context, dict) else None
         fits = not isinstance(deadline, int | float) or wait + DEADLINE_MARGIN_SECONDS <= deadline
         if not self.cumulative and not fits:
-            raise ValueError(f"{name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s for the scrapes does not fit in "
-                             f"cluster.deadline_seconds {deadline:g}")
+            raise ValueError(
+                f"{name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s for the scrapes does not fit in "
+                f"cluster.deadline_seconds {deadline:g}"
+            )
         return self
 
 
@@ -149,8 +165,9 @@ def _scrape(cluster: Cluster, params: ApiserverLatencyParams) -> tuple[Histogram
     path = params.metrics_path
     response = cluster.get(path, accept="text/plain;version=0.0.4")
     if response.status_code != 200:
-        raise ClusterResponseError(f"GET {path} on cluster {cluster.name}: HTTP {response.status_code} (want 200)",
-                                   response.status_code)
+        raise ClusterResponseError(
+            f"GET {path} on cluster {cluster.name}: HTTP {response.status_code} (want 200)", response.status_code
+        )
     taken_at = time.monotonic()
     return parse_histogram(response.text, params.metric, f"apiserver {path}"), taken_at
 
@@ -186,13 +203,16 @@ def fetch(cluster: Cluster, params: ApiserverLatencyParams) -> Scrapes:
     if kept is not None:
         after, taken_at = _scrape(cluster, params)
         _keep(cluster, params, after, taken_at)
-        return Scrapes(after=after, before=kept.series, interval_seconds=round(taken_at - kept.taken_at, 3),
-                       path=path, warm=True)
+        return Scrapes(
+            after=after, before=kept.series, interval_seconds=round(taken_at - kept.taken_at, 3), path=path, warm=True
+        )
     name, wait = params.cold_wait
     left = cluster.deadline.remaining()
     if wait + DEADLINE_MARGIN_SECONDS > left:
-        raise ConfigError(f"{NAME}: {name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s "
-                          f"does not fit in what is left of the run's deadline ({left:.1f} s)")
+        raise ConfigError(
+            f"{NAME}: {name} {wait:g} + {DEADLINE_MARGIN_SECONDS:g} s "
+            f"does not fit in what is left of the run's deadline ({left:.1f} s)"
+        )
     before, started = _scrape(cluster, params)
     time.sleep(wait)
     if cluster.deadline.expired:
@@ -252,16 +272,22 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         incomplete += [_labels(labels) for labels in combined.incomplete]
         value = quantile(params.quantile, combined.buckets) if combined.buckets else None
         threshold = _threshold(params, verb)
-        entry: dict[str, Any] = {"requests": combined.observations, "series": combined.series,
-                                 "quantile_seconds": None if value is None else round(value, 6),
-                                 "threshold_seconds": threshold, "coarsened_buckets": combined.coarsened}
+        entry: dict[str, Any] = {
+            "requests": combined.observations,
+            "series": combined.series,
+            "quantile_seconds": None if value is None else round(value, 6),
+            "threshold_seconds": threshold,
+            "coarsened_buckets": combined.coarsened,
+        }
         verbs[verb] = entry
         if value is None and not combined.observations < params.min_requests:  # a NaN count lands here too
             # Requests were made but the histogram yields no quantile (no +Inf bucket, a NaN or non-positive
             # total): skipping the verb would let the others say "within thresholds" (fail open).
             entry["judged"] = False
-            unusable.append(f"apiserver verb {verb}: {label} has no value over {combined.observations:g} requests "
-                            "(histogram not usable: no +Inf bucket, or a NaN or non-positive total)")
+            unusable.append(
+                f"apiserver verb {verb}: {label} has no value over {combined.observations:g} requests "
+                "(histogram not usable: no +Inf bucket, or a NaN or non-positive total)"
+            )
             continue
         if value is None or combined.observations < params.min_requests:
             entry["judged"] = False
@@ -269,8 +295,10 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         entry["judged"] = threshold is not None
         judged += 1
         if threshold is not None and value > threshold:
-            errors.append(f"apiserver verb {verb}: observed {label} {value:.3g} s over {combined.observations:g} "
-                          f"requests (want <= {threshold:g} s)")
+            errors.append(
+                f"apiserver verb {verb}: observed {label} {value:.3g} s over {combined.observations:g} "
+                f"requests (want <= {threshold:g} s)"
+            )
     details: dict[str, Any] = {
         "quantile": params.quantile,
         "window": "cumulative since API server start" if data.before is None else f"{data.interval_seconds:g} s",
@@ -283,18 +311,31 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     }
     if errors:
         slow = ", ".join(line.split(":")[0].removeprefix("apiserver verb ") for line in errors)
-        return Result(check=NAME, status=Status.FAILED, summary=f"apiserver {label} latency over threshold: {slow}",
-                      errors=errors, details=details)
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            summary=f"apiserver {label} latency over threshold: {slow}",
+            errors=errors,
+            details=details,
+        )
     if unusable:
         return Result(check=NAME, status=Status.ERROR, summary=unusable[0], errors=unusable, details=details)
     if judged == 0:
-        line = (f"{where}: no verb had >= {params.min_requests} request(s) with a complete histogram in the window; "
-                "latency not observed")
+        line = (
+            f"{where}: no verb had >= {params.min_requests} request(s) with a complete histogram in the window; "
+            "latency not observed"
+        )
         return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details)
-    worst = max((v for v in verbs.values() if v["judged"] and v["quantile_seconds"] is not None),
-                key=lambda v: v["quantile_seconds"] / (v["threshold_seconds"] or 1), default=None)
-    shown = ", ".join(f"{verb} {v['quantile_seconds']:.3g} s" for verb, v in verbs.items()
-                      if v["judged"] and v["quantile_seconds"] is not None)
+    worst = max(
+        (v for v in verbs.values() if v["judged"] and v["quantile_seconds"] is not None),
+        key=lambda v: v["quantile_seconds"] / (v["threshold_seconds"] or 1),
+        default=None,
+    )
+    shown = ", ".join(
+        f"{verb} {v['quantile_seconds']:.3g} s"
+        for verb, v in verbs.items()
+        if v["judged"] and v["quantile_seconds"] is not None
+    )
     summary = f"apiserver {label} latency within thresholds ({shown})" if worst else "apiserver latency observed"
     return Result(check=NAME, status=Status.OK, summary=summary, details=details)
 

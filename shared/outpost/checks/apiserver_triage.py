@@ -53,12 +53,18 @@ STEPS = ("tcp", "tls", "readyz", "list", "readyz-after")
 
 
 class ApiserverTriageParams(Params):
-    list_path: str = Field("/api/v1/namespaces", pattern=r"^/(api|apis)/",
-                           description="Collection LISTed with limit=1 as the probe identity.")
+    list_path: str = Field(
+        "/api/v1/namespaces",
+        pattern=r"^/(api|apis)/",
+        description="Collection LISTed with limit=1 as the probe identity.",
+    )
     readyz_timeout_seconds: float = Field(5.0, gt=0, le=60, description="Read timeout of /readyz.")
-    list_timeout_seconds: float = Field(5.0, gt=0, le=60,
-                                        description="Read timeout of the LIST; a LIST that times out while "
-                                                    "/readyz is 200 is `overloaded`.")
+    list_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=60,
+        description="Read timeout of the LIST; a LIST that times out while /readyz is 200 is `overloaded`.",
+    )
     slow_list_ms: float = Field(1000.0, gt=0, description="A healthy LIST slower than this is `degraded`.")
 
 
@@ -73,8 +79,13 @@ class Step:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"step": self.name, "outcome": self.outcome, "ms": self.ms, "status_code": self.status_code,
-                "detail": self.detail}
+        return {
+            "step": self.name,
+            "outcome": self.outcome,
+            "ms": self.ms,
+            "status_code": self.status_code,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -107,22 +118,27 @@ def fetch(cluster: Cluster, params: ApiserverTriageParams) -> TriageData:
     data = TriageData(probe.address, params.list_path, _tls_steps(probe))
     if data.steps[-1].outcome != "ok":
         return data
-    readyz, body = _request(cluster, "readyz", "/readyz", {"verbose": ""}, "text/plain",
-                            params.readyz_timeout_seconds)
+    readyz, body = _request(cluster, "readyz", "/readyz", {"verbose": ""}, "text/plain", params.readyz_timeout_seconds)
     data = TriageData(data.address, data.list_path, [*data.steps, readyz], body)
     if readyz.outcome != "ok" or readyz.status_code != 200:
         return data
-    listed, body = _request(cluster, "list", params.list_path, {"limit": 1}, "application/json",
-                            params.list_timeout_seconds)
+    listed, body = _request(
+        cluster, "list", params.list_path, {"limit": 1}, "application/json", params.list_timeout_seconds
+    )
     if listed.status_code == 200:
         listed = _check_list(listed, body, cluster.name)
         return TriageData(data.address, data.list_path, [*data.steps, listed], data.readyz_body)
     # The LIST failed. "Overloaded" means it failed WHILE /readyz is 200: ask again, because a
     # dependency that just went away (etcd) fails the LIST before /readyz notices.
-    again, again_body = _request(cluster, "readyz-after", "/readyz", {"verbose": ""}, "text/plain",
-                                 params.readyz_timeout_seconds)
-    return TriageData(data.address, data.list_path, [*data.steps, listed, again],
-                      again_body if again.status_code not in (None, 200) else data.readyz_body)
+    again, again_body = _request(
+        cluster, "readyz-after", "/readyz", {"verbose": ""}, "text/plain", params.readyz_timeout_seconds
+    )
+    return TriageData(
+        data.address,
+        data.list_path,
+        [*data.steps, listed, again],
+        again_body if again.status_code not in (None, 200) else data.readyz_body,
+    )
 
 
 def declared_access(params: ApiserverTriageParams) -> list[access.Access]:
@@ -130,8 +146,9 @@ def declared_access(params: ApiserverTriageParams) -> list[access.Access]:
     return [access.non_resource("/readyz"), access.of_path(params.list_path, "list")]
 
 
-def _request(cluster: Cluster, name: str, path: str, query: dict[str, str | int], accept: str,
-             timeout: float) -> tuple[Step, str]:
+def _request(
+    cluster: Cluster, name: str, path: str, query: dict[str, str | int], accept: str, timeout: float
+) -> tuple[Step, str]:
     """One timed GET as a ladder step; 401/403 and an exhausted deadline propagate (`error`)."""
     started = time.monotonic()
     try:
@@ -185,16 +202,17 @@ def classify(data: TriageData) -> tuple[TriageClass | None, str]:
     if again.outcome not in ("ok", "skipped") or (again.status_code or 200) != 200:
         lines = failing(parse_health_body(data.readyz_body))
         named = "; ".join(line.detail for line in lines) or again.detail or f"HTTP {again.status_code}"
-        return "not-ready", (f"{where}: {listed_what} {_listed(listed)}, then /readyz not ready: {named} "
-                             "(want 200)")
+        return "not-ready", (f"{where}: {listed_what} {_listed(listed)}, then /readyz not ready: {named} (want 200)")
     if listed.outcome == "unreachable":
         return "network", f"{where}: {listed_what}: {listed.detail}"
     if listed.outcome == "timeout":
         return "overloaded", f"{where}: {listed_what} timed out while /readyz is 200 ({listed.detail})"
     code = listed.status_code or 0
     if code == 429:
-        return "overloaded", (f"{where}: {listed_what} answered 429 Too Many Requests while /readyz is 200 "
-                              "(API Priority and Fairness rejects the probe identity)")
+        return "overloaded", (
+            f"{where}: {listed_what} answered 429 Too Many Requests while /readyz is 200 "
+            "(API Priority and Fairness rejects the probe identity)"
+        )
     if code >= 500:
         return "not-ready", f"{where}: {listed_what} answered HTTP {code} while /readyz is 200 (want 200)"
     if code != 200:
@@ -220,16 +238,21 @@ def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> 
     if triage_class is None:
         return Result(check=NAME, status=Status.ERROR, summary=why, errors=[why], details=details)
     if triage_class != "healthy":
-        return Result(check=NAME, status=Status.FAILED, summary=f"apiserver {triage_class}: {why}",
-                      errors=[why], details=details)
+        return Result(
+            check=NAME, status=Status.FAILED, summary=f"apiserver {triage_class}: {why}", errors=[why], details=details
+        )
     list_ms = data.step("list").ms or 0.0
-    timings = ", ".join(f"{s.name} {s.ms:.0f} ms" for s in (data.step(n) for n in ("tcp", "tls", "readyz", "list"))
-                        if s.ms is not None)
+    timings = ", ".join(
+        f"{s.name} {s.ms:.0f} ms" for s in (data.step(n) for n in ("tcp", "tls", "readyz", "list")) if s.ms is not None
+    )
     if list_ms > params.slow_list_ms:
-        return Result(check=NAME, status=Status.DEGRADED,
-                      summary=f"apiserver healthy but slow: LIST took {list_ms:.0f} ms "
-                              f"(want <= {params.slow_list_ms:.0f} ms); {timings}",
-                      details=details)
+        return Result(
+            check=NAME,
+            status=Status.DEGRADED,
+            summary=f"apiserver healthy but slow: LIST took {list_ms:.0f} ms "
+            f"(want <= {params.slow_list_ms:.0f} ms); {timings}",
+            details=details,
+        )
     return Result(check=NAME, status=Status.OK, summary=f"apiserver healthy ({timings})", details=details)
 
 

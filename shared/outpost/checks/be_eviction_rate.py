@@ -61,20 +61,27 @@ class BeEvictionRateParams(Params):
     namespace: str | None = Field(None, description="Only Events in this namespace; default: every namespace.")
     api: Literal["core/v1", "events.k8s.io/v1"] = Field("core/v1", description="Which Events API to read.")
     count_unresolved_pods: bool = Field(
-        True, description="Count evictions of pods that no longer exist (their QoS cannot be read any more).")
+        True, description="Count evictions of pods that no longer exist (their QoS cannot be read any more)."
+    )
     max_pod_lookups: int = Field(
-        200, ge=0, le=2000,
-        description="Pods looked up by name to read their QoS; beyond that they count as unresolved.")
+        200,
+        ge=0,
+        le=2000,
+        description="Pods looked up by name to read their QoS; beyond that they count as unresolved.",
+    )
     reason_groups: dict[str, list[str]] = Field(
         default_factory=lambda: {"memory": ["memory"], "cpu": ["cpu"]},
-        description="Group name -> substrings (case-insensitive) of koordlet's reason; no match is 'other'.")
+        description="Group name -> substrings (case-insensitive) of koordlet's reason; no match is 'other'.",
+    )
 
     @model_validator(mode="after")
     def _window_within_ttl(self) -> Self:
         if self.window_seconds >= self.event_ttl_seconds:
-            raise ValueError(f"window_seconds ({self.window_seconds}) must be shorter than event_ttl_seconds "
-                             f"({self.event_ttl_seconds}): Events older than the TTL are deleted, so a longer "
-                             "window would undercount")
+            raise ValueError(
+                f"window_seconds ({self.window_seconds}) must be shorter than event_ttl_seconds "
+                f"({self.event_ttl_seconds}): Events older than the TTL are deleted, so a longer "
+                "window would undercount"
+            )
         return self
 
 
@@ -104,13 +111,19 @@ def _events_path(params: BeEvictionRateParams) -> str:
 def fetch(cluster: Cluster, params: BeEvictionRateParams) -> BeEvictionData:
     path = _events_path(params)
     raw = cluster.list(path, field_selector=f"reason={params.reason}")
-    events = parse_items(Event, (core_event_shape(item) if isinstance(item, dict) else item for item in raw),
-                         f"LIST {path}")
+    events = parse_items(
+        Event, (core_event_shape(item) if isinstance(item, dict) else item for item in raw), f"LIST {path}"
+    )
     # Which pods do the Events name? Their labels say whether they are BE, if they still exist.
-    wanted = sorted({(e.involved_object.namespace or e.namespace, e.involved_object.name)
-                     for e in events if e.involved_object.kind == "Pod" and e.involved_object.name})
+    wanted = sorted(
+        {
+            (e.involved_object.namespace or e.namespace, e.involved_object.name)
+            for e in events
+            if e.involved_object.kind == "Pod" and e.involved_object.name
+        }
+    )
     pods: dict[tuple[str, str], PodQos] = {}
-    for namespace, name in wanted[:params.max_pod_lookups]:
+    for namespace, name in wanted[: params.max_pod_lookups]:
         pod_path = object_path(PODS, name, namespace)
         found = cluster.get_object(pod_path)
         if found is None:
@@ -118,8 +131,9 @@ def fetch(cluster: Cluster, params: BeEvictionRateParams) -> BeEvictionData:
             continue
         pod = parse(KubeObject, found, f"GET {pod_path}")
         pods[(namespace, name)] = PodQos(namespace, name, pod.metadata.labels.get(params.qos_label, ""))
-    return BeEvictionData(path=path, events=events, pods=pods,
-                          lookups_skipped=max(0, len(wanted) - params.max_pod_lookups))
+    return BeEvictionData(
+        path=path, events=events, pods=pods, lookups_skipped=max(0, len(wanted) - params.max_pod_lookups)
+    )
 
 
 def declared_access(params: BeEvictionRateParams) -> list[access.Access]:
@@ -195,16 +209,23 @@ def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) 
     grouped = ", ".join(f"{group} {count}" for group, count in sorted(by_reason.items()))
     window = f"{params.window_seconds // 60} min" if params.window_seconds % 60 == 0 else f"{params.window_seconds} s"
     if total > params.max_evictions:
-        head = (f"{params.qos_value} pods: observed {total} {params.reason} in the last {window} "
-                f"(want at most {params.max_evictions}): {grouped}")
+        head = (
+            f"{params.qos_value} pods: observed {total} {params.reason} in the last {window} "
+            f"(want at most {params.max_evictions}): {grouped}"
+        )
         return Result(check=NAME, status=Status.FAILED, summary=head, errors=[head, *listed], details=details)
     if total:
-        return Result(check=NAME, status=Status.DEGRADED,
-                      summary=f"{total} {params.qos_value} eviction(s) in the last {window} "
-                              f"(at most {params.max_evictions} allowed): {grouped}",
-                      errors=listed, details=details)
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"no {params.qos_value} evictions in the last {window}", details=details)
+        return Result(
+            check=NAME,
+            status=Status.DEGRADED,
+            summary=f"{total} {params.qos_value} eviction(s) in the last {window} "
+            f"(at most {params.max_evictions} allowed): {grouped}",
+            errors=listed,
+            details=details,
+        )
+    return Result(
+        check=NAME, status=Status.OK, summary=f"no {params.qos_value} evictions in the last {window}", details=details
+    )
 
 
 CHECK = CheckSpec(

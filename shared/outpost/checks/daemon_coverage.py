@@ -58,16 +58,23 @@ def fetch_coverage(cluster: Cluster, params: DaemonCoverageParams) -> DaemonCove
     path = object_path(DAEMON_SETS, params.daemonset, params.namespace)
     raw = cluster.get_object(path)
     daemonset = parse(DaemonSet, raw, f"GET {path}") if raw is not None else None
-    nodes, pods = read_collections(cluster, node_collection(params.nodes.label_query()),
-                                   daemon_pod_collection(params.namespace, params.pod_selector))
+    nodes, pods = read_collections(
+        cluster,
+        node_collection(params.nodes.label_query()),
+        daemon_pod_collection(params.namespace, params.pod_selector),
+    )
     return DaemonCoverageData(daemonset, tuple(nodes), tuple(pods))
 
 
 def declared_access(params: DaemonCoverageParams) -> list[access.Access]:
     """The DaemonSet by name, every node (LIST), the agent's pods in its namespace (LIST)."""
-    return [access.get(DAEMON_SETS, params.daemonset, params.namespace),
-            access.list_(NODES), access.watch(NODES),
-            access.list_(PODS, params.namespace), access.watch(PODS, params.namespace)]
+    return [
+        access.get(DAEMON_SETS, params.daemonset, params.namespace),
+        access.list_(NODES),
+        access.watch(NODES),
+        access.list_(PODS, params.namespace),
+        access.watch(PODS, params.namespace),
+    ]
 
 
 @dataclass(frozen=True)
@@ -81,8 +88,9 @@ class CoverageVerdict:
     covered: tuple[str, ...] = ()
 
 
-def judge_coverage(data: DaemonCoverageData, params: DaemonCoverageParams, agent: str,
-                   absent_hint: str = "") -> CoverageVerdict:
+def judge_coverage(
+    data: DaemonCoverageData, params: DaemonCoverageParams, agent: str, absent_hint: str = ""
+) -> CoverageVerdict:
     ds_ref = ref("DaemonSet", params.daemonset, params.namespace)
     selected = select_nodes(data.nodes, params.nodes)
     details: dict[str, Any] = {"daemonset": ds_ref, "selection": params.nodes.describe(), **selected.details()}
@@ -94,10 +102,13 @@ def judge_coverage(data: DaemonCoverageData, params: DaemonCoverageParams, agent
     uncovered = cover.uncovered
     class_of = {node.name: node.node_class.value for node in selected.nodes}
     details["coverage_by_class"] = {
-        cls: {"selected": count,
-              "covered": sum(1 for name in cover.covered if class_of[name] == cls),
-              "uncovered": sum(1 for name in uncovered if class_of[name] == cls)}
-        for cls, count in selected.by_class.items()}
+        cls: {
+            "selected": count,
+            "covered": sum(1 for name in cover.covered if class_of[name] == cls),
+            "uncovered": sum(1 for name in uncovered if class_of[name] == cls),
+        }
+        for cls, count in selected.by_class.items()
+    }
     details["covered"] = len(cover.covered)
     details["uncovered_count"] = len(uncovered)
     details["uncovered"] = list(uncovered[:FIRST_NAMED])
@@ -113,18 +124,24 @@ def judge_coverage(data: DaemonCoverageData, params: DaemonCoverageParams, agent
     else:
         status = data.daemonset.status
         details["daemonset_present"] = True
-        details["daemonset_status"] = {"desired": status.desired_number_scheduled,
-                                       "ready": status.number_ready, "available": status.number_available}
+        details["daemonset_status"] = {
+            "desired": status.desired_number_scheduled,
+            "ready": status.number_ready,
+            "available": status.number_available,
+        }
         if status.desired_number_scheduled == 0:
-            errors.append(f"{ds_ref}: observed desiredNumberScheduled 0 (want {n}: one per selected node); "
-                          "the DaemonSet targets none of the selected nodes")
+            errors.append(
+                f"{ds_ref}: observed desiredNumberScheduled 0 (want {n}: one per selected node); "
+                "the DaemonSet targets none of the selected nodes"
+            )
     why = dict(cover.not_ready)
     for node in uncovered[:FIRST_NAMED]:
         state = f"no ready pod ({why[node]})" if node in why else "no pod"
         errors.append(f"{ds_ref}: node {node} has {state}")
     if len(uncovered) > FIRST_NAMED:
-        errors.append(f"{ds_ref}: {len(uncovered) - FIRST_NAMED} more nodes without a ready pod "
-                      f"({len(uncovered)} of {n} in all)")
+        errors.append(
+            f"{ds_ref}: {len(uncovered) - FIRST_NAMED} more nodes without a ready pod ({len(uncovered)} of {n} in all)"
+        )
     if data.daemonset is None:
         summary = f"{ds_ref} absent{' (' + absent_hint + ')' if absent_hint else ''}: no {agent} on {n} nodes"
     elif uncovered:
@@ -142,16 +159,23 @@ def _by_class(by_class: Mapping[str, int]) -> str:
 
 def coverage_result(check: str, verdict: CoverageVerdict) -> Result:
     if verdict.unobservable:
-        return Result(check=check, status=Status.ERROR, summary=verdict.unobservable,
-                      errors=[verdict.unobservable], details=verdict.details)
+        return Result(
+            check=check,
+            status=Status.ERROR,
+            summary=verdict.unobservable,
+            errors=[verdict.unobservable],
+            details=verdict.details,
+        )
     status = Status.FAILED if verdict.errors else Status.OK
-    return Result(check=check, status=status, summary=verdict.summary, errors=verdict.errors,
-                  details=verdict.details)
+    return Result(check=check, status=status, summary=verdict.summary, errors=verdict.errors, details=verdict.details)
 
 
-def evaluator(check: str, agent: str, absent_hint: str = ""
-              ) -> Callable[[DaemonCoverageData, DaemonCoverageParams, datetime], Result]:
+def evaluator(
+    check: str, agent: str, absent_hint: str = ""
+) -> Callable[[DaemonCoverageData, DaemonCoverageParams, datetime], Result]:
     """A check's `evaluate` for plain coverage (no extra findings)."""
+
     def evaluate(data: DaemonCoverageData, params: DaemonCoverageParams, now: datetime) -> Result:
         return coverage_result(check, judge_coverage(data, params, agent, absent_hint))
+
     return evaluate

@@ -142,22 +142,38 @@ SETTLED_PHASES = "status.phase!=Pending,status.phase!=Failed,status.phase!=Unkno
 
 
 class GangSchedulingParams(Params):
-    namespace: str | None = Field(None, description="Only PodGroups and pods in this namespace; default: every "
-                                                    "namespace.")
-    label_selector: str = Field("", description="Only PodGroups matching this label selector (server side). With "
-                                                "one, gangs declared by pod annotation are not judged.")
-    stuck_after_seconds: int = Field(KOORD_GANG_WAIT_SECONDS, ge=1, le=7 * 86400,
-                                     description="How long a gang's members may wait to be scheduled before it "
-                                                 "counts as stuck (a gang's own longer wait time wins).")
-    failed_window_seconds: int = Field(3600, ge=60, le=7 * 86400,
-                                       description="A member (or a PodGroup) Failed longer ago than this is stale "
-                                                   "(failed pods stay until deleted); keep it above the monitor's "
-                                                   "grace.")
-    scheduler_names: list[str] = Field(default_factory=lambda: ["koord-scheduler"],
-                                       description="Judge only waiting and failed pods of these schedulers; empty: "
-                                                   "every scheduler.")
-    fail_incomplete: bool = Field(False, description="Also fail gangs whose fewer-than-minMember members wait "
-                                                     "past the bound (the workload did not create them all).")
+    namespace: str | None = Field(
+        None, description="Only PodGroups and pods in this namespace; default: every namespace."
+    )
+    label_selector: str = Field(
+        "",
+        description="Only PodGroups matching this label selector (server side). With "
+        "one, gangs declared by pod annotation are not judged.",
+    )
+    stuck_after_seconds: int = Field(
+        KOORD_GANG_WAIT_SECONDS,
+        ge=1,
+        le=7 * 86400,
+        description="How long a gang's members may wait to be scheduled before it "
+        "counts as stuck (a gang's own longer wait time wins).",
+    )
+    failed_window_seconds: int = Field(
+        3600,
+        ge=60,
+        le=7 * 86400,
+        description="A member (or a PodGroup) Failed longer ago than this is stale "
+        "(failed pods stay until deleted); keep it above the monitor's "
+        "grace.",
+    )
+    scheduler_names: list[str] = Field(
+        default_factory=lambda: ["koord-scheduler"],
+        description="Judge only waiting and failed pods of these schedulers; empty: every scheduler.",
+    )
+    fail_incomplete: bool = Field(
+        False,
+        description="Also fail gangs whose fewer-than-minMember members wait "
+        "past the bound (the workload did not create them all).",
+    )
 
     @field_validator("label_selector")
     @classmethod
@@ -183,13 +199,16 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
         items = cluster.list(path, label_selector=params.label_selector or None)
     except ClusterResponseError as error:
         if error.status_code == 404:
-            raise ClusterError(f"podgroups ({POD_GROUPS.api_version}) not served by cluster {cluster.name} "
-                               f"(HTTP 404 for {path}): is the PodGroup CRD installed? gangs not observed") from None
+            raise ClusterError(
+                f"podgroups ({POD_GROUPS.api_version}) not served by cluster {cluster.name} "
+                f"(HTTP 404 for {path}): is the PodGroup CRD installed? gangs not observed"
+            ) from None
         raise
     pod_groups = parse_items(PodGroup, items, f"LIST {path}")
     pods_path = collection_path(PODS, params.namespace)
-    unsettled = parse_items(PodSchedulingOutline, cluster.list(pods_path, field_selector=UNSETTLED_PHASES),
-                            f"LIST {pods_path}")
+    unsettled = parse_items(
+        PodSchedulingOutline, cluster.list(pods_path, field_selector=UNSETTLED_PHASES), f"LIST {pods_path}"
+    )
     # What to read is decided on this clock; evaluate's `now` is later, so it never finds a failure recent that
     # was old here, and calls any unread one `error`.
     listed = {(group.namespace, group.name) for group in pod_groups}
@@ -197,10 +216,11 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
     for namespace in recently_failed_namespaces(unsettled, listed, params, datetime.now(UTC)):
         namespace_path = collection_path(PODS, namespace)
         settled[namespace] = parse_items(
-            PodSchedulingOutline, cluster.list(namespace_path, field_selector=SETTLED_PHASES),
-            f"LIST {namespace_path}")
-    return GangSchedulingData(path=path, pod_groups=pod_groups, pods_path=pods_path, unsettled_pods=unsettled,
-                              settled_pods=settled)
+            PodSchedulingOutline, cluster.list(namespace_path, field_selector=SETTLED_PHASES), f"LIST {namespace_path}"
+        )
+    return GangSchedulingData(
+        path=path, pod_groups=pod_groups, pods_path=pods_path, unsettled_pods=unsettled, settled_pods=settled
+    )
 
 
 def declared_access(params: GangSchedulingParams) -> list[access.Access]:
@@ -209,8 +229,7 @@ def declared_access(params: GangSchedulingParams) -> list[access.Access]:
 
 # -- members --------------------------------------------------------------------------------------------
 
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-             "h": 3600.0}
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 
@@ -235,14 +254,15 @@ def go_int32(text: str) -> int | None:
     if not _GO_INT.fullmatch(text):
         return None
     value = int(text)
-    return value if -2**31 <= value < 2**31 else None
+    return value if -(2**31) <= value < 2**31 else None
 
 
 def gang_name(pod: PodSchedulingOutline) -> str:
     """The gang koord-scheduler puts the pod in (`coscheduling/util/gang_helper.go` GetGangNameByPod)."""
     labels, annotations = pod.metadata.labels, pod.metadata.annotations
-    return (labels.get(POD_GROUP_LABEL) or labels.get(LIGHTWEIGHT_NAME_LABEL)
-            or annotations.get(GANG_NAME_ANNOTATION) or "")
+    return (
+        labels.get(POD_GROUP_LABEL) or labels.get(LIGHTWEIGHT_NAME_LABEL) or annotations.get(GANG_NAME_ANNOTATION) or ""
+    )
 
 
 def declared_min(pod: PodSchedulingOutline) -> int | None:
@@ -268,7 +288,7 @@ class Member:
 
 
 def _cut(message: str) -> str:
-    return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 3] + "..."
+    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 3] + "..."
 
 
 def member(pod: PodSchedulingOutline, now: datetime) -> Member:
@@ -278,8 +298,9 @@ def member(pod: PodSchedulingOutline, now: datetime) -> Member:
         waited = age_seconds(since, now)
         held = HELD_UNTIL_COMPLETE in scheduled.message
         tried = scheduled.reason in TRIED_REASONS and not held
-        state = (f"PodScheduled=False ({scheduled.reason or 'no reason'}) for {_seconds(waited)}"
-                 + (f": {_cut(scheduled.message)}" if scheduled.message else ""))
+        state = f"PodScheduled=False ({scheduled.reason or 'no reason'}) for {_seconds(waited)}" + (
+            f": {_cut(scheduled.message)}" if scheduled.message else ""
+        )
         return Member(pod.name, waited, tried, state)
     waited = age_seconds(pod.metadata.creation_timestamp, now)
     return Member(pod.name, waited, False, f"not tried yet, created {_seconds(waited)} ago")
@@ -312,13 +333,21 @@ def _recent(age: float | None, params: GangSchedulingParams) -> bool:
     return age is None or age <= params.failed_window_seconds  # unrecorded counts as recent (fail closed)
 
 
-def recently_failed_namespaces(pods: list[PodSchedulingOutline], listed: set[tuple[str, str]],
-                               params: GangSchedulingParams, now: datetime) -> list[str]:
+def recently_failed_namespaces(
+    pods: list[PodSchedulingOutline], listed: set[tuple[str, str]], params: GangSchedulingParams, now: datetime
+) -> list[str]:
     """Namespaces holding a judged gang member that failed within the window: there the quorum must be counted."""
-    return sorted({pod.namespace for pod in pods
-                   if pod.status.phase == "Failed" and gang_name(pod) and judged_scheduler(pod, params)
-                   and (not params.label_selector or (pod.namespace, gang_name(pod)) in listed)
-                   and _recent(age_seconds(failed_at(pod), now), params)})
+    return sorted(
+        {
+            pod.namespace
+            for pod in pods
+            if pod.status.phase == "Failed"
+            and gang_name(pod)
+            and judged_scheduler(pod, params)
+            and (not params.label_selector or (pod.namespace, gang_name(pod)) in listed)
+            and _recent(age_seconds(failed_at(pod), now), params)
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -339,8 +368,11 @@ def failed_member(pod: PodSchedulingOutline, now: datetime) -> FailedMember:
     failing = [(name, end) for name, end in ended if end.exit_code != 0] or ended
     if not cause and failing:
         name, end = failing[0]
-        cause = (f"container {name} exited {end.exit_code}" + (f", {end.reason}" if end.reason else "")
-                 + (f", signal {end.signal}" if end.signal else ""))
+        cause = (
+            f"container {name} exited {end.exit_code}"
+            + (f", {end.reason}" if end.reason else "")
+            + (f", signal {end.signal}" if end.signal else "")
+        )
     return FailedMember(pod.name, age_seconds(failed_at(pod), now), cause or "no reason recorded")
 
 
@@ -392,10 +424,21 @@ def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime
     for group in data.pod_groups:
         declared = group.spec.schedule_timeout_seconds  # util.GetWaitTimeDuration
         found.by_key[(group.namespace, group.name)] = Gang(
-            group.ref, group.namespace, group.spec.min_member, max(params.stuck_after_seconds, declared),
-            pod_group=group)
-    for pod in sorted(data.unsettled_pods, key=lambda p: (p.namespace, p.metadata.creation_timestamp is None,
-                                                          p.metadata.creation_timestamp or now, p.name)):
+            group.ref,
+            group.namespace,
+            group.spec.min_member,
+            max(params.stuck_after_seconds, declared),
+            pod_group=group,
+        )
+    for pod in sorted(
+        data.unsettled_pods,
+        key=lambda p: (
+            p.namespace,
+            p.metadata.creation_timestamp is None,
+            p.metadata.creation_timestamp or now,
+            p.name,
+        ),
+    ):
         # The server filtered on phase; judge again rather than trust it.
         phase = pod.status.phase
         found.pending += phase == "Pending"
@@ -439,16 +482,27 @@ def _declared_by_pods(first: PodSchedulingOutline, name: str, params: GangSchedu
     """A gang without a PodGroup, configured as koord does it: from the first of its pods it sees."""
     ref, namespace = f"gang {first.namespace}/{name}", first.namespace
     if first.metadata.labels.get(POD_GROUP_LABEL):
-        return Gang(ref, namespace, 1, params.stuck_after_seconds,
-                    note=f"pods labelled {POD_GROUP_LABEL}={name} but no such PodGroup: koord-scheduler never "
-                         "initialises this gang")
+        return Gang(
+            ref,
+            namespace,
+            1,
+            params.stuck_after_seconds,
+            note=f"pods labelled {POD_GROUP_LABEL}={name} but no such PodGroup: koord-scheduler never "
+            "initialises this gang",
+        )
     wait = go_duration_seconds(first.metadata.annotations.get(GANG_WAIT_ANNOTATION, "")) or 0.0
     bound = max(float(params.stuck_after_seconds), wait)
     minimum = declared_min(first)
     if minimum is None:
-        return Gang(ref, namespace, 1, bound, note=f"declared by pod annotation without a valid "
-                                                   f"{GANG_MIN_ANNOTATION}: koord-scheduler never initialises "
-                                                   "this gang")
+        return Gang(
+            ref,
+            namespace,
+            1,
+            bound,
+            note=f"declared by pod annotation without a valid "
+            f"{GANG_MIN_ANNOTATION}: koord-scheduler never initialises "
+            "this gang",
+        )
     return Gang(ref, namespace, minimum, bound, note="declared by pod annotation")
 
 
@@ -463,8 +517,10 @@ def _listed(lines: list[str]) -> list[str]:
 
 def _counts(group: PodGroup) -> str:
     s = group.status
-    return (f"phase {s.phase or '(unset)'}, {s.scheduled} scheduled, {s.running} running, {s.succeeded} succeeded, "
-            f"{s.failed} failed of minMember {group.spec.min_member}")
+    return (
+        f"phase {s.phase or '(unset)'}, {s.scheduled} scheduled, {s.running} running, {s.succeeded} succeeded, "
+        f"{s.failed} failed of minMember {group.spec.min_member}"
+    )
 
 
 def _named(described: list[str]) -> str:
@@ -498,13 +554,17 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
     if not gang.members:
         return
     if gang.quorum_met:
-        verdicts.beyond_quorum.append(f"{gang.ref}: {len(gang.members)} member(s) wait beyond the quorum "
-                                      f"({gang.context}): {_members(gang.members)}")
+        verdicts.beyond_quorum.append(
+            f"{gang.ref}: {len(gang.members)} member(s) wait beyond the quorum "
+            f"({gang.context}): {_members(gang.members)}"
+        )
         return
     timeless = [m for m in gang.members if m.waited is None]
     if timeless:
-        verdicts.unjudgeable.append(f"{gang.ref}: member(s) {', '.join(m.name for m in timeless)} carry no "
-                                    "creationTimestamp or PodScheduled time, wait not observed")
+        verdicts.unjudgeable.append(
+            f"{gang.ref}: member(s) {', '.join(m.name for m in timeless)} carry no "
+            "creationTimestamp or PodScheduled time, wait not observed"
+        )
     overdue = [m for m in gang.members if m.waited is not None and m.waited > gang.bound]
     if not overdue:
         return
@@ -512,12 +572,14 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
     if len(overdue) >= wanted or any(m.tried for m in overdue):
         verdicts.stuck.append(
             f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than {int(gang.bound)} s "
-            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {gang.context}): {_members(overdue)}")
+            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {gang.context}): {_members(overdue)}"
+        )
     elif len(gang.members) < wanted:
         verdicts.incomplete.append(
             f"{gang.ref}: observed {len(gang.members)} member(s) waiting, fewer than the {wanted} minMember still "
             f"needs, held by koord-scheduler until the workload creates the rest ({gang.context}): "
-            f"{_members(overdue)}")
+            f"{_members(overdue)}"
+        )
     # Otherwise the gang is complete and its younger members have not waited the bound yet.
 
 
@@ -526,29 +588,38 @@ def _judge_failed_members(gang: Gang, counted: bool, params: GangSchedulingParam
     recent = [m for m in gang.failed if _recent(m.age, params)]
     stale = [m for m in gang.failed if not _recent(m.age, params)]
     if stale and not recent:
-        verdicts.stale_failed.append(f"{gang.ref}: {len(stale)} member(s) failed more than "
-                                     f"{params.failed_window_seconds} s ago: {_failures(stale)}")
+        verdicts.stale_failed.append(
+            f"{gang.ref}: {len(stale)} member(s) failed more than "
+            f"{params.failed_window_seconds} s ago: {_failures(stale)}"
+        )
     if not recent:
         return False
     if not counted:
-        verdicts.unjudgeable.append(f"{gang.ref}: {len(recent)} member(s) failed within "
-                                    f"{params.failed_window_seconds} s but the running members of namespace "
-                                    f"{gang.namespace} were not read (the probe's clock went back?): "
-                                    f"{_failures(recent)}")
+        verdicts.unjudgeable.append(
+            f"{gang.ref}: {len(recent)} member(s) failed within "
+            f"{params.failed_window_seconds} s but the running members of namespace "
+            f"{gang.namespace} were not read (the probe's clock went back?): "
+            f"{_failures(recent)}"
+        )
         return True
     quorum = f"{gang.running} running + {gang.succeeded} succeeded of minMember {gang.min_member}"
     context = f"; {gang.context}" if gang.context else ""
     if gang.running + gang.succeeded >= gang.min_member:
-        verdicts.degraded.append(f"{gang.ref}: observed {len(recent)} failed member(s), {quorum}: minMember still "
-                                 f"met{context}: {_failures(recent)}")
+        verdicts.degraded.append(
+            f"{gang.ref}: observed {len(recent)} failed member(s), {quorum}: minMember still "
+            f"met{context}: {_failures(recent)}"
+        )
     else:
-        verdicts.failed.append(f"{gang.ref}: observed {len(recent)} failed member(s), {quorum} (want running + "
-                               f"succeeded >= minMember{context}): {_failures(recent)}")
+        verdicts.failed.append(
+            f"{gang.ref}: observed {len(recent)} failed member(s), {quorum} (want running + "
+            f"succeeded >= minMember{context}): {_failures(recent)}"
+        )
     return True
 
 
-def _judge_phase(group: PodGroup, members: int, failure_judged: bool, params: GangSchedulingParams, now: datetime,
-                 verdicts: Verdicts) -> None:
+def _judge_phase(
+    group: PodGroup, members: int, failure_judged: bool, params: GangSchedulingParams, now: datetime, verdicts: Verdicts
+) -> None:
     phase = group.status.phase
     s = group.status
     if phase == "Failed":
@@ -559,20 +630,25 @@ def _judge_phase(group: PodGroup, members: int, failure_judged: bool, params: Ga
         when = "at an unrecorded time" if age is None else f"{max(0, int(age))} s ago"
         counts = f"{s.failed} failed, {s.running} running, {s.succeeded} succeeded of minMember {group.spec.min_member}"
         if not _recent(age, params):
-            verdicts.stale_failed.append(f"{group.ref}: phase Failed {when} ({counts}); koord-scheduler never "
-                                         "revisits a Failed PodGroup")
+            verdicts.stale_failed.append(
+                f"{group.ref}: phase Failed {when} ({counts}); koord-scheduler never revisits a Failed PodGroup"
+            )
         elif s.running + s.succeeded >= group.spec.min_member:
-            verdicts.degraded.append(f"{group.ref}: observed phase Failed {when} ({counts}): minMember still met, a "
-                                     "member beyond it failed")
+            verdicts.degraded.append(
+                f"{group.ref}: observed phase Failed {when} ({counts}): minMember still met, a member beyond it failed"
+            )
         else:
-            verdicts.failed.append(f"{group.ref}: observed phase Failed {when} ({counts}) (want running + "
-                                   "succeeded >= minMember)")
+            verdicts.failed.append(
+                f"{group.ref}: observed phase Failed {when} ({counts}) (want running + succeeded >= minMember)"
+            )
     elif phase == "Unknown":
-        verdicts.degraded.append(f"{group.ref}: observed phase Unknown ({_counts(group)}), which koord-scheduler "
-                                 "never writes")
+        verdicts.degraded.append(
+            f"{group.ref}: observed phase Unknown ({_counts(group)}), which koord-scheduler never writes"
+        )
     elif phase and phase not in KNOWN_PHASES:
-        verdicts.unjudgeable.append(f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines "
-                                    f"({', '.join(KNOWN_PHASES)})")
+        verdicts.unjudgeable.append(
+            f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines ({', '.join(KNOWN_PHASES)})"
+        )
     elif phase in ("", "Pending") and members == 0:
         verdicts.pending_without_members.append(group.ref)
 
@@ -616,33 +692,53 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     }
     scope = f"{len(data.pod_groups)} PodGroup(s) and {annotation_gangs} gang(s) without one"
     if failing:
-        parts = [f"{len(verdicts.stuck)} gang(s) stuck waiting" if verdicts.stuck else "",
-                 f"{len(verdicts.failed)} gang(s) failed below minMember" if verdicts.failed else "",
-                 f"{len(verdicts.incomplete)} incomplete gang(s) waiting"
-                 if params.fail_incomplete and verdicts.incomplete else ""]
-        return Result(check=NAME, status=Status.FAILED, summary=f"{' and '.join(p for p in parts if p)} of {scope}",
-                      errors=_listed(verdicts.stuck) + _listed(verdicts.failed)
-                      + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
-                      + _listed(verdicts.unjudgeable) + _listed(verdicts.degraded),
-                      details=details)
+        parts = [
+            f"{len(verdicts.stuck)} gang(s) stuck waiting" if verdicts.stuck else "",
+            f"{len(verdicts.failed)} gang(s) failed below minMember" if verdicts.failed else "",
+            f"{len(verdicts.incomplete)} incomplete gang(s) waiting"
+            if params.fail_incomplete and verdicts.incomplete
+            else "",
+        ]
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            summary=f"{' and '.join(p for p in parts if p)} of {scope}",
+            errors=_listed(verdicts.stuck)
+            + _listed(verdicts.failed)
+            + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
+            + _listed(verdicts.unjudgeable)
+            + _listed(verdicts.degraded),
+            details=details,
+        )
     if verdicts.unjudgeable:
-        return Result(check=NAME, status=Status.ERROR,
-                      summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: "
-                              f"{verdicts.unjudgeable[0]}",
-                      errors=_listed(verdicts.unjudgeable) + _listed(verdicts.degraded), details=details)
-    notes = [f"{len(verdicts.incomplete)} incomplete" if verdicts.incomplete else "",
-             f"{len(verdicts.stale_failed)} stale Failed" if verdicts.stale_failed else "",
-             f"{len(verdicts.pending_without_members)} Pending without members"
-             if verdicts.pending_without_members else ""]
+        return Result(
+            check=NAME,
+            status=Status.ERROR,
+            summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: {verdicts.unjudgeable[0]}",
+            errors=_listed(verdicts.unjudgeable) + _listed(verdicts.degraded),
+            details=details,
+        )
+    notes = [
+        f"{len(verdicts.incomplete)} incomplete" if verdicts.incomplete else "",
+        f"{len(verdicts.stale_failed)} stale Failed" if verdicts.stale_failed else "",
+        f"{len(verdicts.pending_without_members)} Pending without members" if verdicts.pending_without_members else "",
+    ]
     noted = ", ".join(n for n in notes if n)
     if verdicts.degraded:
-        return Result(check=NAME, status=Status.DEGRADED,
-                      summary=f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
-                      errors=_listed(verdicts.degraded), details=details)
-    summary = (f"{scope}: none stuck past {params.stuck_after_seconds} s, none failed below minMember in the last "
-               f"{params.failed_window_seconds} s")
-    return Result(check=NAME, status=Status.OK, summary=summary + (f" ({noted}: see details)" if noted else ""),
-                  details=details)
+        return Result(
+            check=NAME,
+            status=Status.DEGRADED,
+            summary=f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
+            errors=_listed(verdicts.degraded),
+            details=details,
+        )
+    summary = (
+        f"{scope}: none stuck past {params.stuck_after_seconds} s, none failed below minMember in the last "
+        f"{params.failed_window_seconds} s"
+    )
+    return Result(
+        check=NAME, status=Status.OK, summary=summary + (f" ({noted}: see details)" if noted else ""), details=details
+    )
 
 
 CHECK = CheckSpec(
@@ -652,8 +748,8 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=5,
     fails_when="a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
-               "(koord's 600 s default), or a member pod failed in the last hour leaving fewer than minMember "
-               "running or succeeded (or a PodGroup's status turned Failed so)",
+    "(koord's 600 s default), or a member pod failed in the last hour leaving fewer than minMember "
+    "running or succeeded (or a PodGroup's status turned Failed so)",
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,

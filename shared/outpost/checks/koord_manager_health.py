@@ -44,8 +44,11 @@ NAME = "koord-manager-health"
 class KoordManagerHealthParams(ManagerPodsParams):
     namespace: str = Field("koordinator-system", description="Namespace of the manager Deployment.")
     deployment: str = Field("koord-manager", description="The manager Deployment; its spec.selector finds the pods.")
-    paths: list[str] = Field(default_factory=lambda: ["/readyz"], min_length=1,
-                             description="Health paths asked on every pod (koord-manager registers /readyz only).")
+    paths: list[str] = Field(
+        default_factory=lambda: ["/readyz"],
+        min_length=1,
+        description="Health paths asked on every pod (koord-manager registers /readyz only).",
+    )
 
 
 def fetch(cluster: Cluster, params: KoordManagerHealthParams) -> ManagerPodsData:

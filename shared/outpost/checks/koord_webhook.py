@@ -20,10 +20,10 @@ NAME = "koord-webhook"
 class KoordWebhookParams(WebhookServiceParams):
     namespace: str = "koordinator-system"
     service: str = "koordinator-webhook-service"
-    mutating_configurations: list[str] = Field(
-        default_factory=lambda: ["koordinator-mutating-webhook-configuration"])
+    mutating_configurations: list[str] = Field(default_factory=lambda: ["koordinator-mutating-webhook-configuration"])
     validating_configurations: list[str] = Field(
-        default_factory=lambda: ["koordinator-validating-webhook-configuration"])
+        default_factory=lambda: ["koordinator-validating-webhook-configuration"]
+    )
 
 
 CHECK = make_check(

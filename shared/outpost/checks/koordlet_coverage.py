@@ -43,7 +43,7 @@ CHECK = CheckSpec(
     severity="critical",
     schedule_minutes=5,
     fails_when="a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet "
-               "pod (names them)",
+    "pod (names them)",
     params=KoordletCoverageParams,
     fetch=fetch,
     evaluate=evaluate,

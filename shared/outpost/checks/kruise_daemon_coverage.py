@@ -67,14 +67,18 @@ class KruiseDaemonCoverageParams(DaemonCoverageParams):
     daemonset: str = Field("kruise-daemon", description="Name of the kruise-daemon DaemonSet.")
     pod_selector: str = Field("control-plane=daemon", description="Label selector of kruise-daemon pods.")
     probe_healthz: bool = Field(
-        False, description="Also GET each covered node's kruise-daemon /healthz through the node proxy. Needs "
-                           "`get nodes/proxy` (ClusterRole outpost-probe-node-proxy, powerful: reaches kubelets).")
+        False,
+        description="Also GET each covered node's kruise-daemon /healthz through the node proxy. Needs "
+        "`get nodes/proxy` (ClusterRole outpost-probe-node-proxy, powerful: reaches kubelets).",
+    )
     healthz_classes: tuple[NodeClass, ...] = Field(
-        (NodeClass.REAL,), min_length=1,
+        (NodeClass.REAL,),
+        min_length=1,
         description="Node classes whose /healthz is asked (among the selected, covered nodes). Default real only: "
-                    "a KWOK fake node's address is the kwok controller's (or an unroutable 192.0.2.x under "
-                    "kwokctl), where no kruise-daemon listens, so asking it fails every fake node. Add fake only "
-                    "where something answers for fake nodes (the sandbox's stand-in).")
+        "a KWOK fake node's address is the kwok controller's (or an unroutable 192.0.2.x under "
+        "kwokctl), where no kruise-daemon listens, so asking it fails every fake node. Add fake only "
+        "where something answers for fake nodes (the sandbox's stand-in).",
+    )
     healthz_port: int = Field(10221, ge=1, le=65535)
     healthz_path: str = Field("/healthz")
     healthz_scheme: Literal["http", "https"] = Field("http")
@@ -116,10 +120,17 @@ def healthz_plan(data: DaemonCoverageData, params: KruiseDaemonCoverageParams) -
         if node.node_class not in params.healthz_classes:
             not_probed[node.node_class.value] = not_probed.get(node.node_class.value, 0) + 1
             continue
-        target = ProbeTarget(ref("Node", node.name), healthz_label(params),
-                             node_proxy(node.name, params.healthz_port, params.healthz_path,
-                                        scheme="https" if params.healthz_scheme == "https" else None),
-                             params.healthz_expect_body)
+        target = ProbeTarget(
+            ref("Node", node.name),
+            healthz_label(params),
+            node_proxy(
+                node.name,
+                params.healthz_port,
+                params.healthz_path,
+                scheme="https" if params.healthz_scheme == "https" else None,
+            ),
+            params.healthz_expect_body,
+        )
         targets.append(target)
         class_of[target.ref] = node.node_class.value
     eligible = sum(1 for node in selected if node.node_class in params.healthz_classes)
@@ -134,8 +145,12 @@ def fetch(cluster: Cluster, params: KruiseDaemonCoverageParams) -> KruiseDaemonD
     data = fetch_coverage(cluster, params)
     if not params.probe_healthz:
         return KruiseDaemonData(data)
-    outcomes = probe_all(cluster, healthz_targets(data, params), timeout=params.healthz_timeout_seconds,
-                         concurrency=params.healthz_concurrency)
+    outcomes = probe_all(
+        cluster,
+        healthz_targets(data, params),
+        timeout=params.healthz_timeout_seconds,
+        concurrency=params.healthz_concurrency,
+    )
     return KruiseDaemonData(data, tuple(outcomes))
 
 
@@ -152,9 +167,11 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
     plan = healthz_plan(data.coverage, params)
     details: dict[str, Any] = dict(verdict.details)
     if not plan.eligible:
-        cause = (f"{ds_ref}: probe_healthz is on, but no selected node ({params.nodes.describe()}) is of "
-                 f"healthz_classes ({_classes(params.healthz_classes)}): no {label} to ask; add fake to "
-                 "healthz_classes only where something answers for fake nodes")
+        cause = (
+            f"{ds_ref}: probe_healthz is on, but no selected node ({params.nodes.describe()}) is of "
+            f"healthz_classes ({_classes(params.healthz_classes)}): no {label} to ask; add fake to "
+            "healthz_classes only where something answers for fake nodes"
+        )
         return Result(check=NAME, status=Status.ERROR, summary=cause, errors=[cause], details=details)
     failing = [outcome for outcome in data.healthz if not outcome.healthy]
     by_class: dict[str, dict[str, int]] = {cls.value: {"probed": 0, "healthy": 0} for cls in params.healthz_classes}
@@ -162,10 +179,14 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
         counts = by_class.setdefault(plan.class_of.get(outcome.target.ref, "unknown"), {"probed": 0, "healthy": 0})
         counts["probed"] += 1
         counts["healthy"] += outcome.healthy
-    details["healthz"] = {"classes": [cls.value for cls in params.healthz_classes], "probed": len(data.healthz),
-                          "healthy": len(data.healthz) - len(failing), "by_class": by_class,
-                          "not_probed": dict(plan.not_probed),
-                          "failing": [o.as_detail() for o in failing[:FIRST_NAMED]]}
+    details["healthz"] = {
+        "classes": [cls.value for cls in params.healthz_classes],
+        "probed": len(data.healthz),
+        "healthy": len(data.healthz) - len(failing),
+        "by_class": by_class,
+        "not_probed": dict(plan.not_probed),
+        "failing": [o.as_detail() for o in failing[:FIRST_NAMED]],
+    }
     errors = list(verdict.errors)
     errors += [f"{ds_ref}: {outcome.message}" for outcome in failing[:FIRST_NAMED]]
     if len(failing) > FIRST_NAMED:
@@ -173,13 +194,16 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
     skipped = "".join(f", {count} {cls} not probed" for cls, count in plan.not_probed.items())
     summary = verdict.summary
     if failing and not verdict.errors:
-        summary = f"kruise-daemon {label} failing on {len(failing)} of {len(data.healthz)} probed nodes: " \
-                  f"{failing[0].message}"
+        summary = (
+            f"kruise-daemon {label} failing on {len(failing)} of {len(data.healthz)} probed nodes: {failing[0].message}"
+        )
     elif not errors:
-        summary += f"; {label} healthy on all {len(data.healthz)} {_classes(params.healthz_classes)} nodes probed" \
-                   f"{skipped}"
-    return Result(check=NAME, status=Status.FAILED if errors else Status.OK, summary=summary, errors=errors,
-                  details=details)
+        summary += (
+            f"; {label} healthy on all {len(data.healthz)} {_classes(params.healthz_classes)} nodes probed{skipped}"
+        )
+    return Result(
+        check=NAME, status=Status.FAILED if errors else Status.OK, summary=summary, errors=errors, details=details
+    )
 
 
 def declared_access(params: KruiseDaemonCoverageParams) -> list[access.Access]:
@@ -197,7 +221,7 @@ CHECK = CheckSpec(
     severity="critical",
     schedule_minutes=5,
     fails_when="a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
-               "/healthz:10221 (real nodes by default)",
+    "/healthz:10221 (real nodes by default)",
     params=KruiseDaemonCoverageParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -37,11 +37,15 @@ NAME = "kruise-manager-health"
 
 class KruiseManagerHealthParams(ManagerPodsParams):
     namespace: str = Field("kruise-system", description="Namespace of the manager Deployment.")
-    deployment: str = Field("kruise-controller-manager",
-                            description="The manager Deployment; its spec.selector finds the pods.")
-    paths: list[str] = Field(default_factory=lambda: ["/readyz"], min_length=1,
-                             description="Health paths asked on every pod, each must answer 2xx "
-                                         "(kruise-manager registers /readyz only: /healthz answers 404).")
+    deployment: str = Field(
+        "kruise-controller-manager", description="The manager Deployment; its spec.selector finds the pods."
+    )
+    paths: list[str] = Field(
+        default_factory=lambda: ["/readyz"],
+        min_length=1,
+        description="Health paths asked on every pod, each must answer 2xx "
+        "(kruise-manager registers /readyz only: /healthz answers 404).",
+    )
 
 
 def fetch(cluster: Cluster, params: KruiseManagerHealthParams) -> ManagerPodsData:

@@ -54,18 +54,29 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
         line = f"{name}: not found (want the manager Deployment with >= {params.min_ready} ready replicas)"
         return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details={"found": False})
     ready, desired = deployment.status.ready_replicas, deployment.spec.replicas
-    details = {"found": True, "ready_replicas": ready, "desired_replicas": desired,
-               "available_replicas": deployment.status.available_replicas,
-               "updated_replicas": deployment.status.updated_replicas, "min_ready": params.min_ready,
-               "observed_current": deployment.observed_current}
+    details = {
+        "found": True,
+        "ready_replicas": ready,
+        "desired_replicas": desired,
+        "available_replicas": deployment.status.available_replicas,
+        "updated_replicas": deployment.status.updated_replicas,
+        "min_ready": params.min_ready,
+        "observed_current": deployment.observed_current,
+    }
     if ready < params.min_ready:
         scaled = f", spec.replicas {desired}" if desired < params.min_ready else ""
-        line = observed("Deployment", params.deployment, params.namespace, f"{ready} ready replicas{scaled}",
-                        f">= {params.min_ready}")
+        line = observed(
+            "Deployment",
+            params.deployment,
+            params.namespace,
+            f"{ready} ready replicas{scaled}",
+            f">= {params.min_ready}",
+        )
         return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
     if ready < desired:
-        line = observed("Deployment", params.deployment, params.namespace, f"{ready}/{desired} ready replicas",
-                        f"{desired}")
+        line = observed(
+            "Deployment", params.deployment, params.namespace, f"{ready}/{desired} ready replicas", f"{desired}"
+        )
         return Result(check=NAME, status=Status.DEGRADED, summary=line, errors=[line], details=details)
     return Result(check=NAME, status=Status.OK, summary=f"{name}: {ready}/{desired} replicas ready", details=details)
 

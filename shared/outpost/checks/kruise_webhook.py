@@ -20,8 +20,7 @@ class KruiseWebhookParams(WebhookServiceParams):
     namespace: str = "kruise-system"
     service: str = "kruise-webhook-service"
     mutating_configurations: list[str] = Field(default_factory=lambda: ["kruise-mutating-webhook-configuration"])
-    validating_configurations: list[str] = Field(
-        default_factory=lambda: ["kruise-validating-webhook-configuration"])
+    validating_configurations: list[str] = Field(default_factory=lambda: ["kruise-validating-webhook-configuration"])
 
 
 CHECK = make_check(

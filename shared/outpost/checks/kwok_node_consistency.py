@@ -66,17 +66,24 @@ NAME = "kwok-node-consistency"
 class KwokNodeConsistencyParams(Params):
     selector: MetadataSelector = Field(
         default_factory=lambda: MetadataSelector("annotation", KWOK_NODE_ANNOTATION, KWOK_FAKE_VALUE),
-        description="Which nodes are KWOK fake nodes: {source: label|annotation, key, value (null: key present)}.")
+        description="Which nodes are KWOK fake nodes: {source: label|annotation, key, value (null: key present)}.",
+    )
     allow_no_nodes: bool = Field(False, description="Zero selected nodes is ok instead of error.")
     lease_namespace: str = Field("kube-node-lease", description="Namespace of the node Leases.")
     max_lease_duration_seconds: float = Field(
-        600.0, gt=0, description="Upper bound on the renewal interval judged: a Lease is stale once older than "
-                                 "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
-                                 "this is reported. 600 s passes kwok's 40 s, kwokctl's 200 s (40 s x heartbeat "
-                                 "factor 5) and the sandbox's 40/160/400 s, and flags a foreign day-long Lease.")
+        600.0,
+        gt=0,
+        description="Upper bound on the renewal interval judged: a Lease is stale once older than "
+        "min(its own leaseDurationSeconds, this), and a Lease whose own duration exceeds "
+        "this is reported. 600 s passes kwok's 40 s, kwokctl's 200 s (40 s x heartbeat "
+        "factor 5) and the sandbox's 40/160/400 s, and flags a foreign day-long Lease.",
+    )
     max_future_skew_seconds: float = Field(
-        FUTURE_SKEW_SECONDS, ge=0, le=300,
-        description="A renewTime further in the future than this is stale, not fresh (clock skew beyond it).")
+        FUTURE_SKEW_SECONDS,
+        ge=0,
+        le=300,
+        description="A renewTime further in the future than this is stale, not fresh (clock skew beyond it).",
+    )
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,12 @@ def fetch(cluster: Cluster, params: KwokNodeConsistencyParams) -> KwokNodeData:
 
 
 def declared_access(params: KwokNodeConsistencyParams) -> list[access.Access]:
-    return [access.list_(NODES), access.watch(NODES), access.list_(LEASES, params.lease_namespace),
-            access.watch(LEASES, params.lease_namespace)]
+    return [
+        access.list_(NODES),
+        access.watch(NODES),
+        access.list_(LEASES, params.lease_namespace),
+        access.watch(LEASES, params.lease_namespace),
+    ]
 
 
 def _named(errors: list[str], lines: list[str], what: str) -> None:
@@ -106,14 +117,25 @@ def _named(errors: list[str], lines: list[str], what: str) -> None:
 
 def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetime) -> Result:
     selected = select_nodes(data.nodes, params.selector)
-    details: dict[str, Any] = {"selector": str(params.selector), "selected": len(selected.nodes),
-                               "nodes_read": selected.total}
+    details: dict[str, Any] = {
+        "selector": str(params.selector),
+        "selected": len(selected.nodes),
+        "nodes_read": selected.total,
+    }
     if not selected.nodes:
         if params.allow_no_nodes:
-            return Result(check=NAME, status=Status.OK, details=details,
-                          summary=f"no node selected by {params.selector} ({selected.total} nodes read; allowed)")
-        return Result.error(NAME, f"nodes: none selected by {params.selector} ({selected.total} nodes read); "
-                                  "set allow_no_nodes if that is expected", **details)
+            return Result(
+                check=NAME,
+                status=Status.OK,
+                details=details,
+                summary=f"no node selected by {params.selector} ({selected.total} nodes read; allowed)",
+            )
+        return Result.error(
+            NAME,
+            f"nodes: none selected by {params.selector} ({selected.total} nodes read); "
+            "set allow_no_nodes if that is expected",
+            **details,
+        )
     leases = {lease.name: lease for lease in data.leases}
     bound = params.max_lease_duration_seconds
     not_ready: list[str] = []
@@ -134,16 +156,21 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
         if age is None:
             stale.append(f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)")
         elif age < -params.max_future_skew_seconds:
-            stale.append(f"{lease_ref}: observed renewTime {-age:.1f} s in the future, holder {holder} (want at most "
-                         f"{params.max_future_skew_seconds:g} s ahead of this probe's clock: a holder that stopped "
-                         "would hide until then)")
+            stale.append(
+                f"{lease_ref}: observed renewTime {-age:.1f} s in the future, holder {holder} (want at most "
+                f"{params.max_future_skew_seconds:g} s ahead of this probe's clock: a holder that stopped "
+                "would hide until then)"
+            )
         elif age > limit:
             own = "its leaseDurationSeconds" if duration and duration <= bound else "max_lease_duration_seconds"
-            stale.append(f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} "
-                         f"(want within {limit:g} s, {own})")
+            stale.append(
+                f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} (want within {limit:g} s, {own})"
+            )
         if duration > bound:
-            long_held.append(f"{lease_ref}: observed leaseDurationSeconds {duration}, holder {holder} "
-                             f"(want <= {bound:g} s: a holder that stopped renewing would look alive for {duration} s)")
+            long_held.append(
+                f"{lease_ref}: observed leaseDurationSeconds {duration}, holder {holder} "
+                f"(want <= {bound:g} s: a holder that stopped renewing would look alive for {duration} s)"
+            )
         elif duration <= 0:
             long_held.append(f"{lease_ref}: observed no leaseDurationSeconds, holder {holder} (want 1..{bound:g} s)")
     ready_facts = {node.name: node for node in selected.nodes}
@@ -153,9 +180,16 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
     _named(errors, stale, "stale node Leases")
     _named(errors, long_held, "node Leases with an over-long duration")
     n = len(selected.nodes)
-    details.update({"ready": n - len(not_ready), "not_ready": not_ready[:FIRST_NAMED],
-                    "not_ready_count": len(not_ready), "stale_lease_count": len(stale),
-                    "long_lease_count": len(long_held), "max_lease_duration_seconds": bound})
+    details.update(
+        {
+            "ready": n - len(not_ready),
+            "not_ready": not_ready[:FIRST_NAMED],
+            "not_ready_count": len(not_ready),
+            "stale_lease_count": len(stale),
+            "long_lease_count": len(long_held),
+            "max_lease_duration_seconds": bound,
+        }
+    )
     if errors:
         parts = []
         if not_ready:
@@ -164,10 +198,19 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
             parts.append(f"{len(stale)} with a stale Lease")
         if long_held:
             parts.append(f"{len(long_held)} with a Lease duration over {bound:g} s")
-        return Result(check=NAME, status=Status.FAILED, errors=errors, details=details,
-                      summary=f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}")
-    return Result(check=NAME, status=Status.OK, details=details,
-                  summary=f"all {n} KWOK fake nodes Ready with their Leases renewed in time")
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            errors=errors,
+            details=details,
+            summary=f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}",
+        )
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        details=details,
+        summary=f"all {n} KWOK fake nodes Ready with their Leases renewed in time",
+    )
 
 
 CHECK = CheckSpec(

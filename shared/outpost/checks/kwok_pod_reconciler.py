@@ -87,13 +87,15 @@ IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 class KwokPodReconcilerParams(Params):
     fake_node_source: Literal["label", "annotation"] = Field(
-        "annotation", description="Select fake nodes by an annotation (upstream) or a label (e.g. type=kwok).")
+        "annotation", description="Select fake nodes by an annotation (upstream) or a label (e.g. type=kwok)."
+    )
     fake_node_key: str = Field("kwok.x-k8s.io/node", min_length=1)
     fake_node_value: str | None = Field("fake", description="Required value; null selects on the key alone.")
     namespaces: list[str] = Field(default_factory=list, description="Only pods in these namespaces; default: all.")
     max_pods: int = Field(50, ge=1, le=1000, description="Pods moved per run at most.")
     min_pending_seconds: int = Field(
-        60, ge=0, le=86400, description="Leave pods Pending for less than this to kwok (no race with it).")
+        60, ge=0, le=86400, description="Leave pods Pending for less than this to kwok (no race with it)."
+    )
     dry_run: bool = Field(False, description="Send every patch with dryRun=All: nothing is changed.")
 
     @field_validator("fake_node_key")
@@ -155,8 +157,12 @@ def _go_ip(text: str) -> IP | None:
 def kwok_host_ips(node: Node) -> list[str]:
     """The node's IPs as kwok gives them to its pods (getNodeHostIPs): InternalIPs, then ExternalIPs; the
     first, and the first after it of the other IP family."""
-    ordered = [ip for kind in ("InternalIP", "ExternalIP") for a in node.status.addresses
-               if a.type == kind and (ip := _go_ip(a.address)) is not None]
+    ordered = [
+        ip
+        for kind in ("InternalIP", "ExternalIP")
+        for a in node.status.addresses
+        if a.type == kind and (ip := _go_ip(a.address)) is not None
+    ]
     if not ordered:
         return []
     other = next((ip for ip in ordered[1:] if ip.version != ordered[0].version), None)
@@ -182,9 +188,13 @@ def _merged_by_type(current: list[dict[str, Any]], stage: list[dict[str, Any]]) 
     result: list[dict[str, Any]] = []
     while patched or server_only:
         # a server-only condition goes first only when both were on the pod and it came first there
-        if server_only and (not patched or (patched[0]["type"] in server_order
-                                            and server_order.index(server_only[0].get("type"))
-                                            < server_order.index(patched[0]["type"]))):
+        if server_only and (
+            not patched
+            or (
+                patched[0]["type"] in server_order
+                and server_order.index(server_only[0].get("type")) < server_order.index(patched[0]["type"])
+            )
+        ):
             result.append(server_only.pop(0))
         else:
             result.append(patched.pop(0))
@@ -199,13 +209,25 @@ def ready_status(pod: dict[str, Any], host_ips: list[str], now: datetime) -> dic
     at = format_time(now)  # kwok writes RFC3339Nano; the API server keeps seconds
     gates = [gate.get("conditionType") for gate in spec.get("readinessGates") or []]
     stage = [{"lastTransitionTime": at, "status": "True", "type": kind} for kind in (*STAGE_CONDITIONS, *gates)]
-    containers = [{"image": c.get("image"), "name": c.get("name"), "ready": True, "restartCount": 0,
-                   "state": {"running": {"startedAt": at}}} for c in spec.get("containers") or []]
-    inits = [{"image": c.get("image"), "name": c.get("name"), "ready": True, "restartCount": 0}
-             | ({"started": True, "state": {"running": {"startedAt": at}}} if c.get("restartPolicy") == "Always"
-                else {"state": {"terminated": {"exitCode": 0, "finishedAt": at, "reason": "Completed",
-                                               "startedAt": at}}})
-             for c in spec.get("initContainers") or []]
+    containers = [
+        {
+            "image": c.get("image"),
+            "name": c.get("name"),
+            "ready": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": at}},
+        }
+        for c in spec.get("containers") or []
+    ]
+    inits = [
+        {"image": c.get("image"), "name": c.get("name"), "ready": True, "restartCount": 0}
+        | (
+            {"started": True, "state": {"running": {"startedAt": at}}}
+            if c.get("restartPolicy") == "Always"
+            else {"state": {"terminated": {"exitCode": 0, "finishedAt": at, "reason": "Completed", "startedAt": at}}}
+        )
+        for c in spec.get("initContainers") or []
+    ]
     ready: dict[str, Any] = {
         "conditions": _merged_by_type(list(status.get("conditions") or []), stage),
         "containerStatuses": containers or None,  # the template renders an empty range as null: field removed
@@ -235,14 +257,19 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
     # Whole Nodes, not metadata: the pods' host IPs are the nodes' addresses (same `list nodes` grant).
     node_items = cluster.list(nodes_path, label_selector=selector.label_query())
     nodes = [parse(Node, item, f"LIST {nodes_path}") for item in node_items]
-    fake = {node.metadata.name: kwok_host_ips(node) for node in nodes
-            if selector.matches(node.metadata.labels, node.metadata.annotations)}
+    fake = {
+        node.metadata.name: kwok_host_ips(node)
+        for node in nodes
+        if selector.matches(node.metadata.labels, node.metadata.annotations)
+    }
     listed: list[tuple[Pod, dict[str, Any]]] = []
     scopes: list[str | None] = list(params.namespaces) or [None]
     for namespace in scopes:
         path = collection_path(PODS, namespace)
-        listed += [(parse(Pod, item, f"LIST {path}"), item)
-                   for item in cluster.list(path, field_selector="status.phase=Pending")]
+        listed += [
+            (parse(Pod, item, f"LIST {path}"), item)
+            for item in cluster.list(path, field_selector="status.phase=Pending")
+        ]
     data = ReconcileData(fake_nodes=len(fake), pending_seen=len(listed), dry_run=params.dry_run)
     now = datetime.now(UTC)
     candidates: list[Candidate] = []
@@ -258,18 +285,26 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
         elif (age_seconds(pending_since(pod), now) or 0.0) < params.min_pending_seconds:
             data.too_recent += 1
         elif not fake[pod.node_name]:
-            data.skipped.append(Skipped(f"{pod.namespace}/{pod.name}", (
-                f"node {pod.node_name} reports no InternalIP or ExternalIP: kwok would use its --node-ip, "
-                f"which this job cannot see (left to kwok)")))
+            data.skipped.append(
+                Skipped(
+                    f"{pod.namespace}/{pod.name}",
+                    (
+                        f"node {pod.node_name} reports no InternalIP or ExternalIP: kwok would use its --node-ip, "
+                        f"which this job cannot see (left to kwok)"
+                    ),
+                )
+            )
         else:
             candidates.append(Candidate(pod, raw, fake[pod.node_name]))
     data.left_for_next_run = max(0, len(candidates) - params.max_pods)
-    for candidate in candidates[:params.max_pods]:
+    for candidate in candidates[: params.max_pods]:
         pod = candidate.pod
         who = f"{pod.namespace}/{pod.name}"
         path = object_path(PODS, pod.name, pod.namespace, "status")
-        patch: dict[str, Any] = {"metadata": {"resourceVersion": pod.metadata.resource_version},
-                                 "status": ready_status(candidate.raw, candidate.host_ips, now)}
+        patch: dict[str, Any] = {
+            "metadata": {"resourceVersion": pod.metadata.resource_version},
+            "status": ready_status(candidate.raw, candidate.host_ips, now),
+        }
         try:
             answer = cluster.merge_patch(path, patch, dry_run=params.dry_run)
         except ClusterResponseError as error:
@@ -287,9 +322,11 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
         after = parse(Pod, answer, f"PATCH {path}")
         ready = find_condition(after.status.conditions, READY)
         if after.status.phase != "Running" or ready is None or not ready.true or after.node_name != pod.node_name:
-            data.failure = (f"pod {who}: the API server answered phase {after.status.phase or '(none)'}, Ready "
-                            f"{ready.status if ready else '(none)'} on node {after.node_name or '(none)'} "
-                            f"(want Running, Ready True on {pod.node_name})")
+            data.failure = (
+                f"pod {who}: the API server answered phase {after.status.phase or '(none)'}, Ready "
+                f"{ready.status if ready else '(none)'} on node {after.node_name or '(none)'} "
+                f"(want Running, Ready True on {pod.node_name})"
+            )
             break
         data.moved.append(who)
     return data
@@ -300,8 +337,9 @@ def declared_access(params: KwokPodReconcilerParams) -> list[access.Access]:
     scopes: list[str | None] = list(params.namespaces) or [None]
     needed: list[access.Access] = [access.list_(NODES)]
     needed += [access.list_(PODS, namespace) for namespace in scopes]
-    needed += [access.patch(PODS, "status", namespace, when="a Pending pod on a fake node is due")
-               for namespace in scopes]
+    needed += [
+        access.patch(PODS, "status", namespace, when="a Pending pod on a fake node is due") for namespace in scopes
+    ]
     return needed
 
 
@@ -313,18 +351,28 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
         "moved": list(data.moved),
         "fake_nodes": data.fake_nodes,
         "pending_seen": data.pending_seen,
-        "left_alone": {"not_on_fake_nodes": data.not_on_fake_nodes, "unbound": data.unbound,
-                       "pending_less_than_min": data.too_recent, "already_ready": data.already_ready},
+        "left_alone": {
+            "not_on_fake_nodes": data.not_on_fake_nodes,
+            "unbound": data.unbound,
+            "pending_less_than_min": data.too_recent,
+            "already_ready": data.already_ready,
+        },
         "skipped": [{"pod": s.pod, "why": s.why} for s in data.skipped],
         "left_for_next_run": data.left_for_next_run,
         "fake_node_selector": str(params.fake_nodes),
     }
     named = ", ".join(data.moved[:NAMED_IN_SUMMARY]) + (
-        f" and {len(data.moved) - NAMED_IN_SUMMARY} more" if len(data.moved) > NAMED_IN_SUMMARY else "")
+        f" and {len(data.moved) - NAMED_IN_SUMMARY} more" if len(data.moved) > NAMED_IN_SUMMARY else ""
+    )
     done = f"{verb} {len(data.moved)} Pending pod(s) on fake nodes to Running" + (f": {named}" if named else "")
     if data.failure is not None:
-        return Result(check=NAME, status=Status.ERROR, summary=f"{data.failure} (after {verb} {len(data.moved)})",
-                      errors=[data.failure], details=details)
+        return Result(
+            check=NAME,
+            status=Status.ERROR,
+            summary=f"{data.failure} (after {verb} {len(data.moved)})",
+            errors=[data.failure],
+            details=details,
+        )
     if data.fake_nodes == 0:
         why = f"no node selected by {params.fake_nodes}: nothing to reconcile, and the selector may be wrong"
         return Result.error(NAME, f"{NAME}: {why}", **details)
@@ -332,8 +380,9 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
     if data.left_for_next_run:
         notes.append(f"{data.left_for_next_run} more pod(s) over max_pods {params.max_pods}, left for the next run")
     if notes:
-        return Result(check=NAME, status=Status.DEGRADED, summary=f"{done}; {len(notes)} note(s)", errors=notes,
-                      details=details)
+        return Result(
+            check=NAME, status=Status.DEGRADED, summary=f"{done}; {len(notes)} note(s)", errors=notes, details=details
+        )
     return Result(check=NAME, status=Status.OK, summary=done, details=details)
 
 

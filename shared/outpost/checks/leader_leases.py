@@ -83,8 +83,10 @@ class LeaderLease(BaseModel):
     name: str = Field(min_length=1, description="Lease name (the leader-election lock).")
     namespace: str = Field(min_length=1, description="Lease namespace.")
     holder_selector: str | None = Field(
-        None, description="Label selector of the pods that may hold it (in the Lease's namespace); "
-                          "none running = failed even before the Lease expires.")
+        None,
+        description="Label selector of the pods that may hold it (in the Lease's namespace); "
+        "none running = failed even before the Lease expires.",
+    )
 
     @field_validator("holder_selector")
     @classmethod
@@ -96,28 +98,40 @@ class LeaderLease(BaseModel):
 
 def _upstream_leases() -> list[LeaderLease]:
     return [
-        LeaderLease(name="koordinator-manager", namespace="koordinator-system",
-                    holder_selector="koord-app=koord-manager"),
-        LeaderLease(name="koord-scheduler", namespace="koordinator-system",
-                    holder_selector="koord-app=koord-scheduler"),
-        LeaderLease(name="koord-descheduler", namespace="koordinator-system",
-                    holder_selector="koord-app=koord-descheduler"),
-        LeaderLease(name="kruise-manager", namespace="kruise-system",
-                    holder_selector="control-plane=controller-manager"),
+        LeaderLease(
+            name="koordinator-manager", namespace="koordinator-system", holder_selector="koord-app=koord-manager"
+        ),
+        LeaderLease(
+            name="koord-scheduler", namespace="koordinator-system", holder_selector="koord-app=koord-scheduler"
+        ),
+        LeaderLease(
+            name="koord-descheduler", namespace="koordinator-system", holder_selector="koord-app=koord-descheduler"
+        ),
+        LeaderLease(
+            name="kruise-manager", namespace="kruise-system", holder_selector="control-plane=controller-manager"
+        ),
     ]
 
 
 class LeaderLeasesParams(Params):
-    leases: list[LeaderLease] = Field(default_factory=_upstream_leases, min_length=1,
-                                      description="The leader Leases to watch.")
-    slack_seconds: float = Field(10.0, ge=0, le=600,
-                                 description="Allowed lateness beyond leaseDurationSeconds (API and clock jitter).")
+    leases: list[LeaderLease] = Field(
+        default_factory=_upstream_leases, min_length=1, description="The leader Leases to watch."
+    )
+    slack_seconds: float = Field(
+        10.0, ge=0, le=600, description="Allowed lateness beyond leaseDurationSeconds (API and clock jitter)."
+    )
     max_lease_duration_seconds: float = Field(
-        60.0, gt=0, le=86400,
-        description="A Lease whose own leaseDurationSeconds exceeds this is failed (upstream's are 15 s).")
+        60.0,
+        gt=0,
+        le=86400,
+        description="A Lease whose own leaseDurationSeconds exceeds this is failed (upstream's are 15 s).",
+    )
     max_future_skew_seconds: float = Field(
-        FUTURE_SKEW_SECONDS, ge=0, le=300,
-        description="A renewTime further in the future than this is failed, not fresh (clock skew beyond it).")
+        FUTURE_SKEW_SECONDS,
+        ge=0,
+        le=300,
+        description="A renewTime further in the future than this is failed, not fresh (clock skew beyond it).",
+    )
 
 
 @dataclass(frozen=True)
@@ -149,15 +163,20 @@ def fetch(cluster: Cluster, params: LeaderLeasesParams) -> LeaderLeasesData:
     for wanted in params.leases:
         raw = cluster.get_object(object_path(LEASES, wanted.name, wanted.namespace))
         leases[(wanted.namespace, wanted.name)] = (
-            None if raw is None else parse(Lease, raw, f"lease {wanted.namespace}/{wanted.name}"))
+            None if raw is None else parse(Lease, raw, f"lease {wanted.namespace}/{wanted.name}")
+        )
         key = (wanted.namespace, wanted.holder_selector or "")
         if wanted.holder_selector and key not in candidates:
             path = collection_path(PODS, wanted.namespace)
-            pods = parse_list(Pod, {"items": cluster.list(path, label_selector=wanted.holder_selector)},
-                              f"LIST {path}")
+            pods = parse_list(Pod, {"items": cluster.list(path, label_selector=wanted.holder_selector)}, f"LIST {path}")
             candidates[key] = sorted(
-                (Candidate(p.name, p.node_name, p.spec.host_network) for p in pods
-                 if p.status.phase == "Running" and not p.terminating), key=lambda c: c.pod)
+                (
+                    Candidate(p.name, p.node_name, p.spec.host_network)
+                    for p in pods
+                    if p.status.phase == "Running" and not p.terminating
+                ),
+                key=lambda c: c.pod,
+            )
     return LeaderLeasesData(leases, candidates)
 
 
@@ -174,8 +193,13 @@ def _holder_host(holder: str) -> str:
     return holder.rpartition("_")[0] or holder
 
 
-def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate] | None, now: datetime,
-           params: LeaderLeasesParams) -> tuple[Status, str | None, dict[str, Any]]:
+def _judge(
+    wanted: LeaderLease,
+    lease: Lease | None,
+    candidates: list[Candidate] | None,
+    now: datetime,
+    params: LeaderLeasesParams,
+) -> tuple[Status, str | None, dict[str, Any]]:
     name = ref("Lease", wanted.name, wanted.namespace)
     if lease is None:
         return Status.FAILED, f"{name}: not found (want a held leader Lease)", {"found": False}
@@ -183,8 +207,11 @@ def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate]
     age = lease.age_seconds(now)
     holder = spec.holder_identity
     detail: dict[str, Any] = {
-        "found": True, "holder": holder, "renew_age_seconds": None if age is None else round(age, 1),
-        "lease_duration_seconds": spec.lease_duration_seconds, "lease_transitions": spec.lease_transitions,
+        "found": True,
+        "holder": holder,
+        "renew_age_seconds": None if age is None else round(age, 1),
+        "lease_duration_seconds": spec.lease_duration_seconds,
+        "lease_transitions": spec.lease_transitions,
     }
     host = _holder_host(holder) if holder else ""
     holder_pod = None
@@ -203,45 +230,60 @@ def _judge(wanted: LeaderLease, lease: Lease | None, candidates: list[Candidate]
     slack = params.slack_seconds
     skew = params.max_future_skew_seconds
     if age < -skew:
-        return (Status.FAILED,
-                f"{name}: observed renewTime {-age:.1f} s in the future (want at most {skew:g} s ahead of this "
-                f"probe's clock: a holder that stopped would hide until then); {last}", detail)
+        return (
+            Status.FAILED,
+            f"{name}: observed renewTime {-age:.1f} s in the future (want at most {skew:g} s ahead of this "
+            f"probe's clock: a holder that stopped would hide until then); {last}",
+            detail,
+        )
     if lease.expired(now, slack, skew):
-        return (Status.FAILED,
-                # One decimal: a Lease just past its bound (25.2 s) must not read as within it ("25 s").
-                f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); "
-                f"{last}", detail)
+        return (
+            Status.FAILED,
+            # One decimal: a Lease just past its bound (25.2 s) must not read as within it ("25 s").
+            f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); {last}",
+            detail,
+        )
     bound = params.max_lease_duration_seconds
     if duration > bound:
-        return (Status.FAILED,
-                f"{name}: observed leaseDurationSeconds {duration} held by {holder} (want <= {bound:g} s: nobody "
-                f"would take over for {duration} s after its last renewal, {max(age, 0):.0f} s ago)", detail)
+        return (
+            Status.FAILED,
+            f"{name}: observed leaseDurationSeconds {duration} held by {holder} (want <= {bound:g} s: nobody "
+            f"would take over for {duration} s after its last renewal, {max(age, 0):.0f} s ago)",
+            detail,
+        )
     if candidates is not None and not candidates:
-        return (Status.FAILED,
-                f"{name}: no running pod matches {wanted.holder_selector} in {wanted.namespace}, nobody can "
-                f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {duration + slack - age:.0f} s)",
-                detail)
+        return (
+            Status.FAILED,
+            f"{name}: no running pod matches {wanted.holder_selector} in {wanted.namespace}, nobody can "
+            f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {duration + slack - age:.0f} s)",
+            detail,
+        )
     if candidates is not None and holder_pod is None:
-        return (Status.DEGRADED,
-                f"{name}: holder {holder} is not a running candidate (no pod named {host}, nor a hostNetwork pod "
-                f"on node {host}); {len(candidates)} candidate(s) ({', '.join(detail['candidates'])}) should take "
-                "over", detail)
+        return (
+            Status.DEGRADED,
+            f"{name}: holder {holder} is not a running candidate (no pod named {host}, nor a hostNetwork pod "
+            f"on node {host}); {len(candidates)} candidate(s) ({', '.join(detail['candidates'])}) should take "
+            "over",
+            detail,
+        )
     return Status.OK, None, detail
 
 
 def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) -> Result:
-    details: dict[str, Any] = {"slack_seconds": params.slack_seconds,
-                               "max_lease_duration_seconds": params.max_lease_duration_seconds, "leases": {}}
+    details: dict[str, Any] = {
+        "slack_seconds": params.slack_seconds,
+        "max_lease_duration_seconds": params.max_lease_duration_seconds,
+        "leases": {},
+    }
     errors: list[str] = []
     worst = Status.OK
     for wanted in params.leases:
-        candidates = (data.candidates.get((wanted.namespace, wanted.holder_selector))
-                      if wanted.holder_selector else None)
+        candidates = data.candidates.get((wanted.namespace, wanted.holder_selector)) if wanted.holder_selector else None
         if wanted.holder_selector and candidates is None:
-            raise KeyError(f"lease {wanted.namespace}/{wanted.name}: candidates for {wanted.holder_selector} "
-                           "were not fetched")
-        status, line, detail = _judge(wanted, data.leases.get((wanted.namespace, wanted.name)), candidates, now,
-                                      params)
+            raise KeyError(
+                f"lease {wanted.namespace}/{wanted.name}: candidates for {wanted.holder_selector} were not fetched"
+            )
+        status, line, detail = _judge(wanted, data.leases.get((wanted.namespace, wanted.name)), candidates, now, params)
         details["leases"][f"{wanted.namespace}/{wanted.name}"] = {**detail, "status": status.value}
         if line:
             errors.append(line)
@@ -249,8 +291,12 @@ def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) 
             worst = status
     total = len(params.leases)
     if worst is Status.OK:
-        return Result(check=NAME, status=Status.OK,
-                      summary=f"{total}/{total} leader leases held and renewed in time", details=details)
+        return Result(
+            check=NAME,
+            status=Status.OK,
+            summary=f"{total}/{total} leader leases held and renewed in time",
+            details=details,
+        )
     summary = errors[0] if len(errors) == 1 else f"{len(errors)} of {total} leader leases unhealthy: {errors[0]}"
     return Result(check=NAME, status=worst, summary=summary, errors=errors, details=details)
 
@@ -262,7 +308,7 @@ CHECK = CheckSpec(
     severity="critical",
     schedule_minutes=1,
     fails_when="a leader Lease (koordinator-manager, koord-scheduler, koord-descheduler, kruise-manager) "
-               "stale, over-long or without a running candidate",
+    "stale, over-long or without a running candidate",
     params=LeaderLeasesParams,
     fetch=fetch,
     evaluate=evaluate,

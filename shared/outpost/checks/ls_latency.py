@@ -35,8 +35,10 @@ from outpost.kube import access
 from outpost.result import Result, Status
 
 NAME = "ls-latency"
-_PROXY_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
-                         r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$")
+_PROXY_PATH = re.compile(
+    r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
+    r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$"
+)
 _PREVIEW = 120
 
 
@@ -45,7 +47,8 @@ class LsEndpoint(Params):
 
     name: str = Field(min_length=1, max_length=100, description="How messages name this endpoint.")
     proxy_path: str | None = Field(
-        None, description="/api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH (or pods/...).")
+        None, description="/api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH (or pods/...)."
+    )
     url: str | None = Field(None, description="http(s)://... reached directly, without any cluster credential.")
     expected_status: int = Field(200, ge=100, le=599)
     degraded_ms: int = Field(500, ge=1, le=60_000, description="Slower than this is degraded.")
@@ -56,8 +59,9 @@ class LsEndpoint(Params):
     @classmethod
     def _proxy(cls, value: str | None) -> str | None:
         if value is not None and not _PROXY_PATH.match(value):
-            raise ValueError("must be a service or pod proxy path: "
-                             "/api/v1/namespaces/NS/services|pods/NAME[:PORT]/proxy[/PATH]")
+            raise ValueError(
+                "must be a service or pod proxy path: /api/v1/namespaces/NS/services|pods/NAME[:PORT]/proxy[/PATH]"
+            )
         return value
 
     @field_validator("url")
@@ -137,8 +141,9 @@ def _observe(cluster: Cluster, endpoint: LsEndpoint) -> Observation:
     try:
         response: Response
         if endpoint.url is not None:
-            response = get_url(endpoint.url, deadline=cluster.deadline, timeout=timeout,
-                               max_response_bytes=cluster.max_response_bytes)
+            response = get_url(
+                endpoint.url, deadline=cluster.deadline, timeout=timeout, max_response_bytes=cluster.max_response_bytes
+            )
         else:
             response = cluster.get(endpoint.proxy_path or "", accept="*/*", timeout=timeout)
     except ClusterAuthError as error:
@@ -146,14 +151,18 @@ def _observe(cluster: Cluster, endpoint: LsEndpoint) -> Observation:
     except (ClusterTimeout, ClusterUnreachable) as error:
         if cluster.deadline.expired:
             return Observation(endpoint, unobserved=str(error))
-        failure = (f"no answer within {endpoint.failed_ms} ms" if isinstance(error, ClusterTimeout)
-                   else f"connection failed ({error})")
+        failure = (
+            f"no answer within {endpoint.failed_ms} ms"
+            if isinstance(error, ClusterTimeout)
+            else f"connection failed ({error})"
+        )
         if endpoint.proxy_path is not None:
             # Is it the workload, or the API server? (`GET /version`, the shared control request.)
             silent = api_server_answers(cluster)
             if silent is not None:
-                return Observation(endpoint, unobserved=f"{failure}, and the API server itself does not answer: "
-                                                        f"{silent}")
+                return Observation(
+                    endpoint, unobserved=f"{failure}, and the API server itself does not answer: {silent}"
+                )
         return Observation(endpoint, no_answer=failure)
     except ClusterError as error:  # too large, or anything else we could not read
         return Observation(endpoint, unobserved=str(error))
@@ -190,8 +199,9 @@ def _judge(obs: Observation) -> tuple[Status, str | None]:
         said = _preview(obs.body)
         return Status.FAILED, f"{e.ref}: observed HTTP {code} {said!r} in {ms} ms ({want})"
     if e.expect_body is not None and e.expect_body not in obs.body:
-        return Status.FAILED, (f"{e.ref}: observed HTTP {code} without {e.expect_body!r} in the body "
-                               f"({_preview(obs.body)!r})")
+        return Status.FAILED, (
+            f"{e.ref}: observed HTTP {code} without {e.expect_body!r} in the body ({_preview(obs.body)!r})"
+        )
     if ms > e.failed_ms:
         return Status.FAILED, f"{e.ref}: observed HTTP {code} in {ms} ms (want within {e.failed_ms} ms)"
     if ms > e.degraded_ms:
@@ -201,30 +211,55 @@ def _judge(obs: Observation) -> tuple[Status, str | None]:
 
 def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Result:
     verdicts = [(obs, *_judge(obs)) for obs in data.observations]
-    details: dict[str, Any] = {"endpoints": [
-        {"name": obs.endpoint.name, "target": obs.endpoint.where, "status": verdict.value,
-         "status_code": obs.status_code, "elapsed_ms": obs.elapsed_ms,
-         "expected_status": obs.endpoint.expected_status, "degraded_ms": obs.endpoint.degraded_ms,
-         "failed_ms": obs.endpoint.failed_ms}
-        for obs, verdict, _ in verdicts]}
+    details: dict[str, Any] = {
+        "endpoints": [
+            {
+                "name": obs.endpoint.name,
+                "target": obs.endpoint.where,
+                "status": verdict.value,
+                "status_code": obs.status_code,
+                "elapsed_ms": obs.elapsed_ms,
+                "expected_status": obs.endpoint.expected_status,
+                "degraded_ms": obs.endpoint.degraded_ms,
+                "failed_ms": obs.endpoint.failed_ms,
+            }
+            for obs, verdict, _ in verdicts
+        ]
+    }
     total = len(verdicts)
-    by = {status: [message for _, verdict, message in verdicts if verdict is status and message]
-          for status in Status}
+    by = {status: [message for _, verdict, message in verdicts if verdict is status and message] for status in Status}
     failed, unobserved, slow = by[Status.FAILED], by[Status.ERROR], by[Status.DEGRADED]
     if failed:
-        return Result(check=NAME, status=Status.FAILED,
-                      summary=f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}",
-                      errors=failed + unobserved + slow, details=details)
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            summary=f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}",
+            errors=failed + unobserved + slow,
+            details=details,
+        )
     if unobserved:
-        return Result(check=NAME, status=Status.ERROR,
-                      summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0]}",
-                      errors=unobserved + slow, details=details)
+        return Result(
+            check=NAME,
+            status=Status.ERROR,
+            summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0]}",
+            errors=unobserved + slow,
+            details=details,
+        )
     if slow:
-        return Result(check=NAME, status=Status.DEGRADED,
-                      summary=f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}", errors=slow, details=details)
+        return Result(
+            check=NAME,
+            status=Status.DEGRADED,
+            summary=f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}",
+            errors=slow,
+            details=details,
+        )
     slowest = max((obs.elapsed_ms or 0) for obs in data.observations)
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)", details=details)
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        summary=f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)",
+        details=details,
+    )
 
 
 CHECK = CheckSpec(

@@ -56,9 +56,11 @@ class ManagerPodsParams(Params):
     scheme: Literal["http", "https"] = Field("http", description="https if the health port serves TLS.")
     paths: list[str] = Field(min_length=1, description="Health paths asked on every pod, each must answer 2xx.")
     expect_body: str | None = Field(
-        "ok", description="Body each answer must carry (whitespace stripped); null judges by status code only.")
+        "ok", description="Body each answer must carry (whitespace stripped); null judges by status code only."
+    )
     timeout_seconds: float = Field(
-        2.0, gt=0, le=30, description="Per request: a pod slower than this (or hanging) is unhealthy.")
+        2.0, gt=0, le=30, description="Per request: a pod slower than this (or hanging) is unhealthy."
+    )
     concurrency: int = Field(4, ge=1, le=32, description="Requests in flight at once.")
 
 
@@ -82,15 +84,24 @@ def fetch(cluster: Cluster, params: ManagerPodsParams) -> ManagerPodsData:
         # apps/v1 requires a selector; an empty one would select every pod of the namespace.
         raise MalformedResponse(f"{where}: spec.selector is empty, cannot tell its pods")
     pods_path = collection_path(PODS, params.namespace)
-    all_pods = parse_list(Pod, {"items": cluster.list(pods_path, label_selector=selector.to_query())},
-                          f"LIST {pods_path}")
-    left_out = {p.name: "terminating" if p.terminating else f"phase {p.status.phase}"
-                for p in all_pods if p.terminating or p.status.phase in _FINISHED}
+    all_pods = parse_list(
+        Pod, {"items": cluster.list(pods_path, label_selector=selector.to_query())}, f"LIST {pods_path}"
+    )
+    left_out = {
+        p.name: "terminating" if p.terminating else f"phase {p.status.phase}"
+        for p in all_pods
+        if p.terminating or p.status.phase in _FINISHED
+    }
     pods = [p for p in all_pods if p.name not in left_out]
     targets = [
-        ProbeTarget(p.ref, f":{params.port}/{path.lstrip('/')}",
-                    pod_proxy(params.namespace, p.name, params.port, path, scheme=params.scheme), params.expect_body)
-        for p in pods for path in params.paths
+        ProbeTarget(
+            p.ref,
+            f":{params.port}/{path.lstrip('/')}",
+            pod_proxy(params.namespace, p.name, params.port, path, scheme=params.scheme),
+            params.expect_body,
+        )
+        for p in pods
+        for path in params.paths
     ]
     outcomes = probe_all(cluster, targets, timeout=params.timeout_seconds, concurrency=params.concurrency)
     return ManagerPodsData(deployment, pods, [f"{name} ({why})" for name, why in sorted(left_out.items())], outcomes)
@@ -98,21 +109,28 @@ def fetch(cluster: Cluster, params: ManagerPodsParams) -> ManagerPodsData:
 
 def declared_access(params: ManagerPodsParams) -> list[access.Access]:
     """The Deployment by name, its pods (LIST by its selector) and their health port through the pod proxy."""
-    return [access.get(DEPLOYMENTS, params.deployment, params.namespace),
-            access.list_(PODS, params.namespace),
-            access.pod_proxy(params.namespace)]
+    return [
+        access.get(DEPLOYMENTS, params.deployment, params.namespace),
+        access.list_(PODS, params.namespace),
+        access.pod_proxy(params.namespace),
+    ]
 
 
 def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Result:
     name = ref("Deployment", params.deployment, params.namespace)
     if data.deployment is None:
         line = f"{name}: not found (want the manager Deployment)"
-        return Result(check=check, status=Status.FAILED, summary=line, errors=[line],
-                      details={"deployment": name, "found": False})
+        return Result(
+            check=check, status=Status.FAILED, summary=line, errors=[line], details={"deployment": name, "found": False}
+        )
     desired = data.deployment.spec.replicas
     details: dict[str, Any] = {
-        "deployment": name, "desired_replicas": desired, "ready_replicas": data.deployment.status.ready_replicas,
-        "paths": list(params.paths), "expect_body": params.expect_body, "left_out": data.left_out,
+        "deployment": name,
+        "desired_replicas": desired,
+        "ready_replicas": data.deployment.status.ready_replicas,
+        "paths": list(params.paths),
+        "expect_body": params.expect_body,
+        "left_out": data.left_out,
         "pods": {},
     }
     if not data.pods:
@@ -124,18 +142,32 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
         by_pod.setdefault(outcome.target.ref, []).append(outcome)
     healthy = [pod for pod, outcomes in by_pod.items() if outcomes and all(o.healthy for o in outcomes)]
     failing = [pod for pod in by_pod if pod not in healthy]
-    details["pods"] = {pod.partition("/")[2] or pod: [o.as_detail() for o in outcomes]
-                       for pod, outcomes in by_pod.items()}
+    details["pods"] = {
+        pod.partition("/")[2] or pod: [o.as_detail() for o in outcomes] for pod, outcomes in by_pod.items()
+    }
     errors = [o.message for o in data.outcomes if not o.healthy]
     errors += [f"{pod}: not probed" for pod, outcomes in by_pod.items() if not outcomes]
     total = len(by_pod)
     if not failing:
-        return Result(check=check, status=Status.OK,
-                      summary=f"{name}: {total}/{total} pods answer {', '.join(params.paths)}", details=details)
+        return Result(
+            check=check,
+            status=Status.OK,
+            summary=f"{name}: {total}/{total} pods answer {', '.join(params.paths)}",
+            details=details,
+        )
     names = ", ".join(pod.partition("/")[2] for pod in failing)
     if healthy:
-        return Result(check=check, status=Status.DEGRADED,
-                      summary=f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}",
-                      errors=errors, details=details)
-    return Result(check=check, status=Status.FAILED,
-                  summary=f"{name}: 0/{total} pods healthy; failing: {names}", errors=errors, details=details)
+        return Result(
+            check=check,
+            status=Status.DEGRADED,
+            summary=f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}",
+            errors=errors,
+            details=details,
+        )
+    return Result(
+        check=check,
+        status=Status.FAILED,
+        summary=f"{name}: 0/{total} pods healthy; failing: {names}",
+        errors=errors,
+        details=details,
+    )

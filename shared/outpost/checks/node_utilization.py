@@ -56,20 +56,31 @@ LOAD_AWARE_CPU_THRESHOLD = 65.0
 
 
 class NodeUtilizationParams(Params):
-    source: Source = Field("nodemetric", description="nodemetric (Koordinator NodeMetric status) or "
-                                                     "metrics.k8s.io (metrics-server).")
+    source: Source = Field(
+        "nodemetric", description="nodemetric (Koordinator NodeMetric status) or metrics.k8s.io (metrics-server)."
+    )
     node_threshold_percent: float = Field(
-        LOAD_AWARE_CPU_THRESHOLD, gt=0, le=1000,
+        LOAD_AWARE_CPU_THRESHOLD,
+        gt=0,
+        le=1000,
         description="A node above this CPU utilisation is named and the result degraded: LoadAwareScheduling's "
-                    "usageThresholds.cpu (upstream default 65), above which its Filter rejects the node.")
+        "usageThresholds.cpu (upstream default 65), above which its Filter rejects the node.",
+    )
     upper_percent: float | None = Field(
-        None, gt=0, le=1000, description="Mean CPU utilisation above this fails; None: node_threshold_percent.")
+        None, gt=0, le=1000, description="Mean CPU utilisation above this fails; None: node_threshold_percent."
+    )
     lower_percent: float | None = Field(
-        None, ge=0, le=100, description="Mean CPU utilisation below this fails; None (default): no lower bound, "
-                                        "as upstream has none. A co-location target (the tutorial's 60) is opt-in.")
+        None,
+        ge=0,
+        le=100,
+        description="Mean CPU utilisation below this fails; None (default): no lower bound, "
+        "as upstream has none. A co-location target (the tutorial's 60) is opt-in.",
+    )
     max_sample_age_seconds: float = Field(
-        NODEMETRIC_EXPIRY_SECONDS, gt=0,
-        description="Reports older than this are left out (Koordinator's NodeMetric expiry, 180 s).")
+        NODEMETRIC_EXPIRY_SECONDS,
+        gt=0,
+        description="Reports older than this are left out (Koordinator's NodeMetric expiry, 180 s).",
+    )
     nodes: NodeSelection = Field(default_factory=NodeSelection)
     page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics.")
 
@@ -98,18 +109,22 @@ class NodeUtilizationData:
 
 def fetch(cluster: Cluster, params: NodeUtilizationParams) -> NodeUtilizationData:
     if params.source == "nodemetric":
-        nodes, samples = read_collections(cluster, node_collection(params.nodes.label_query()),
-                                          nodemetric_collection(params.page_size))
+        nodes, samples = read_collections(
+            cluster, node_collection(params.nodes.label_query()), nodemetric_collection(params.page_size)
+        )
         return NodeUtilizationData(tuple(nodes), tuple(samples))
-    return NodeUtilizationData(tuple(read_nodes(cluster, params.nodes.label_query())),
-                               tuple(read_metrics_k8s(cluster)))
+    return NodeUtilizationData(tuple(read_nodes(cluster, params.nodes.label_query())), tuple(read_metrics_k8s(cluster)))
 
 
 def declared_access(params: NodeUtilizationParams) -> list[access.Access]:
     # metrics.k8s.io is served by metrics-server, which cannot be watched: listed every run.
     followed = [access.watch(NODE_METRICS)] if params.source == "nodemetric" else []
-    return [access.list_(NODES), access.watch(NODES),
-            access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S), *followed]
+    return [
+        access.list_(NODES),
+        access.watch(NODES),
+        access.list_(NODE_METRICS if params.source == "nodemetric" else NODE_METRICS_K8S),
+        *followed,
+    ]
 
 
 def filtered_by_load_aware(percent: float, threshold: float) -> bool:
@@ -120,14 +135,17 @@ def filtered_by_load_aware(percent: float, threshold: float) -> bool:
 
 def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: datetime) -> Result:
     selected = select_nodes(data.nodes, params.nodes)
-    details: dict[str, Any] = {"source": params.source, "selection": params.nodes.describe(),
-                               "bounds_percent": {"lower": params.lower_percent, "upper": params.upper},
-                               "node_threshold_percent": params.node_threshold_percent, **selected.details()}
+    details: dict[str, Any] = {
+        "source": params.source,
+        "selection": params.nodes.describe(),
+        "bounds_percent": {"lower": params.lower_percent, "upper": params.upper},
+        "node_threshold_percent": params.node_threshold_percent,
+        **selected.details(),
+    }
     if not selected.nodes:
         return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
     by_node = {sample.node: sample for sample in data.samples}
-    unusable: dict[str, list[str]] = {"no report": [], "stale report": [], "no cpu usage": [],
-                                      "no allocatable cpu": []}
+    unusable: dict[str, list[str]] = {"no report": [], "stale report": [], "no cpu usage": [], "no allocatable cpu": []}
     per_node: dict[str, float] = {}
     for node in selected.nodes:
         sample = by_node.get(node.name)
@@ -142,26 +160,39 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
             unusable["no allocatable cpu"].append(node.name)
         else:
             per_node[node.name] = 100.0 * sample.cpu_millis / node.allocatable_cpu_millis
-    details["left_out"] = {why: {"count": len(names), "first": names[:FIRST_NAMED]}
-                           for why, names in unusable.items() if names}
+    details["left_out"] = {
+        why: {"count": len(names), "first": names[:FIRST_NAMED]} for why, names in unusable.items() if names
+    }
     details["sampled"] = len(per_node)
     source = "NodeMetric" if params.source == "nodemetric" else "metrics.k8s.io"
     if not per_node:
-        return Result.error(NAME, f"no usable {source} CPU report for any of {len(selected.nodes)} selected nodes "
-                                  f"({', '.join(f'{len(v)} {k}' for k, v in unusable.items() if v)})", **details)
+        return Result.error(
+            NAME,
+            f"no usable {source} CPU report for any of {len(selected.nodes)} selected nodes "
+            f"({', '.join(f'{len(v)} {k}' for k, v in unusable.items() if v)})",
+            **details,
+        )
     mean = sum(per_node.values()) / len(per_node)
     lowest = sorted(per_node, key=lambda n: (per_node[n], n))
     highest = sorted(per_node, key=lambda n: (-per_node[n], n))
     threshold = params.node_threshold_percent
     above = [n for n in highest if filtered_by_load_aware(per_node[n], threshold)]
-    details.update({"mean_percent": round(mean, 2), "min_percent": round(min(per_node.values()), 2),
-                    "max_percent": round(max(per_node.values()), 2),
-                    "lowest": {n: round(per_node[n], 1) for n in lowest[:FIRST_NAMED]},
-                    "highest": {n: round(per_node[n], 1) for n in highest[:FIRST_NAMED]},
-                    "above_threshold_count": len(above),
-                    "above_threshold": {n: round(per_node[n], 1) for n in above[:FIRST_NAMED]}})
-    node_lines = [f"node {n}: observed CPU utilisation {per_node[n]:.1f} % ({source}) (want <= {threshold:g} %: "
-                  "LoadAwareScheduling filters the node out above it)" for n in above[:FIRST_NAMED]]
+    details.update(
+        {
+            "mean_percent": round(mean, 2),
+            "min_percent": round(min(per_node.values()), 2),
+            "max_percent": round(max(per_node.values()), 2),
+            "lowest": {n: round(per_node[n], 1) for n in lowest[:FIRST_NAMED]},
+            "highest": {n: round(per_node[n], 1) for n in highest[:FIRST_NAMED]},
+            "above_threshold_count": len(above),
+            "above_threshold": {n: round(per_node[n], 1) for n in above[:FIRST_NAMED]},
+        }
+    )
+    node_lines = [
+        f"node {n}: observed CPU utilisation {per_node[n]:.1f} % ({source}) (want <= {threshold:g} %: "
+        "LoadAwareScheduling filters the node out above it)"
+        for n in above[:FIRST_NAMED]
+    ]
     if len(above) > FIRST_NAMED:
         node_lines.append(f"nodes: {len(above) - FIRST_NAMED} more above {threshold:g} % CPU ({len(above)} in all)")
     what = f"mean CPU utilisation of {len(per_node)} nodes ({source})"
@@ -174,11 +205,20 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
     if above:
         named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in above[:3])
         more = f" (+{len(above) - 3} more)" if len(above) > 3 else ""
-        return Result(check=NAME, status=Status.DEGRADED, errors=node_lines, details=details,
-                      summary=f"{len(above)} of {len(per_node)} nodes above the {threshold:g} % CPU threshold "
-                              f"(LoadAwareScheduling filters them out): {named}{more}; {what} {mean:.1f} %")
-    return Result(check=NAME, status=Status.OK, details=details,
-                  summary=f"{what} {mean:.1f} %, within {params.want()}; no node above {threshold:g} %")
+        return Result(
+            check=NAME,
+            status=Status.DEGRADED,
+            errors=node_lines,
+            details=details,
+            summary=f"{len(above)} of {len(per_node)} nodes above the {threshold:g} % CPU threshold "
+            f"(LoadAwareScheduling filters them out): {named}{more}; {what} {mean:.1f} %",
+        )
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        details=details,
+        summary=f"{what} {mean:.1f} %, within {params.want()}; no node above {threshold:g} %",
+    )
 
 
 CHECK = CheckSpec(
@@ -188,7 +228,7 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=5,
     fails_when="mean node CPU utilisation above the upper bound (default LoadAware's 65 %) or below an opt-in "
-               "lower bound (default none); a node above 65 % is named (degraded)",
+    "lower bound (default none); a node above 65 % is named (degraded)",
     params=NodeUtilizationParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -60,16 +60,25 @@ NAME = "nodemetric-freshness"
 
 class NodeMetricFreshnessParams(Params):
     expiry_seconds: float = Field(
-        NODEMETRIC_EXPIRY_SECONDS, gt=0,
+        NODEMETRIC_EXPIRY_SECONDS,
+        gt=0,
         description="A NodeMetric whose status.updateTime is older than this is stale. Default 180 s, Koordinator's "
-                    "code default for nodeMetricExpirationSeconds (3 koordlet reports of 60 s); the shipped "
-                    "koord-scheduler configs use 300 s. Raise it with koordlet's reportIntervalSeconds.")
+        "code default for nodeMetricExpirationSeconds (3 koordlet reports of 60 s); the shipped "
+        "koord-scheduler configs use 300 s. Raise it with koordlet's reportIntervalSeconds.",
+    )
     max_future_skew_seconds: float = Field(
-        30.0, ge=0, le=300, description="An updateTime further in the future than this is stale, not fresh (clock "
-                                        "skew beyond it).")
+        30.0,
+        ge=0,
+        le=300,
+        description="An updateTime further in the future than this is stale, not fresh (clock skew beyond it).",
+    )
     nodes: NodeSelection = Field(default_factory=NodeSelection)
-    page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics (each carries every "
-                                                           "pod's usage of its node, so pages stay small).")
+    page_size: int = Field(
+        100,
+        ge=1,
+        le=5000,
+        description="LIST page size for NodeMetrics (each carries every pod's usage of its node, so pages stay small).",
+    )
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,9 @@ class NodeMetricFreshnessData:
 
 
 def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
-    nodes, metrics = read_collections(cluster, node_collection(params.nodes.label_query()),
-                                      nodemetric_collection(params.page_size))
+    nodes, metrics = read_collections(
+        cluster, node_collection(params.nodes.label_query()), nodemetric_collection(params.page_size)
+    )
     return NodeMetricFreshnessData(tuple(nodes), tuple(metrics))
 
 
@@ -90,8 +100,11 @@ def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:
 
 def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, now: datetime) -> Result:
     selected = select_nodes(data.nodes, params.nodes)
-    details: dict[str, Any] = {"selection": params.nodes.describe(), "expiry_seconds": params.expiry_seconds,
-                               **selected.details()}
+    details: dict[str, Any] = {
+        "selection": params.nodes.describe(),
+        "expiry_seconds": params.expiry_seconds,
+        **selected.details(),
+    }
     if not selected.nodes:
         return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
     by_node = {metric.node: metric for metric in data.metrics}
@@ -110,21 +123,34 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
         elif age > params.expiry_seconds:
             stale.append((node, f"observed updateTime {age:.1f} s ago"))
         elif age < -params.max_future_skew_seconds:
-            stale.append((node, f"observed updateTime {-age:.1f} s in the future (at most "
-                                f"{params.max_future_skew_seconds:g} s ahead of this probe's clock)"))
+            stale.append(
+                (
+                    node,
+                    f"observed updateTime {-age:.1f} s in the future (at most "
+                    f"{params.max_future_skew_seconds:g} s ahead of this probe's clock)",
+                )
+            )
             skewed.append(node)
         else:
             oldest = max(oldest, age)
-    details.update({"fresh": len(selected.nodes) - len(missing) - len(stale), "stale_count": len(stale),
-                    "missing_count": len(missing), "stale": [n for n, _ in stale[:FIRST_NAMED]],
-                    "missing": missing[:FIRST_NAMED], "oldest_fresh_age_seconds": round(oldest, 1),
-                    "future_update_time": skewed[:FIRST_NAMED]})
+    details.update(
+        {
+            "fresh": len(selected.nodes) - len(missing) - len(stale),
+            "stale_count": len(stale),
+            "missing_count": len(missing),
+            "stale": [n for n, _ in stale[:FIRST_NAMED]],
+            "missing": missing[:FIRST_NAMED],
+            "oldest_fresh_age_seconds": round(oldest, 1),
+            "future_update_time": skewed[:FIRST_NAMED],
+        }
+    )
     want = f"want within {params.expiry_seconds:g} s"
     errors = [f"nodemetric {node}: {why} ({want})" for node, why in stale[:FIRST_NAMED]]
     if len(stale) > FIRST_NAMED:
         errors.append(f"nodemetrics: {len(stale) - FIRST_NAMED} more stale ({len(stale)} in all)")
-    errors += [f"nodemetric {node}: absent for node {node} (want one per selected node)"
-               for node in missing[:FIRST_NAMED]]
+    errors += [
+        f"nodemetric {node}: absent for node {node} (want one per selected node)" for node in missing[:FIRST_NAMED]
+    ]
     if len(missing) > FIRST_NAMED:
         errors.append(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)")
     n = len(selected.nodes)
@@ -134,11 +160,20 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             parts.append(f"{len(stale)} stale: {first_named([s for s, _ in stale])}")
         if missing:
             parts.append(f"{len(missing)} missing: {first_named(missing)}")
-        return Result(check=NAME, status=Status.FAILED, errors=errors, details=details,
-                      summary=f"NodeMetrics of {n} nodes: " + "; ".join(parts))
-    return Result(check=NAME, status=Status.OK, details=details,
-                  summary=f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s "
-                          f"(oldest {oldest:.0f} s)")
+        return Result(
+            check=NAME,
+            status=Status.FAILED,
+            errors=errors,
+            details=details,
+            summary=f"NodeMetrics of {n} nodes: " + "; ".join(parts),
+        )
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        details=details,
+        summary=f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s "
+        f"(oldest {oldest:.0f} s)",
+    )
 
 
 CHECK = CheckSpec(
@@ -148,7 +183,7 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=5,
     fails_when="NodeMetric status.updateTime older than 180 s, or absent, for a node (real by default; KWOK fake "
-               "opt-in)",
+    "opt-in)",
     params=NodeMetricFreshnessParams,
     fetch=fetch,
     evaluate=evaluate,

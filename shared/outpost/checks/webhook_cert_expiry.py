@@ -108,8 +108,11 @@ class ServingSecretRef(BaseModel):
 
     namespace: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    keys: list[str] = Field(default_factory=lambda: ["cert.pem", "tls.crt"], min_length=1,
-                            description="Data keys holding the serving certificate, first present wins.")
+    keys: list[str] = Field(
+        default_factory=lambda: ["cert.pem", "tls.crt"],
+        min_length=1,
+        description="Data keys holding the serving certificate, first present wins.",
+    )
 
 
 DEFAULT_CONFIGURATIONS = [
@@ -129,22 +132,30 @@ class WebhookCertExpiryParams(Params):
     configurations: list[WebhookConfigurationRef] = Field(default_factory=lambda: list(DEFAULT_CONFIGURATIONS))
     cert_manager_certificates: list[CertificateRef] = Field(
         default_factory=list,
-        description="Keyless serving-certificate source: cert-manager Certificates whose status.notAfter is judged.")
+        description="Keyless serving-certificate source: cert-manager Certificates whose status.notAfter is judged.",
+    )
     read_serving_secrets: bool = Field(
-        False, description="Opt-in: read the serving certificate from `serving_secrets`; the probe then holds the "
-                           "webhooks' private keys (a Secret GET returns the whole object; see the module doc).")
+        False,
+        description="Opt-in: read the serving certificate from `serving_secrets`; the probe then holds the "
+        "webhooks' private keys (a Secret GET returns the whole object; see the module doc).",
+    )
     serving_secrets: list[ServingSecretRef] = Field(
         default_factory=lambda: list(DEFAULT_SERVING_SECRETS),
-        description="Secrets the webhooks serve their certificate from, read only with read_serving_secrets.")
+        description="Secrets the webhooks serve their certificate from, read only with read_serving_secrets.",
+    )
 
     @model_validator(mode="after")
     def _secrets_only_when_opted_in(self) -> WebhookCertExpiryParams:
         if self.read_serving_secrets and not self.serving_secrets:
-            raise ValueError("read_serving_secrets is true but serving_secrets is empty (name the Secrets, or "
-                             "leave read_serving_secrets off)")
+            raise ValueError(
+                "read_serving_secrets is true but serving_secrets is empty (name the Secrets, or "
+                "leave read_serving_secrets off)"
+            )
         if "serving_secrets" in self.model_fields_set and self.serving_secrets and not self.read_serving_secrets:
-            raise ValueError("serving_secrets is read only with read_serving_secrets: true, which grants the probe "
-                             "the webhooks' private keys (set it to opt in, or drop serving_secrets)")
+            raise ValueError(
+                "serving_secrets is read only with read_serving_secrets: true, which grants the probe "
+                "the webhooks' private keys (set it to opt in, or drop serving_secrets)"
+            )
         return self
 
     def secrets_read(self) -> list[ServingSecretRef]:
@@ -192,8 +203,9 @@ def fetch(cluster: Cluster, params: WebhookCertExpiryParams) -> WebhookCertData:
         kind = MUTATING_WEBHOOKS if wanted.kind == "mutating" else VALIDATING_WEBHOOKS
         path = object_path(kind, wanted.name)
         raw = cluster.get_object(path)
-        configurations.append(ConfigurationSeen(wanted, None if raw is None else
-                                                parse(WebhookConfiguration, raw, f"GET {path}")))
+        configurations.append(
+            ConfigurationSeen(wanted, None if raw is None else parse(WebhookConfiguration, raw, f"GET {path}"))
+        )
     certificates = [_certificate(cluster, wanted) for wanted in params.cert_manager_certificates]
     secrets = [_serving_certificate(cluster, wanted) for wanted in params.secrets_read()]
     return WebhookCertData(configurations, secrets, certificates)
@@ -204,7 +216,8 @@ def declared_access(params: WebhookCertExpiryParams) -> list[access.Access]:
     `read_serving_secrets`, each serving-certificate Secret by name in its namespace; nothing else."""
     needed: list[access.Access] = [
         access.get(MUTATING_WEBHOOKS if w.kind == "mutating" else VALIDATING_WEBHOOKS, w.name)
-        for w in params.configurations]
+        for w in params.configurations
+    ]
     needed += [access.get(CERT_MANAGER_CERTIFICATES, c.name, c.namespace) for c in params.cert_manager_certificates]
     needed += [access.get(SECRETS, s.name, s.namespace) for s in params.secrets_read()]
     return needed
@@ -222,8 +235,11 @@ def _certificate(cluster: Cluster, wanted: CertificateRef) -> CertificateSeen:
     except ValueError as error:
         raise MalformedResponse(f"GET {path}: status.notAfter: {error}") from None
     conditions = status.get("conditions")
-    ready = next((str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"),
-                 None) if isinstance(conditions, list) else None
+    ready = (
+        next((str(c.get("status")) for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
+        if isinstance(conditions, list)
+        else None
+    )
     return CertificateSeen(wanted, found=True, not_after=not_after, ready=ready)
 
 
@@ -251,8 +267,9 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
 
 
-def _judge_configuration(seen: ConfigurationSeen, params: WebhookCertExpiryParams,
-                         now: datetime) -> tuple[dict[str, Any], list[str]]:
+def _judge_configuration(
+    seen: ConfigurationSeen, params: WebhookCertExpiryParams, now: datetime
+) -> tuple[dict[str, Any], list[str]]:
     where = ref(_kind(seen.ref), seen.ref.name)
     if seen.configuration is None:
         return {"found": False}, [f"{where}: not found (want it present, with a caBundle per webhook)"]
@@ -272,16 +289,20 @@ def _judge_configuration(seen: ConfigurationSeen, params: WebhookCertExpiryParam
             certificates = parse_base64_pem_bundle(bundle)
         except NotACertificate as error:
             entry["problem"] = f"not a certificate: {error}"
-            errors.append(f"{where}: webhook {_names(webhooks)} caBundle is not a certificate ({error}) "
-                          "(want a base64 PEM CA bundle)")
+            errors.append(
+                f"{where}: webhook {_names(webhooks)} caBundle is not a certificate ({error}) "
+                "(want a base64 PEM CA bundle)"
+            )
             bundles.append(entry)
             continue
         entry["certificates"] = [c.details(now) for c in certificates]
         described, expiring = _judge_bundle(certificates, now, params.threshold_days)
         entry["earliest"] = described
         if expiring:
-            errors.append(f"{where}: webhook {_names(webhooks)} caBundle certificate {described} "
-                          f"(want > {params.threshold_days:g} days)")
+            errors.append(
+                f"{where}: webhook {_names(webhooks)} caBundle certificate {described} "
+                f"(want > {params.threshold_days:g} days)"
+            )
         bundles.append(entry)
     details: dict[str, Any] = {"found": True, "webhooks": len(seen.configuration.webhooks), "bundles": bundles}
     if system_trust:
@@ -294,47 +315,66 @@ def _judge_secret(seen: SecretSeen, params: WebhookCertExpiryParams, now: dateti
     if not seen.found:
         return {"found": False}, [f"{where}: not found (want the webhook's serving certificate there)"]
     if seen.certificate_b64 is None or seen.key is None:
-        return {"found": True}, [f"{where}: none of the keys {', '.join(seen.ref.keys)} present "
-                                 "(want the serving certificate)"]
+        return {"found": True}, [
+            f"{where}: none of the keys {', '.join(seen.ref.keys)} present (want the serving certificate)"
+        ]
     try:
         certificates = parse_base64_pem_chain(seen.certificate_b64)
     except NotACertificate as error:
-        return ({"found": True, "key": seen.key, "problem": f"not a certificate: {error}"},
-                [f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"])
+        return (
+            {"found": True, "key": seen.key, "problem": f"not a certificate: {error}"},
+            [f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"],
+        )
     details = {"found": True, "key": seen.key, "certificates": [c.details(now) for c in certificates]}
     # The serving certificate is the first block; anything after it is its chain, judged alike.
     described, expiring = _judge_bundle(certificates, now, params.threshold_days)
     details["earliest"] = described
     if expiring:
-        return details, [f"{where}: serving certificate {seen.key}: {described} "
-                         f"(want > {params.threshold_days:g} days)"]
+        return details, [
+            f"{where}: serving certificate {seen.key}: {described} (want > {params.threshold_days:g} days)"
+        ]
     return details, []
 
 
-def _judge_certificate(seen: CertificateSeen, params: WebhookCertExpiryParams,
-                       now: datetime) -> tuple[dict[str, Any], list[str]]:
+def _judge_certificate(
+    seen: CertificateSeen, params: WebhookCertExpiryParams, now: datetime
+) -> tuple[dict[str, Any], list[str]]:
     where = ref("Certificate", seen.ref.name, seen.ref.namespace)
     if not seen.found:
-        return {"found": False}, [f"{where}: not found (want the cert-manager Certificate of the webhook's serving "
-                                  "certificate; is cert-manager installed?)"]
+        return {"found": False}, [
+            f"{where}: not found (want the cert-manager Certificate of the webhook's serving "
+            "certificate; is cert-manager installed?)"
+        ]
     if seen.not_after is None:
-        return ({"found": True, "ready": seen.ready},
-                [f"{where}: status.notAfter absent, never issued (Ready {seen.ready or 'absent'}) "
-                 "(want an issued certificate)"])
+        return (
+            {"found": True, "ready": seen.ready},
+            [
+                f"{where}: status.notAfter absent, never issued (Ready {seen.ready or 'absent'}) "
+                "(want an issued certificate)"
+            ],
+        )
     days = (seen.not_after - now).total_seconds() / 86400.0
     when = seen.not_after.isoformat()
     described = f"expired {-days:.1f} days ago ({when})" if days <= 0 else f"expires in {days:.1f} days ({when})"
-    details = {"found": True, "ready": seen.ready, "not_after": when, "days_left": round(days, 2),
-               "earliest": described}
+    details = {
+        "found": True,
+        "ready": seen.ready,
+        "not_after": when,
+        "days_left": round(days, 2),
+        "earliest": described,
+    }
     if days <= params.threshold_days:
-        return details, [f"{where}: serving certificate (status.notAfter) {described} "
-                         f"(want > {params.threshold_days:g} days)"]
+        return details, [
+            f"{where}: serving certificate (status.notAfter) {described} (want > {params.threshold_days:g} days)"
+        ]
     return details, []
 
 
 def _serving_source(params: WebhookCertExpiryParams) -> str:
-    sources = [*(["cert-manager"] if params.cert_manager_certificates else []),
-               *(["secrets"] if params.read_serving_secrets else [])]
+    sources = [
+        *(["cert-manager"] if params.cert_manager_certificates else []),
+        *(["secrets"] if params.read_serving_secrets else []),
+    ]
     return " and ".join(sources) or "not read (read_serving_secrets is off)"
 
 
@@ -355,15 +395,21 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
         details, problems = _judge_secret(secret, params, now)
         secrets[f"{secret.ref.namespace}/{secret.ref.name}"] = details
         errors += problems
-    details_all = {"threshold_days": params.threshold_days, "configurations": configurations,
-                   "serving_certificates": _serving_source(params),
-                   "cert_manager_certificates": certificates, "serving_secrets": secrets}
+    details_all = {
+        "threshold_days": params.threshold_days,
+        "configurations": configurations,
+        "serving_certificates": _serving_source(params),
+        "cert_manager_certificates": certificates,
+        "serving_secrets": secrets,
+    }
     if errors:
         summary = f"{len(errors)} webhook certificate problem(s): {errors[0]}"
         return Result(check=NAME, status=Status.FAILED, summary=summary, errors=errors, details=details_all)
     if not data.configurations and not data.secrets and not data.certificates:
-        line = (f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
-                "and no serving_secrets are read)")
+        line = (
+            f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
+            "and no serving_secrets are read)"
+        )
         return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details_all)
     judged = [f"{len(data.configurations)} webhook configuration(s)"]
     if data.certificates:
@@ -371,9 +417,12 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
     if data.secrets:
         judged.append(f"{len(data.secrets)} serving certificate Secret(s)")
     unread = "" if data.secrets or data.certificates else "; serving certificates not read (read_serving_secrets off)"
-    return Result(check=NAME, status=Status.OK,
-                  summary=f"{' and '.join(judged)} valid beyond {params.threshold_days:g} days{unread}",
-                  details=details_all)
+    return Result(
+        check=NAME,
+        status=Status.OK,
+        summary=f"{' and '.join(judged)} valid beyond {params.threshold_days:g} days{unread}",
+        details=details_all,
+    )
 
 
 CHECK = CheckSpec(
@@ -383,7 +432,7 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=60,
     fails_when="webhook caBundle, or serving cert where read (cert-manager Certificate status.notAfter; opt-in: "
-               "its Secret), expires within the threshold (21 days)",
+    "its Secret), expires within the threshold (21 days)",
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,

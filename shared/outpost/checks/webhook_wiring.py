@@ -62,19 +62,28 @@ class WebhookServiceParams(Params):
     service: str = Field(description="Name of the webhook Service.")
     port: int = Field(443, ge=1, le=65535, description="Service port the webhook configurations call.")
     scheme: Literal["https", "http"] = Field(
-        "https", description="Scheme the API server proxies with; webhooks serve TLS only, so https.")
+        "https", description="Scheme the API server proxies with; webhooks serve TLS only, so https."
+    )
     health_path: str = Field("/healthz", description="Health path of the webhook server, through the service proxy.")
     expect_body: str | None = Field(
-        None, description="Body the health path must answer (stripped); None judges by status code only.")
+        None, description="Body the health path must answer (stripped); None judges by status code only."
+    )
     mutating_configurations: list[str] = Field(description="MutatingWebhookConfigurations that must call the Service.")
     validating_configurations: list[str] = Field(
-        description="ValidatingWebhookConfigurations that must call the Service.")
+        description="ValidatingWebhookConfigurations that must call the Service."
+    )
     timeout_seconds: float = Field(
-        5.0, gt=0, le=60, description="How long the health path may take before the webhook counts as not answering.")
+        5.0, gt=0, le=60, description="How long the health path may take before the webhook counts as not answering."
+    )
 
     def wiring(self) -> WebhookWiring:
-        return WebhookWiring(self.namespace, self.service, self.port, tuple(self.mutating_configurations),
-                             tuple(self.validating_configurations))
+        return WebhookWiring(
+            self.namespace,
+            self.service,
+            self.port,
+            tuple(self.mutating_configurations),
+            tuple(self.validating_configurations),
+        )
 
 
 @dataclass(frozen=True)
@@ -107,8 +116,9 @@ def fetch(cluster: Cluster, params: WebhookServiceParams) -> WebhookWiringData:
 def _read_endpoints(cluster: Cluster, params: WebhookServiceParams) -> ReadyEndpoints:
     where = ref("Service", params.service, params.namespace)
     try:
-        raw_slices = cluster.list(collection_path(ENDPOINT_SLICES, params.namespace),
-                                  label_selector=f"{SERVICE_NAME_LABEL}={params.service}")
+        raw_slices = cluster.list(
+            collection_path(ENDPOINT_SLICES, params.namespace), label_selector=f"{SERVICE_NAME_LABEL}={params.service}"
+        )
     except ClusterResponseError as error:
         if error.status_code != 404:  # 404: discovery.k8s.io not served; Endpoints still are
             raise
@@ -129,30 +139,44 @@ def declared_access(params: WebhookServiceParams) -> list[access.Access]:
         access.get(SERVICES, params.service, params.namespace),
         *(access.get(kind, name) for kind, name in wiring.configurations()),
         access.list_(ENDPOINT_SLICES, params.namespace),
-        access.get(ENDPOINTS, params.service, params.namespace,
-                   when="the Service has no EndpointSlice (discovery.k8s.io not served, or the Service deleted)"),
+        access.get(
+            ENDPOINTS,
+            params.service,
+            params.namespace,
+            when="the Service has no EndpointSlice (discovery.k8s.io not served, or the Service deleted)",
+        ),
     ]
 
 
-def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookServiceParams,
-             now: datetime) -> Result:
+def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookServiceParams, now: datetime) -> Result:
     wiring = params.wiring()
     judgement = judge_wiring(wiring, data.service, data.endpoints, data.configurations)
     errors = ([] if data.health.healthy else [data.health.message]) + judgement.problems
     details: dict[str, Any] = {"health": data.health.as_detail(), **judgement.details}
     if errors:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return Result(check=check, status=Status.FAILED, summary=f"{system} webhook: {errors[0]}{more}",
-                      errors=errors, details=details)
+        return Result(
+            check=check,
+            status=Status.FAILED,
+            summary=f"{system} webhook: {errors[0]}{more}",
+            errors=errors,
+            details=details,
+        )
     configurations = ", ".join(name for _, name, _ in data.configurations) or "none configured"
-    return Result(check=check, status=Status.OK,
-                  summary=(f"{system} webhook {wiring.service_ref} answers {data.health.target.label} "
-                           f"({len(data.endpoints.ready)} ready endpoint(s)); called by {configurations}"),
-                  details=details)
+    return Result(
+        check=check,
+        status=Status.OK,
+        summary=(
+            f"{system} webhook {wiring.service_ref} answers {data.health.target.label} "
+            f"({len(data.endpoints.ready)} ready endpoint(s)); called by {configurations}"
+        ),
+        details=details,
+    )
 
 
-def make_check(name: str, system: str, fails_when: str,
-               params: type[WebhookServiceParams]) -> CheckSpec[Any, WebhookWiringData]:
+def make_check(
+    name: str, system: str, fails_when: str, params: type[WebhookServiceParams]
+) -> CheckSpec[Any, WebhookWiringData]:
     """The CheckSpec of one system's webhook check: this module's fetch and evaluate under the system's name."""
     return CheckSpec(
         name=name,

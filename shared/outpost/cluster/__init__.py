@@ -12,6 +12,22 @@ from outpost.cluster.probes import ProbeOutcome, ProbeTarget, Verdict, probe_all
 from outpost.cluster.tls import TlsProbe
 from outpost.cluster.writer import ClusterWriter
 
-__all__ = ["Cluster", "ClusterWriter", "Collection", "Deadline", "ProbeOutcome", "ProbeTarget", "Response", "TlsProbe",
-           "Verdict", "get_url", "keep_view", "node_proxy", "pod_proxy", "probe_all", "read_collection",
-           "read_collections", "service_proxy"]
+__all__ = [
+    "Cluster",
+    "ClusterWriter",
+    "Collection",
+    "Deadline",
+    "ProbeOutcome",
+    "ProbeTarget",
+    "Response",
+    "TlsProbe",
+    "Verdict",
+    "get_url",
+    "keep_view",
+    "node_proxy",
+    "pod_proxy",
+    "probe_all",
+    "read_collection",
+    "read_collections",
+    "service_proxy",
+]

@@ -104,10 +104,12 @@ def build_credentials(auth: ClusterAuth, deadline: Deadline | None = None) -> Cr
         if isinstance(auth, TokenAuth):
             return _from_token(auth, budget)
         if isinstance(auth, EksAuth):
-            return Credentials(auth.server, _context_from_ca(auth.mode, ca_data=auth.ca_data),
-                               _eks_token_source(auth, budget))
-        return Credentials(auth.server, _context_from_ca(auth.mode, ca_data=auth.ca_data),
-                           _gke_token_source(auth, budget))
+            return Credentials(
+                auth.server, _context_from_ca(auth.mode, ca_data=auth.ca_data), _eks_token_source(auth, budget)
+            )
+        return Credentials(
+            auth.server, _context_from_ca(auth.mode, ca_data=auth.ca_data), _gke_token_source(auth, budget)
+        )
     except local_files.LocalFileError as error:
         raise ClusterAuthError(f"{auth.mode} credentials: {error}") from None
     except OutpostError:
@@ -121,8 +123,9 @@ def _first_line(error: BaseException) -> str:
     return redaction.redact(text[0][:200]) if text else "no detail"
 
 
-def server_context(ca_file: str | None = None, ca_pem: str | None = None,
-                   deadline: Deadline | None = None, where: str | None = None) -> ssl.SSLContext:
+def server_context(
+    ca_file: str | None = None, ca_pem: str | None = None, deadline: Deadline | None = None, where: str | None = None
+) -> ssl.SSLContext:
     """A context that always verifies the API server. A given cluster CA is its only trust anchor, as with
     kubectl (the cluster's CA replaces the system roots rather than adding to them, so no public CA can vouch
     for the API server); the system roots are loaded only when no CA is given (about 25 ms per run saved too).
@@ -136,15 +139,18 @@ def server_context(ca_file: str | None = None, ca_pem: str | None = None,
     pem = ca_pem or ""
     count = pem.count("-----BEGIN CERTIFICATE-----")
     if count > MAX_CA_CERTIFICATES:
-        raise ClusterAuthError(f"{where} holds {count} certificates, over the limit of {MAX_CA_CERTIFICATES} "
-                               "(a cluster CA is one to a few; loading grows quadratically)")
+        raise ClusterAuthError(
+            f"{where} holds {count} certificates, over the limit of {MAX_CA_CERTIFICATES} "
+            "(a cluster CA is one to a few; loading grows quadratically)"
+        )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, certificate required, TLS >= 1.2
     context.load_verify_locations(cadata=pem)
     return context
 
 
-def _context_from_ca(mode: str, ca_file: str | None = None, ca_data: str | None = None,
-                     deadline: Deadline | None = None) -> ssl.SSLContext:
+def _context_from_ca(
+    mode: str, ca_file: str | None = None, ca_data: str | None = None, deadline: Deadline | None = None
+) -> ssl.SSLContext:
     if ca_file:
         path = str(Path(ca_file).expanduser())
         return server_context(ca_file=path, deadline=deadline, where=f"{mode} credentials: CA bundle {path}")
@@ -206,15 +212,19 @@ def _load_kubeconfig(auth: KubeconfigAuth, deadline: Deadline | None = None) -> 
             raise ClusterAuthError(f"kubeconfig credentials: {file} {error}") from None
         except yaml.YAMLError as error:
             # Only where: the parser's text can quote the file's content, and a kubeconfig holds secrets.
-            raise ClusterAuthError(f"kubeconfig credentials: {file} is not valid YAML{yaml_error_where(error)}") \
-                from None
+            raise ClusterAuthError(
+                f"kubeconfig credentials: {file} is not valid YAML{yaml_error_where(error)}"
+            ) from None
         if document is None:
             continue
         if not isinstance(document, dict):
             raise ClusterAuthError(f"kubeconfig credentials: {file} is not a kubeconfig (not a mapping)")
         base = file.resolve().parent
-        for key, kind, target in (("clusters", "cluster", merged.clusters), ("contexts", "context", merged.contexts),
-                                  ("users", "user", merged.users)):
+        for key, kind, target in (
+            ("clusters", "cluster", merged.clusters),
+            ("contexts", "context", merged.contexts),
+            ("users", "user", merged.users),
+        ):
             entries = document.get(key) or []
             if not isinstance(entries, list):
                 raise ClusterAuthError(f"kubeconfig credentials: {file}: {key} is not a list")
@@ -287,12 +297,16 @@ def _from_kubeconfig(auth: KubeconfigAuth, deadline: Deadline) -> Credentials:
         )
     server = (_scalar(cluster, "server", f"cluster {cluster_name}") or "").rstrip("/")
     if has_userinfo(server):
-        raise ClusterAuthError(f"kubeconfig credentials: the server of cluster {cluster_name} carries user "
-                               f"information (user:password@); Outpost never sends a password: give "
-                               f"{without_userinfo(server)} and a token, certificate or exec plugin")
+        raise ClusterAuthError(
+            f"kubeconfig credentials: the server of cluster {cluster_name} carries user "
+            f"information (user:password@); Outpost never sends a password: give "
+            f"{without_userinfo(server)} and a token, certificate or exec plugin"
+        )
     if not server.lower().startswith("https://"):
-        raise ClusterAuthError(f"kubeconfig credentials: the server of cluster {cluster_name} is not https://; "
-                               "Outpost never sends a credential over plain http")
+        raise ClusterAuthError(
+            f"kubeconfig credentials: the server of cluster {cluster_name} is not https://; "
+            "Outpost never sends a credential over plain http"
+        )
     ca_data = _b64(cluster, "certificate-authority-data", f"cluster {cluster_name}")
     ca_file = _path_of(cluster, "certificate-authority", f"cluster {cluster_name}")
     from_file = bool(ca_file and not ca_data)
@@ -301,19 +315,24 @@ def _from_kubeconfig(auth: KubeconfigAuth, deadline: Deadline) -> Credentials:
     try:
         ssl_context = server_context(
             ca_pem=ca_data.decode("ascii", errors="replace") if ca_data else None,
-            where=f"kubeconfig credentials: CA bundle {ca_file} of cluster {cluster_name}" if from_file
-            else f"kubeconfig credentials: certificate-authority-data of cluster {cluster_name}")
+            where=f"kubeconfig credentials: CA bundle {ca_file} of cluster {cluster_name}"
+            if from_file
+            else f"kubeconfig credentials: certificate-authority-data of cluster {cluster_name}",
+        )
     except (OSError, ssl.SSLError) as error:
-        raise ClusterAuthError(f"kubeconfig credentials: certificate-authority of cluster {cluster_name}: "
-                               f"{type(error).__name__}") from None
+        raise ClusterAuthError(
+            f"kubeconfig credentials: certificate-authority of cluster {cluster_name}: {type(error).__name__}"
+        ) from None
     user = config.users.get(user_name) if isinstance(user_name, str) else None
     if user is None:
         # An anonymous context: nothing to send, and nothing to refuse (the API server decides).
         return Credentials(server, ssl_context, None)
     what = f"user {user_name} of context {context_name}"
     if user.body.get("auth-provider"):
-        raise ClusterAuthError(f"kubeconfig credentials: {what} uses a legacy auth-provider, which Outpost does "
-                               "not run; use an exec credential plugin")
+        raise ClusterAuthError(
+            f"kubeconfig credentials: {what} uses a legacy auth-provider, which Outpost does "
+            "not run; use an exec credential plugin"
+        )
     if user.body.get("username") or user.body.get("password"):
         raise ClusterAuthError(f"kubeconfig credentials: {what} uses basic auth, which Outpost does not send")
     cert_pem, key_pem = _b64(user, "client-certificate-data", what), _b64(user, "client-key-data", what)
@@ -357,8 +376,7 @@ def _token_file_source(path: str, what: str, deadline: Deadline | None = None) -
     return token
 
 
-def _load_client_certificate(context: ssl.SSLContext, what: str, cert_pem: bytes | None,
-                             key_pem: bytes | None) -> None:
+def _load_client_certificate(context: ssl.SSLContext, what: str, cert_pem: bytes | None, key_pem: bytes | None) -> None:
     """Load a client certificate and key given as PEM (inline, or read by `outpost.local_files` from files).
 
     OpenSSL loads a chain only from files: they are written to a private temporary directory and removed at once.
@@ -373,8 +391,9 @@ def _load_client_certificate(context: ssl.SSLContext, what: str, cert_pem: bytes
                 key_path.write_bytes(key_pem)
                 context.load_cert_chain(cert_path, key_path)
     except (OSError, ssl.SSLError) as error:
-        raise ClusterAuthError(f"kubeconfig credentials: client certificate of {what}: "
-                               f"{type(error).__name__}") from None
+        raise ClusterAuthError(
+            f"kubeconfig credentials: client certificate of {what}: {type(error).__name__}"
+        ) from None
 
 
 @dataclass
@@ -384,16 +403,18 @@ class _Issued:
     key_pem: bytes | None = field(default=None, repr=False)
 
 
-def _run_exec_plugin(spec: Any, base: Path, server: str, ca_data: bytes | None, what: str,
-                     deadline: Deadline) -> _Issued:
+def _run_exec_plugin(
+    spec: Any, base: Path, server: str, ca_data: bytes | None, what: str, deadline: Deadline
+) -> _Issued:
     """Run the exec credential plugin under the deadline; its process group is killed when time is up."""
     prefix = f"kubeconfig credentials: exec plugin of {what}"
     if not isinstance(spec, dict) or not isinstance(spec.get("command"), str) or not spec["command"]:
         raise ClusterAuthError(f"{prefix}: exec has no command")
     api_version = spec.get("apiVersion")
     if api_version not in EXEC_API_VERSIONS:
-        raise ClusterAuthError(f"{prefix}: apiVersion {str(api_version)[:60]!r} is not one of "
-                               f"{', '.join(EXEC_API_VERSIONS)}")
+        raise ClusterAuthError(
+            f"{prefix}: apiVersion {str(api_version)[:60]!r} is not one of {', '.join(EXEC_API_VERSIONS)}"
+        )
     mode = spec.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
     if mode not in ("Never", "IfAvailable", "Always"):
         raise ClusterAuthError(f"{prefix}: interactiveMode must be Never, IfAvailable or Always")
@@ -410,8 +431,11 @@ def _run_exec_plugin(spec: Any, base: Path, server: str, ca_data: bytes | None, 
     if not isinstance(entries, list):
         raise ClusterAuthError(f"{prefix}: env must be a list of name/value entries")
     for item in entries:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
-                or isinstance(item.get("value"), dict | list):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or isinstance(item.get("value"), dict | list)
+        ):
             raise ClusterAuthError(f"{prefix}: every env entry needs a name and a value")
         environment[item["name"]] = str(item.get("value", ""))
     exec_spec: dict[str, Any] = {"interactive": False}
@@ -421,20 +445,26 @@ def _run_exec_plugin(spec: Any, base: Path, server: str, ca_data: bytes | None, 
             cluster_info["certificate-authority-data"] = base64.b64encode(ca_data).decode("ascii")
         exec_spec["cluster"] = cluster_info
     environment["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {"apiVersion": api_version, "kind": "ExecCredential", "spec": exec_spec})
+        {"apiVersion": api_version, "kind": "ExecCredential", "spec": exec_spec}
+    )
     if deadline.expired:
         raise ClusterAuthError(f"{prefix}: the deadline of {deadline.seconds:g} s ran out before it could start")
     try:
         # The user's own configured plugin, without a shell, in a session of its own (killable as a group).
         process = subprocess.Popen(
-            [command, *[str(a) for a in args]], env=environment, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            [command, *[str(a) for a in args]],
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as error:
         hint = spec.get("installHint")
         suffix = f" ({str(hint).strip().splitlines()[0][:120]})" if hint else ""
-        raise ClusterAuthError(f"{prefix}: cannot start {Path(command).name}: "
-                               f"{error.strerror or type(error).__name__}{suffix}") from None
+        raise ClusterAuthError(
+            f"{prefix}: cannot start {Path(command).name}: {error.strerror or type(error).__name__}{suffix}"
+        ) from None
     with interrupt.tracked(process):
         try:
             stdout = _read_plugin_output(process, deadline, prefix)
@@ -477,8 +507,9 @@ def _read_plugin_output(process: subprocess.Popen[bytes], deadline: Deadline, pr
             elif fd == stdout_fd:
                 size += len(data)
                 if size > EXEC_OUTPUT_LIMIT:
-                    raise ClusterAuthError(f"{prefix}: output larger than {EXEC_OUTPUT_LIMIT} bytes "
-                                           "(the plugin was killed)")
+                    raise ClusterAuthError(
+                        f"{prefix}: output larger than {EXEC_OUTPUT_LIMIT} bytes (the plugin was killed)"
+                    )
                 chunks.append(data)
             # stderr: discarded as it comes (never buffered, never quoted)
     try:
@@ -489,8 +520,9 @@ def _read_plugin_output(process: subprocess.Popen[bytes], deadline: Deadline, pr
 
 
 def _no_credentials_in_time(prefix: str, deadline: Deadline) -> ClusterAuthError:
-    return ClusterAuthError(f"{prefix}: no credentials within the deadline of {deadline.seconds:g} s "
-                            "(the plugin was killed)")
+    return ClusterAuthError(
+        f"{prefix}: no credentials within the deadline of {deadline.seconds:g} s (the plugin was killed)"
+    )
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -575,9 +607,7 @@ def eks_token(cluster_name: str, region: str, role_arn: str | None = None, deadl
     aws_credentials = session.get_credentials()
     if aws_credentials is None:
         raise ClusterAuthError(f"eks credentials for cluster {cluster_name}: no AWS credentials found")
-    signer = RequestSigner(
-        sts.meta.service_model.service_id, region, "sts", "v4", aws_credentials, session.events
-    )
+    signer = RequestSigner(sts.meta.service_model.service_id, region, "sts", "v4", aws_credentials, session.events)
     url = signer.generate_presigned_url(
         {
             "method": "GET",
@@ -602,8 +632,9 @@ def _eks_token_source(auth: EksAuth, deadline: Deadline) -> TokenSource:
         except OutpostError:
             raise
         except Exception as error:  # noqa: BLE001 - the SDK's text can quote a response body: class only
-            raise ClusterAuthError(f"eks credentials for cluster {auth.cluster_name}: token could not be made "
-                                   f"({type(error).__name__})") from None
+            raise ClusterAuthError(
+                f"eks credentials for cluster {auth.cluster_name}: token could not be made ({type(error).__name__})"
+            ) from None
 
     return _CachedToken(fetch, EKS_TOKEN_LIFETIME_SECONDS)
 
@@ -627,11 +658,11 @@ def _gke_token_source(auth: GkeAuth, deadline: Deadline) -> TokenSource:
                 try:
                     credentials.refresh(bounded)  # type: ignore[no-untyped-call]
                 except Exception as error:  # noqa: BLE001 - its text quotes the provider's response body
-                    raise ClusterAuthError(f"gke credentials: access token refresh failed "
-                                           f"({type(error).__name__})") from None
+                    raise ClusterAuthError(
+                        f"gke credentials: access token refresh failed ({type(error).__name__})"
+                    ) from None
             value = str(credentials.token or "")
             redaction.register(value)
             return value
 
     return token
-

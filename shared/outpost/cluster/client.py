@@ -129,8 +129,10 @@ def loads_json(data: str | bytes, where: str) -> Any:
     try:
         return json.loads(data)
     except RecursionError:
-        raise MalformedResponse(f"{where}: JSON nested deeper than {sys.getrecursionlimit()} levels, the parser's "
-                                f"limit (Go's encoding/json stops at {GO_JSON_MAX_DEPTH})") from None
+        raise MalformedResponse(
+            f"{where}: JSON nested deeper than {sys.getrecursionlimit()} levels, the parser's "
+            f"limit (Go's encoding/json stops at {GO_JSON_MAX_DEPTH})"
+        ) from None
     except ValueError:
         text = data if isinstance(data, str) else data.decode("utf-8", "replace")
         raise MalformedResponse(f"{where}: body is not JSON ({_preview(text)})") from None
@@ -161,12 +163,15 @@ class _BearerAuth(httpx.Auth):
         if size > MAX_TOKEN_BYTES:
             # Refused before anything is sent: a header this large is a misconfiguration, and a server's 431
             # for it would read as the server's trouble. The size is named, never the token.
-            raise ClusterAuthError(f"the bearer token is {size} bytes, more than the {MAX_TOKEN_BYTES} bytes Outpost "
-                                   "sends (real tokens are a few KiB: is a file or a kubeconfig configured as the "
-                                   "token?); nothing was sent")
+            raise ClusterAuthError(
+                f"the bearer token is {size} bytes, more than the {MAX_TOKEN_BYTES} bytes Outpost "
+                "sends (real tokens are a few KiB: is a file or a kubeconfig configured as the "
+                "token?); nothing was sent"
+            )
         if not (token.isascii() and token.isprintable()):
-            raise ClusterAuthError("the configured token has characters an HTTP header cannot carry "
-                                   "(want visible ASCII); nothing was sent")
+            raise ClusterAuthError(
+                "the configured token has characters an HTTP header cannot carry (want visible ASCII); nothing was sent"
+            )
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
 
@@ -201,8 +206,10 @@ class Cluster:
         if not self.server.lower().startswith("https://"):
             # A bearer token or client certificate must never cross a network in clear text.
             scheme = self.server.partition("://")[0][:10] if "://" in self.server else "no scheme"
-            raise ClusterAuthError(f"cluster {name}: the API server URL must be https:// (got {scheme}); "
-                                   "Outpost never sends a credential over plain http")
+            raise ClusterAuthError(
+                f"cluster {name}: the API server URL must be https:// (got {scheme}); "
+                "Outpost never sends a credential over plain http"
+            )
         self.deadline = deadline or Deadline(read_timeout * 4)
         self.page_size = page_size
         self.max_response_bytes = max_response_bytes
@@ -267,12 +274,13 @@ class Cluster:
     def tls_probe(self, *, read_unverified_chain: bool = False) -> TlsProbe:
         """TCP connect and verified TLS handshake to this cluster's API server, each timed, no request
         sent (`outpost.cluster.tls`): same address, trust, client certificate and deadline as requests."""
-        return probe_tls(self.server, self._verify, self.deadline, self._connect_timeout,
-                         read_unverified_chain=read_unverified_chain)
+        return probe_tls(
+            self.server, self._verify, self.deadline, self._connect_timeout, read_unverified_chain=read_unverified_chain
+        )
 
-
-    def get(self, path: str, params: Query | None = None, *, accept: str = JSON,
-            timeout: float | None = None) -> Response:
+    def get(
+        self, path: str, params: Query | None = None, *, accept: str = JSON, timeout: float | None = None
+    ) -> Response:
         """GET `path`; any HTTP status is returned except 401/403, which raise ClusterAuthError.
 
         Use for endpoints whose status code is itself the observation (health and proxy paths).
@@ -280,8 +288,9 @@ class Cluster:
         """
         return self._send("GET", path, params, accept=accept, timeout=timeout)
 
-    def dry_run_create(self, path: str, obj: dict[str, Any], *, timeout: float | None = None,
-                       server_timeout: int | None = None) -> Response:
+    def dry_run_create(
+        self, path: str, obj: dict[str, Any], *, timeout: float | None = None, server_timeout: int | None = None
+    ) -> Response:
         """POST `obj` to the collection at `path` with `dryRun=All`, always: admitted, never persisted.
 
         The API server runs authentication, authorization and the whole admission chain (mutating and
@@ -305,13 +314,30 @@ class Cluster:
                 raise ValueError(f"server_timeout must be at least 1 s, got {server_timeout}")
             params.append(("timeout", f"{server_timeout}s"))
         body = json.dumps(obj, separators=(",", ":")).encode()
-        return self._send("POST", path, params, body=body, content_type=JSON, timeout=timeout,
-                          may_wait_longer=True, admission_denials=True)
+        return self._send(
+            "POST",
+            path,
+            params,
+            body=body,
+            content_type=JSON,
+            timeout=timeout,
+            may_wait_longer=True,
+            admission_denials=True,
+        )
 
-    def _send(self, method: str, path: str, params: Query | None = None, *, accept: str = JSON,
-              timeout: float | None = None, body: bytes | None = None,
-              content_type: str | None = None, may_wait_longer: bool = False,
-              admission_denials: bool = False) -> Response:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Query | None = None,
+        *,
+        accept: str = JSON,
+        timeout: float | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        may_wait_longer: bool = False,
+        admission_denials: bool = False,
+    ) -> Response:
         """The one request path of every verb: deadline, timeouts, size cap, error mapping, 401/403.
 
         Every other status is returned for the caller to judge; `ClusterWriter` adds its verbs on
@@ -332,8 +358,9 @@ class Cluster:
         started = time.monotonic()
         try:
             query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
-            with self._client.stream(method, path, params=query, headers=headers, content=body,
-                                     timeout=limits) as response:
+            with self._client.stream(
+                method, path, params=query, headers=headers, content=body, timeout=limits
+            ) as response:
                 self.requests += 1
                 try:
                     data = self._read_body(response, where)
@@ -342,8 +369,9 @@ class Cluster:
                     self.received_bytes += response.num_bytes_downloaded
         except httpx.TimeoutException as error:
             if self.deadline.expired:
-                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
-                                     f"({_phase(error)})") from None
+                raise ClusterTimeout(
+                    f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out ({_phase(error)})"
+                ) from None
             kind = "connect" if isinstance(error, httpx.ConnectTimeout) else "read"
             budget = limits.connect if kind == "connect" else limits.read
             raise ClusterTimeout(f"{where}: {kind} timed out after {budget:.1f} s") from None
@@ -364,8 +392,11 @@ class Cluster:
         )
         if answer.status_code in REFUSED_STATUSES:
             code = answer.status_code
-            raise ClusterRequestRefused(f"{where}: HTTP {code} {REFUSED_STATUSES[code]}: our own request was refused, "
-                                        f"nothing observed {_text_reason(answer.text)}".rstrip(), code)
+            raise ClusterRequestRefused(
+                f"{where}: HTTP {code} {REFUSED_STATUSES[code]}: our own request was refused, "
+                f"nothing observed {_text_reason(answer.text)}".rstrip(),
+                code,
+            )
         if answer.status_code in (401, 403) and not (admission_denials and admission_webhook_named(answer.text)):
             raise ClusterAuthError(f"{where}: HTTP {answer.status_code} {_text_reason(answer.text)}")
         return answer
@@ -374,14 +405,20 @@ class Cluster:
         """The body, decoded by us as it arrives (`outpost.bounded.read_body`): refused past
         `max_response_bytes` or the run's `max_run_bytes`, a refused content coding named, bounded by the deadline."""
         try:
-            return read_body(response, cap=self.max_response_bytes, cap_setting="cluster.max_response_bytes",
-                             budget=self.budget, deadline=self.deadline)
+            return read_body(
+                response,
+                cap=self.max_response_bytes,
+                cap_setting="cluster.max_response_bytes",
+                budget=self.budget,
+                deadline=self.deadline,
+            )
         except BodyRefused as refused:
             if refused.reason in ("response-cap", "run-budget"):
                 raise ResponseTooLarge(f"{where}: {refused}") from None
             if refused.reason == "deadline":
-                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
-                                     "while reading the body") from None
+                raise ClusterTimeout(
+                    f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out while reading the body"
+                ) from None
             raise MalformedResponse(f"{where}: {refused}") from None
 
     def get_object(self, path: str) -> dict[str, Any] | None:
@@ -395,8 +432,7 @@ class Cluster:
             return None
         return self._json_object(response)
 
-    def get_json(self, path: str, params: Query | None = None, *,
-                 accept: str = JSON) -> dict[str, Any]:
+    def get_json(self, path: str, params: Query | None = None, *, accept: str = JSON) -> dict[str, Any]:
         """GET a JSON object; anything but 200 with a JSON object body raises."""
         return self._json_object(self.get(path, params, accept=accept))
 
@@ -414,18 +450,33 @@ class Cluster:
         """The JSON object body of `response`; an unexpected status or a non-object body raises."""
         body = self._expect_ok(response, expected).json()
         if not isinstance(body, dict):
-            raise MalformedResponse(f"{response.method} {response.path} on cluster {self.name}: "
-                                    "expected a JSON object")
+            raise MalformedResponse(f"{response.method} {response.path} on cluster {self.name}: expected a JSON object")
         return body
 
-    def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
-             metadata_only: bool = False) -> list[dict[str, Any]]:
+    def list(
+        self,
+        path: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+    ) -> list[dict[str, Any]]:
         """Every item of a collection, following `continue` tokens page by page."""
-        return list(self.iter_list(path, label_selector=label_selector, field_selector=field_selector,
-                                   metadata_only=metadata_only))
+        return list(
+            self.iter_list(
+                path, label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only
+            )
+        )
 
-    def iter_list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
-                  metadata_only: bool = False, page_size: int | None = None) -> Iterator[dict[str, Any]]:
+    def iter_list(
+        self,
+        path: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+        page_size: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
         """Items page by page; `page_size` overrides the cluster's `limit` for collections whose objects
         are large (a NodeMetric carries every pod's usage), so one page stays under the response cap."""
         params: dict[str, str | int] = {"limit": page_size or self.page_size}
@@ -447,8 +498,9 @@ class Cluster:
                 return
             self._next_page(path, pages, params, str(token))
 
-    def iter_list_as(self, model: type[V], path: str, *, label_selector: str | None = None,
-                     page_size: int | None = None) -> Iterator[V]:
+    def iter_list_as(
+        self, model: type[V], path: str, *, label_selector: str | None = None, page_size: int | None = None
+    ) -> Iterator[V]:
         """Items as `model` views, page by page, each page validated straight from its JSON bytes.
 
         Why: a view declares only the fields a check reads, and pydantic skips the rest while parsing, so the
@@ -460,8 +512,15 @@ class Cluster:
         for page in self.iter_pages_as(model, path, label_selector=label_selector, page_size=page_size):
             yield from page.items
 
-    def iter_pages_as(self, model: type[V], path: str, *, label_selector: str | None = None,
-                      field_selector: str | None = None, page_size: int | None = None) -> Iterator[Page[V]]:
+    def iter_pages_as(
+        self,
+        model: type[V],
+        path: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[Page[V]]:
         """The pages of a LIST as `model` views (see `iter_list_as`), each with its `metadata` (the list's
         resourceVersion is the first page's: every later page is served from the same snapshot).
 
@@ -502,15 +561,24 @@ class Cluster:
         back the token it was just given (a loop that would never end)."""
         where = f"LIST {path} on cluster {self.name}"
         if pages >= MAX_LIST_PAGES:
-            raise ResponseTooLarge(f"{where}: more than {MAX_LIST_PAGES} pages of {params['limit']} (a continue "
-                                   "token that never ends; raise cluster.page_size for a larger collection)")
+            raise ResponseTooLarge(
+                f"{where}: more than {MAX_LIST_PAGES} pages of {params['limit']} (a continue "
+                "token that never ends; raise cluster.page_size for a larger collection)"
+            )
         if params.get("continue") == token:
-            raise MalformedResponse(f"{where}: page {pages} hands back the continue token it was asked with "
-                                    "(the list would never end)")
+            raise MalformedResponse(
+                f"{where}: page {pages} hands back the continue token it was asked with (the list would never end)"
+            )
         params["continue"] = token
 
-    def open_watch(self, streams: contextlib.ExitStack, path: str, params: Sequence[tuple[str, str]], *,
-                   server_timeout_seconds: int) -> WatchStream:
+    def open_watch(
+        self,
+        streams: contextlib.ExitStack,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        *,
+        server_timeout_seconds: int,
+    ) -> WatchStream:
         """Send a watch request and read its status, leaving its events unread until `follow`; the stream is
         closed with `streams`. Several watches opened before any is followed run side by side on the server:
         each bookmark is scheduled from when its own watch opened, so following them one after the other waits
@@ -530,8 +598,11 @@ class Cluster:
         read = self.deadline.cap(server_timeout_seconds + 2.0)
         limits = httpx.Timeout(read, connect=self.deadline.cap(self._connect_timeout))
         with self._watch_errors(where, read):
-            response = streams.enter_context(self._client.stream(
-                "GET", path, params=httpx.QueryParams(list(params)), headers={"Accept": JSON}, timeout=limits))
+            response = streams.enter_context(
+                self._client.stream(
+                    "GET", path, params=httpx.QueryParams(list(params)), headers={"Accept": JSON}, timeout=limits
+                )
+            )
             self.requests += 1
             stream = WatchStream(response, where, read)
             streams.callback(self._count_downloaded, stream)
@@ -561,8 +632,9 @@ class Cluster:
             yield
         except httpx.TimeoutException as error:
             if self.deadline.expired:
-                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
-                                     f"({_phase(error)})") from None
+                raise ClusterTimeout(
+                    f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out ({_phase(error)})"
+                ) from None
             raise WatchBroken(f"{where}: no event for {read:.1f} s") from None
         except httpx.HTTPError as error:
             raise WatchBroken(f"{where}: {type(error).__name__}: {_first_line(error)}") from None
@@ -572,8 +644,11 @@ class Cluster:
         if status != 200:
             text = self._read_body(response, where).decode("utf-8", "replace")
             if status in REFUSED_STATUSES:
-                raise ClusterRequestRefused(f"{where}: HTTP {status} {REFUSED_STATUSES[status]}: our own request was "
-                                            f"refused, nothing observed {_text_reason(text)}".rstrip(), status)
+                raise ClusterRequestRefused(
+                    f"{where}: HTTP {status} {REFUSED_STATUSES[status]}: our own request was "
+                    f"refused, nothing observed {_text_reason(text)}".rstrip(),
+                    status,
+                )
             if status == 401:
                 raise ClusterAuthError(f"{where}: HTTP 401 {_text_reason(text)}")
             raise WatchBroken(f"{where}: HTTP {status} {_text_reason(text)}".rstrip(), forbidden=status == 403)
@@ -587,14 +662,17 @@ class Cluster:
         # An in-memory response (httpx.MockTransport's) was read whole already; a network one streams here.
         for chunk in [response.content] if response.is_stream_consumed else response.iter_raw():
             if self.deadline.expired:
-                raise ClusterTimeout(f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out "
-                                     "while following the watch")
+                raise ClusterTimeout(
+                    f"{where}: the check's deadline of {self.deadline.seconds:g} s ran out while following the watch"
+                )
             total += len(chunk)
             if total > max_bytes:
                 raise WatchBroken(f"{where}: more than {max_bytes} bytes of changes")
             if not self.budget.spend(len(chunk)):
-                raise ResponseTooLarge(f"{where}: the run has read more than its budget of {self.budget.total} bytes "
-                                       f"({self.budget.setting})")
+                raise ResponseTooLarge(
+                    f"{where}: the run has read more than its budget of {self.budget.total} bytes "
+                    f"({self.budget.setting})"
+                )
             pending += chunk
             start = 0
             while (end := pending.find(b"\n", start)) >= 0:
@@ -604,8 +682,9 @@ class Cluster:
                     return True
             del pending[:start]
             if len(pending) > self.max_response_bytes:
-                raise WatchBroken(f"{where}: an event longer than {self.max_response_bytes} bytes "
-                                  "(cluster.max_response_bytes)")
+                raise WatchBroken(
+                    f"{where}: an event longer than {self.max_response_bytes} bytes (cluster.max_response_bytes)"
+                )
         return False
 
     def _malformed_page(self, model: type[View], response: Response, error: ValidationError) -> MalformedResponse:
@@ -681,7 +760,6 @@ class ListPage(BaseModel, Generic[V]):
     items: list[V]
 
 
-
 @functools.cache
 def _page_adapter(model: type[View]) -> TypeAdapter[ListPage[Any]]:
     """One validator per view, built on first use (a function's cold start pays only for what it reads)."""
@@ -725,7 +803,6 @@ def admission_webhook_named(text: str) -> str | None:
         return None
     match = _ADMISSION_WEBHOOK.search(message) or _CALLING_WEBHOOK.search(message)
     return match["name"] if match else None
-
 
 
 def _text_reason(text: str) -> str:

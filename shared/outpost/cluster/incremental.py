@@ -94,9 +94,14 @@ class Collection(Generic[V, R]):
 
     @property
     def key(self) -> Hashable:
-        return ("collection", self.path, self.label_selector, self.field_selector,
-                f"{self.model.__module__}.{self.model.__qualname__}",
-                f"{self.reduce.__module__}.{self.reduce.__qualname__}")
+        return (
+            "collection",
+            self.path,
+            self.label_selector,
+            self.field_selector,
+            f"{self.model.__module__}.{self.model.__qualname__}",
+            f"{self.reduce.__module__}.{self.reduce.__qualname__}",
+        )
 
     def selectors(self) -> list[tuple[str, str]]:
         params = []
@@ -150,8 +155,9 @@ def read_collections(cluster: Cluster, first: Collection[Any, R1], /) -> tuple[l
 
 
 @overload
-def read_collections(cluster: Cluster, first: Collection[Any, R1], second: Collection[Any, R2], /
-                     ) -> tuple[list[R1], list[R2]]: ...
+def read_collections(
+    cluster: Cluster, first: Collection[Any, R1], second: Collection[Any, R2], /
+) -> tuple[list[R1], list[R2]]: ...
 
 
 def read_collections(cluster: Cluster, *collections: Collection[Any, Any]) -> tuple[list[Any], ...]:
@@ -163,8 +169,10 @@ def read_collections(cluster: Cluster, *collections: Collection[Any, Any]) -> tu
     with contextlib.ExitStack() as streams:
         plans = [_plan(cluster, collection, streams) for collection in collections]
         side_by_side = sum(plan.stream is not None for plan in plans) > 1
-        return tuple(_read(cluster, collection, plan, streams, side_by_side)
-                     for collection, plan in zip(collections, plans, strict=True))
+        return tuple(
+            _read(cluster, collection, plan, streams, side_by_side)
+            for collection, plan in zip(collections, plans, strict=True)
+        )
 
 
 def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.ExitStack) -> _Plan[R]:
@@ -184,8 +192,11 @@ def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.Ex
         target = _current_version(cluster, collection)
         kept.runs += 1
         if target < kept.resource_version:
-            raise WatchBroken(f"{where}: the resourceVersion went back from {kept.resource_version} to {target} "
-                              "(etcd restored from a backup, or another cluster at this address)", gone=True)
+            raise WatchBroken(
+                f"{where}: the resourceVersion went back from {kept.resource_version} to {target} "
+                "(etcd restored from a backup, or another cluster at this address)",
+                gone=True,
+            )
         stream = _open_watch(cluster, collection, kept, streams) if target > kept.resource_version else None
         return _Plan(kept, target=target, stream=stream, target_bytes=cluster.received_bytes - before)
     except WatchBroken as broken:
@@ -195,11 +206,16 @@ def _plan(cluster: Cluster, collection: Collection[V, R], streams: contextlib.Ex
         raise
 
 
-def _open_watch(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R],
-                streams: contextlib.ExitStack) -> WatchStream:
-    params = [("watch", "1"), ("resourceVersion", str(kept.resource_version)),
-              ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
-              *collection.selectors()]
+def _open_watch(
+    cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], streams: contextlib.ExitStack
+) -> WatchStream:
+    params = [
+        ("watch", "1"),
+        ("resourceVersion", str(kept.resource_version)),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
+        *collection.selectors(),
+    ]
     return cluster.open_watch(streams, collection.path, params, server_timeout_seconds=WATCH_TIMEOUT_SECONDS)
 
 
@@ -211,8 +227,9 @@ def _give_up_following(kept: _Kept[R], broken: WatchBroken) -> str:
     return f"the watch could not catch up: {broken}"
 
 
-def _read(cluster: Cluster, collection: Collection[V, R], plan: _Plan[R], streams: contextlib.ExitStack,
-          side_by_side: bool) -> list[R]:
+def _read(
+    cluster: Cluster, collection: Collection[V, R], plan: _Plan[R], streams: contextlib.ExitStack, side_by_side: bool
+) -> list[R]:
     why = plan.why
     if (kept := plan.kept) is not None and (target := plan.target) is not None:
         try:
@@ -257,10 +274,15 @@ def _relist(cluster: Cluster, collection: Collection[V, R], why: str) -> _Kept[R
     before, decoded_before = cluster.received_bytes, cluster.decoded_bytes
     records: dict[str, R] = {}
     version_text = ""
-    for number, page in enumerate(cluster.iter_pages_as(collection.model, collection.path,
-                                                        label_selector=collection.label_selector,
-                                                        field_selector=collection.field_selector,
-                                                        page_size=collection.page_size)):
+    for number, page in enumerate(
+        cluster.iter_pages_as(
+            collection.model,
+            collection.path,
+            label_selector=collection.label_selector,
+            field_selector=collection.field_selector,
+            page_size=collection.page_size,
+        )
+    ):
         if number == 0:
             version_text = page.metadata.resource_version
         for view in page.items:
@@ -358,8 +380,14 @@ def _event_decoder(model: type[V], where: str) -> Callable[[bytes], _Decoded]:
     return decode
 
 
-def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], target: int,
-              stream: WatchStream | None, earlier_bytes: int) -> list[R]:
+def _catch_up(
+    cluster: Cluster,
+    collection: Collection[V, R],
+    kept: _Kept[R],
+    target: int,
+    stream: WatchStream | None,
+    earlier_bytes: int,
+) -> list[R]:
     """Apply `stream`'s events to `kept` until `target` (None: already there); `earlier_bytes` is what this run
     spent on the collection before `stream` (the target's LIST, a watch cut short)."""
     where = f"WATCH {collection.path} on cluster {cluster.name}"
@@ -374,8 +402,10 @@ def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], ta
             kind, view = decode(line)
             version = _version(view.metadata.resource_version)
             if version is None or version < kept.resource_version:
-                raise WatchBroken(f"{where}: event resourceVersion {view.metadata.resource_version[:40]!r} "
-                                  f"after {kept.resource_version}")
+                raise WatchBroken(
+                    f"{where}: event resourceVersion {view.metadata.resource_version[:40]!r} "
+                    f"after {kept.resource_version}"
+                )
             if kind in ("ADDED", "MODIFIED"):
                 kept.records[_object_key(view, where)] = collection.reduce(cast(V, view), where)
                 changes += 1
@@ -388,18 +418,23 @@ def _catch_up(cluster: Cluster, collection: Collection[V, R], kept: _Kept[R], ta
         caught_up = cluster.follow(stream, apply, max_bytes=cluster.max_response_bytes)
         watched_bytes = stream.counted
         if not caught_up:
-            raise WatchBroken(f"{where}: the watch ended at resourceVersion {kept.resource_version} before "
-                              f"reaching {target} (no bookmark)")
+            raise WatchBroken(
+                f"{where}: the watch ended at resourceVersion {kept.resource_version} before "
+                f"reaching {target} (no bookmark)"
+            )
     received = earlier_bytes + watched_bytes
-    cluster.reads[collection.path] = (f"watch, {changes} changes from resourceVersion {started_with} to "
-                                      f"{kept.resource_version}, {received} B")
+    cluster.reads[collection.path] = (
+        f"watch, {changes} changes from resourceVersion {started_with} to {kept.resource_version}, {received} B"
+    )
     kept.costly_watches = kept.costly_watches + 1 if received > kept.list_decoded_bytes > 0 else 0
     if kept.costly_watches >= 2:
         # Following cost more than listing would have, twice in a row: LIST for a while, then follow again.
         kept.costly_watches = 0
         kept.list_only_until = kept.runs + LIST_ONLY_RUNS
-        kept.why_list_only = (f"listing: two watches in a row received more than a LIST's {kept.list_decoded_bytes} B "
-                              f"decoded (the last {received} B): the collection changes faster than it is read")
+        kept.why_list_only = (
+            f"listing: two watches in a row received more than a LIST's {kept.list_decoded_bytes} B "
+            f"decoded (the last {received} B): the collection changes faster than it is read"
+        )
     warm.keep(cluster.identity, collection.key, kept)
     return _sorted(kept.records)
 
@@ -420,5 +455,7 @@ def _malformed_event(line: bytes, where: str) -> MalformedResponse:
     if not isinstance(body, dict):
         return MalformedResponse(f"{where}: an event that is not a JSON object")
     kind = body.get("type")
-    return MalformedResponse(f"{where}: an event of type {str(kind)[:40]!r} without an object "
-                             "(want ADDED, MODIFIED, DELETED, BOOKMARK or ERROR with an object)")
+    return MalformedResponse(
+        f"{where}: an event of type {str(kind)[:40]!r} without an object "
+        "(want ADDED, MODIFIED, DELETED, BOOKMARK or ERROR with an object)"
+    )

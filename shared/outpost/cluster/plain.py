@@ -52,8 +52,15 @@ def check_url(url: str) -> str:
     return url
 
 
-def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: float = 5.0,
-            max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, accept: str = "*/*") -> Response:
+def get_url(
+    url: str,
+    *,
+    deadline: Deadline,
+    timeout: float,
+    connect_timeout: float = 5.0,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    accept: str = "*/*",
+) -> Response:
     """GET `url` with no credential; any HTTP status is returned for the caller to judge."""
     check_url(url)
     where = f"GET {safe_url(url)}"
@@ -62,14 +69,21 @@ def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: fl
     verify = ssl.create_default_context()
     limits = httpx.Timeout(deadline.cap(timeout), connect=deadline.cap(min(connect_timeout, timeout)))
     started = time.monotonic()
-    with httpx.Client(verify=verify, transport=bounded_transport(deadline, verify), follow_redirects=False,
-                      trust_env=False, headers={"User-Agent": USER_AGENT}) as client:
+    with httpx.Client(
+        verify=verify,
+        transport=bounded_transport(deadline, verify),
+        follow_redirects=False,
+        trust_env=False,
+        headers={"User-Agent": USER_AGENT},
+    ) as client:
         try:
-            with client.stream("GET", url, headers={"Accept": accept, "Accept-Encoding": GZIP},
-                               timeout=limits) as response:
+            with client.stream(
+                "GET", url, headers={"Accept": accept, "Accept-Encoding": GZIP}, timeout=limits
+            ) as response:
                 # Decoded by us as it arrives (one gzip layer at most, inflated within the cap), never by httpx.
-                content = read_body(response, cap=max_response_bytes, cap_setting="cluster.max_response_bytes",
-                                    deadline=deadline)
+                content = read_body(
+                    response, cap=max_response_bytes, cap_setting="cluster.max_response_bytes", deadline=deadline
+                )
         except BodyRefused as refused:
             if refused.reason in ("response-cap", "run-budget"):
                 raise ResponseTooLarge(f"{where}: {refused}") from None
@@ -83,9 +97,14 @@ def get_url(url: str, *, deadline: Deadline, timeout: float, connect_timeout: fl
         except httpx.HTTPError as error:
             first = (str(error).strip().splitlines() or ["no detail"])[0][:160]
             raise ClusterUnreachable(f"{where}: {type(error).__name__}: {first}") from None
-    return Response(path=safe_url(url), status_code=response.status_code, content=content,
-                    headers=dict(response.headers), elapsed_ms=int((time.monotonic() - started) * 1000),
-                    encoding=response.encoding or "utf-8")
+    return Response(
+        path=safe_url(url),
+        status_code=response.status_code,
+        content=content,
+        headers=dict(response.headers),
+        elapsed_ms=int((time.monotonic() - started) * 1000),
+        encoding=response.encoding or "utf-8",
+    )
 
 
 __all__ = ["check_url", "get_url", "safe_url"]

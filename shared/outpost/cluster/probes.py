@@ -113,13 +113,19 @@ class ProbeOutcome:
 
     def as_detail(self) -> dict[str, Any]:
         """A JSON-friendly record for a result's `details`."""
-        return {"target": self.target.ref, "endpoint": self.target.label, "verdict": self.verdict.value,
-                "status_code": self.status_code, "detail": self.detail, "elapsed_ms": self.elapsed_ms}
+        return {
+            "target": self.target.ref,
+            "endpoint": self.target.label,
+            "verdict": self.verdict.value,
+            "status_code": self.status_code,
+            "detail": self.detail,
+            "elapsed_ms": self.elapsed_ms,
+        }
 
 
 def preview(text: str, limit: int = _PREVIEW) -> str:
     """`text` on one line, quoted, shortened to `limit` characters."""
-    head = text[:limit * 8]  # never split a whole (possibly huge) body to show `limit` characters of it
+    head = text[: limit * 8]  # never split a whole (possibly huge) body to show `limit` characters of it
     flat = " ".join(head.split())
     more = len(flat) > limit or len(text) > len(head)
     return repr(flat[:limit] + ("…" if more else ""))
@@ -134,7 +140,7 @@ def _api_status_message(body: str) -> str | None:
     except (ValueError, RecursionError):
         return None
     if isinstance(parsed, dict) and parsed.get("kind") == "Status" and isinstance(parsed.get("message"), str):
-        return " ".join(str(parsed["message"]).split())[:_PREVIEW * 2]
+        return " ".join(str(parsed["message"]).split())[: _PREVIEW * 2]
     return None
 
 
@@ -149,8 +155,9 @@ def classify(status_code: int, body: str, expect_body: str | None = None) -> tup
     if status_code == 429:
         return Verdict.UNOBSERVED, "HTTP 429: rate limited by the API server, health not observed"
     if status_code in REFUSED_STATUSES:  # `Cluster` raises ClusterRequestRefused first; this keeps `classify` whole
-        return Verdict.UNOBSERVED, (f"HTTP {status_code} {REFUSED_STATUSES[status_code]}: our own request was "
-                                    "refused, health not observed")
+        return Verdict.UNOBSERVED, (
+            f"HTTP {status_code} {REFUSED_STATUSES[status_code]}: our own request was refused, health not observed"
+        )
     if 300 <= status_code < 400:
         return Verdict.UNOBSERVED, f"HTTP {status_code}: redirect (not followed), health not observed"
     if 400 <= status_code < 600:
@@ -184,8 +191,17 @@ def _probe_one(cluster: Cluster, target: ProbeTarget, timeout: float, accept: st
     except ClusterError as error:  # too large, or anything else the client could not read
         return _Raw(target, ProbeOutcome(target, Verdict.UNOBSERVED, str(error)))
     verdict, detail = classify(response.status_code, response.text, target.expect_body)
-    return _Raw(target, ProbeOutcome(target, verdict, detail, response.status_code,
-                                     " ".join(response.text[:_HEAD].split())[:_PREVIEW], response.elapsed_ms))
+    return _Raw(
+        target,
+        ProbeOutcome(
+            target,
+            verdict,
+            detail,
+            response.status_code,
+            " ".join(response.text[:_HEAD].split())[:_PREVIEW],
+            response.elapsed_ms,
+        ),
+    )
 
 
 def api_server_answers(cluster: Cluster, timeout: float = CONTROL_TIMEOUT_SECONDS) -> str | None:
@@ -199,9 +215,15 @@ def api_server_answers(cluster: Cluster, timeout: float = CONTROL_TIMEOUT_SECOND
     return None
 
 
-def probe_all(cluster: Cluster, targets: Sequence[ProbeTarget], *, timeout: float,
-              concurrency: int = DEFAULT_CONCURRENCY, accept: str = "*/*",
-              raise_unobserved: bool = True) -> list[ProbeOutcome]:
+def probe_all(
+    cluster: Cluster,
+    targets: Sequence[ProbeTarget],
+    *,
+    timeout: float,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    accept: str = "*/*",
+    raise_unobserved: bool = True,
+) -> list[ProbeOutcome]:
     """GET every target's proxy path and classify each answer (see the module docstring).
 
     `timeout` is per target (a target slower than that is unhealthy); the run's deadline bounds all.
@@ -221,12 +243,17 @@ def probe_all(cluster: Cluster, targets: Sequence[ProbeTarget], *, timeout: floa
         if raw.outcome is not None:
             outcomes.append(raw.outcome)
         elif why_not is None:
-            outcomes.append(ProbeOutcome(raw.target, Verdict.UNHEALTHY,
-                                         f"{raw.transport_failure} through the API server proxy"))
+            outcomes.append(
+                ProbeOutcome(raw.target, Verdict.UNHEALTHY, f"{raw.transport_failure} through the API server proxy")
+            )
         else:
-            outcomes.append(ProbeOutcome(
-                raw.target, Verdict.UNOBSERVED,
-                f"{raw.transport_failure}, and the API server itself does not answer: {why_not}"))
+            outcomes.append(
+                ProbeOutcome(
+                    raw.target,
+                    Verdict.UNOBSERVED,
+                    f"{raw.transport_failure}, and the API server itself does not answer: {why_not}",
+                )
+            )
     if raise_unobserved:
         raise_if_unobserved(outcomes)
     return outcomes
@@ -240,5 +267,15 @@ def raise_if_unobserved(outcomes: Sequence[ProbeOutcome]) -> None:
         raise ClusterError(f"{unobserved[0].message}{more}")
 
 
-__all__ = ["CONTROL_PATH", "DEFAULT_CONCURRENCY", "ProbeOutcome", "ProbeTarget", "Verdict", "api_server_answers",
-           "classify", "preview", "probe_all", "raise_if_unobserved"]
+__all__ = [
+    "CONTROL_PATH",
+    "DEFAULT_CONCURRENCY",
+    "ProbeOutcome",
+    "ProbeTarget",
+    "Verdict",
+    "api_server_answers",
+    "classify",
+    "preview",
+    "probe_all",
+    "raise_if_unobserved",
+]

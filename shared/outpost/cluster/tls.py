@@ -111,8 +111,9 @@ def _chain(stream: httpcore.NetworkStream, verified: bool) -> tuple[bytes, ...]:
     ssl_object = stream.get_extra_info("ssl_object")
     if ssl_object is None:
         return ()
-    certificates: Sequence[object] = (ssl_object.get_verified_chain() if verified
-                                      else ssl_object.get_unverified_chain()) or ()
+    certificates: Sequence[object] = (
+        ssl_object.get_verified_chain() if verified else ssl_object.get_unverified_chain()
+    ) or ()
     return tuple(certificate.public_bytes(_DER) for certificate in certificates)  # type: ignore[attr-defined]
 
 
@@ -122,8 +123,14 @@ def _version(stream: httpcore.NetworkStream) -> str | None:
     return str(version) if version else None
 
 
-def probe_tls(server: str, context: ssl.SSLContext, deadline: Deadline, connect_timeout: float, *,
-              read_unverified_chain: bool = False) -> TlsProbe:
+def probe_tls(
+    server: str,
+    context: ssl.SSLContext,
+    deadline: Deadline,
+    connect_timeout: float,
+    *,
+    read_unverified_chain: bool = False,
+) -> TlsProbe:
     """TCP connect (DNS included), then a verified TLS handshake, each timed (module doc)."""
     host, port = _host_port(server)
     address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
@@ -152,22 +159,36 @@ def probe_tls(server: str, context: ssl.SSLContext, deadline: Deadline, connect_
         chain: tuple[bytes, ...] = ()
         if code == X509_V_ERR_CERT_HAS_EXPIRED and read_unverified_chain:
             chain = _read_unverified_chain(backend, host, port, deadline, connect_timeout)
-        return TlsProbe(address, tcp_ms=tcp_ms, tls_ms=tls_ms, tls_error=what, verify_code=code,
-                        verify_message=message, chain=chain, chain_verified=False)
+        return TlsProbe(
+            address,
+            tcp_ms=tcp_ms,
+            tls_ms=tls_ms,
+            tls_error=what,
+            verify_code=code,
+            verify_message=message,
+            chain=chain,
+            chain_verified=False,
+        )
     try:
-        return TlsProbe(address, tcp_ms=tcp_ms, tls_ms=_ms(started), tls_version=_version(secure),
-                        chain=_chain(secure, verified=True), chain_verified=True)
+        return TlsProbe(
+            address,
+            tcp_ms=tcp_ms,
+            tls_ms=_ms(started),
+            tls_version=_version(secure),
+            chain=_chain(secure, verified=True),
+            chain_verified=True,
+        )
     finally:
         secure.close()
 
 
-def _read_unverified_chain(backend: DeadlineBackend, host: str, port: int, deadline: Deadline,
-                           connect_timeout: float) -> tuple[bytes, ...]:
+def _read_unverified_chain(
+    backend: DeadlineBackend, host: str, port: int, deadline: Deadline, connect_timeout: float
+) -> tuple[bytes, ...]:
     """The chain the server presents, read without verification (only after verification failed)."""
     try:
         stream = backend.connect_tcp(host, port, timeout=deadline.cap(connect_timeout))
-        secure = stream.start_tls(_unverified_context(), server_hostname=host,
-                                  timeout=deadline.cap(connect_timeout))
+        secure = stream.start_tls(_unverified_context(), server_hostname=host, timeout=deadline.cap(connect_timeout))
     except (httpcore.ConnectTimeout, httpcore.ConnectError, OSError):
         return ()  # the description just has less to say; the verdict is already "verification failed"
     try:

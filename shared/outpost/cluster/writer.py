@@ -54,8 +54,15 @@ class ClusterWriter(Cluster):
             return None
         return self._json_object(response, expected=(200, 202))
 
-    def _write(self, method: str, path: str, obj: dict[str, Any], content_type: str, params: Query,
-               expected: tuple[int, ...] = (200,)) -> dict[str, Any]:
+    def _write(
+        self,
+        method: str,
+        path: str,
+        obj: dict[str, Any],
+        content_type: str,
+        params: Query,
+        expected: tuple[int, ...] = (200,),
+    ) -> dict[str, Any]:
         body = json.dumps(obj, separators=(",", ":")).encode()
         response = self._send(method, path, params, body=body, content_type=content_type)
         return self._json_object(response, expected=expected)

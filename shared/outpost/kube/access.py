@@ -78,8 +78,9 @@ Access = ResourceAccess | NonResourceAccess
 
 def get(kind: Kind, name: str | None = None, namespace: str | None = None, *, when: str = "") -> ResourceAccess:
     """GET of one object of `kind` (by `name` if known; any name otherwise)."""
-    return ResourceAccess(kind.group, kind.plural, "get", namespace if kind.namespaced else None,
-                          (name,) if name else (), when)
+    return ResourceAccess(
+        kind.group, kind.plural, "get", namespace if kind.namespaced else None, (name,) if name else (), when
+    )
 
 
 def list_(kind: Kind, namespace: str | None = None, *, when: str = "") -> ResourceAccess:
@@ -100,12 +101,14 @@ def create(kind: Kind, namespace: str | None = None, *, when: str = "") -> Resou
 
 
 def patch(kind: Kind, subresource: str, namespace: str | None = None, *, when: str = "") -> ResourceAccess:
-    return ResourceAccess(kind.group, f"{kind.plural}/{subresource}", "patch",
-                          namespace if kind.namespaced else None, (), when)
+    return ResourceAccess(
+        kind.group, f"{kind.plural}/{subresource}", "patch", namespace if kind.namespaced else None, (), when
+    )
 
 
-def service_proxy(namespace: str, name: str, port: int | str | None = None, scheme: Scheme | None = None,
-                  *, when: str = "") -> ResourceAccess:
+def service_proxy(
+    namespace: str, name: str, port: int | str | None = None, scheme: Scheme | None = None, *, when: str = ""
+) -> ResourceAccess:
     """GET through the service proxy: RBAC names the Service as the path does (`https:NAME:PORT`)."""
     return ResourceAccess("", "services/proxy", "get", namespace, (proxy_target(name, port, scheme),), when)
 

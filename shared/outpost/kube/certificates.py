@@ -102,8 +102,10 @@ def _x509() -> Any:
     try:
         from cryptography import x509
     except ImportError:  # the extra is missing from this install/bundle: a deployment problem, named
-        raise ConfigError("certificate parsing needs the 'certificates' extra (cryptography), which this "
-                          "installation lacks: pip install 'outpost[certificates]'") from None
+        raise ConfigError(
+            "certificate parsing needs the 'certificates' extra (cryptography), which this "
+            "installation lacks: pip install 'outpost[certificates]'"
+        ) from None
     return x509
 
 
@@ -162,7 +164,7 @@ def _get_line(data: bytes) -> tuple[bytes, bytes, int]:
         index = consumed = len(data)
     else:
         consumed = index + 1
-        if index > 0 and data[index - 1:index] == b"\r":
+        if index > 0 and data[index - 1 : index] == b"\r":
             index -= 1
     return data[:index].rstrip(b" \t"), data[consumed:], consumed
 
@@ -191,7 +193,7 @@ def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
             return None, data
         end_trailer_index = end_index + len(_PEM_END)
         begin_index = rest.rfind(_PEM_START[1:], 0, end_index)
-        if begin_index < 0 or (begin_index > 0 and rest[begin_index - 1:begin_index] != b"\n"):
+        if begin_index < 0 or (begin_index > 0 and rest[begin_index - 1 : begin_index] != b"\n"):
             continue
         skip = begin_index + len(_PEM_START) - 1
         rest = rest[skip:]
@@ -202,7 +204,7 @@ def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
         end_trailer_index -= consumed
         if not type_line.endswith(_PEM_END_OF_LINE):
             continue
-        type_line = type_line[:-len(_PEM_END_OF_LINE)]
+        type_line = type_line[: -len(_PEM_END_OF_LINE)]
         headers: dict[str, str] = {}
         truncated = False
         while True:
@@ -237,7 +239,7 @@ def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
             if decoded is None:
                 continue
             body = decoded
-        _, rest, _ = _get_line(rest[end_index + len(_PEM_END) - 1:])
+        _, rest, _ = _get_line(rest[end_index + len(_PEM_END) - 1 :])
         return PemBlock(type_line.decode("latin-1"), headers, body), rest
 
 
@@ -288,8 +290,10 @@ def parse_ca_bundle(data: bytes | str) -> list[CertificateInfo]:
         try:
             x509.load_der_x509_certificate(found.data)
         except ValueError as error:
-            raise NotACertificate(f"PEM block {number} of {candidates} does not parse ({type(error).__name__}): "
-                                  f"failed to parse certificate; {refused}") from None
+            raise NotACertificate(
+                f"PEM block {number} of {candidates} does not parse ({type(error).__name__}): "
+                f"failed to parse certificate; {refused}"
+            ) from None
     raise NotACertificate("no PEM CERTIFICATE block")  # client-go: "no valid certificate authority data seen"
 
 
@@ -308,8 +312,9 @@ def parse_pem_bundle(data: bytes | str) -> list[CertificateInfo]:
         try:
             certificates.append(_info(x509.load_der_x509_certificate(block.data)))
         except ValueError as error:
-            raise NotACertificate(f"PEM block {number} of {len(blocks)} does not parse "
-                                  f"({type(error).__name__})") from None
+            raise NotACertificate(
+                f"PEM block {number} of {len(blocks)} does not parse ({type(error).__name__})"
+            ) from None
     return certificates
 
 

@@ -156,8 +156,12 @@ def selector_verdict(raw: Mapping[str, Any] | None, labels: Mapping[str, str]) -
     return not unmet, ", ".join(unmet)
 
 
-def select(profile: ClusterColocationProfile, namespace: str, namespace_labels: Mapping[str, str],
-           pod_labels: Mapping[str, str]) -> Selection:
+def select(
+    profile: ClusterColocationProfile,
+    namespace: str,
+    namespace_labels: Mapping[str, str],
+    pod_labels: Mapping[str, str],
+) -> Selection:
     name = profile.metadata.name
     selects, unmet = selector_verdict(profile.spec.namespace_selector, namespace_labels)
     if not selects:
@@ -208,8 +212,10 @@ def profile_writes(spec: ColocationProfileSpec) -> tuple[dict[tuple[str, str], s
     why: dict[tuple[str, str], str] = {}
     writes |= {(LABEL, key): value for key, value in spec.labels.items()}
     writes |= {(ANNOTATION, key): value for key, value in spec.annotations.items()}
-    for mapping, kind, name in ((spec.label_keys_mapping, LABEL, "labelKeysMapping"),
-                                (spec.annotation_keys_mapping, ANNOTATION, "annotationKeysMapping")):
+    for mapping, kind, name in (
+        (spec.label_keys_mapping, LABEL, "labelKeysMapping"),
+        (spec.annotation_keys_mapping, ANNOTATION, "annotationKeysMapping"),
+    ):
         for target in mapping.values():
             writes[(kind, target)] = None
             why[(kind, target)] = name
@@ -228,27 +234,38 @@ def profile_writes(spec: ColocationProfileSpec) -> tuple[dict[tuple[str, str], s
     return writes, why
 
 
-def expected_mutation(profiles: Sequence[ClusterColocationProfile], namespace: str,
-                      namespace_labels: Mapping[str, str], pod_labels: Mapping[str, str]) -> ProfileExpectation:
+def expected_mutation(
+    profiles: Sequence[ClusterColocationProfile],
+    namespace: str,
+    namespace_labels: Mapping[str, str],
+    pod_labels: Mapping[str, str],
+) -> ProfileExpectation:
     """What the admitted pod must carry, from the profiles koord-manager would apply to it (module docstring)."""
     selections = tuple(select(p, namespace, namespace_labels, pod_labels) for p in profiles)
     by_name = {p.metadata.name: p for p in profiles}
     broken = [s for s in selections if s.selects and s.chance is None]
     if broken:
         named = ", ".join(f"{s.profile} (probability {by_name[s.profile].spec.probability!r})" for s in broken)
-        return ProfileExpectation(selections, problem=f"ClusterColocationProfile {named} selects the pod with a "
-                                  "probability that is neither an integer nor a percentage: koord-manager fails on "
-                                  "every pod it selects, so no mutation can be predicted")
+        return ProfileExpectation(
+            selections,
+            problem=f"ClusterColocationProfile {named} selects the pod with a "
+            "probability that is neither an integer nor a percentage: koord-manager fails on "
+            "every pod it selects, so no mutation can be predicted",
+        )
     applying = [s for s in selections if s.selects and s.chance is not None and s.chance > 0]
     certain = [s for s in applying if s.chance is not None and s.chance >= 100]
     if not certain:
         if applying:
             named = ", ".join(f"{s.profile} ({s.chance}%)" for s in applying)
-            return ProfileExpectation(selections, problem=f"only ClusterColocationProfile {named} selects the pod, "
-                                      "and may skip it: the mutation is not predictable (a profile applied at "
-                                      "probability 100 is needed)")
-        return ProfileExpectation(selections, problem=no_profile_problem(selections, namespace, namespace_labels,
-                                                                         pod_labels))
+            return ProfileExpectation(
+                selections,
+                problem=f"only ClusterColocationProfile {named} selects the pod, "
+                "and may skip it: the mutation is not predictable (a profile applied at "
+                "probability 100 is needed)",
+            )
+        return ProfileExpectation(
+            selections, problem=no_profile_problem(selections, namespace, namespace_labels, pod_labels)
+        )
     writes = {s.profile: profile_writes(by_name[s.profile].spec) for s in applying}
     certain_keys = sorted({key for s in certain for key in writes[s.profile][0] if key[1] != _ALL})
     wants: list[Want] = []
@@ -275,10 +292,13 @@ def expected_mutation(profiles: Sequence[ClusterColocationProfile], namespace: s
             wants.append(Want(key[0], key[1], frozenset(values), tuple(sources)))
     if not wants:
         named = ", ".join(s.profile for s in certain)
-        return ProfileExpectation(selections, unpredictable=tuple(unpredictable),
-                                  problem=f"ClusterColocationProfile {named} selects the pod but sets nothing this "
-                                  "check can predict (labels, annotations, qosClass, koordinatorPriority, "
-                                  "schedulerName or priorityClassName)")
+        return ProfileExpectation(
+            selections,
+            unpredictable=tuple(unpredictable),
+            problem=f"ClusterColocationProfile {named} selects the pod but sets nothing this "
+            "check can predict (labels, annotations, qosClass, koordinatorPriority, "
+            "schedulerName or priorityClassName)",
+        )
     return ProfileExpectation(selections, tuple(wants), tuple(unpredictable))
 
 
@@ -287,15 +307,20 @@ def pairs(labels: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none"
 
 
-def no_profile_problem(selections: Sequence[Selection], namespace: str, namespace_labels: Mapping[str, str],
-                       pod_labels: Mapping[str, str]) -> str:
+def no_profile_problem(
+    selections: Sequence[Selection], namespace: str, namespace_labels: Mapping[str, str], pod_labels: Mapping[str, str]
+) -> str:
     """Why no profile would mutate the pod: the pod's labels, the namespace's, and what each profile misses."""
     where = f"pod labels {pairs(pod_labels)} in namespace {namespace} (namespace labels {pairs(namespace_labels)})"
     documented = ", ".join(f"{k}={v}" for k, v in DOCUMENTED_SELECTOR.items())
     if not selections:
-        return (f"no ClusterColocationProfile exists, so koord-manager mutates nothing ({where}); upstream's "
-                f"documented {DOCUMENTED_PROFILE} selects pods labelled {documented} in namespaces labelled "
-                f"{documented}: create such a profile and label namespace {namespace} {documented}")
-    reasons = "; ".join(f"{s.profile}: {s.why}" if not s.selects else f"{s.profile}: probability {s.chance}, never "
-                        "applies" for s in selections)
+        return (
+            f"no ClusterColocationProfile exists, so koord-manager mutates nothing ({where}); upstream's "
+            f"documented {DOCUMENTED_PROFILE} selects pods labelled {documented} in namespaces labelled "
+            f"{documented}: create such a profile and label namespace {namespace} {documented}"
+        )
+    reasons = "; ".join(
+        f"{s.profile}: {s.why}" if not s.selects else f"{s.profile}: probability {s.chance}, never applies"
+        for s in selections
+    )
     return f"no ClusterColocationProfile selects the pod, so koord-manager mutates nothing ({where}): {reasons}"

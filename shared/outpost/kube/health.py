@@ -51,7 +51,7 @@ def read_health_body(body: str) -> HealthBody:
     head = body[:MAX_HEALTH_BYTES]
     truncated = len(body) > MAX_HEALTH_BYTES
     if truncated and "\n" in head:
-        head = head[:head.rindex("\n")]  # a last line cut in two is not read as a line
+        head = head[: head.rindex("\n")]  # a last line cut in two is not read as a line
     raw_lines = head.split("\n", MAX_HEALTH_LINES)
     if len(raw_lines) > MAX_HEALTH_LINES:
         truncated = truncated or bool(raw_lines[-1].strip())

@@ -87,8 +87,10 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
 
         families = list(text_string_to_metric_families(_family_lines(text, name)))
     except (ValueError, TypeError, IndexError) as error:
-        raise MalformedResponse(f"{where}: not Prometheus text format ({type(error).__name__}: "
-                                f"{str(error).splitlines()[0][:120] if str(error) else ''})") from None
+        raise MalformedResponse(
+            f"{where}: not Prometheus text format ({type(error).__name__}: "
+            f"{str(error).splitlines()[0][:120] if str(error) else ''})"
+        ) from None
     buckets: dict[LabelSet, dict[float, float]] = {}
     ignored: dict[LabelSet, list[str]] = {}
     counts: dict[LabelSet, float] = {}
@@ -108,8 +110,10 @@ def parse_histogram(text: str, name: str, where: str) -> dict[LabelSet, Series]:
                     series[bound] = float(sample.value)
             elif sample.name == f"{name}_count":
                 counts.setdefault(labels, float(sample.value))
-    return {labels: Series(labels, bucket, counts.get(labels), tuple(ignored.get(labels, ())))
-            for labels, bucket in buckets.items()}
+    return {
+        labels: Series(labels, bucket, counts.get(labels), tuple(ignored.get(labels, ())))
+        for labels, bucket in buckets.items()
+    }
 
 
 _GO_DIGITS = r"[0-9](?:_?[0-9])*"
@@ -146,7 +150,7 @@ def _family_lines(text: str, name: str) -> str:
     keep = []
     for line in text.splitlines():
         if line.startswith(name):
-            rest = line[len(name):]
+            rest = line[len(name) :]
             if rest[:1] in ("{", " ") or rest.startswith(("_bucket", "_count", "_sum", "_created")):
                 keep.append(line)
         elif line.startswith("#") and (f" {name} " in line or line.endswith(f" {name}")):

@@ -185,17 +185,22 @@ class NodeSelection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     classes: tuple[NodeClass, ...] = Field(
-        (NodeClass.REAL,), min_length=1,
+        (NodeClass.REAL,),
+        min_length=1,
         description="Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), virtual "
-                    "(label type=virtual-kubelet). Default real only: no koordlet or kruise-daemon runs on a "
-                    "KWOK fake node (kwok marks every pod bound to one Running and Ready, so its 'ready agent' "
-                    "proves nothing, and its NodeMetric never gets a status). Add fake only where something "
-                    "reports for fake nodes (the sandbox's stand-ins).")
+        "(label type=virtual-kubelet). Default real only: no koordlet or kruise-daemon runs on a "
+        "KWOK fake node (kwok marks every pod bound to one Running and Ready, so its 'ready agent' "
+        "proves nothing, and its NodeMetric never gets a status). Add fake only where something "
+        "reports for fake nodes (the sandbox's stand-ins).",
+    )
     label_selector: str = Field(
-        "", description="Only nodes whose labels match (Kubernetes selector syntax, sent to the API server); "
-                        "'' = every node of the selected classes.")
+        "",
+        description="Only nodes whose labels match (Kubernetes selector syntax, sent to the API server); "
+        "'' = every node of the selected classes.",
+    )
     include_cordoned: bool = Field(
-        False, description="Also judge cordoned nodes (spec.unschedulable); by default they are left out.")
+        False, description="Also judge cordoned nodes (spec.unschedulable); by default they are left out."
+    )
 
     @field_validator("label_selector")
     @classmethod
@@ -226,8 +231,9 @@ class NodeSelection(BaseModel):
         return text + (", cordoned included" if self.include_cordoned else "")
 
 
-FAKE_OPT_IN = ("KWOK fake nodes are left out by default (no agent runs on them); to judge them, "
-               "set nodes.classes to [real, fake]")
+FAKE_OPT_IN = (
+    "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set nodes.classes to [real, fake]"
+)
 
 
 @dataclass(frozen=True)
@@ -244,8 +250,12 @@ class SelectedNodes:
         return [node.name for node in self.nodes]
 
     def details(self) -> dict[str, Any]:
-        return {"selected": len(self.nodes), "by_class": dict(self.by_class), "excluded": dict(self.excluded),
-                "nodes_read": self.total}
+        return {
+            "selected": len(self.nodes),
+            "by_class": dict(self.by_class),
+            "excluded": dict(self.excluded),
+            "nodes_read": self.total,
+        }
 
 
 def nothing_selected(selection: NodeSelection, selected: SelectedNodes) -> str:
@@ -264,8 +274,11 @@ def select_nodes(nodes: Iterable[NodeFacts], selection: NodeSelection | Metadata
     for node in nodes:
         total += 1
         if isinstance(selection, MetadataSelector):
-            reason = None if selection.matches(node.labels, node.annotations) else EXCLUDED_METADATA.format(
-                selector=selection)
+            reason = (
+                None
+                if selection.matches(node.labels, node.annotations)
+                else EXCLUDED_METADATA.format(selector=selection)
+            )
         else:
             reason = selection.exclusion(node)
         if reason is None:
@@ -315,8 +328,9 @@ def usage_from_nodemetric(raw: Any, where: str = "nodemetric") -> UsageSample:
     return nodemetric_usage(parse(NodeMetricOutline, raw, where), where)
 
 
-def nodemetric_usage(metric: NodeMetric | NodeMetricOutline | FastNodeMetricOutline,
-                     where: str = "nodemetric") -> UsageSample:
+def nodemetric_usage(
+    metric: NodeMetric | NodeMetricOutline | FastNodeMetricOutline, where: str = "nodemetric"
+) -> UsageSample:
     """One NodeMetric's usage sample; no name is MalformedResponse."""
     if not metric.name:
         raise MalformedResponse(f"{where}: a NodeMetric without metadata.name")

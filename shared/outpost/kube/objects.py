@@ -37,8 +37,9 @@ class View(BaseModel):
     `defer_build`: a view's validator is built when it is first used, not at import, so a function's cold
     start pays only for the kinds its one check reads (building all of them took most of the import)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True, alias_generator=to_camel,
-                              defer_build=True)
+    model_config = ConfigDict(
+        extra="ignore", frozen=True, populate_by_name=True, alias_generator=to_camel, defer_build=True
+    )
 
 
 # -- metadata -------------------------------------------------------------------------------------
@@ -458,7 +459,8 @@ class Lease(KubeObject):
         """Not renewed within its own `leaseDurationSeconds` (+ `slack`), or renewed implausibly far in the future;
         a lease without a duration is expired."""
         return not self.spec.lease_duration_seconds or not self.renewed_within(
-            now, self.spec.lease_duration_seconds + slack, max_future_skew)
+            now, self.spec.lease_duration_seconds + slack, max_future_skew
+        )
 
 
 # -- services and endpoints ---------------------------------------------------------------------------
@@ -658,8 +660,7 @@ class Event(KubeObject):
         firstTimestamp, and finally the object's creation (each writer fills a different subset)."""
         if self.series and self.series.last_observed_time:
             return self.series.last_observed_time
-        return (self.last_timestamp or self.event_time or self.first_timestamp
-                or self.metadata.creation_timestamp)
+        return self.last_timestamp or self.event_time or self.first_timestamp or self.metadata.creation_timestamp
 
     @property
     def occurrences(self) -> int:
@@ -799,8 +800,11 @@ class PodGroup(KubeObject):
     def phase_written_at(self) -> datetime | None:
         """When `status.phase` was last changed: the newest time of the managedFields entries that own it
         (the API server moves an entry's time only when that manager changed the object); None if unrecorded."""
-        times = [entry.time for entry in self.metadata.managed_fields
-                 if entry.time is not None and entry.owns("status", "phase")]
+        times = [
+            entry.time
+            for entry in self.metadata.managed_fields
+            if entry.time is not None and entry.owns("status", "phase")
+        ]
         return max(times, default=None)
 
 
@@ -834,7 +838,8 @@ def parse(model: type[V], raw: Any, where: str) -> V:
         got = repr(first.get("input"))[:60]
         more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
         raise MalformedResponse(
-            f"{where}: {kind} {_name_of(raw)}: field {field}: {first['msg']} (got {got}){more}") from None
+            f"{where}: {kind} {_name_of(raw)}: field {field}: {first['msg']} (got {got}){more}"
+        ) from None
 
 
 def parse_list(model: type[V], raw: Any, where: str) -> list[V]:

@@ -65,24 +65,36 @@ ENDPOINT_SLICES = Kind("EndpointSlice", "discovery.k8s.io", "v1", "endpointslice
 DEPLOYMENTS = Kind("Deployment", "apps", "v1", "deployments", namespaced=True)
 DAEMON_SETS = Kind("DaemonSet", "apps", "v1", "daemonsets", namespaced=True)
 LEASES = Kind("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True)
-CRDS = Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions",
-            namespaced=False)
-MUTATING_WEBHOOKS = Kind("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
-                         "mutatingwebhookconfigurations", namespaced=False)
-VALIDATING_WEBHOOKS = Kind("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
-                           "validatingwebhookconfigurations", namespaced=False)
+CRDS = Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
+MUTATING_WEBHOOKS = Kind(
+    "MutatingWebhookConfiguration",
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    namespaced=False,
+)
+VALIDATING_WEBHOOKS = Kind(
+    "ValidatingWebhookConfiguration",
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
 CLUSTER_ROLES = Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", namespaced=False)
-CLUSTER_ROLE_BINDINGS = Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings",
-                             namespaced=False)
+CLUSTER_ROLE_BINDINGS = Kind(
+    "ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", namespaced=False
+)
 ROLES = Kind("Role", "rbac.authorization.k8s.io", "v1", "roles", namespaced=True)
 ROLE_BINDINGS = Kind("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", namespaced=True)
 FLOW_SCHEMAS = Kind("FlowSchema", "flowcontrol.apiserver.k8s.io", "v1", "flowschemas", namespaced=False)
-PRIORITY_LEVELS = Kind("PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.io", "v1",
-                       "prioritylevelconfigurations", namespaced=False)
+PRIORITY_LEVELS = Kind(
+    "PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations", namespaced=False
+)
 NODE_METRICS = Kind("NodeMetric", "slo.koordinator.sh", "v1alpha1", "nodemetrics", namespaced=False)
 POD_GROUPS = Kind("PodGroup", "scheduling.sigs.k8s.io", "v1alpha1", "podgroups", namespaced=True)
-CLUSTER_COLOCATION_PROFILES = Kind("ClusterColocationProfile", "config.koordinator.sh", "v1alpha1",
-                                   "clustercolocationprofiles", namespaced=False)
+CLUSTER_COLOCATION_PROFILES = Kind(
+    "ClusterColocationProfile", "config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", namespaced=False
+)
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 NODE_METRICS_K8S = Kind("NodeMetrics", "metrics.k8s.io", "v1beta1", "nodes", namespaced=False)
 """The metrics-server resource metrics of nodes (its kind is `NodeMetrics`, its plural `nodes`)."""
@@ -90,10 +102,33 @@ NODE_METRICS_K8S = Kind("NodeMetrics", "metrics.k8s.io", "v1beta1", "nodes", nam
 KINDS: dict[str, Kind] = {
     k.kind: k
     for k in (
-        NAMESPACES, NODES, PODS, SERVICES, ENDPOINTS, EVENTS, CONFIG_MAPS, SECRETS, SERVICE_ACCOUNTS,
-        ENDPOINT_SLICES, DEPLOYMENTS, DAEMON_SETS, LEASES, CRDS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS,
-        CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS, FLOW_SCHEMAS, PRIORITY_LEVELS,
-        NODE_METRICS, POD_GROUPS, NODE_METRICS_K8S, CLUSTER_COLOCATION_PROFILES, PRIORITY_CLASSES,
+        NAMESPACES,
+        NODES,
+        PODS,
+        SERVICES,
+        ENDPOINTS,
+        EVENTS,
+        CONFIG_MAPS,
+        SECRETS,
+        SERVICE_ACCOUNTS,
+        ENDPOINT_SLICES,
+        DEPLOYMENTS,
+        DAEMON_SETS,
+        LEASES,
+        CRDS,
+        MUTATING_WEBHOOKS,
+        VALIDATING_WEBHOOKS,
+        CLUSTER_ROLES,
+        CLUSTER_ROLE_BINDINGS,
+        ROLES,
+        ROLE_BINDINGS,
+        FLOW_SCHEMAS,
+        PRIORITY_LEVELS,
+        NODE_METRICS,
+        POD_GROUPS,
+        NODE_METRICS_K8S,
+        CLUSTER_COLOCATION_PROFILES,
+        PRIORITY_CLASSES,
     )
 }
 """Every kind Outpost (and its sandbox) reads or writes, by manifest `kind`."""
@@ -149,13 +184,15 @@ def _tail(path: str) -> str:
     return path.lstrip("/")
 
 
-def service_proxy(namespace: str, name: str, port: int | str | None = None, path: str = "",
-                  scheme: Scheme | None = None) -> str:
+def service_proxy(
+    namespace: str, name: str, port: int | str | None = None, path: str = "", scheme: Scheme | None = None
+) -> str:
     return f"/api/v1/namespaces/{namespace}/services/{proxy_target(name, port, scheme)}/proxy/{_tail(path)}"
 
 
-def pod_proxy(namespace: str, name: str, port: int | str | None = None, path: str = "",
-              scheme: Scheme | None = None) -> str:
+def pod_proxy(
+    namespace: str, name: str, port: int | str | None = None, path: str = "", scheme: Scheme | None = None
+) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{proxy_target(name, port, scheme)}/proxy/{_tail(path)}"
 
 

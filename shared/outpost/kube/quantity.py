@@ -33,8 +33,10 @@ _BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _SUFFIX_LETTERS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
-_GO_SPACE = " \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
-            "\u2028\u2029\u202f\u205f\u3000"
+_GO_SPACE = (
+    " \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 """Go's `unicode.IsSpace` (what `strings.TrimSpace` trims); Python's `str.strip()` also trims \\x1c-\\x1f."""
 
 
@@ -89,8 +91,7 @@ def _split(text: str) -> tuple[bool, str, str, str, str]:
     while pos < end and text[pos] in _DIGITS:
         pos += 1
     if pos < end:
-        raise ValueError("quantities must match the regular expression "
-                         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise ValueError("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     return positive, number, numerator, fraction, text[suffix_start:]
 
 

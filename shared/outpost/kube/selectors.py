@@ -59,8 +59,10 @@ def _key_problem(key: str) -> str | None:
     if len(name) > 63:
         return "name part must be no more than 63 characters"
     if not _NAME.fullmatch(name):
-        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                "with an alphanumeric character")
+        return (
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character"
+        )
     return None
 
 
@@ -106,8 +108,9 @@ class Requirement:
             if len(self.values) != 1:
                 raise ValueError(f"selector operator {self.operator} on {self.key!r} takes exactly one value")
             if _int64(self.values[0]) is None:
-                raise ValueError(f"selector operator {self.operator} on {self.key!r} needs an integer value, "
-                                 f"got {self.values[0]!r}")
+                raise ValueError(
+                    f"selector operator {self.operator} on {self.key!r} needs an integer value, got {self.values[0]!r}"
+                )
         for value in self.values:
             _value(value)
 
@@ -168,11 +171,18 @@ class LabelSelector:
             if not isinstance(values, list):
                 raise ValueError(f"matchExpressions values for {expression.get('key')!r} must be a list")
             if expression.get("operator") not in _API_OPERATORS:
-                raise ValueError(f"unknown selector operator {expression.get('operator')!r} for key "
-                                 f"{expression.get('key')!r} (not a valid label selector operator: "
-                                 f"{', '.join(_API_OPERATORS)})")
-            requirements.append(Requirement(str(expression.get("key", "")), expression.get("operator"),  # type: ignore[arg-type]
-                                            tuple(str(v) for v in values)))
+                raise ValueError(
+                    f"unknown selector operator {expression.get('operator')!r} for key "
+                    f"{expression.get('key')!r} (not a valid label selector operator: "
+                    f"{', '.join(_API_OPERATORS)})"
+                )
+            requirements.append(
+                Requirement(
+                    str(expression.get("key", "")),
+                    expression.get("operator"),  # type: ignore[arg-type]
+                    tuple(str(v) for v in values),
+                )
+            )
         return cls(tuple(requirements))
 
     @classmethod
@@ -198,8 +208,19 @@ class LabelSelector:
 
 _WHITESPACE = " \t\r\n"
 _SPECIAL = "=!(),><"
-_TOKENS = {")": "ClosedPar", ",": "Comma", "!": "DoesNotExist", "==": "DoubleEquals", "=": "Equals",
-           ">": "GreaterThan", "in": "In", "<": "LessThan", "!=": "NotEquals", "notin": "NotIn", "(": "OpenPar"}
+_TOKENS = {
+    ")": "ClosedPar",
+    ",": "Comma",
+    "!": "DoesNotExist",
+    "==": "DoubleEquals",
+    "=": "Equals",
+    ">": "GreaterThan",
+    "in": "In",
+    "<": "LessThan",
+    "!=": "NotEquals",
+    "notin": "NotIn",
+    "(": "OpenPar",
+}
 """upstream `string2token` (selector.go): every token but Identifier, EndOfString and Error."""
 
 
@@ -302,8 +323,15 @@ class _Parser:
         if self.lookahead()[0] in ("EndOfString", "Comma"):
             return Requirement(key, "Exists")
         kind, literal = self.consume(values=False)
-        operators: dict[str, Operator] = {"In": "In", "NotIn": "NotIn", "Equals": "In", "DoubleEquals": "In",
-                                          "NotEquals": "NotIn", "GreaterThan": "Gt", "LessThan": "Lt"}
+        operators: dict[str, Operator] = {
+            "In": "In",
+            "NotIn": "NotIn",
+            "Equals": "In",
+            "DoubleEquals": "In",
+            "NotEquals": "NotIn",
+            "GreaterThan": "Gt",
+            "LessThan": "Lt",
+        }
         if kind not in operators:
             raise ValueError(f"found '{literal}', expected: in, notin, =, ==, !=, gt, lt")
         operator = operators[kind]

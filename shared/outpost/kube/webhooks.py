@@ -46,8 +46,9 @@ class WebhookWiring:
 
     def configurations(self) -> list[tuple[Kind, str]]:
         """(kind, name) of every configuration to read, mutating first."""
-        return ([(MUTATING_WEBHOOKS, name) for name in self.mutating]
-                + [(VALIDATING_WEBHOOKS, name) for name in self.validating])
+        return [(MUTATING_WEBHOOKS, name) for name in self.mutating] + [
+            (VALIDATING_WEBHOOKS, name) for name in self.validating
+        ]
 
 
 @dataclass(frozen=True)
@@ -88,15 +89,24 @@ def service_problems(wiring: WebhookWiring, service: Service | None) -> list[str
 def endpoint_problems(wiring: WebhookWiring, service: Service | None, endpoints: ReadyEndpoints) -> list[str]:
     if service is None or endpoints.ready:
         return []
-    where = {"none": "no EndpointSlice or Endpoints", "endpointslices": "EndpointSlices",
-             "endpoints": "Endpoints"}[endpoints.source]
+    where = {"none": "no EndpointSlice or Endpoints", "endpointslices": "EndpointSlices", "endpoints": "Endpoints"}[
+        endpoints.source
+    ]
     not_ready = f", {len(endpoints.not_ready)} not ready" if endpoints.not_ready else ""
-    return [observed("Service", wiring.service, wiring.namespace, f"0 ready endpoints ({where}{not_ready})",
-                     ">= 1 ready endpoint")]
+    return [
+        observed(
+            "Service",
+            wiring.service,
+            wiring.namespace,
+            f"0 ready endpoints ({where}{not_ready})",
+            ">= 1 ready endpoint",
+        )
+    ]
 
 
-def configuration_problems(wiring: WebhookWiring, kind: Kind, name: str,
-                           configuration: WebhookConfiguration | None) -> list[str]:
+def configuration_problems(
+    wiring: WebhookWiring, kind: Kind, name: str, configuration: WebhookConfiguration | None
+) -> list[str]:
     """What is wrong with one configuration's wiring to the Service ([] when at least one webhook calls it)."""
     what = ref(kind.kind, name)
     target = f"service {wiring.namespace}/{wiring.service}:{wiring.port}"
@@ -107,8 +117,11 @@ def configuration_problems(wiring: WebhookWiring, kind: Kind, name: str,
         elsewhere = sorted({_callee(w.client_config) for w in configuration.webhooks})
         seen = f"webhooks calling {', '.join(elsewhere)}" if elsewhere else "no webhooks"
         return [f"{what}: observed {seen} (want webhooks calling {target})"]
-    return [f"{what} webhook {w.name}: observed service port {w.client_config.service.port} (want {wiring.port})"
-            for w in calling if w.client_config.service is not None and w.client_config.service.port != wiring.port]
+    return [
+        f"{what} webhook {w.name}: observed service port {w.client_config.service.port} (want {wiring.port})"
+        for w in calling
+        if w.client_config.service is not None and w.client_config.service.port != wiring.port
+    ]
 
 
 def _callee(client_config: WebhookClientConfig) -> str:
@@ -124,20 +137,38 @@ class WiringJudgement:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def judge_wiring(wiring: WebhookWiring, service: Service | None, endpoints: ReadyEndpoints,
-                 configurations: Sequence[tuple[Kind, str, WebhookConfiguration | None]]) -> WiringJudgement:
+def judge_wiring(
+    wiring: WebhookWiring,
+    service: Service | None,
+    endpoints: ReadyEndpoints,
+    configurations: Sequence[tuple[Kind, str, WebhookConfiguration | None]],
+) -> WiringJudgement:
     """Every wiring problem, one line each, and the details a person reads next to them."""
     problems = service_problems(wiring, service) + endpoint_problems(wiring, service, endpoints)
     config_details = []
     for kind, name, configuration in configurations:
         problems += configuration_problems(wiring, kind, name, configuration)
         calling = [] if configuration is None else configuration.webhooks_for(wiring.namespace, wiring.service)
-        config_details.append({
-            "kind": kind.kind, "name": name, "found": configuration is not None,
-            "webhooks": [{"name": w.name, "failure_policy": w.failure_policy, "timeout_seconds": w.timeout_seconds,
-                          "path": w.client_config.service.path if w.client_config.service else None}
-                         for w in calling],
-        })
-    details = {"service": f"{wiring.namespace}/{wiring.service}:{wiring.port}", "service_found": service is not None,
-               "endpoints": endpoints.as_detail(), "configurations": config_details}
+        config_details.append(
+            {
+                "kind": kind.kind,
+                "name": name,
+                "found": configuration is not None,
+                "webhooks": [
+                    {
+                        "name": w.name,
+                        "failure_policy": w.failure_policy,
+                        "timeout_seconds": w.timeout_seconds,
+                        "path": w.client_config.service.path if w.client_config.service else None,
+                    }
+                    for w in calling
+                ],
+            }
+        )
+    details = {
+        "service": f"{wiring.namespace}/{wiring.service}:{wiring.port}",
+        "service_found": service is not None,
+        "endpoints": endpoints.as_detail(),
+        "configurations": config_details,
+    }
     return WiringJudgement(problems, details)

@@ -69,9 +69,14 @@ def stop_line(check_name: str, platform: str) -> interrupt.StopHook:
 
     def write(signum: int) -> None:
         name, code = interrupt.signal_name(signum), interrupt.exit_code(signum)
-        record = structured("WARNING", f"{check_name}: {platform} process stopped by {name}: the run in progress, "
-                                       f"if any, ends unreported (no heartbeat after a stop); exit {code}",
-                            check=check_name, outcome="stopped", signal=name)
+        record = structured(
+            "WARNING",
+            f"{check_name}: {platform} process stopped by {name}: the run in progress, "
+            f"if any, ends unreported (no heartbeat after a stop); exit {code}",
+            check=check_name,
+            outcome="stopped",
+            signal=name,
+        )
         interrupt.write_line(1, dumps(record))
 
     return write

@@ -121,8 +121,9 @@ def _first_error(error: ValidationError) -> str:
 
 
 def _too_large() -> InvocationError:
-    return InvocationError(f"request body is larger than {MAX_BODY_BYTES} bytes "
-                           '(the options are tiny: {"report": false})')
+    return InvocationError(
+        f'request body is larger than {MAX_BODY_BYTES} bytes (the options are tiny: {{"report": false}})'
+    )
 
 
 def _decode_body(body: str | None, is_base64: bool) -> bytes:
@@ -131,12 +132,12 @@ def _decode_body(body: str | None, is_base64: bool) -> bytes:
         return b""
     if not is_base64:
         try:
-            return body[:MAX_BODY_BYTES + 1].encode("utf-8")[:MAX_BODY_BYTES + 1]
+            return body[: MAX_BODY_BYTES + 1].encode("utf-8")[: MAX_BODY_BYTES + 1]
         except UnicodeEncodeError:  # a lone surrogate, e.g. from a "\ud800" escape in the event
             raise InvocationError("request body is not valid JSON") from None
     try:
         # Whole 4-character groups, 3 bytes each: only the head of a large body is decoded.
-        return base64.b64decode(body[:(MAX_BODY_BYTES // 3 + 1) * 4], validate=True)[:MAX_BODY_BYTES + 1]
+        return base64.b64decode(body[: (MAX_BODY_BYTES // 3 + 1) * 4], validate=True)[: MAX_BODY_BYTES + 1]
     except (binascii.Error, ValueError):
         raise InvocationError("request body is marked base64 but is not valid base64") from None
 
@@ -236,12 +237,14 @@ def parse_body(body: bytes) -> Any:
     too_large = len(body) > MAX_BODY_BYTES
     try:
         # A body over the cap is refused anyway: its head is decoded leniently, only to name a nesting too deep.
-        text = body[:MAX_BODY_BYTES + 1].decode("utf-8", "replace" if too_large else "strict")
+        text = body[: MAX_BODY_BYTES + 1].decode("utf-8", "replace" if too_large else "strict")
     except UnicodeDecodeError:
         raise InvocationError("request body is not valid JSON") from None
     if nesting_exceeds(text):
-        raise InvocationError(f"request body nests deeper than {MAX_BODY_DEPTH} levels "
-                              '(the options are one flat object: {"report": false})')
+        raise InvocationError(
+            f"request body nests deeper than {MAX_BODY_DEPTH} levels "
+            '(the options are one flat object: {"report": false})'
+        )
     if too_large:
         raise _too_large()
     try:

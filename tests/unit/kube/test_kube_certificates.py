@@ -20,8 +20,14 @@ from outpost.kube.certificates import (
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 CA = issue("outpost-test-ca", NOW - dt.timedelta(days=10), NOW + dt.timedelta(days=3650), is_ca=True)
-LEAF = issue("kube-apiserver", NOW - dt.timedelta(days=1), NOW + dt.timedelta(days=5), ca=CA,
-             dns=("kubernetes", "kubernetes.default.svc"), ips=("127.0.0.1", "10.96.0.1"))
+LEAF = issue(
+    "kube-apiserver",
+    NOW - dt.timedelta(days=1),
+    NOW + dt.timedelta(days=5),
+    ca=CA,
+    dns=("kubernetes", "kubernetes.default.svc"),
+    ips=("127.0.0.1", "10.96.0.1"),
+)
 
 
 def test_one_pem_certificate_gives_subject_issuer_validity_and_sans() -> None:
@@ -83,10 +89,18 @@ SECRET_KEY_TEXT = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRET"
         pytest.param("   ", "empty", id="blank"),
         pytest.param("not base64 at all!", "not base64", id="not-base64"),
         pytest.param(base64.b64encode(b"hello world").decode(), "no PEM CERTIFICATE block", id="base64-not-pem"),
-        pytest.param(base64.b64encode(f"-----BEGIN PRIVATE KEY-----\n{SECRET_KEY_TEXT}\n-----END PRIVATE KEY-----\n"
-                                      .encode()).decode(), "no PEM CERTIFICATE block", id="a-private-key"),
-        pytest.param(base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").decode(),
-                     "PEM block 1 of 1 does not parse", id="truncated-certificate"),
+        pytest.param(
+            base64.b64encode(
+                f"-----BEGIN PRIVATE KEY-----\n{SECRET_KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()
+            ).decode(),
+            "no PEM CERTIFICATE block",
+            id="a-private-key",
+        ),
+        pytest.param(
+            base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").decode(),
+            "PEM block 1 of 1 does not parse",
+            id="truncated-certificate",
+        ),
     ],
 )
 def test_what_is_not_a_certificate_is_named_without_quoting_it(text: str, reason: str) -> None:

@@ -46,10 +46,18 @@ def test_captured_kwok_node_facts() -> None:
     ("raw", "ready", "cpu", "text"),
     [
         ({"metadata": {"name": "n"}}, "", None, "no Ready condition"),  # every status field omitted
-        ({"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown",
-                                                                "reason": "NodeStatusUnknown"}],
-                                                "allocatable": {"cpu": "3500m"}}},
-         "Unknown", 3500, "Ready=Unknown (NodeStatusUnknown)"),
+        (
+            {
+                "metadata": {"name": "n"},
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}],
+                    "allocatable": {"cpu": "3500m"},
+                },
+            },
+            "Unknown",
+            3500,
+            "Ready=Unknown (NodeStatusUnknown)",
+        ),
         ({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "lots"}}}, "", None, "no Ready condition"),
     ],
 )
@@ -65,8 +73,13 @@ def test_node_facts_refuse_what_is_not_a_node(raw: Any) -> None:
         facts_of(raw)
 
 
-NODES = [facts("real-1"), facts("fake-1", NodeClass.FAKE), facts("virt-1", NodeClass.VIRTUAL),
-         facts("cordoned", NodeClass.REAL, unschedulable=True), facts("fake-2", NodeClass.FAKE, labels={"zone": "a"})]
+NODES = [
+    facts("real-1"),
+    facts("fake-1", NodeClass.FAKE),
+    facts("virt-1", NodeClass.VIRTUAL),
+    facts("cordoned", NodeClass.REAL, unschedulable=True),
+    facts("fake-2", NodeClass.FAKE, labels={"zone": "a"}),
+]
 
 
 BOTH = (NodeClass.REAL, NodeClass.FAKE)
@@ -76,22 +89,47 @@ BOTH = (NodeClass.REAL, NodeClass.FAKE)
     ("selection", "names", "by_class", "excluded"),
     [
         # the default: real nodes only (no agent runs on a KWOK fake node)
-        (NodeSelection(), ["real-1"], {"real": 1},
-         {"class fake not selected": 2, "class virtual not selected": 1, "cordoned (spec.unschedulable)": 1}),
-        (NodeSelection(classes=BOTH), ["fake-1", "fake-2", "real-1"], {"real": 1, "fake": 2},
-         {"class virtual not selected": 1, "cordoned (spec.unschedulable)": 1}),
-        (NodeSelection(classes=(NodeClass.FAKE,)), ["fake-1", "fake-2"], {"fake": 2},
-         {"class real not selected": 2, "class virtual not selected": 1}),
-        (NodeSelection(include_cordoned=True), ["cordoned", "real-1"], {"real": 2},
-         {"class fake not selected": 2, "class virtual not selected": 1}),
-        (NodeSelection(classes=BOTH, label_selector="zone=a"), ["fake-2"], {"real": 0, "fake": 1},
-         {"class virtual not selected": 1, "labels do not match zone=a": 3}),
-        (NodeSelection(classes=(NodeClass.VIRTUAL,)), ["virt-1"], {"virtual": 1},
-         {"class real not selected": 2, "class fake not selected": 2}),
+        (
+            NodeSelection(),
+            ["real-1"],
+            {"real": 1},
+            {"class fake not selected": 2, "class virtual not selected": 1, "cordoned (spec.unschedulable)": 1},
+        ),
+        (
+            NodeSelection(classes=BOTH),
+            ["fake-1", "fake-2", "real-1"],
+            {"real": 1, "fake": 2},
+            {"class virtual not selected": 1, "cordoned (spec.unschedulable)": 1},
+        ),
+        (
+            NodeSelection(classes=(NodeClass.FAKE,)),
+            ["fake-1", "fake-2"],
+            {"fake": 2},
+            {"class real not selected": 2, "class virtual not selected": 1},
+        ),
+        (
+            NodeSelection(include_cordoned=True),
+            ["cordoned", "real-1"],
+            {"real": 2},
+            {"class fake not selected": 2, "class virtual not selected": 1},
+        ),
+        (
+            NodeSelection(classes=BOTH, label_selector="zone=a"),
+            ["fake-2"],
+            {"real": 0, "fake": 1},
+            {"class virtual not selected": 1, "labels do not match zone=a": 3},
+        ),
+        (
+            NodeSelection(classes=(NodeClass.VIRTUAL,)),
+            ["virt-1"],
+            {"virtual": 1},
+            {"class real not selected": 2, "class fake not selected": 2},
+        ),
     ],
 )
-def test_select_nodes(selection: NodeSelection, names: list[str], by_class: dict[str, int],
-                      excluded: dict[str, int]) -> None:
+def test_select_nodes(
+    selection: NodeSelection, names: list[str], by_class: dict[str, int], excluded: dict[str, int]
+) -> None:
     selected = select_nodes(NODES, selection)
     assert selected.names == names
     assert dict(selected.by_class) == by_class
@@ -102,20 +140,31 @@ def test_select_nodes(selection: NodeSelection, names: list[str], by_class: dict
 @pytest.mark.parametrize(
     ("selection", "nodes", "text"),
     [
-        (NodeSelection(), [facts("fake-1", NodeClass.FAKE)],
-         "no node selected (real nodes; 1 nodes read, excluded: 1 class fake not selected); KWOK fake nodes are "
-         "left out by default (no agent runs on them); to judge them, set nodes.classes to [real, fake]"),
-        (NodeSelection(), [], "no node selected (real nodes; 0 nodes read, excluded: none); KWOK fake nodes are "
-                              "left out by default (no agent runs on them); to judge them, set nodes.classes to "
-                              "[real, fake]"),
+        (
+            NodeSelection(),
+            [facts("fake-1", NodeClass.FAKE)],
+            "no node selected (real nodes; 1 nodes read, excluded: 1 class fake not selected); KWOK fake nodes are "
+            "left out by default (no agent runs on them); to judge them, set nodes.classes to [real, fake]",
+        ),
+        (
+            NodeSelection(),
+            [],
+            "no node selected (real nodes; 0 nodes read, excluded: none); KWOK fake nodes are "
+            "left out by default (no agent runs on them); to judge them, set nodes.classes to "
+            "[real, fake]",
+        ),
         # fake nodes already asked for: no opt-in hint
-        (NodeSelection(classes=BOTH, label_selector="zone=b"), [facts("fake-1", NodeClass.FAKE)],
-         "no node selected (real and fake nodes with labels zone=b; 1 nodes read, excluded: 1 labels do not "
-         "match zone=b)"),
+        (
+            NodeSelection(classes=BOTH, label_selector="zone=b"),
+            [facts("fake-1", NodeClass.FAKE)],
+            "no node selected (real and fake nodes with labels zone=b; 1 nodes read, excluded: 1 labels do not "
+            "match zone=b)",
+        ),
     ],
 )
-def test_nothing_selected_says_why_and_how_to_opt_fake_nodes_in(selection: NodeSelection, nodes: list[NodeFacts],
-                                                                 text: str) -> None:
+def test_nothing_selected_says_why_and_how_to_opt_fake_nodes_in(
+    selection: NodeSelection, nodes: list[NodeFacts], text: str
+) -> None:
     assert nothing_selected(selection, select_nodes(nodes, selection)) == text
 
 
@@ -142,8 +191,12 @@ def test_selection_params_refuse_bad_input() -> None:
 
 @pytest.mark.parametrize(
     ("count", "expected"),
-    [(0, ""), (3, "n0, n1, n2"), (10, ", ".join(f"n{i}" for i in range(10))),
-     (13, ", ".join(f"n{i}" for i in range(10)) + " … (+3 more, 13 in all)")],
+    [
+        (0, ""),
+        (3, "n0, n1, n2"),
+        (10, ", ".join(f"n{i}" for i in range(10))),
+        (13, ", ".join(f"n{i}" for i in range(10)) + " … (+3 more, 13 in all)"),
+    ],
 )
 def test_first_named(count: int, expected: str) -> None:
     assert first_named([f"n{i}" for i in range(count)]) == expected
@@ -151,8 +204,12 @@ def test_first_named(count: int, expected: str) -> None:
 
 def test_coverage_by_node_not_by_daemonset_counters() -> None:
     nodes = [facts(n) for n in ("a", "b", "c", "d")]
-    pods = [DaemonPod("p-a", "a", ready=True), DaemonPod("p-b", "b", ready=False, phase="Pending"),
-            DaemonPod("p-c", "c", ready=True, terminating=True), DaemonPod("p-x", "elsewhere", ready=True)]
+    pods = [
+        DaemonPod("p-a", "a", ready=True),
+        DaemonPod("p-b", "b", ready=False, phase="Pending"),
+        DaemonPod("p-c", "c", ready=True, terminating=True),
+        DaemonPod("p-x", "elsewhere", ready=True),
+    ]
     cover = coverage(nodes, pods)
     assert cover.covered == ("a",)
     assert cover.missing == ("d",)
@@ -173,11 +230,18 @@ def test_usage_from_captured_nodemetric_and_metrics_api() -> None:
     assert sample.age_seconds(datetime(2026, 12, 3, 13, 30, 24, tzinfo=UTC)) == 10.0
     empty = usage_from_nodemetric({"metadata": {"name": "n"}})
     assert (empty.taken_at, empty.cpu_millis, empty.age_seconds(NOW)) == (None, None, None)
-    odd = usage_from_nodemetric({"metadata": {"name": "n"}, "status": {"nodeMetric": {"nodeUsage": {
-        "resources": {"cpu": "much"}}}}})
+    odd = usage_from_nodemetric(
+        {"metadata": {"name": "n"}, "status": {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "much"}}}}}
+    )
     assert odd.cpu_millis is None
-    k8s = usage_from_metrics_k8s({"metadata": {"name": "n1"}, "timestamp": "2026-12-03T13:30:00Z",
-                                  "window": "20s", "usage": {"cpu": "250m", "memory": "1Gi"}})
+    k8s = usage_from_metrics_k8s(
+        {
+            "metadata": {"name": "n1"},
+            "timestamp": "2026-12-03T13:30:00Z",
+            "window": "20s",
+            "usage": {"cpu": "250m", "memory": "1Gi"},
+        }
+    )
     assert (k8s.node, k8s.cpu_millis) == ("n1", 250)
     with pytest.raises(MalformedResponse):
         usage_from_metrics_k8s({"metadata": {}, "usage": {}})

@@ -8,10 +8,14 @@ from outpost.kube.nodes import NodeClass, blocking_taints, classify, is_schedula
 from outpost.kube.objects import Node, Taint, Toleration, parse
 
 
-def node(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-         spec: dict[str, Any] | None = None) -> Node:
-    return parse(Node, {"metadata": {"name": "n", "labels": labels or {}, "annotations": annotations or {}},
-                        "spec": spec or {}}, "t")
+def node(
+    labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, spec: dict[str, Any] | None = None
+) -> Node:
+    return parse(
+        Node,
+        {"metadata": {"name": "n", "labels": labels or {}, "annotations": annotations or {}}, "spec": spec or {}},
+        "t",
+    )
 
 
 @pytest.mark.parametrize(
@@ -29,10 +33,16 @@ def test_classify(labels: dict[str, str], annotations: dict[str, str], expected:
 
 
 def test_schedulable_and_blocking_taints() -> None:
-    cordoned = node(spec={"unschedulable": True, "taints": [
-        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-        {"key": "soft", "effect": "PreferNoSchedule"},
-        {"key": "evict", "value": "yes", "effect": "NoExecute"}]})
+    cordoned = node(
+        spec={
+            "unschedulable": True,
+            "taints": [
+                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+                {"key": "soft", "effect": "PreferNoSchedule"},
+                {"key": "evict", "value": "yes", "effect": "NoExecute"},
+            ],
+        }
+    )
     assert not is_schedulable(cordoned)
     assert [t.key for t in blocking_taints(cordoned)] == ["node.kubernetes.io/unschedulable", "evict"]
     assert is_schedulable(node())

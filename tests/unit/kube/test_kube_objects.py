@@ -30,8 +30,15 @@ KOORDLET_META = {"name": "koordlet", "namespace": "koordinator-system", "generat
 
 def test_daemonset_with_zero_fields_omitted() -> None:
     # What the API server sends when no koordlet pod is available: the zero counts are simply absent.
-    raw = {"metadata": KOORDLET_META, "status": {"desiredNumberScheduled": 5, "currentNumberScheduled": 5,
-                                                 "numberUnavailable": 5, "observedGeneration": 2}}
+    raw = {
+        "metadata": KOORDLET_META,
+        "status": {
+            "desiredNumberScheduled": 5,
+            "currentNumberScheduled": 5,
+            "numberUnavailable": 5,
+            "observedGeneration": 2,
+        },
+    }
     ds = parse(DaemonSet, raw, "GET /apis/apps/v1/...")
     assert (ds.status.number_available, ds.status.number_ready, ds.status.number_misscheduled) == (0, 0, 0)
     assert ds.status.desired_number_scheduled == 5
@@ -57,8 +64,10 @@ def test_empty_object_is_all_zero() -> None:
         ({"metadata": KOORDLET_META, "status": {"numberReady": "x"}}, "status.numberReady"),
         ({"metadata": KOORDLET_META, "status": []}, "status"),
         ({"metadata": KOORDLET_META, "status": {"conditions": [{"status": "True"}]}}, "status.conditions.0.type"),
-        ({"metadata": {"name": "koordlet", "namespace": "koordinator-system", "labels": {"a": 1}}},
-         "metadata.labels.a"),
+        (
+            {"metadata": {"name": "koordlet", "namespace": "koordinator-system", "labels": {"a": 1}}},
+            "metadata.labels.a",
+        ),
     ],
 )
 def test_wrong_types_are_malformed_not_zero(raw: dict[str, Any], field: str) -> None:
@@ -83,10 +92,20 @@ def test_deployment_defaults_replicas_to_one() -> None:
 
 
 def test_deployment_available() -> None:
-    dep = parse(Deployment, {"metadata": {"generation": 1},
-                             "spec": {"replicas": 2, "selector": {"matchLabels": {"koord-app": "koord-manager"}}},
-                             "status": {"observedGeneration": 1, "readyReplicas": 2, "availableReplicas": 2,
-                                        "conditions": [{"type": "Available", "status": "True"}]}}, "t")
+    dep = parse(
+        Deployment,
+        {
+            "metadata": {"generation": 1},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"koord-app": "koord-manager"}}},
+            "status": {
+                "observedGeneration": 1,
+                "readyReplicas": 2,
+                "availableReplicas": 2,
+                "conditions": [{"type": "Available", "status": "True"}],
+            },
+        },
+        "t",
+    )
     assert dep.available
     assert dep.observed_current
     assert dep.spec.selector.selector.matches({"koord-app": "koord-manager"})
@@ -102,8 +121,15 @@ def test_deployment_available() -> None:
     ],
 )
 def test_pod(status: dict[str, Any], phase: str, ready: bool) -> None:
-    pod = parse(Pod, {"metadata": {"name": "koordlet-x", "namespace": "koordinator-system"},
-                      "spec": {"nodeName": "kwok-node-0"}, "status": {**status, "podIP": "10.0.0.5"}}, "t")
+    pod = parse(
+        Pod,
+        {
+            "metadata": {"name": "koordlet-x", "namespace": "koordinator-system"},
+            "spec": {"nodeName": "kwok-node-0"},
+            "status": {**status, "podIP": "10.0.0.5"},
+        },
+        "t",
+    )
     assert pod.status.phase == phase
     assert pod.ready is ready
     assert pod.node_name == "kwok-node-0"
@@ -112,11 +138,19 @@ def test_pod(status: dict[str, Any], phase: str, ready: bool) -> None:
 
 
 def test_node() -> None:
-    node = parse(Node, {"metadata": {"name": "n1"},
-                        "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
-                        "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                                   "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
-                                   "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}, "t")
+    node = parse(
+        Node,
+        {
+            "metadata": {"name": "n1"},
+            "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            },
+        },
+        "t",
+    )
     assert node.ready
     assert not node.spec.unschedulable
     assert node.address() == "10.0.0.1"
@@ -150,10 +184,20 @@ def test_lease_slack() -> None:
 
 
 def test_endpoints() -> None:
-    ep = parse(Endpoints, {"metadata": {"name": "kruise-webhook-service", "namespace": "kruise-system"},
-                           "subsets": [{"addresses": [{"ip": "10.1.0.2", "targetRef": {"kind": "Pod", "name": "p"}}],
-                                        "notReadyAddresses": [{"ip": "10.1.0.3"}],
-                                        "ports": [{"port": 9876, "protocol": "TCP"}]}]}, "t")
+    ep = parse(
+        Endpoints,
+        {
+            "metadata": {"name": "kruise-webhook-service", "namespace": "kruise-system"},
+            "subsets": [
+                {
+                    "addresses": [{"ip": "10.1.0.2", "targetRef": {"kind": "Pod", "name": "p"}}],
+                    "notReadyAddresses": [{"ip": "10.1.0.3"}],
+                    "ports": [{"port": 9876, "protocol": "TCP"}],
+                }
+            ],
+        },
+        "t",
+    )
     assert ep.ready_count == 1
     assert [a.ip for a in ep.not_ready_addresses] == ["10.1.0.3"]
     assert ep.ready_addresses[0].target_ref is not None
@@ -161,25 +205,39 @@ def test_endpoints() -> None:
     assert parse(Endpoints, {}, "t").ready_count == 0  # no subsets: no endpoints
 
 
-@pytest.mark.parametrize(("conditions", "ready"), [({}, True), ({"ready": True}, True), ({"ready": False}, False),
-                                                  ({"ready": None, "terminating": True}, True)])
+@pytest.mark.parametrize(
+    ("conditions", "ready"),
+    [({}, True), ({"ready": True}, True), ({"ready": False}, False), ({"ready": None, "terminating": True}, True)],
+)
 def test_endpoint_slice_nil_ready_means_ready(conditions: dict[str, Any], ready: bool) -> None:
     # discovery.k8s.io/v1 EndpointConditions.ready: "a nil value indicates an unknown state. In most
     # cases consumers should interpret this unknown state as ready."
-    eps = parse(EndpointSlice, {"metadata": {"labels": {"kubernetes.io/service-name": "svc"}},
-                                "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.0.2"],
-                                                                      "conditions": conditions}]}, "t")
+    eps = parse(
+        EndpointSlice,
+        {
+            "metadata": {"labels": {"kubernetes.io/service-name": "svc"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.1.0.2"], "conditions": conditions}],
+        },
+        "t",
+    )
     assert eps.endpoints[0].ready is ready
     assert len(eps.ready_endpoints) == int(ready)
     assert eps.service_name == "svc"
 
 
 def test_webhook_configuration_defaults() -> None:
-    raw = {"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "kruise-validating-webhook-configuration"},
-           "webhooks": [{"name": "vpod.kb.io", "clientConfig": {"service": {"namespace": "kruise-system",
-                                                                            "name": "kruise-webhook-service"}}},
-                        {"name": "external", "clientConfig": {"url": "https://example.invalid/x"},
-                         "failurePolicy": "Ignore"}]}
+    raw = {
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "kruise-validating-webhook-configuration"},
+        "webhooks": [
+            {
+                "name": "vpod.kb.io",
+                "clientConfig": {"service": {"namespace": "kruise-system", "name": "kruise-webhook-service"}},
+            },
+            {"name": "external", "clientConfig": {"url": "https://example.invalid/x"}, "failurePolicy": "Ignore"},
+        ],
+    }
     config = parse(WebhookConfiguration, raw, "t")
     first = config.webhooks[0]
     assert first.client_config.service is not None
@@ -194,11 +252,20 @@ def test_webhook_configuration_defaults() -> None:
 @pytest.mark.parametrize(
     ("raw", "last_seen", "occurrences"),
     [
-        ({"lastTimestamp": "2026-12-03T10:50:00Z", "firstTimestamp": "2026-12-03T10:00:00Z", "count": 3},
-         "2026-12-03T10:50:00+00:00", 3),
-        ({"eventTime": "2026-12-03T10:51:00.123456Z", "series": {"count": 7,
-                                                                 "lastObservedTime": "2026-12-03T10:58:00.000000Z"},
-          "lastTimestamp": None}, "2026-12-03T10:58:00+00:00", 7),
+        (
+            {"lastTimestamp": "2026-12-03T10:50:00Z", "firstTimestamp": "2026-12-03T10:00:00Z", "count": 3},
+            "2026-12-03T10:50:00+00:00",
+            3,
+        ),
+        (
+            {
+                "eventTime": "2026-12-03T10:51:00.123456Z",
+                "series": {"count": 7, "lastObservedTime": "2026-12-03T10:58:00.000000Z"},
+                "lastTimestamp": None,
+            },
+            "2026-12-03T10:58:00+00:00",
+            7,
+        ),
         ({"eventTime": "2026-12-03T10:51:00.000000Z"}, "2026-12-03T10:51:00+00:00", 1),
         ({"metadata": {"creationTimestamp": "2026-12-03T10:52:00Z"}}, "2026-12-03T10:52:00+00:00", 1),
     ],
@@ -211,23 +278,35 @@ def test_event_last_seen(raw: dict[str, Any], last_seen: str, occurrences: int) 
 
 
 def test_nodemetric_and_podgroup() -> None:
-    nm = parse(NodeMetric, {"metadata": {"name": "kwok-node-0"},
-                            "status": {"updateTime": "2026-12-03T10:55:00Z",
-                                       "nodeMetric": {"nodeUsage": {"resources": {"cpu": "2500m"}}}}}, "t")
+    nm = parse(
+        NodeMetric,
+        {
+            "metadata": {"name": "kwok-node-0"},
+            "status": {
+                "updateTime": "2026-12-03T10:55:00Z",
+                "nodeMetric": {"nodeUsage": {"resources": {"cpu": "2500m"}}},
+            },
+        },
+        "t",
+    )
     assert nm.age_seconds(NOW) == 300.0
     assert nm.node_usage == {"cpu": "2500m"}
     assert parse(NodeMetric, {}, "t").age_seconds(NOW) is None
     assert parse(NodeMetric, {}, "t").node_usage == {}
-    pg = parse(PodGroup, {"metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 3},
-                          "status": {"phase": "Failed"}}, "t")
+    pg = parse(
+        PodGroup,
+        {"metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 3}, "status": {"phase": "Failed"}},
+        "t",
+    )
     assert pg.status.phase == "Failed"
     assert pg.spec.min_member == 3
     assert pg.status.running == 0
 
 
 def test_parse_list() -> None:
-    pods = parse_list(Pod, {"kind": "PodList", "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]},
-                      "LIST pods")
+    pods = parse_list(
+        Pod, {"kind": "PodList", "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}, "LIST pods"
+    )
     assert [p.name for p in pods] == ["a", "b"]
     assert parse_list(Pod, {"items": []}, "LIST pods") == []
 
@@ -242,6 +321,9 @@ def test_views_are_frozen() -> None:
 def test_a_time_without_a_zone_is_a_malformed_object_naming_the_field(renew_time: str) -> None:
     """The API server always writes UTC with `Z`; a zoneless time cannot be placed on our clock (fail closed)."""
     raw = {"metadata": {"name": "kwok-node-0", "namespace": "kube-node-lease"}, "spec": {"renewTime": renew_time}}
-    with pytest.raises(MalformedResponse, match=r"^kwok-node-consistency: lease kube-node-lease/kwok-node-0: field "
-                                                r"spec\.renewTime: Input should have timezone info"):
+    with pytest.raises(
+        MalformedResponse,
+        match=r"^kwok-node-consistency: lease kube-node-lease/kwok-node-0: field "
+        r"spec\.renewTime: Input should have timezone info",
+    ):
         parse(Lease, raw, "kwok-node-consistency")

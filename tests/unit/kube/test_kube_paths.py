@@ -29,15 +29,23 @@ from outpost.kube.paths import (
         (collection_path(DAEMON_SETS, "koordinator-system"), "/apis/apps/v1/namespaces/koordinator-system/daemonsets"),
         (collection_path(NODE_METRICS), "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"),
         (collection_path(NODE_METRICS_K8S), "/apis/metrics.k8s.io/v1beta1/nodes"),
-        (object_path(LEASES, "kwok-node-0", "kube-node-lease"),
-         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/kwok-node-0"),
-        (object_path(MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
-         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kruise-mutating-webhook-configuration"),
-        (object_path(POD_GROUPS, "gang-a", "default", subresource="status"),
-         "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/gang-a/status"),
+        (
+            object_path(LEASES, "kwok-node-0", "kube-node-lease"),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/kwok-node-0",
+        ),
+        (
+            object_path(MUTATING_WEBHOOKS, "kruise-mutating-webhook-configuration"),
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kruise-mutating-webhook-configuration",
+        ),
+        (
+            object_path(POD_GROUPS, "gang-a", "default", subresource="status"),
+            "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/gang-a/status",
+        ),
         (object_path(NODES, "kwok-node-3"), "/api/v1/nodes/kwok-node-3"),
-        (object_path(kind_of("ClusterRoleBinding"), "system:outpost-probe"),
-         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:outpost-probe"),
+        (
+            object_path(kind_of("ClusterRoleBinding"), "system:outpost-probe"),
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:outpost-probe",
+        ),
     ],
 )
 def test_paths(built: str, expected: str) -> None:
@@ -64,10 +72,32 @@ def test_refusals(call: object, message: str) -> None:
 
 
 def test_kinds_cover_what_the_sandbox_applies() -> None:
-    wanted = {"Namespace", "Service", "Secret", "ConfigMap", "ServiceAccount", "Event", "Node", "Pod", "Deployment",
-              "DaemonSet", "Lease", "CustomResourceDefinition", "MutatingWebhookConfiguration",
-              "ValidatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-              "FlowSchema", "PriorityLevelConfiguration", "PodGroup", "NodeMetric", "EndpointSlice", "Endpoints"}
+    wanted = {
+        "Namespace",
+        "Service",
+        "Secret",
+        "ConfigMap",
+        "ServiceAccount",
+        "Event",
+        "Node",
+        "Pod",
+        "Deployment",
+        "DaemonSet",
+        "Lease",
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "FlowSchema",
+        "PriorityLevelConfiguration",
+        "PodGroup",
+        "NodeMetric",
+        "EndpointSlice",
+        "Endpoints",
+    }
     assert wanted <= set(paths.KINDS)
     assert all(kind_of(name).kind == name for name in paths.KINDS)
 

@@ -18,17 +18,32 @@ VIRTUAL = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
         (None, {}, True, ""),
         ({"matchLabels": {"koord-app": "koordlet"}}, KOORDLET, True, "koord-app=koordlet"),
         ({"matchLabels": {"koord-app": "koordlet"}}, KRUISE_DAEMON, False, "koord-app=koordlet"),
-        ({"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]},
-         VIRTUAL, False, "type notin (virtual-kubelet)"),
-        ({"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]},
-         KOORDLET, True, "type notin (virtual-kubelet)"),  # NotIn matches objects without the key
-        ({"matchExpressions": [{"key": "type", "operator": "In", "values": ["kwok", "virtual-kubelet"]}]},
-         VIRTUAL, True, "type in (kwok,virtual-kubelet)"),
+        (
+            {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]},
+            VIRTUAL,
+            False,
+            "type notin (virtual-kubelet)",
+        ),
+        (
+            {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]},
+            KOORDLET,
+            True,
+            "type notin (virtual-kubelet)",
+        ),  # NotIn matches objects without the key
+        (
+            {"matchExpressions": [{"key": "type", "operator": "In", "values": ["kwok", "virtual-kubelet"]}]},
+            VIRTUAL,
+            True,
+            "type in (kwok,virtual-kubelet)",
+        ),
         ({"matchExpressions": [{"key": "type", "operator": "Exists"}]}, VIRTUAL, True, "type"),
         ({"matchExpressions": [{"key": "type", "operator": "DoesNotExist"}]}, VIRTUAL, False, "!type"),
-        ({"matchLabels": {"control-plane": "daemon"},
-          "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
-         KRUISE_DAEMON, False, "control-plane=daemon,tier"),
+        (
+            {"matchLabels": {"control-plane": "daemon"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            KRUISE_DAEMON,
+            False,
+            "control-plane=daemon,tier",
+        ),
     ],
 )
 def test_label_selector(raw: dict[str, Any] | None, labels: dict[str, str], matches: bool, query: str) -> None:
@@ -83,16 +98,26 @@ def test_parse_label_selector_refuses(text: str) -> None:
 @pytest.mark.parametrize(
     ("selector", "labels", "annotations", "matches", "query"),
     [
-        (MetadataSelector("annotation", "kwok.x-k8s.io/node", "fake"), {"type": "kwok"},
-         {"kwok.x-k8s.io/node": "fake"}, True, None),
+        (
+            MetadataSelector("annotation", "kwok.x-k8s.io/node", "fake"),
+            {"type": "kwok"},
+            {"kwok.x-k8s.io/node": "fake"},
+            True,
+            None,
+        ),
         (MetadataSelector("annotation", "kwok.x-k8s.io/node", "fake"), {"kwok.x-k8s.io/node": "fake"}, {}, False, None),
         (MetadataSelector("label", "type", "kwok"), {"type": "kwok"}, {}, True, "type=kwok"),
         (MetadataSelector("label", "type"), {"type": "anything"}, None, True, "type"),
         (MetadataSelector("label", "type", "kwok"), None, None, False, "type=kwok"),
     ],
 )
-def test_metadata_selector(selector: MetadataSelector, labels: dict[str, str] | None,
-                           annotations: dict[str, str] | None, matches: bool, query: str | None) -> None:
+def test_metadata_selector(
+    selector: MetadataSelector,
+    labels: dict[str, str] | None,
+    annotations: dict[str, str] | None,
+    matches: bool,
+    query: str | None,
+) -> None:
     assert selector.matches(labels, annotations) is matches
     assert selector.label_query() == query
 

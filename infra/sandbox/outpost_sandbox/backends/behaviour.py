@@ -47,9 +47,9 @@ def default_behaviour() -> dict[str, Any]:
         "targets": {t: {"mode": "ok", "delay_ms": 0} for t in TARGETS},
         # certificate stem served per TLS role (the overload fault's seat holder)
         "certs": {"apf-hold": "outpost-sandbox-hold"},
-        "stale_nodemetrics": [],     # nodes whose NodeMetric must not be refreshed
+        "stale_nodemetrics": [],  # nodes whose NodeMetric must not be refreshed
         "cpu_ratio": DEFAULT_CPU_RATIO,
-        "apf_load": None,            # {"user": ..., "groups": [...]} while the overload fault is on
+        "apf_load": None,  # {"user": ..., "groups": [...]} while the overload fault is on
     }
 
 

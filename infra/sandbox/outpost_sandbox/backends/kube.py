@@ -66,24 +66,38 @@ def _object_path(obj: Mapping[str, Any], subresource: str | None) -> str:
 class Kube:
     """Synchronous access (used by the launcher, `install`, faults and tests); one `ClusterWriter` underneath."""
 
-    def __init__(self, server: str, verify: ssl.SSLContext, token: TokenSource | None, timeout: float = 30.0,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        verify: ssl.SSLContext,
+        token: TokenSource | None,
+        timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._server, self._verify, self._token, self.timeout = server, verify, token, timeout
         # This client lives as long as the sandbox (the backend daemon reads the cluster every few seconds for
         # hours): neither a check run's deadline nor its byte budget (cluster.max_run_bytes) applies to it.
-        self.writer = ClusterWriter(CLUSTER_NAME, server, verify=verify, token=token, read_timeout=timeout,
-                                    deadline=Deadline(math.inf), headers=headers, max_run_bytes=sys.maxsize)
+        self.writer = ClusterWriter(
+            CLUSTER_NAME,
+            server,
+            verify=verify,
+            token=token,
+            read_timeout=timeout,
+            deadline=Deadline(math.inf),
+            headers=headers,
+            max_run_bytes=sys.maxsize,
+        )
 
     @classmethod
-    def from_kubeconfig(cls, path: Path | str, timeout: float = 30.0,
-                        headers: Mapping[str, str] | None = None) -> Kube:
+    def from_kubeconfig(cls, path: Path | str, timeout: float = 30.0, headers: Mapping[str, str] | None = None) -> Kube:
         """Who and where the kubeconfig's current context says, read by the product's one kubeconfig reader."""
         credentials = _call(lambda: build_credentials(KubeconfigAuth(mode="kubeconfig", path=str(path))))
         return cls(credentials.server, credentials.ssl_context, credentials.token, timeout, headers)
 
     @classmethod
-    def for_server(cls, server: str, ca_file: Path | None = None, token: str | None = None,
-                   timeout: float = 10.0) -> Kube:
+    def for_server(
+        cls, server: str, ca_file: Path | None = None, token: str | None = None, timeout: float = 10.0
+    ) -> Kube:
         """A server named directly: the launcher's internal endpoint, or a component's health port."""
         verify = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
         return cls(server, verify, (lambda: token) if token is not None else None, timeout)

@@ -87,9 +87,9 @@ def rfc3339(t: dt.datetime) -> str:
 
 @dataclass(frozen=True)
 class Role:
-    target: str        # behaviour target, e.g. "kruise-webhook"
-    kind: str          # health | metrics | webhook | app
-    pod: str           # namespace/name of the pod answering
+    target: str  # behaviour target, e.g. "kruise-webhook"
+    kind: str  # health | metrics | webhook | app
+    pod: str  # namespace/name of the pod answering
 
 
 class PodIndex:
@@ -172,22 +172,26 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str
     return parts[0], parts[1], headers, body
 
 
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error"}
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error"}
 
 
 def response(status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> bytes:
-    head = (f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
-            f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-            f"X-Content-Type-Options: nosniff\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
+        f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+        f"X-Content-Type-Options: nosniff\r\n\r\n"
+    )
     return head.encode() + body
 
 
 def admission_allowed(body: bytes) -> bytes:
     """An AdmissionReview v1 response allowing the request unchanged (the seat holder's only answer)."""
     request = json.loads(body)["request"]
-    out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-           "response": {"uid": request["uid"], "allowed": True}}
+    out = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": request["uid"], "allowed": True},
+    }
     return json.dumps(out).encode()
 
 
@@ -232,7 +236,7 @@ class Daemon:
     def tls_context(self, target: str) -> ssl.SSLContext:
         stem = str(self.behaviour["certs"].get(target, ""))
         crt = self.pki_dir / f"{stem}.crt"
-        key = (crt.stat().st_mtime if crt.exists() else 0.0)
+        key = crt.stat().st_mtime if crt.exists() else 0.0
         ctx = self._tls.get((stem, key))
         if ctx is None:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -277,8 +281,7 @@ class Daemon:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      ip: str, port: int) -> None:
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ip: str, port: int) -> None:
         self.reload_behaviour()
         role = await self.resolve(ip, port)
         if role is None:
@@ -344,8 +347,10 @@ class Daemon:
                 return response(500, b"internal server error\n")
             if mode == "wrong-body":
                 return response(200, b"this is not prometheus text\n")
-            text = (f"# HELP outpost_sandbox_up Whether the sandbox backend for this target answers.\n"
-                    f"# TYPE outpost_sandbox_up gauge\noutpost_sandbox_up{{target=\"{role.target}\"}} 1\n")
+            text = (
+                f"# HELP outpost_sandbox_up Whether the sandbox backend for this target answers.\n"
+                f'# TYPE outpost_sandbox_up gauge\noutpost_sandbox_up{{target="{role.target}"}} 1\n'
+            )
             return response(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
         if role.kind == "webhook":  # only the seat holder's /outpost-hold is served (above)
             return response(404, b"404 page not found\n")
@@ -411,8 +416,10 @@ class Daemon:
         interval = float(int(max(NODEMETRIC_REFRESH_S, len(nodes) / NODEMETRIC_WRITES_PER_S)))
         stale = set(self.behaviour.get("stale_nodemetrics") or [])
         ratio = float(self.behaviour.get("cpu_ratio", 0.62))
-        existing = {metric["metadata"]["name"]: str(metric["metadata"].get("uid", ""))
-                    for metric in await self.kube.list(NODEMETRICS)}
+        existing = {
+            metric["metadata"]["name"]: str(metric["metadata"].get("uid", ""))
+            for metric in await self.kube.list(NODEMETRICS)
+        }
         workers = asyncio.Semaphore(NODEMETRIC_WORKERS)
 
         async def report(name: str) -> None:
@@ -420,18 +427,28 @@ class Daemon:
             cpu_m = cpu_usage_millis(str(alloc.get("cpu", "1")), ratio)
             async with workers:
                 try:
-                    await self.kube.apply({
-                        "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
-                        "status": {"updateTime": rfc3339(dt.datetime.now(dt.UTC)),
-                                   "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}}},
-                    }, subresource="status")
+                    await self.kube.apply(
+                        {
+                            "apiVersion": "slo.koordinator.sh/v1alpha1",
+                            "kind": "NodeMetric",
+                            "metadata": {"name": name},
+                            "status": {
+                                "updateTime": rfc3339(dt.datetime.now(dt.UTC)),
+                                "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": "1Gi"}}},
+                            },
+                        },
+                        subresource="status",
+                    )
                 except SandboxApiError as exc:
                     if exc.status != 404:  # deleted with its node a moment ago
                         raise
             self._reported_uids.add(existing[name])
 
-        due = [name for name, uid in existing.items()
-               if name in nodes and name not in stale and not (only_new and uid in self._reported_uids)]
+        due = [
+            name
+            for name, uid in existing.items()
+            if name in nodes and name not in stale and not (only_new and uid in self._reported_uids)
+        ]
         outcomes = await asyncio.gather(*(report(name) for name in due), return_exceptions=True)
         self._reported_uids &= set(existing.values())
         for outcome in outcomes:
@@ -441,15 +458,22 @@ class Daemon:
 
     async def apf_load(self) -> None:
         """While behaviour.apf_load is set, keep one dry-run request holding the starved level's seat."""
+
         async def worker(i: int) -> None:
             while True:
                 self.reload_behaviour()
                 if not self.behaviour.get("apf_load"):
                     await asyncio.sleep(0.5)
                     continue
-                cm = {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"generateName": "apf-load-", "namespace": "outpost-sandbox",
-                                   "labels": {"outpost.sandbox/apf-load": "true"}}}
+                cm = {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "generateName": "apf-load-",
+                        "namespace": "outpost-sandbox",
+                        "labels": {"outpost.sandbox/apf-load": "true"},
+                    },
+                }
                 try:
                     await self.load_kube.create("/api/v1/namespaces/outpost-sandbox/configmaps", cm, dry_run=True)
                 except SandboxApiError as exc:
@@ -458,6 +482,7 @@ class Daemon:
                         await asyncio.sleep(0.5)
                     else:
                         await asyncio.sleep(0.02)
+
         await asyncio.gather(*(worker(i) for i in range(APF_WORKERS)))
 
     async def run(self, socks: list[socket.socket]) -> None:
@@ -474,8 +499,9 @@ class Daemon:
                 await self.refresh_pods(force=True)
 
         try:
-            await asyncio.gather(pods_loop(), self.refresh_nodemetrics(),
-                                 self.apf_load(), *(s.serve_forever() for s in servers))
+            await asyncio.gather(
+                pods_loop(), self.refresh_nodemetrics(), self.apf_load(), *(s.serve_forever() for s in servers)
+            )
         finally:
             ready.unlink(missing_ok=True)
             await self.kube.aclose()
@@ -500,8 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-dir", type=Path, required=True)
     ap.add_argument("--kubeconfig", type=Path, required=True)
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # one line per API call every few seconds would drown the log (and says nothing new)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:

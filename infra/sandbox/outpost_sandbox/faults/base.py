@@ -105,8 +105,9 @@ def wait_for(what: str, timeout: float, predicate: Callable[[], bool]) -> None:
     poll_until(what, timeout, predicate, retry_on=(SandboxApiError,), fail=FaultError)
 
 
-def required_target(ctx: FaultContext, choices: list[str] | tuple[str, ...] | None, what: str,
-                    default: str | None = None) -> str:
+def required_target(
+    ctx: FaultContext, choices: list[str] | tuple[str, ...] | None, what: str, default: str | None = None
+) -> str:
     target = ctx.target or default
     if target is None:
         raise FaultError(f"--target {what} is required (one of: {', '.join(choices or [])})")
@@ -117,8 +118,11 @@ def required_target(ctx: FaultContext, choices: list[str] | tuple[str, ...] | No
 
 def fake_nodes(ctx: FaultContext) -> list[str]:
     """The KWOK fake nodes (the process node, which runs the managers, is not one)."""
-    return sorted(n["metadata"]["name"] for n in ctx.kube.get("/api/v1/nodes")["items"]
-                  if (n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") == "fake")
+    return sorted(
+        n["metadata"]["name"]
+        for n in ctx.kube.get("/api/v1/nodes")["items"]
+        if (n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") == "fake"
+    )
 
 
 def node_target(ctx: FaultContext) -> str:

@@ -19,13 +19,19 @@ from outpost_sandbox.faults.records import break_fault, heal
 def register(sandbox_subparsers: Any) -> None:
     """Add `break` and `heal` to the `outpost sandbox` subparsers (each sets func(args) -> int)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", default=None,
-                        help="sandbox state directory (default $OUTPOST_SANDBOX_DIR or ~/.outpost/sandbox)")
-    listing = "\n".join(f"  {f.name:<24} {f.help}" + (f" [--target {f.target_help}]" if f.target_help else "")
-                        for f in FAULTS.values())
+    common.add_argument(
+        "--state-dir", default=None, help="sandbox state directory (default $OUTPOST_SANDBOX_DIR or ~/.outpost/sandbox)"
+    )
+    listing = "\n".join(
+        f"  {f.name:<24} {f.help}" + (f" [--target {f.target_help}]" if f.target_help else "") for f in FAULTS.values()
+    )
     p_break = sandbox_subparsers.add_parser(
-        "break", parents=[common], help="inject a fault", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"Inject a fault into the running sandbox.\n\nfaults:\n{listing}")
+        "break",
+        parents=[common],
+        help="inject a fault",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"Inject a fault into the running sandbox.\n\nfaults:\n{listing}",
+    )
     p_break.add_argument("fault", choices=sorted(FAULTS), metavar="FAULT")
     p_break.add_argument("--target", default=None, help="what the fault applies to (see the list)")
     p_break.add_argument("--delay-ms", type=int, default=None, help="backend-slow: delay (default 3000)")
@@ -40,14 +46,18 @@ def register(sandbox_subparsers: Any) -> None:
 
 def _cmd_break(args: argparse.Namespace) -> int:
     try:
-        rec = break_fault(args.fault, args.target, args.state_dir, delay_ms=args.delay_ms,
-                          count=args.count, days=args.days)
+        rec = break_fault(
+            args.fault, args.target, args.state_dir, delay_ms=args.delay_ms, count=args.count, days=args.days
+        )
     except (OutpostError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     checks = FAULTS[args.fault].checks_for(rec["target"])
-    print(f"broken: {args.fault}" + (f" ({rec['target']})" if rec["target"] else "")
-          + f" - should fail: {', '.join(sorted(checks)) or 'no catalogue check (metrics only)'}")
+    print(
+        f"broken: {args.fault}"
+        + (f" ({rec['target']})" if rec["target"] else "")
+        + f" - should fail: {', '.join(sorted(checks)) or 'no catalogue check (metrics only)'}"
+    )
     return 0
 
 

@@ -51,16 +51,22 @@ def _every_node_lease_expired(ctx: FaultContext) -> bool:
     fake = set(fake_nodes(ctx))
     specs = [lease.get("spec") or {} for lease in ctx.kube.list(NODE_LEASES) if lease["metadata"]["name"] in fake]
     return bool(specs) and all(
-        age_seconds(spec.get("renewTime")) > float(spec.get("leaseDurationSeconds") or 0) for spec in specs)
+        age_seconds(spec.get("renewTime")) > float(spec.get("leaseDurationSeconds") or 0) for spec in specs
+    )
 
 
-def component_down_fault(component: str, visible_when: Callable[[FaultContext], bool] | None = None,
-                         visible_what: str = "", visible_within: float = 0) -> tuple[Apply, Heal]:
+def component_down_fault(
+    component: str,
+    visible_when: Callable[[FaultContext], bool] | None = None,
+    visible_what: str = "",
+    visible_within: float = 0,
+) -> tuple[Apply, Heal]:
     """Stop a sandbox component. With `visible_when`, `break` returns only once the outage can be observed
     at all: a kwok stopped a second ago left every node Lease freshly renewed, and neither Kubernetes' own
     node lifecycle controller nor any monitor can tell it from a healthy kwok until the Leases outlive
     their duration (40 s here). Waiting for that is part of staging the fault, so the first run after
     `break` meets the outage as a user would meet a dead kwok."""
+
     def apply(ctx: FaultContext) -> dict[str, Any]:
         if not cluster.stop_component(component, state_dir=ctx.state_dir):
             raise FaultError(f"sandbox component {component} was not running")
@@ -78,6 +84,9 @@ def component_down_fault(component: str, visible_when: Callable[[FaultContext], 
 
 
 def kwok_down_fault() -> tuple[Apply, Heal]:
-    return component_down_fault("kwok", _every_node_lease_expired,
-                                "every node Lease to outlive its leaseDurationSeconds after kwok stopped",
-                                cluster.NODE_LEASE_SECONDS * 3)
+    return component_down_fault(
+        "kwok",
+        _every_node_lease_expired,
+        "every node Lease to outlive its leaseDurationSeconds after kwok stopped",
+        cluster.NODE_LEASE_SECONDS * 3,
+    )

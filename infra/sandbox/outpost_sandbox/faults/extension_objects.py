@@ -51,8 +51,10 @@ def nodemetric_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     # Only the time moves back; the report stays, as a koordlet that stopped leaves it. (An apply of the time alone
     # would drop `status.nodeMetric`, which the daemon's applies own, and koord-manager v1.6.0 panics on a
     # NodeMetric status without it: noderesource plugins/midresource/plugin.go calculate.)
-    ctx.kube.merge_patch(f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}/status",
-                         {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=600))}})
+    ctx.kube.merge_patch(
+        f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}/status",
+        {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=600))}},
+    )
     return {"node": node}
 
 
@@ -102,14 +104,25 @@ def utilization_fault(ratio: float) -> tuple[Apply, Heal]:
 
 
 def _gang_pod(name: str, index: int, gang: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": "koord-scheduler", "restartPolicy": "Never",
-                            "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
-                            "nodeSelector": node_selector or {"type": "kwok"},
-                            "containers": [{"name": "w", "image": "library/busybox:1.36",
-                                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{index}", "namespace": "default",
-                         "labels": {systems.GANG_LABEL: gang, "app": name}}, "spec": spec}
+    spec: dict[str, Any] = {
+        "schedulerName": "koord-scheduler",
+        "restartPolicy": "Never",
+        "tolerations": [{"key": "kwok-controller/provider", "operator": "Exists"}],
+        "nodeSelector": node_selector or {"type": "kwok"},
+        "containers": [
+            {"name": "w", "image": "library/busybox:1.36", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
+        ],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{index}",
+            "namespace": "default",
+            "labels": {systems.GANG_LABEL: gang, "app": name},
+        },
+        "spec": spec,
+    }
 
 
 def _scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -153,33 +166,71 @@ def podgroup_fault(phase: str) -> tuple[Apply, Heal]:
         # (and the waits below requeue the gang should the last member still be held: systems.requeue_gang).
         for i in range(3):
             k.apply(_gang_pod(name, i, name, selector))
-        k.apply({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-                 "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 3}})
+        k.apply(
+            {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"minMember": 3},
+            }
+        )
         if stuck:
+
             def unschedulable() -> bool:
                 conditions = [_scheduled_condition(p) for p in pods(ctx)]
-                return len(conditions) == 3 and all(c is not None and c.get("reason") == "Unschedulable"
-                                                    for c in conditions)
-            wait_for(f"koord-scheduler to find the members of {name} unschedulable", 60,
-                     systems.requeuing(k, "default", name, unschedulable))
+                return len(conditions) == 3 and all(
+                    c is not None and c.get("reason") == "Unschedulable" for c in conditions
+                )
+
+            wait_for(
+                f"koord-scheduler to find the members of {name} unschedulable",
+                60,
+                systems.requeuing(k, "default", name, unschedulable),
+            )
             hour_ago = rfc3339(utc_now() - dt.timedelta(hours=1))
             for pod in pods(ctx):
                 condition = dict(_scheduled_condition(pod) or {}, lastTransitionTime=hour_ago)
                 others = [c for c in pod["status"].get("conditions") or [] if c.get("type") != "PodScheduled"]
-                k.merge_patch(object_path(PODS, pod["metadata"]["name"], "default") + "/status",
-                              {"status": {"conditions": [*others, condition]}})
+                k.merge_patch(
+                    object_path(PODS, pod["metadata"]["name"], "default") + "/status",
+                    {"status": {"conditions": [*others, condition]}},
+                )
         else:
-            wait_for(f"koord-scheduler to report {name} Running", 60,
-                     systems.requeuing(k, "default", name,
-                                       lambda: (group(ctx).get("status") or {}).get("phase") == "Running"))
+            wait_for(
+                f"koord-scheduler to report {name} Running",
+                60,
+                systems.requeuing(
+                    k, "default", name, lambda: (group(ctx).get("status") or {}).get("phase") == "Running"
+                ),
+            )
             failed = pods(ctx)[0]
             now = rfc3339(utc_now())
-            k.merge_patch(object_path(PODS, failed["metadata"]["name"], "default") + "/status", {"status": {
-                "phase": "Failed",
-                "containerStatuses": [{"name": "w", "image": "library/busybox:1.36", "imageID": "", "ready": False,
-                                       "restartCount": 0, "started": False,
-                                       "state": {"terminated": {"exitCode": 1, "reason": "Error",
-                                                                "startedAt": now, "finishedAt": now}}}]}})
+            k.merge_patch(
+                object_path(PODS, failed["metadata"]["name"], "default") + "/status",
+                {
+                    "status": {
+                        "phase": "Failed",
+                        "containerStatuses": [
+                            {
+                                "name": "w",
+                                "image": "library/busybox:1.36",
+                                "imageID": "",
+                                "ready": False,
+                                "restartCount": 0,
+                                "started": False,
+                                "state": {
+                                    "terminated": {
+                                        "exitCode": 1,
+                                        "reason": "Error",
+                                        "startedAt": now,
+                                        "finishedAt": now,
+                                    }
+                                },
+                            }
+                        ],
+                    }
+                },
+            )
         return {"name": name}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -202,17 +253,31 @@ def evictions_apply(ctx: FaultContext) -> dict[str, Any]:
         pod = pods["items"][i % len(pods["items"])]
         meta = pod["metadata"]
         name = f"{FAULT_PREFIX}-evict-{secrets.token_hex(4)}"
-        ctx.kube.create("/api/v1/namespaces/default/events", {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": name, "namespace": "default"},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": meta["namespace"],
-                               "name": meta["name"], "uid": meta["uid"]},
-            "type": "Warning", "reason": "evictPodSuccess",
-            "message": f"evict Pod:{meta['namespace']}/{meta['name']}, reason: evictPodByBECPUSatisfaction, "
-                       "message: BE pods suppressed for LS latency",
-            "source": {"component": "koordlet", "host": pod["spec"].get("nodeName", "")},
-            "reportingComponent": "koordlet", "reportingInstance": pod["spec"].get("nodeName", ""),
-            "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1})
+        ctx.kube.create(
+            "/api/v1/namespaces/default/events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": "default"},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+                "type": "Warning",
+                "reason": "evictPodSuccess",
+                "message": f"evict Pod:{meta['namespace']}/{meta['name']}, reason: evictPodByBECPUSatisfaction, "
+                "message: BE pods suppressed for LS latency",
+                "source": {"component": "koordlet", "host": pod["spec"].get("nodeName", "")},
+                "reportingComponent": "koordlet",
+                "reportingInstance": pod["spec"].get("nodeName", ""),
+                "firstTimestamp": rfc3339(now),
+                "lastTimestamp": rfc3339(now),
+                "count": 1,
+            },
+        )
         names.append(name)
     return {"events": names}
 
@@ -227,8 +292,11 @@ def scaled_to_zero_apply(ctx: FaultContext) -> dict[str, Any]:
     name = required_target(ctx, sorted(systems.MANAGERS), "deployment")
     ns, selector, _lease = systems.MANAGERS[name]
     ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": 0}})
-    wait_for(f"deployment {ns}/{name} to have no pods", 60, lambda: not ctx.kube.get(
-        f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"])
+    wait_for(
+        f"deployment {ns}/{name} to have no pods",
+        60,
+        lambda: not ctx.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"],
+    )
     return {"name": name}
 
 

@@ -46,10 +46,14 @@ THIEF = "outpost-fault-thief"
 LEADER_LEASES = {lease: (manager, ns) for manager, (ns, _selector, lease) in systems.MANAGERS.items()}
 """Each manager's leader Lease: its name -> (the manager Deployment, the namespace)."""
 SYSTEM_MANAGER = {"kruise": "kruise-controller-manager", "koordinator": "koord-manager"}
-CERT_SECRET = {"kruise": ("kruise-system", "kruise-webhook-certs"),
-               "koordinator": ("koordinator-system", "koordinator-webhook-certs")}
-CERT_SERVICE = {"kruise": ("kruise-system", "kruise-webhook-service"),
-                "koordinator": ("koordinator-system", "koordinator-webhook-service")}
+CERT_SECRET = {
+    "kruise": ("kruise-system", "kruise-webhook-certs"),
+    "koordinator": ("koordinator-system", "koordinator-webhook-certs"),
+}
+CERT_SERVICE = {
+    "kruise": ("kruise-system", "kruise-webhook-service"),
+    "koordinator": ("koordinator-system", "koordinator-webhook-service"),
+}
 WEBHOOK_CONFIGS = {
     "koordinator": ("koordinator-mutating-webhook-configuration", "koordinator-validating-webhook-configuration"),
     "kruise": ("kruise-mutating-webhook-configuration", "kruise-validating-webhook-configuration"),
@@ -77,8 +81,10 @@ def _pods(ctx: FaultContext, manager: str) -> list[dict[str, Any]]:
 
 
 def _ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def _lease_expired(ctx: FaultContext, manager: str) -> bool:
@@ -98,8 +104,9 @@ def hold_down(ctx: FaultContext, manager: str) -> None:
     """Kill `manager`'s processes and keep them down; returns once every pod is NotReady and its Lease expired."""
     _hold(ctx, "crashloop", manager, True)
     wait_for(f"every pod of {manager} NotReady", 30, lambda: not any(_ready(p) for p in _pods(ctx, manager)))
-    wait_for(f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager),
-             lambda: _lease_expired(ctx, manager))
+    wait_for(
+        f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager), lambda: _lease_expired(ctx, manager)
+    )
 
 
 def release(ctx: FaultContext, manager: str, timeout: float = 180) -> None:
@@ -130,10 +137,14 @@ def frozen_fault() -> tuple[Apply, Heal]:
         manager = required_target(ctx, sorted(SYSTEM_MANAGER.values()), "manager deployment")
         _hold(ctx, "frozen", manager, True)
         # The kubelet's readiness probe needs failureThreshold x periodSeconds (3 x 10 s by default) to give up.
-        wait_for(f"every pod of {manager} NotReady (readiness probe failing)", 60,
-                 lambda: not any(_ready(p) for p in _pods(ctx, manager)))
-        wait_for(f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager),
-                 lambda: _lease_expired(ctx, manager))
+        wait_for(
+            f"every pod of {manager} NotReady (readiness probe failing)",
+            60,
+            lambda: not any(_ready(p) for p in _pods(ctx, manager)),
+        )
+        wait_for(
+            f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager), lambda: _lease_expired(ctx, manager)
+        )
         return {"manager": manager}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -149,9 +160,18 @@ def lease_stolen_fault() -> tuple[Apply, Heal]:
         now = rfc3339(utc_now(), micro=True)
         held = ctx.kube.get(object_path(LEASES, lease, ns))
         transitions = int((held.get("spec") or {}).get("leaseTransitions") or 0) + 1  # as client-go counts a take-over
-        ctx.kube.merge_patch(object_path(LEASES, lease, ns), {"spec": {
-            "holderIdentity": THIEF, "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now,
-            "leaseTransitions": transitions}})
+        ctx.kube.merge_patch(
+            object_path(LEASES, lease, ns),
+            {
+                "spec": {
+                    "holderIdentity": THIEF,
+                    "leaseDurationSeconds": 3600,
+                    "acquireTime": now,
+                    "renewTime": now,
+                    "leaseTransitions": transitions,
+                }
+            },
+        )
         return {"lease": lease}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -194,12 +214,21 @@ def cert_expiring_fault(days: float = 5) -> tuple[Apply, Heal]:
         t = pki.now()
         ca = pki.make_ca(f"outpost-fault-{system}-webhook-ca", t - dt.timedelta(hours=1), t + dt.timedelta(days=when))
         ns, service = CERT_SERVICE[system]
-        leaf = pki.issue_serving(ca, pki.service_names(service, ns), t - dt.timedelta(hours=1),
-                                 t + dt.timedelta(days=when))
+        leaf = pki.issue_serving(
+            ca, pki.service_names(service, ns), t - dt.timedelta(hours=1), t + dt.timedelta(days=when)
+        )
         secret_ns, secret_name = CERT_SECRET[system]
-        encoded = {key: base64.b64encode(value).decode() for key, value in (
-            ("ca-cert.pem", ca.cert_pem), ("ca-key.pem", ca.key_pem), ("cert.pem", leaf.cert_pem),
-            ("key.pem", leaf.key_pem), ("tls.crt", leaf.cert_pem), ("tls.key", leaf.key_pem))}
+        encoded = {
+            key: base64.b64encode(value).decode()
+            for key, value in (
+                ("ca-cert.pem", ca.cert_pem),
+                ("ca-key.pem", ca.key_pem),
+                ("cert.pem", leaf.cert_pem),
+                ("key.pem", leaf.key_pem),
+                ("tls.crt", leaf.cert_pem),
+                ("tls.key", leaf.key_pem),
+            )
+        }
         ctx.kube.merge_patch(object_path(SECRETS, secret_name, secret_ns), {"data": encoded})
         _publish_ca(ctx, system, ca.cert_pem)
         return {"system": system, "days": when}
@@ -207,8 +236,11 @@ def cert_expiring_fault(days: float = 5) -> tuple[Apply, Heal]:
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
         system = undo["system"]
         release(ctx, SYSTEM_MANAGER[system])
-        wait_for(f"{system}'s manager to replace the expiring webhook certificate", 60,
-                 lambda: _certificate_days_left(_secret(ctx, system)) > 30)
+        wait_for(
+            f"{system}'s manager to replace the expiring webhook certificate",
+            60,
+            lambda: _certificate_days_left(_secret(ctx, system)) > 30,
+        )
 
     return apply, heal
 

@@ -32,8 +32,9 @@ from outpost_sandbox.poll import poll_until
 def daemonset_pod_missing(label: str, ns: str, ds: str) -> tuple[Apply, Heal]:
     def pods_on(ctx: FaultContext, node: str) -> list[str]:
         sel = "koord-app=koordlet" if ds == "koordlet" else "control-plane=daemon"
-        pods = ctx.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel,
-                            fieldSelector=f"spec.nodeName={node}")["items"]
+        pods = ctx.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel, fieldSelector=f"spec.nodeName={node}")[
+            "items"
+        ]
         return [p["metadata"]["name"] for p in pods]
 
     def apply(ctx: FaultContext) -> dict[str, Any]:
@@ -45,8 +46,11 @@ def daemonset_pod_missing(label: str, ns: str, ds: str) -> tuple[Apply, Heal]:
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
         node = undo["node"]
         ctx.kube.merge_patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {label: None}}})
-        wait_for(f"daemonset {ns}/{ds} back on node {node}", 90,
-              lambda: systems.daemonset_ready(ctx.kube, ns, ds) and bool(pods_on(ctx, node)))
+        wait_for(
+            f"daemonset {ns}/{ds} back on node {node}",
+            90,
+            lambda: systems.daemonset_ready(ctx.kube, ns, ds) and bool(pods_on(ctx, node)),
+        )
 
     return apply, heal
 
@@ -75,10 +79,10 @@ def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     path = object_path(LEASES, node, "kube-node-lease")
     spec = ctx.kube.get(path)["spec"]
     last = rfc3339(utc_now(), micro=True)
-    ctx.kube.merge_patch(path, {"spec": {"holderIdentity": FAULT_HOLDER, "leaseDurationSeconds": 86400,
-                                         "renewTime": last}})
-    undo = {"node": node, "holder": spec.get("holderIdentity"),
-            "duration": spec.get("leaseDurationSeconds", 40)}
+    ctx.kube.merge_patch(
+        path, {"spec": {"holderIdentity": FAULT_HOLDER, "leaseDurationSeconds": 86400, "renewTime": last}}
+    )
+    undo = {"node": node, "holder": spec.get("holderIdentity"), "duration": spec.get("leaseDurationSeconds", 40)}
     # Proof, not hope: a whole kwok renew window must pass with our last renewal untouched.
     time.sleep(KWOK_RENEW_WINDOW_S)
     now_spec = ctx.kube.get(path)["spec"]
@@ -91,8 +95,10 @@ def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
 def _lease_restore(ctx: FaultContext, undo: dict[str, Any]) -> None:
     # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
     # when it *acquires* the lease, not when it finds itself already holding it.
-    ctx.kube.merge_patch(object_path(LEASES, undo["node"], "kube-node-lease"), {"spec": {
-        "holderIdentity": None, "leaseDurationSeconds": undo["duration"]}})
+    ctx.kube.merge_patch(
+        object_path(LEASES, undo["node"], "kube-node-lease"),
+        {"spec": {"holderIdentity": None, "leaseDurationSeconds": undo["duration"]}},
+    )
 
 
 def node_lease_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -125,5 +131,10 @@ def restore_systems(ctx: FaultContext, timeout: float = 180) -> None:
             return False
         return True
 
-    poll_until("systems ready after heal", timeout, revived_and_ready, interval=0,
-               fail=lambda _message: FaultError(f"systems not ready after heal: {last_error[-1]}"))
+    poll_until(
+        "systems ready after heal",
+        timeout,
+        revived_and_ready,
+        interval=0,
+        fail=lambda _message: FaultError(f"systems not ready after heal: {last_error[-1]}"),
+    )

@@ -45,22 +45,53 @@ def overload_apply(ctx: FaultContext) -> dict[str, Any]:
     # Zero nominal seats and no borrowing: the level runs one request only while nothing else
     # of it executes; the daemon's load keeps that one seat busy, so every other request is
     # rejected with 429 at once. Health endpoints stay exempt (/readyz 200), as on a real cluster.
-    k.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-             "metadata": {"name": APF_NAME},
-             "spec": {"type": "Limited", "limited": {
-                 "nominalConcurrencyShares": 0, "lendablePercent": 0, "borrowingLimitPercent": 0,
-                 "limitResponse": {"type": "Reject"}}}})
-    k.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-             "metadata": {"name": APF_NAME},
-             "spec": {"matchingPrecedence": 10, "priorityLevelConfiguration": {"name": APF_NAME},
-                      "distinguisherMethod": {"type": "ByUser"},
-                      "rules": [{"subjects": [subject, {"kind": "User", "user": {"name": APF_LOAD_USER}}],
-                                 "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
-                                                    "namespaces": ["*"], "clusterScope": True}]}]}})
+    k.apply(
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": APF_NAME},
+            "spec": {
+                "type": "Limited",
+                "limited": {
+                    "nominalConcurrencyShares": 0,
+                    "lendablePercent": 0,
+                    "borrowingLimitPercent": 0,
+                    "limitResponse": {"type": "Reject"},
+                },
+            },
+        }
+    )
+    k.apply(
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": APF_NAME},
+            "spec": {
+                "matchingPrecedence": 10,
+                "priorityLevelConfiguration": {"name": APF_NAME},
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [
+                    {
+                        "subjects": [subject, {"kind": "User", "user": {"name": APF_LOAD_USER}}],
+                        "resourceRules": [
+                            {
+                                "verbs": ["*"],
+                                "apiGroups": ["*"],
+                                "resources": ["*"],
+                                "namespaces": ["*"],
+                                "clusterScope": True,
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
     data = read_behaviour(ctx.sdir)
     data["apf_load"] = {"user": APF_LOAD_USER}
     write_behaviour(ctx.sdir, data)
     with ctx.kube.impersonating(_impersonation(subject)) as as_subject:
+
         def rejected() -> bool:
             codes = [_list_status(as_subject) for _ in range(3)]
             return all(c == 429 for c in codes)
@@ -100,5 +131,4 @@ def overload_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     ctx.kube.delete(object_path(FLOW_SCHEMAS, APF_NAME))
     ctx.kube.delete(object_path(PRIORITY_LEVELS, APF_NAME))
     with ctx.kube.impersonating(_impersonation(_subject(undo["subject"]))) as as_subject:
-        wait_for("LIST no longer rejected with 429", 30,
-              lambda: _list_status(as_subject) != 429)
+        wait_for("LIST no longer rejected with 429", 30, lambda: _list_status(as_subject) != 429)

@@ -48,8 +48,9 @@ def _state(state_dir: Path | str | None) -> Path:
     return Path(cluster.default_state_dir())
 
 
-def break_fault(name: str, target: str | None = None, state_dir: Path | str | None = None,
-                **options: Any) -> dict[str, Any]:
+def break_fault(
+    name: str, target: str | None = None, state_dir: Path | str | None = None, **options: Any
+) -> dict[str, Any]:
     """Inject fault `name` (see FAULTS); returns its record. Idempotent for the same name+target."""
     fault = FAULTS.get(name)
     if fault is None:

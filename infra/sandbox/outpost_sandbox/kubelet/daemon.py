@@ -102,8 +102,12 @@ class Probe:
         if "httpGet" in spec:
             get = spec["httpGet"]
             path = str(get.get("path") or "/")
-            probe = cls("http", port_of(get["port"]), path if path.startswith("/") else f"/{path}",
-                        str(get.get("scheme", "HTTP")).upper())
+            probe = cls(
+                "http",
+                port_of(get["port"]),
+                path if path.startswith("/") else f"/{path}",
+                str(get.get("scheme", "HTTP")).upper(),
+            )
         elif "tcpSocket" in spec:
             probe = cls("tcp", port_of(spec["tcpSocket"]["port"]))
         else:
@@ -193,28 +197,62 @@ class Kubelet:
     # ---- the node --------------------------------------------------------------------------------
     def node_object(self) -> dict[str, Any]:
         conditions = [
-            {"type": kind, "status": "False", "reason": reason, "message": message,
-             "lastHeartbeatTime": now_text(), "lastTransitionTime": self._node_since}
+            {
+                "type": kind,
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now_text(),
+                "lastTransitionTime": self._node_since,
+            }
             for kind, reason, message in (
                 ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                 ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))]
-        conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                           "message": "outpost sandbox kubelet is posting ready status",
-                           "lastHeartbeatTime": now_text(), "lastTransitionTime": self._node_since})
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": NODE_NAME,
-                             "labels": {"kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux",
-                                        "kubernetes.io/arch": "amd64", NODE_LABEL: "process"}},
-                "status": {"addresses": [{"type": "InternalIP", "address": NODE_IP},
-                                         {"type": "Hostname", "address": NODE_NAME}],
-                           "capacity": dict(RESOURCES), "allocatable": dict(RESOURCES),
-                           "conditions": conditions,
-                           "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                           "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "osImage": "",
-                                        "kernelVersion": os.uname().release, "kubeletVersion": "",
-                                        "kubeProxyVersion": "", "containerRuntimeVersion": "outpost-sandbox://1",
-                                        "machineID": "", "systemUUID": "", "bootID": ""}}}
+                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            )
+        ]
+        conditions.append(
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "outpost sandbox kubelet is posting ready status",
+                "lastHeartbeatTime": now_text(),
+                "lastTransitionTime": self._node_since,
+            }
+        )
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": NODE_NAME,
+                "labels": {
+                    "kubernetes.io/hostname": NODE_NAME,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    NODE_LABEL: "process",
+                },
+            },
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": NODE_NAME}],
+                "capacity": dict(RESOURCES),
+                "allocatable": dict(RESOURCES),
+                "conditions": conditions,
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "osImage": "",
+                    "kernelVersion": os.uname().release,
+                    "kubeletVersion": "",
+                    "kubeProxyVersion": "",
+                    "containerRuntimeVersion": "outpost-sandbox://1",
+                    "machineID": "",
+                    "systemUUID": "",
+                    "bootID": "",
+                },
+            },
+        }
 
     async def node_loop(self) -> None:
         reported = -1e9
@@ -311,8 +349,10 @@ class Kubelet:
             state.waiting = None
             return
         if spec.get("hostNetwork"):
-            raise runtime.ContainerConfigError("hostNetwork pods with a runnable image are not supported by the "
-                                               "sandbox kubelet (each manager needs a network of its own)")
+            raise runtime.ContainerConfigError(
+                "hostNetwork pods with a runnable image are not supported by the "
+                "sandbox kubelet (each manager needs a network of its own)"
+            )
         state.runnable, state.binary = True, image.binary
         if state.probe is None:
             state.probe = Probe.of(container)
@@ -329,16 +369,24 @@ class Kubelet:
             if self.table.alive(state.key):
                 await asyncio.to_thread(self.table.stop, state.key, 0.1, True)
                 self.observe_process(state)
-            state.waiting = ("CrashLoopBackOff", f"back-off {BACKOFF_MAX_S:.0f}s restarting failed container="
-                             f"{container['name']} pod={state.name}_{state.namespace}({state.uid})")
+            state.waiting = (
+                "CrashLoopBackOff",
+                f"back-off {BACKOFF_MAX_S:.0f}s restarting failed container="
+                f"{container['name']} pod={state.name}_{state.namespace}({state.uid})",
+            )
             state.restart_at = time.monotonic()
             return
         pid = self.table.pid(state.key)
         if pid is not None and not podnet.in_namespace(pid, state.netns or ""):
             # Its pod's network went from under it (deleted, made again): as a kubelet does for a pod whose sandbox
             # is gone, the container is killed and started again in the pod's network.
-            log.warning("pod %s/%s: process %d is not in the pod's network %s; restarting it", state.namespace,
-                        state.name, pid, state.netns)
+            log.warning(
+                "pod %s/%s: process %d is not in the pod's network %s; restarting it",
+                state.namespace,
+                state.name,
+                pid,
+                state.netns,
+            )
             await asyncio.to_thread(self.table.stop, state.key, 5.0)
             self.observe_process(state)
         if self.table.alive(state.key):
@@ -356,8 +404,18 @@ class Kubelet:
             state.relay.close()
             state.relay = await self.start_relay(pod_netns)
         volumes = self.volume_dirs(state, pod)
-        launch = runtime.launch_for(pod, container, image.binary, self.pod_dir(state), pod_netns, ip,
-                                    NODE_IP, self.api_port, volumes, self.lookup_sync)
+        launch = runtime.launch_for(
+            pod,
+            container,
+            image.binary,
+            self.pod_dir(state),
+            pod_netns,
+            ip,
+            NODE_IP,
+            self.api_port,
+            volumes,
+            self.lookup_sync,
+        )
         pid = await asyncio.to_thread(runtime.start, self.table, state.key, launch)
         self._children.add(pid)
         if state.last_terminated is not None or state.started_at is not None:
@@ -366,8 +424,14 @@ class Kubelet:
         state.waiting, state.frozen, state.ready = None, False, False
         state.probe_successes = state.probe_failures = 0
         state.next_probe = time.monotonic() + (state.probe.initial_delay if state.probe else 0)
-        log.info("pod %s/%s: started %s (pid %d, restart %d)", state.namespace, state.name, launch.command[0], pid,
-                 state.restarts)
+        log.info(
+            "pod %s/%s: started %s (pid %d, restart %d)",
+            state.namespace,
+            state.name,
+            launch.command[0],
+            pid,
+            state.restarts,
+        )
 
     def observe_process(self, state: PodState) -> None:
         """Notice a container that exited since the last look, and schedule its restart."""
@@ -392,8 +456,12 @@ class Kubelet:
         code = 137 if status is None else (128 - status if status < 0 else status)
         reason = "Completed" if code == 0 else "Error"
         ran = time.monotonic() - state.started_mono
-        state.last_terminated = {"exitCode": code, "reason": reason, "startedAt": state.started_at,
-                                 "finishedAt": now_text()}
+        state.last_terminated = {
+            "exitCode": code,
+            "reason": reason,
+            "startedAt": state.started_at,
+            "finishedAt": now_text(),
+        }
         state.started_at, state.ready, state.frozen = None, False, False
         if ran >= BACKOFF_RESET_S:
             state.backoff_s = 0.0
@@ -401,8 +469,14 @@ class Kubelet:
         state.backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_INITIAL_S, state.backoff_s * 2))
         state.restart_at = time.monotonic() + delay
         state.waiting = ("CrashLoopBackOff", f"back-off {delay:.0f}s restarting failed container") if delay else None
-        log.warning("pod %s/%s: container exited with %d after %.0f s; restart in %.0f s", state.namespace,
-                    state.name, code, ran, delay)
+        log.warning(
+            "pod %s/%s: container exited with %d after %.0f s; restart in %.0f s",
+            state.namespace,
+            state.name,
+            code,
+            ran,
+            delay,
+        )
 
     # ---- volumes and the ServiceAccount token ----------------------------------------------------
     def pod_dir(self, state: PodState) -> Path:
@@ -414,14 +488,18 @@ class Kubelet:
             return None
         if kind == "secrets":
             import base64
+
             value = (obj.get("data") or {}).get(key)
             return base64.b64decode(value).decode() if value is not None else None
         return (obj.get("data") or {}).get(key)
 
     def volume_dirs(self, state: PodState, pod: dict[str, Any]) -> dict[str, Path]:
         base = self.pod_dir(state) / "volumes"
-        return {v["name"]: base / v["name"] for v in pod["spec"].get("volumes") or []
-                if any(k in v for k in ("configMap", "secret", "emptyDir", "projected"))}
+        return {
+            v["name"]: base / v["name"]
+            for v in pod["spec"].get("volumes") or []
+            if any(k in v for k in ("configMap", "secret", "emptyDir", "projected"))
+        }
 
     async def refresh_volumes(self, state: PodState, pod: dict[str, Any]) -> None:
         monotonic = time.monotonic()
@@ -441,8 +519,9 @@ class Kubelet:
                 for source in volume["projected"].get("sources") or []:
                     if "serviceAccountToken" in source:
                         token_spec = source["serviceAccountToken"]
-                        token = await self._token(pod, int(token_spec.get("expirationSeconds", TOKEN_SECONDS)),
-                                                  token_spec.get("audience"))
+                        token = await self._token(
+                            pod, int(token_spec.get("expirationSeconds", TOKEN_SECONDS)), token_spec.get("audience")
+                        )
                         files[str(token_spec.get("path", "token"))] = token.encode()
                         token_lifetime = float(token_spec.get("expirationSeconds", TOKEN_SECONDS))
                     elif "configMap" in source or "secret" in source:
@@ -450,11 +529,16 @@ class Kubelet:
                     elif "downwardAPI" in source:
                         for item in source["downwardAPI"].get("items") or []:
                             path = (item.get("fieldRef") or {}).get("fieldPath")
-                            value = {"metadata.namespace": state.namespace, "metadata.name": state.name,
-                                     "metadata.uid": state.uid}.get(str(path))
+                            value = {
+                                "metadata.namespace": state.namespace,
+                                "metadata.name": state.name,
+                                "metadata.uid": state.uid,
+                            }.get(str(path))
                             if value is None:
-                                raise runtime.ContainerConfigError(f"volume {volume['name']}: downwardAPI {path} "
-                                                                   "is not supported by the sandbox kubelet")
+                                raise runtime.ContainerConfigError(
+                                    f"volume {volume['name']}: downwardAPI {path} "
+                                    "is not supported by the sandbox kubelet"
+                                )
                             files[str(item["path"])] = value.encode()
             else:
                 continue
@@ -489,16 +573,22 @@ class Kubelet:
     async def _token(self, pod: dict[str, Any], seconds: int, audience: str | None) -> str:
         meta = pod["metadata"]
         sa = pod["spec"].get("serviceAccountName") or "default"
-        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                   "spec": {"audiences": [audience] if audience else [], "expirationSeconds": seconds,
-                            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                                               "uid": meta["uid"]}}}
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": [audience] if audience else [],
+                "expirationSeconds": seconds,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]},
+            },
+        }
         path = f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{sa}/token"
         answer = await self.kube.run(lambda k: k.create(path, request))
         token = (answer.get("status") or {}).get("token")
         if not isinstance(token, str) or not token:
-            raise runtime.ContainerConfigError(f"TokenRequest for serviceaccount {meta['namespace']}/{sa} "
-                                               "returned no token")
+            raise runtime.ContainerConfigError(
+                f"TokenRequest for serviceaccount {meta['namespace']}/{sa} returned no token"
+            )
         return token
 
     # ---- the API relay ---------------------------------------------------------------------------
@@ -529,8 +619,11 @@ class Kubelet:
     # ---- readiness -------------------------------------------------------------------------------
     async def probe_loop(self) -> None:
         while True:
-            due = [s for s in self.pods.values() if s.runnable and s.started_at and not s.terminating
-                   and time.monotonic() >= s.next_probe]
+            due = [
+                s
+                for s in self.pods.values()
+                if s.runnable and s.started_at and not s.terminating and time.monotonic() >= s.next_probe
+            ]
             await asyncio.gather(*(self.probe_once(s) for s in due))
             await asyncio.sleep(0.2)
 
@@ -568,9 +661,14 @@ class Kubelet:
         pod_ready = ready and all(gate_conditions.get(g) == "True" for g in gates)
         containers = []
         for container in spec["containers"]:
-            status: dict[str, Any] = {"name": container["name"], "image": container.get("image", ""),
-                                      "imageID": "", "ready": ready, "restartCount": state.restarts,
-                                      "started": running}
+            status: dict[str, Any] = {
+                "name": container["name"],
+                "image": container.get("image", ""),
+                "imageID": "",
+                "ready": ready,
+                "restartCount": state.restarts,
+                "started": running,
+            }
             if running:
                 status["containerID"] = f"outpost-sandbox://{state.key}"
                 status["state"] = {"running": {"startedAt": state.started_at}}
@@ -581,16 +679,21 @@ class Kubelet:
                 status["lastState"] = {"terminated": state.last_terminated}
             containers.append(status)
         conditions = [c for c in current.get("conditions") or [] if c.get("type") in ("PodScheduled", *gates)]
-        conditions += [self._condition(state, "PodReadyToStartContainers", state.ip is not None),
-                       self._condition(state, "Initialized", True),
-                       self._condition(state, "ContainersReady", ready),
-                       self._condition(state, "Ready", pod_ready)]
-        status_doc: dict[str, Any] = {"phase": "Running" if running or state.restarts or state.last_terminated
-                                      else "Pending",
-                                      "conditions": conditions, "containerStatuses": containers,
-                                      "hostIP": NODE_IP, "hostIPs": [{"ip": NODE_IP}],
-                                      "startTime": current.get("startTime") or now_text(),
-                                      "qosClass": current.get("qosClass")}
+        conditions += [
+            self._condition(state, "PodReadyToStartContainers", state.ip is not None),
+            self._condition(state, "Initialized", True),
+            self._condition(state, "ContainersReady", ready),
+            self._condition(state, "Ready", pod_ready),
+        ]
+        status_doc: dict[str, Any] = {
+            "phase": "Running" if running or state.restarts or state.last_terminated else "Pending",
+            "conditions": conditions,
+            "containerStatuses": containers,
+            "hostIP": NODE_IP,
+            "hostIPs": [{"ip": NODE_IP}],
+            "startTime": current.get("startTime") or now_text(),
+            "qosClass": current.get("qosClass"),
+        }
         if state.ip:
             status_doc["podIP"], status_doc["podIPs"] = state.ip, [{"ip": state.ip}]
         if status_doc == state.last_status:
@@ -607,8 +710,11 @@ class Kubelet:
     async def terminate(self, state: PodState, pod: dict[str, Any] | None) -> None:
         grace = 30.0
         if pod is not None:
-            grace = float(pod["metadata"].get("deletionGracePeriodSeconds")
-                          or pod["spec"].get("terminationGracePeriodSeconds") or 30)
+            grace = float(
+                pod["metadata"].get("deletionGracePeriodSeconds")
+                or pod["spec"].get("terminationGracePeriodSeconds")
+                or 30
+            )
         try:
             if state.frozen:
                 runtime.signal_process(self.table, state.key, signal.SIGCONT)
@@ -668,11 +774,22 @@ def _register(node: dict[str, Any], kube: Kube) -> None:
 def _renew_node_lease(kube: Kube) -> None:
     """The node's Lease in kube-node-lease, owned by the Node (as the kubelet's), renewed now."""
     uid = kube.get(f"/api/v1/nodes/{NODE_NAME}")["metadata"]["uid"]
-    kube.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": NODE_NAME, "namespace": "kube-node-lease",
-                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE_NAME, "uid": uid}]},
-                "spec": {"holderIdentity": NODE_NAME, "leaseDurationSeconds": NODE_LEASE_S,
-                         "renewTime": format_time(dt.datetime.now(dt.UTC), micro=True)}})
+    kube.apply(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": NODE_NAME,
+                "namespace": "kube-node-lease",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE_NAME, "uid": uid}],
+            },
+            "spec": {
+                "holderIdentity": NODE_NAME,
+                "leaseDurationSeconds": NODE_LEASE_S,
+                "renewTime": format_time(dt.datetime.now(dt.UTC), micro=True),
+            },
+        }
+    )
 
 
 async def probe_succeeds(probe: Probe, ip: str) -> bool:
@@ -689,8 +806,10 @@ async def probe_succeeds(probe: Probe, ip: str) -> bool:
             try:
                 if probe.kind == "tcp":
                     return True
-                writer.write(f"GET {probe.path} HTTP/1.1\r\nHost: {ip}:{probe.port}\r\n"
-                             "User-Agent: kube-probe/1.37\r\nAccept: */*\r\nConnection: close\r\n\r\n".encode())
+                writer.write(
+                    f"GET {probe.path} HTTP/1.1\r\nHost: {ip}:{probe.port}\r\n"
+                    "User-Agent: kube-probe/1.37\r\nAccept: */*\r\nConnection: close\r\n\r\n".encode()
+                )
                 await writer.drain()
                 line = await reader.readline()
             finally:
@@ -708,8 +827,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bin-dir", type=Path, required=True)
     parser.add_argument("--ca-file", type=Path, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     kubelet = Kubelet(args.state_dir, args.kubeconfig, args.bin_dir, args.ca_file)
     ready = kubelet.dir / "kubelet.ready"
@@ -717,4 +835,3 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(kubelet.run(ready))
     return 0
-

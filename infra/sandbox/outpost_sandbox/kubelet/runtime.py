@@ -65,14 +65,20 @@ Lookup = Callable[[str, str, str, str], "str | None"]
 """(configmaps|secrets, namespace, name, key) -> the value, or None when the object or key is absent."""
 
 
-def resolve_env(container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: str, host_ip: str,
-                lookup: Lookup) -> dict[str, str]:
+def resolve_env(
+    container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: str, host_ip: str, lookup: Lookup
+) -> dict[str, str]:
     """The container's `env`, as a kubelet resolves it (fieldRef, configMapKeyRef, secretKeyRef)."""
     meta = pod.get("metadata") or {}
-    fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", ""),
-              "metadata.uid": meta.get("uid", ""), "spec.nodeName": (pod.get("spec") or {}).get("nodeName", ""),
-              "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName", "default"),
-              "status.podIP": pod_ip, "status.hostIP": host_ip}
+    fields = {
+        "metadata.name": meta.get("name", ""),
+        "metadata.namespace": meta.get("namespace", ""),
+        "metadata.uid": meta.get("uid", ""),
+        "spec.nodeName": (pod.get("spec") or {}).get("nodeName", ""),
+        "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName", "default"),
+        "status.podIP": pod_ip,
+        "status.hostIP": host_ip,
+    }
     env: dict[str, str] = {}
     for item in container.get("env") or []:
         name = str(item["name"])
@@ -99,29 +105,53 @@ def resolve_env(container: Mapping[str, Any], pod: Mapping[str, Any], pod_ip: st
     return env
 
 
-def launch_for(pod: Mapping[str, Any], container: Mapping[str, Any], binary: Path, pod_dir: Path, netns: str,
-               pod_ip: str, host_ip: str, api_port: int, volume_dirs: Mapping[str, Path],
-               lookup: Lookup) -> Launch:
+def launch_for(
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    binary: Path,
+    pod_dir: Path,
+    netns: str,
+    pod_ip: str,
+    host_ip: str,
+    api_port: int,
+    volume_dirs: Mapping[str, Path],
+    lookup: Lookup,
+) -> Launch:
     meta = pod["metadata"]
     command = [str(c) for c in container.get("command") or []]
     if not command or not command[0].startswith("/"):
-        raise ContainerConfigError(f"container {container.get('name')}: needs an absolute command (the image's "
-                                   "entrypoint is not known to the sandbox kubelet)")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": meta["name"],
-           "KUBERNETES_SERVICE_HOST": "localhost", "KUBERNETES_SERVICE_PORT": str(api_port),
-           "KUBERNETES_SERVICE_PORT_HTTPS": str(api_port)}
+        raise ContainerConfigError(
+            f"container {container.get('name')}: needs an absolute command (the image's "
+            "entrypoint is not known to the sandbox kubelet)"
+        )
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOSTNAME": meta["name"],
+        "KUBERNETES_SERVICE_HOST": "localhost",
+        "KUBERNETES_SERVICE_PORT": str(api_port),
+        "KUBERNETES_SERVICE_PORT_HTTPS": str(api_port),
+    }
     env.update(resolve_env(container, pod, pod_ip, host_ip, lookup))
     mounts = []
     for mount in container.get("volumeMounts") or []:
         name = mount["name"]
         if name not in volume_dirs:
-            raise ContainerConfigError(f"volumeMount {name}: no such volume, or a volume type the sandbox "
-                                       "kubelet cannot provide")
+            raise ContainerConfigError(
+                f"volumeMount {name}: no such volume, or a volume type the sandbox kubelet cannot provide"
+            )
         mounts.append(Mount(volume_dirs[name], str(mount["mountPath"]), bool(mount.get("readOnly"))))
     hosts = f"127.0.0.1\tlocalhost\n{pod_ip}\t{meta['name']}\n"
-    return Launch(pod=f"{meta['namespace']}/{meta['name']}", hostname=str(meta["name"]), netns=netns,
-                  binary=binary, command=[*command, *(str(a) for a in container.get("args") or [])], env=env,
-                  root=pod_dir / "rootfs", mounts=mounts, hosts=hosts)
+    return Launch(
+        pod=f"{meta['namespace']}/{meta['name']}",
+        hostname=str(meta["name"]),
+        netns=netns,
+        binary=binary,
+        command=[*command, *(str(a) for a in container.get("args") or [])],
+        env=env,
+        root=pod_dir / "rootfs",
+        mounts=mounts,
+        hosts=hosts,
+    )
 
 
 def _prepare_root(launch: Launch) -> None:
@@ -164,9 +194,23 @@ def _script(launch: Launch) -> str:
 def start(table: ProcessTable, key: str, launch: Launch) -> int:
     """Start the container of `launch` as process `key` of `table`; returns its pid."""
     _prepare_root(launch)
-    argv = [TOOLS["ip"], "netns", "exec", launch.netns,
-            TOOLS["unshare"], "--mount", "--uts", "--propagation", "private", "--",
-            "/bin/sh", "-c", _script(launch), "sh", *launch.command]
+    argv = [
+        TOOLS["ip"],
+        "netns",
+        "exec",
+        launch.netns,
+        TOOLS["unshare"],
+        "--mount",
+        "--uts",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        _script(launch),
+        "sh",
+        *launch.command,
+    ]
     return table.start(key, argv, env=launch.env, cwd=Path("/"))
 
 
