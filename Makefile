@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint fmt check hooks unit functional e2e \
-        bench clean
+        bench clean lock lock-upgrade
 
 setup: system-packages python sandbox-binaries tools
 
@@ -77,6 +77,16 @@ check: lint
 fmt: python
 	$(BIN)/ruff format shared functions tests infra/sandbox
 	$(BIN)/ruff check --fix shared functions tests infra/sandbox
+
+# The dependency locks every bundle installs from (infra/locks/, one per target; shared/outpost/locks.py says how),
+# compiled by uv from pyproject.toml: after changing its dependencies or extras, run this and commit both (a stale
+# lock fails `outpost package` and the unit tests). It keeps the locked pins pyproject.toml still allows;
+# lock-upgrade takes the newest releases it allows.
+lock: python
+	$(BIN)/python -m outpost.locks
+
+lock-upgrade: python
+	$(BIN)/python -m outpost.locks --upgrade
 
 # The pre-commit hook (.githooks/pre-commit runs `make check`), once per clone.
 hooks:

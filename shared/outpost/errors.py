@@ -16,7 +16,8 @@ contains a secret: heartbeat URLs, tokens and API keys are redacted before an ex
     │   ├── MalformedResponse      body is not the JSON shape we expected (or an encoding we refuse)
     │   └── ResponseTooLarge       body exceeds cluster.max_response_bytes, or the run cluster.max_run_bytes
     ├── ReportError            the heartbeat could not be delivered
-    └── InvocationError        a runtime event/request is malformed (HTTP 400)
+    ├── InvocationError        a runtime event/request is malformed (HTTP 400)
+    └── PackagingError         a bundle or a dependency lock could not be built or read (missing or stale lock)
 """
 
 from __future__ import annotations
@@ -84,3 +85,8 @@ class ReportError(OutpostError):
 
 class InvocationError(OutpostError):
     """A runtime invocation (event or HTTP request) is malformed; maps to HTTP 400."""
+
+
+class PackagingError(OutpostError):
+    """The bundle could not be built (pip failed, wrong architecture, an entry module is missing), or the
+    dependency lock it installs from is missing, stale or malformed (the message names the file and `make lock`)."""

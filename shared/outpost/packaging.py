@@ -78,7 +78,8 @@ from outpost.deploy import (
     severity,
     ssm_scope,
 )
-from outpost.errors import ConfigError, OutpostError
+from outpost.errors import ConfigError
+from outpost.errors import PackagingError as PackagingError  # its public name stays outpost.packaging's
 from outpost.secrets import parse_secret_ref
 from outpost.settings import load_settings
 
@@ -121,10 +122,6 @@ _ZIP_EPOCH: Final = (1980, 1, 1, 0, 0, 0)
 # ELF e_machine of each Lambda architecture.
 _ELF_MACHINES: Final = {62: "x86_64", 183: "arm64"}
 _WHEEL_ARCH_TAGS: Final = {"x86_64": ("x86_64", "amd64"), "arm64": ("aarch64", "arm64")}
-
-
-class PackagingError(OutpostError):
-    """The bundle could not be built (pip failed, wrong architecture, an entry module is missing)."""
 
 
 def register(commands: Any) -> None:

@@ -1,0 +1,54 @@
+"""`make lock` (outpost.locks.write_locks) against PyPI: it writes a lock that read_lock accepts, keeps the pins
+already locked while pyproject.toml allows them (so refreshing after an unrelated edit changes nothing), records
+closures whose union is the whole lock, and leaves the previous file in place when uv fails.
+(Offline checks of the committed locks and of staleness: tests/unit/test_locks.py.)"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from outpost.errors import PackagingError
+from outpost.locks import CORE, LOCK_DIRECTORY, LOCKED_EXTRAS, find_uv, lock_file, read_lock, write_locks
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET = "lambda-arm64"
+
+
+def project_with_locks(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "infra").mkdir(parents=True)
+    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    shutil.copytree(REPO / LOCK_DIRECTORY, root / LOCK_DIRECTORY)
+    return root
+
+
+def test_make_lock_rewrites_a_current_lock_to_the_same_pins(tmp_path: Path) -> None:
+    root = project_with_locks(tmp_path)
+    committed = read_lock(REPO, TARGET)
+    # The committed pins stay as uv's preferences; the records go, so read_lock below accepts only what was written.
+    path = lock_file(root, TARGET)
+    path.write_text("".join(line for line in path.read_text().splitlines(True) if not line.startswith("#")))
+    with pytest.raises(PackagingError, match="has no `# target =` record"):
+        read_lock(root, TARGET)
+    (summary,) = write_locks(root, find_uv(), targets=[TARGET])
+    assert summary.startswith(f"infra/locks/{TARGET}.txt: {len(committed.pins)} pins (core "), summary
+    written = read_lock(root, TARGET)
+    now = {(name, pin.version) for name, pin in written.pins.items()}
+    moved = now ^ {(name, pin.version) for name, pin in committed.pins.items()}
+    # Only a locked release withdrawn from PyPI since (yanked) can move a pin here: then the lock needs `make lock`.
+    assert not moved, f"make lock moved pins of {TARGET}: {sorted(moved)}"
+    assert written.installs == committed.installs
+    assert set(written.installs) == {CORE, *LOCKED_EXTRAS}
+
+
+def test_a_failed_refresh_leaves_the_previous_lock(tmp_path: Path) -> None:
+    root = project_with_locks(tmp_path)
+    before = lock_file(root, TARGET).read_bytes()
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('aws = ["boto3>=1.34"]', 'aws = ["boto3>=1.34,<1.0"]'))
+    with pytest.raises(PackagingError, match=rf"locking {TARGET}: uv pip compile failed: .*boto3"):
+        write_locks(root, find_uv(), targets=[TARGET])
+    assert lock_file(root, TARGET).read_bytes() == before
