@@ -7,9 +7,9 @@
 //   deployed);
 // - that stage has a build for AWS;
 // - the build is current: the SHA-256 of every input it was made from (pyproject.toml, the environment file
-//   infra/environments/<stage>.yaml, every file under shared/outpost/ and functions/ except byte code) is
-//   the one recorded, so an environment file edited (perhaps made invalid) or a source changed since
-//   `outpost package` is refused, naming what changed;
+//   infra/environments/<stage>.yaml, every file under shared/outpost/, functions/ and infra/locks/, the
+//   dependency locks, except byte code) is the one recorded, so an environment file edited (perhaps made
+//   invalid), a source or a lock changed since `outpost package` is refused, naming what changed;
 // - the bundle is the one built (its SHA-256 is the recorded one);
 // - a `--region` option, if given, is the region the environment file deploys to.
 // Otherwise it throws, and the Serverless Framework stops with the message. The walk below must select the
@@ -22,7 +22,7 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..', '..');
 const NAME = /^[a-z][a-z0-9-]*$/;
 const NOT_DEPLOYABLE = new Set(['local']);
-const SOURCE_DIRECTORIES = ['shared/outpost', 'functions'];
+const SOURCE_DIRECTORIES = ['shared/outpost', 'functions', 'infra/locks'];
 const SOURCE_FILES = ['pyproject.toml'];
 const BYTE_CODE = /\.py[co]$/;
 

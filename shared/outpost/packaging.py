@@ -20,22 +20,26 @@ Output, under `build/<env>/`:
 - Cloud Functions (`--platform gcp`, or its older name `gcf`): `outpost-<env>-gcf.zip`, the product as
   source, the entry modules, the environment file, a root `main.py` whose `http` target serves the check
   named by `$OUTPOST_CHECK` (and one named target per enabled check), and `requirements.txt`, which Cloud
-  Functions installs itself: every distribution of the resolved closure pinned with `==`; and
+  Functions installs itself: the environment's subset of the Cloud Functions lock, every distribution pinned
+  with `==` and the SHA-256 of its files (pip's hash-checking mode); and
   `terraform.tfvars.json`, the variables of `infra/gcp` (one function and one Cloud Scheduler job per enabled
   check, the derived timeout, the cron schedules, the Secret Manager secrets the file references, the service
   account ids), so Terraform deploys exactly what was validated and built.
 
 Bundle guarantees:
-- reproducible: the same inputs give the same bytes: entries sorted, fixed timestamps and modes, byte code
-  compiled with hash-based invalidation (no mtime inside) and a fixed hash seed, dependency versions pinned
-  to those of the Python that builds (the versions the tests ran with);
+- reproducible: the same lock and the same sources give the same bytes, whatever the building environment
+  holds: the dependencies are installed from the target's lock in `infra/locks/` (outpost.locks: one per
+  target, made by `make lock`), hashes required and nothing resolved (pip --require-hashes --no-deps), wheels
+  only; entries sorted, fixed timestamps and modes, byte code compiled with hash-based invalidation (no mtime
+  inside) and a fixed hash seed. A missing or stale lock (pyproject.toml changed since `make lock`) is refused;
 - `.pyc` precompiled for the runtime's Python (3.11; another interpreter is refused) as unchecked-hash
   byte code: the bundle is immutable, so imports skip reading and hashing the sources;
 - built in a fresh temporary directory from the sources themselves (never a setuptools `build/lib`);
 - only the product and what the platform and the environment reach: the core dependencies, `aws` (boto3)
   for `ssm:`/`secretsmanager:` references or `eks` auth, `gcp` for `gcpsm:` or `gke`, `cloudfunctions` on
   Cloud Functions only, and the extras the enabled checks declare (`CheckSpec.extras`: `certificates`,
-  cryptography, only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled); never the sandbox,
+  cryptography, only when `apiserver-cert-expiry` or `webhook-cert-expiry` is enabled), exactly the lock's
+  closure of the core and those extras (Lock.subset); never the sandbox,
   never console scripts (`bin/`) or install records naming this machine (`RECORD`, `direct_url.json`),
   never caches from the source tree;
 - the architecture is checked: every ELF shared object must be built for the function's architecture and
@@ -47,16 +51,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform as host_platform
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -80,14 +81,14 @@ from outpost.deploy import (
 )
 from outpost.errors import ConfigError
 from outpost.errors import PackagingError as PackagingError  # its public name stays outpost.packaging's
+from outpost.locks import LOCK_DIRECTORY, TARGETS, Lock, normalized_name, read_lock, requirements_text
 from outpost.secrets import parse_secret_ref
 from outpost.settings import load_settings
 
 RUNTIME_PYTHON: Final = (3, 11)
 LAMBDA_RUNTIME: Final = "python3.11"
-LAMBDA_WHEEL_PLATFORMS: Final = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
-CLOUD_FUNCTIONS_WHEEL_PLATFORM: Final = "manylinux2014_x86_64"
-"""Cloud Functions (2nd gen) builds and runs on x86_64 Linux; its requirements are resolved for that."""
+CLOUD_FUNCTIONS_LOCK: Final = "cloudfunctions-x86_64"
+"""Cloud Functions (2nd gen) builds and runs on x86_64 Linux; Lambda's locks are `lambda-<architecture>`."""
 CLOUD_FUNCTIONS: Final = "gcf"
 GCP: Final = "gcp"
 """`--platform gcp`: the Google Cloud build (Cloud Functions source + Terraform variables); `gcf` is its older name."""
@@ -116,7 +117,7 @@ _SKIPPED_TOP_LEVEL: Final = frozenset({"bin"})
 _SKIPPED_SUFFIXES: Final = (".pyc", ".pyo")
 _SKIPPED_METADATA: Final = frozenset({"RECORD", "direct_url.json"})
 # The source set a build is made from, hashed into its record (infra/aws/verified-build.js walks the same).
-SOURCE_DIRECTORIES: Final = ("shared/outpost", "functions")
+SOURCE_DIRECTORIES: Final = ("shared/outpost", "functions", LOCK_DIRECTORY)
 SOURCE_FILES: Final = ("pyproject.toml",)
 _ZIP_EPOCH: Final = (1980, 1, 1, 0, 0, 0)
 # ELF e_machine of each Lambda architecture.
@@ -517,29 +518,6 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def requirements(root: Path, extras: Iterable[str]) -> list[str]:
-    """The requirement lines of the core dependencies plus `extras`, as declared in root/pyproject.toml."""
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    optional: dict[str, list[str]] = project.get("optional-dependencies", {})
-    lines = list(project.get("dependencies", []))
-    for extra in extras:
-        if extra not in optional:
-            raise PackagingError(f"pyproject.toml: no optional dependency set {extra!r}")
-        lines.extend(optional[extra])
-    return lines
-
-
-def pinned_versions() -> list[str]:
-    """`name==version` of every distribution of the building Python: a bundle's dependencies are the ones
-    tested here, and two builds from the same environment resolve the same versions."""
-    pins: dict[str, str] = {}
-    for distribution in importlib.metadata.distributions():
-        name = _normalized(distribution.metadata["Name"] or "")
-        if name and not name.startswith("outpost"):
-            pins[name] = distribution.version
-    return [f"{name}=={version}" for name, version in sorted(pins.items())]
-
-
 def forbidden_entries(names: Iterable[str], platform: str) -> list[str]:
     """Top-level entries of a bundle that must not be there (sandbox code; on Lambda, the GCF server)."""
     found: set[str] = set()
@@ -587,34 +565,35 @@ def _bundle(
     architecture: str | None,
     scratch: Path,
 ) -> dict[str, str]:
-    """Stage, compile, check and zip one bundle; returns the bundled third-party versions."""
+    """Stage, compile, check and zip one bundle; returns the third-party versions it holds or requires (the lock's)."""
     extras = required_extras(settings, platform)
     staging = scratch / "bundle"
     staging.mkdir()
-    constraints = scratch / "constraints.txt"
-    constraints.write_text("\n".join(pinned_versions()) + "\n")
-    pins: dict[str, str] = {}
+    # The lock, never the building environment: checked current against pyproject.toml before anything is installed.
+    lock = read_lock(root, lock_target(platform, architecture))
+    pins = {pin.name: pin.version for pin in lock.subset(extras)}
     if platform == CLOUD_FUNCTIONS:
-        # Cloud Functions installs requirements.txt itself; only the product is vendored (as source). The
-        # file pins the whole resolved closure, so the deployed versions are the tested ones, not whatever
-        # the ranges in pyproject.toml resolve to on the day Cloud Build runs.
-        pins = resolved_versions(requirements(root, extras), constraints, CLOUD_FUNCTIONS_WHEEL_PLATFORM)
-        (staging / "requirements.txt").write_text(cloud_functions_requirements(pins))
+        # Cloud Functions installs requirements.txt itself; only the product is vendored (as source).
+        (staging / "requirements.txt").write_text(cloud_functions_requirements(lock, extras))
         (staging / "main.py").write_text(_cloud_functions_main(settings))
     else:
+        requirements = scratch / "requirements.txt"
+        requirements.write_text(requirements_text(lock.subset(extras)))
+        # A `host` build installs the wheels this machine takes (it runs the bundle in tests); any other installs
+        # the target's, whatever this machine is.
         wheels = (
-            [
+            []
+            if platform == HOST
+            else [
                 "--platform",
-                LAMBDA_WHEEL_PLATFORMS[architecture or "arm64"],
+                TARGETS[lock_target(platform, architecture)].pip_platform,
                 "--implementation",
                 "cp",
                 "--python-version",
                 ".".join(map(str, RUNTIME_PYTHON)),
-                "--only-binary=:all:",
             ]
-            if platform != HOST
-            else []
         )
+        # Exact pins, each file checked against the lock's hashes, no dependency resolved (the subset is the closure).
         _pip(
             [
                 "install",
@@ -623,12 +602,21 @@ def _bundle(
                 "--disable-pip-version-check",
                 "--target",
                 str(staging),
-                "--constraint",
-                str(constraints),
+                "--require-hashes",
+                "--no-deps",
+                "--only-binary=:all:",
                 *wheels,
-                *requirements(root, extras),
+                "--requirement",
+                str(requirements),
             ]
         )
+        installed = bundled_versions(staging)
+        if installed != pins:
+            differences = sorted(set(installed.items()) ^ set(pins.items()))
+            raise PackagingError(
+                f"bundle for {platform} holds other distributions than {lock.shown} locks for extras "
+                f"{', '.join(extras) or '(none)'}: {', '.join(f'{name} {version}' for name, version in differences)}"
+            )
     _copy_product(root, staging)
     for name in settings.enabled_checks():
         module = staging / entry_module(name)
@@ -664,51 +652,24 @@ def _bundle(
             raise PackagingError(
                 f"bundle unpacks to {unpacked / 1e6:.1f} MB, over Lambda's {LAMBDA_UNPACKED_MAX_BYTES / 1e6:.0f} MB"
             )
-    return pins if platform == CLOUD_FUNCTIONS else _bundled_versions(staging)
+    return pins
 
 
-def resolved_versions(lines: list[str], constraints: Path, wheel_platform: str) -> dict[str, str]:
-    """`{name: version}` of every distribution pip would install for `lines` on `wheel_platform` and the runtime's
-    Python, under `constraints` (the building Python's versions, so what it holds is pinned to what was tested)."""
-    with tempfile.TemporaryDirectory(prefix="outpost-resolve-") as scratch:
-        report = Path(scratch) / "report.json"
-        _pip(
-            [
-                "install",
-                "--dry-run",
-                "--quiet",
-                "--ignore-installed",
-                "--disable-pip-version-check",
-                "--report",
-                str(report),
-                "--constraint",
-                str(constraints),
-                "--platform",
-                wheel_platform,
-                "--implementation",
-                "cp",
-                "--python-version",
-                ".".join(map(str, RUNTIME_PYTHON)),
-                "--only-binary=:all:",
-                *lines,
-            ]
-        )
-        installed = json.loads(report.read_text(encoding="utf-8")).get("install", [])
-    return {_normalized(item["metadata"]["name"]): item["metadata"]["version"] for item in installed}
+def lock_target(platform: str, architecture: str | None) -> str:
+    """The lock a bundle installs from: Cloud Functions', or Lambda's for the function's architecture (a `host`
+    build has been checked to run on that architecture, so it installs the same pins)."""
+    return CLOUD_FUNCTIONS_LOCK if platform == CLOUD_FUNCTIONS else f"lambda-{architecture}"
 
 
-def cloud_functions_requirements(pins: Mapping[str, str]) -> str:
-    """requirements.txt for Cloud Functions: one exact pin per line, sorted, so two builds match byte for byte."""
+def cloud_functions_requirements(lock: Lock, extras: Iterable[str]) -> str:
+    """requirements.txt for Cloud Functions: the environment's subset of the lock, every pin with its hashes, sorted,
+    so Cloud Build installs exactly the locked files (pip's hash-checking mode) and two builds match byte for byte."""
     header = (
-        "# Written by `outpost package`: the resolved dependencies of this environment's functions, pinned\n"
-        "# to the versions the building environment tested. Edit pyproject.toml, not this file.\n"
+        f"# Written by `outpost package` from {lock.shown} (`make lock`): the dependencies of this environment's\n"
+        f"# functions, the core and the extras {', '.join(extras) or '(none)'}, each with the SHA-256 of its files.\n"
+        "# Edit pyproject.toml and run `make lock`, never this file.\n"
     )
-    return header + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
-
-
-def _normalized(name: str) -> str:
-    """A distribution name as pip compares them (PEP 503): lower case, runs of `-_.` as one `-`."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return requirements_text(lock.subset(extras), header)
 
 
 def _copy_product(root: Path, staging: Path) -> None:
@@ -720,11 +681,12 @@ def _copy_product(root: Path, staging: Path) -> None:
     )
 
 
-def _bundled_versions(staging: Path) -> dict[str, str]:
+def bundled_versions(staging: Path) -> dict[str, str]:
+    """`{normalized name: version}` of the distributions installed into a staged bundle (their `.dist-info`)."""
     versions = {}
     for metadata in sorted(staging.glob("*.dist-info")):
         name, _, version = metadata.name.removesuffix(".dist-info").partition("-")
-        versions[name.lower()] = version
+        versions[normalized_name(name)] = version
     return versions
 
 

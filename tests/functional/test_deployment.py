@@ -42,7 +42,8 @@ T = TypeVar("T")
 
 
 def project(destination: Path) -> Path:
-    """What a user's checkout holds for a deployment: sources, entry modules, environments, serverless.yml."""
+    """What a user's checkout holds for a deployment: sources, entry modules, environments, dependency locks,
+    serverless.yml."""
     shutil.copytree(
         REPO / "shared" / "outpost",
         destination / "shared" / "outpost",
@@ -51,6 +52,7 @@ def project(destination: Path) -> Path:
     shutil.copytree(REPO / "functions", destination / "functions", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "infra" / "environments", destination / "infra" / "environments")
     shutil.copytree(REPO / "infra" / "aws", destination / "infra" / "aws")
+    shutil.copytree(REPO / "infra" / "locks", destination / "infra" / "locks")
     for name in ("pyproject.toml", "serverless.yml"):
         shutil.copy2(REPO / name, destination / name)
     return destination
@@ -325,6 +327,11 @@ REFUSALS = {
         "build/dev is stale: shared/outpost/added.py changed since it was built",
         lambda root: (root / "shared/outpost/added.py").write_text("ADDED = 1\n"),
     ),
+    "lock changed after the build": Refusal(
+        ("--stage", "dev"),
+        "build/dev is stale: infra/locks/lambda-x86_64.txt changed since it was built",
+        lambda root: rewrite(root / "infra/locks/lambda-x86_64.txt", lambda text: text + "# changed\n"),
+    ),
     "bundle replaced": Refusal(
         ("--stage", "dev"),
         "the bundle build/dev/outpost-dev.zip is not the one built for stage dev",
@@ -374,6 +381,7 @@ def test_the_build_record_and_the_guard_hash_the_same_files(stages: dict[str, St
     assert recorded["inputs_sha256"] == inputs_digest(inputs)
     assert "infra/environments/staging.yaml" in inputs
     assert "pyproject.toml" in inputs
+    assert {"infra/locks/lambda-arm64.txt", "infra/locks/lambda-x86_64.txt"} <= set(inputs)  # what bundles install
     assert not [name for name in inputs if "__pycache__" in name or name.endswith(".pyc")]
     # The guard accepted this very build (serverless package succeeded), so it computed the same digest.
     assert stage.packaged.returncode == 0

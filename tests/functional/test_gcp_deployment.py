@@ -122,6 +122,7 @@ def packaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     shutil.copytree(REPO / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "infra" / "environments", root / "infra" / "environments")
     shutil.copytree(TERRAFORM_DIR, root / "infra" / "gcp")
+    shutil.copytree(REPO / "infra" / "locks", root / "infra" / "locks")
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
     assert cli.main(["package", "--env", EXAMPLE, "--platform", "gcp", "--root", str(root)]) == 0
     target = root / "build" / EXAMPLE

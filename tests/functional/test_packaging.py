@@ -5,11 +5,12 @@ is any file built for another architecture. (The examples, Serverless and cfn-li
 
 The bundle holds only the product: no sandbox code (even while the source tree has it), and only the
 dependencies the environment and the platform reach: the Lambda bundle has no Cloud Functions server, the
-Cloud Functions source no AWS SDK unless the environment's secrets or auth use AWS."""
+Cloud Functions source no AWS SDK unless the environment's secrets or auth use AWS. Those dependencies are the
+lock's (infra/locks/), never the building environment's: exactly its subset for the environment's extras, at the
+locked versions, and a stale or missing lock refuses the build before anything is written."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -26,6 +27,7 @@ import yaml
 
 from outpost.cli import main
 from outpost.config import parse_settings
+from outpost.locks import LOCK_DIRECTORY, read_lock
 from outpost.packaging import (
     PackagingError,
     architecture_mismatches,
@@ -33,7 +35,7 @@ from outpost.packaging import (
     describe,
     forbidden_entries,
     host_architecture,
-    pinned_versions,
+    lock_target,
     required_extras,
 )
 
@@ -94,12 +96,26 @@ def source_project(tmp_path: Path, environment: Mapping[str, object]) -> Path:
     """A project copy with the package source, and a sandbox in it as the source tree may have one."""
     root = project_copy(tmp_path, environment)
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
+    shutil.copytree(REPO / LOCK_DIRECTORY, root / LOCK_DIRECTORY)
     shutil.copytree(REPO / "shared", root / "shared", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     sandbox = root / "shared" / "outpost" / "sandbox"
     if not sandbox.exists():  # the sandbox moved to its own distribution: keep proving it would be left out
         sandbox.mkdir()
         (sandbox / "__init__.py").write_text('"""Development-only code that must never be bundled."""\n')
     return root
+
+
+def locked_versions(root: Path, platform: str, extras: list[str]) -> dict[str, str]:
+    """`{name: version}` the lock of `platform`'s bundles holds for the core and `extras`."""
+    return {pin.name: pin.version for pin in read_lock(root, lock_target(platform, host_architecture())).subset(extras)}
+
+
+def dist_info_versions(names: set[str]) -> dict[str, str]:
+    """`{normalized name: version}` of the `<name>-<version>.dist-info` directories among a bundle's entries."""
+    found = {name.split("/")[0].removesuffix(".dist-info") for name in names if ".dist-info/" in name}
+    return {
+        re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in (entry.partition("-") for entry in found)
+    }
 
 
 def top_level(names: set[str]) -> set[str]:
@@ -145,6 +161,10 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
             assert int.from_bytes(cached[4:8], "little") == 0b01, source  # hash-based, unchecked
             assert cached[8:16] == importlib.util.source_hash(bundle.read(source)), source
     assert not [name for name in names if name.startswith("bin/")], summary
+    # Exactly the lock's subset for the core and `aws`, at its versions (installed with its hashes, nothing resolved).
+    locked = locked_versions(root, "host", ["aws"])
+    assert dist_info_versions(names) == locked, summary
+    assert json.loads((target / "deployment.json").read_text())["build"]["dependencies"] == locked
     # The unsplit bundle was 40 MB (5954 files); this environment needs far less, byte code included.
     assert archive.stat().st_size < 30_000_000, summary
     # A cold start as Lambda does it: only the bundle on sys.path, cwd = bundle root, config relative to it.
@@ -172,17 +192,26 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     assert sdk == str(unpacked / "boto3" / "__init__.py")  # the ssm: path's SDK loads from the bundle alone
 
 
-def exact_pins(text: str) -> dict[str, str]:
-    """`{name: version}` of a requirements file that must hold only comments and `name==version` lines."""
-    pins = {}
+def hashed_pins(text: str) -> dict[str, tuple[str, frozenset[str]]]:
+    """`{name: (version, hashes)}` of a requirements file that must hold only comments and `name==version` pins,
+    each followed by its `--hash=sha256:` lines (what pip's hash-checking mode installs, and nothing else)."""
+    pins: dict[str, tuple[str, frozenset[str]]] = {}
+    name = ""
     for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
+        stripped = line.strip().removesuffix("\\").strip()
+        if not stripped or stripped.startswith("#"):
             continue
-        name, separator, version = line.partition("==")
+        if line[:1].isspace():
+            assert re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", stripped), line
+            version, hashes = pins[name]
+            pins[name] = (version, hashes | {stripped.removeprefix("--hash=")})
+            continue
+        requirement, separator, version = stripped.partition("==")
         assert separator, line
-        assert re.fullmatch(r"[a-z0-9-]+", name), line
+        name = re.sub(r"[-_.]+", "-", requirement.partition("[")[0]).lower()
         assert re.fullmatch(r"[\w.+!-]+", version), line
-        pins[name] = version
+        pins[name] = (version, frozenset())
+    assert all(hashes for _version, hashes in pins.values()), "a pin without hashes: pip would refuse the file"
     return pins
 
 
@@ -197,19 +226,22 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
         names = set(source.namelist())
         source.extractall(unpacked)
     requirements_text = (unpacked / "requirements.txt").read_text()
-    pins = exact_pins(requirements_text)
+    pins = hashed_pins(requirements_text)
     required = set(pins)
     assert {"functions-framework", "google-auth", "requests", "pydantic", "httpx", "pyyaml"} <= required
     # cryptography may ride in with google-auth; the AWS SDK and the official client never do.
     assert not required & {"boto3", "botocore", "s3transfer", "kubernetes", "outpost"}, required
-    # The whole closure is pinned to the versions this environment tested, not left to Cloud Build's resolver.
+    # The whole closure is pinned, with the hashes of its files, to the Cloud Functions lock's: exactly its subset
+    # for the core, `gcp` and `cloudfunctions`, never left to Cloud Build's resolver.
     assert {"pydantic-core", "httpcore", "flask", "werkzeug", "msgspec"} <= required, required
-    tested = {name: version for name, _, version in (pin.partition("==") for pin in pinned_versions())}
-    assert {name: version for name, version in pins.items() if name in tested} == {
-        name: tested[name] for name in pins if name in tested
+    lock = (root / "infra/locks/cloudfunctions-x86_64.txt").read_text()
+    assert pins == {name: hashed_pins(lock)[name] for name in pins}
+    assert {name: version for name, (version, _hashes) in pins.items()} == locked_versions(
+        root, "gcf", ["gcp", "cloudfunctions"]
+    )
+    assert json.loads((target / "deployment.json").read_text())["build"]["dependencies"] == {
+        name: version for name, (version, _hashes) in pins.items()
     }
-    assert pins["pydantic"] == importlib.metadata.version("pydantic")
-    assert json.loads((target / "deployment.json").read_text())["build"]["dependencies"] == pins
     again = build("stage1", tmp_path / "again", platform="gcf", root=root) / "outpost-stage1-gcf.zip"
     assert again.read_bytes() == archive.read_bytes()  # the same inputs resolve to the same pins, byte for byte
     assert {
@@ -243,6 +275,48 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     )
     assert process.returncode == 0, process.stderr
     assert process.stdout.split() == ["http_apiserver_health", str(unpacked / "outpost" / "__init__.py"), "405"]
+
+
+def test_a_certificate_check_brings_the_certificates_extra_at_the_locked_versions(tmp_path: Path) -> None:
+    environment = json.loads(json.dumps(GOOD))
+    environment["checks"]["apiserver-cert-expiry"] = {"heartbeat": "ssm:/outpost/stage1/heartbeat/c", "monitor_id": "2"}
+    root = source_project(tmp_path, environment)
+    target = build("stage1", tmp_path / "out", platform="host", root=root)
+    archive = target / "outpost-stage1.zip"
+    unpacked = tmp_path / "task"
+    with zipfile.ZipFile(archive) as bundle:
+        names = set(bundle.namelist())
+        bundle.extractall(unpacked)
+    locked = locked_versions(root, "host", ["aws", "certificates"])
+    assert {"cryptography", "cffi", "boto3"} <= set(locked)
+    assert dist_info_versions(names) == locked, describe(archive)
+    # The X.509 parser loads from the bundle alone, its compiled core included.
+    probe = "import sys; sys.path[:0] = ['.']; import cryptography.x509 as x509; print(x509.__file__)"
+    process = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe], cwd=unpacked, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.strip() == str(unpacked / "cryptography" / "x509" / "__init__.py")
+
+
+def test_a_stale_or_missing_lock_refuses_the_build_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = source_project(tmp_path, GOOD)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('aws = ["boto3>=1.34"]', 'aws = ["boto3>=1.40"]'))
+    out = tmp_path / "out"
+    assert main(["package", "--env", "stage1", "--platform", "host", "--root", str(root), "--output", str(out)]) == 2
+    lock = f"infra/locks/lambda-{host_architecture()}.txt"
+    assert capsys.readouterr().err.strip() == (
+        f"outpost package: {lock} is stale: extra 'aws' changed in pyproject.toml since it was made (+boto3>=1.40, "
+        "-boto3>=1.34). Run `make lock` and commit it with pyproject.toml"
+    )
+    assert not out.exists()
+    (root / lock).unlink()
+    with pytest.raises(PackagingError, match=rf"no dependency lock {lock} for AWS Lambda .*: run `make lock`"):
+        build("stage1", out, platform="host", root=root)
+    assert not out.exists()
 
 
 def test_a_platform_the_environment_does_not_deploy_to_is_refused(tmp_path: Path) -> None:

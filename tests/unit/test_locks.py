@@ -29,7 +29,7 @@ from outpost.locks import (
     read_lock,
     requirements_text,
 )
-from outpost.packaging import RUNTIME_PYTHON
+from outpost.packaging import RUNTIME_PYTHON, lock_target
 
 REPO = Path(__file__).resolve().parents[2]
 # Marker values of each target, for a top-level requirement that carries a marker.
@@ -197,3 +197,5 @@ def test_the_locked_extras_are_every_extra_a_bundle_can_reach() -> None:
     declared = {extra for spec in (*registry.checks(), *registry.jobs()) for extra in spec.extras}
     assert declared <= set(LOCKED_EXTRAS), declared
     assert ".".join(map(str, RUNTIME_PYTHON)) == PYTHON_VERSION
+    for platform, architecture in [("aws-arm64", "arm64"), ("aws-x86_64", "x86_64"), ("host", "x86_64"), ("gcf", None)]:
+        assert lock_target(platform, architecture) in TARGETS
