@@ -230,7 +230,11 @@ class AdmissionDryRunParams(Params):
         description="How long to wait for the API server's answer to one dry-run create: at least "
         f"admission_timeout_seconds + {ANSWER_MARGIN_SECONDS}.",
     )
-    systems: list[MutationCase] = Field(default_factory=lambda: [KOORDINATOR, OPENKRUISE], min_length=1)
+    systems: list[MutationCase] = Field(
+        default_factory=lambda: [KOORDINATOR, OPENKRUISE],
+        min_length=1,
+        description="One dry-run pod per system: the mutating configuration to name and the mutation it owes.",
+    )
 
     @model_validator(mode="after")
     def _outwaits_the_api_server(self) -> AdmissionDryRunParams:

@@ -100,11 +100,21 @@ class ApiserverLatencyParams(Params):
     default_threshold_seconds: float | None = Field(
         1.0, gt=0, description="Threshold of verbs not in thresholds_seconds; null: report them, never fail."
     )
-    excluded_verbs: list[str] = Field(default_factory=lambda: ["WATCH", "WATCHLIST", "CONNECT"])
-    excluded_subresources: list[str] = Field(default_factory=lambda: ["log", "exec", "attach", "portforward", "proxy"])
+    excluded_verbs: list[str] = Field(
+        default_factory=lambda: ["WATCH", "WATCHLIST", "CONNECT"],
+        description="Verbs not judged: their duration is a stream's lifetime, not latency.",
+    )
+    excluded_subresources: list[str] = Field(
+        default_factory=lambda: ["log", "exec", "attach", "portforward", "proxy"],
+        description="Streaming subresources not judged, for the same reason.",
+    )
     min_requests: int = Field(1, ge=1, description="Verbs with fewer requests in the window are not judged.")
-    metrics_path: str = Field("/metrics", pattern=r"^/")
-    metric: str = Field("apiserver_request_duration_seconds", pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+    metrics_path: str = Field("/metrics", pattern=r"^/", description="The API server's Prometheus metrics path.")
+    metric: str = Field(
+        "apiserver_request_duration_seconds",
+        pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
+        description="The request-duration histogram judged.",
+    )
 
     @field_validator("thresholds_seconds")
     @classmethod

@@ -56,8 +56,8 @@ class BeEvictionRateParams(Params):
     event_ttl_seconds: int = Field(3600, ge=60, description="The API server's --event-ttl (upstream default 1 h).")
     max_evictions: int = Field(5, ge=0, description="Evictions allowed in the window; more fail the check.")
     reason: str = Field("evictPodSuccess", min_length=1, description="Event reason koordlet gives an eviction.")
-    qos_label: str = Field("koordinator.sh/qosClass", min_length=1)
-    qos_value: str = Field("BE", min_length=1)
+    qos_label: str = Field("koordinator.sh/qosClass", min_length=1, description="Pod label holding its QoS class.")
+    qos_value: str = Field("BE", min_length=1, description="The QoS class whose evictions count (best-effort).")
     namespace: str | None = Field(None, description="Only Events in this namespace; default: every namespace.")
     api: Literal["core/v1", "events.k8s.io/v1"] = Field("core/v1", description="Which Events API to read.")
     count_unresolved_pods: bool = Field(

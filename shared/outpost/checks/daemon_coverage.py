@@ -40,10 +40,12 @@ from outpost.result import Result, Status
 class DaemonCoverageParams(Params):
     """The DaemonSet, its pods and the nodes it must cover. Subclasses set the upstream defaults."""
 
-    namespace: str
-    daemonset: str
+    namespace: str = Field(description="Namespace of the agent's DaemonSet.")
+    daemonset: str = Field(description="Name of the agent's DaemonSet.")
     pod_selector: str = Field(description="Label selector of the agent's pods (read in `namespace` only).")
-    nodes: NodeSelection = Field(default_factory=NodeSelection)
+    nodes: NodeSelection = Field(
+        default_factory=NodeSelection, description="Which nodes are judged (classes, label selector, cordoned)."
+    )
 
 
 @dataclass(frozen=True)

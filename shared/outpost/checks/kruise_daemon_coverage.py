@@ -79,9 +79,9 @@ class KruiseDaemonCoverageParams(DaemonCoverageParams):
         "kwokctl), where no kruise-daemon listens, so asking it fails every fake node. Add fake only "
         "where something answers for fake nodes (the sandbox's stand-in).",
     )
-    healthz_port: int = Field(10221, ge=1, le=65535)
-    healthz_path: str = Field("/healthz")
-    healthz_scheme: Literal["http", "https"] = Field("http")
+    healthz_port: int = Field(10221, ge=1, le=65535, description="kruise-daemon's health port (its `--addr`).")
+    healthz_path: str = Field("/healthz", description="Health path asked through the node proxy.")
+    healthz_scheme: Literal["http", "https"] = Field("http", description="Scheme of the health port.")
     healthz_expect_body: str | None = Field(None, description="Body that must match (stripped); None: any 2xx.")
     healthz_timeout_seconds: float = Field(5.0, gt=0, le=60, description="Per node; a slower answer is a failure.")
     healthz_concurrency: int = Field(8, ge=1, le=64, description="Node proxy requests in flight at once.")

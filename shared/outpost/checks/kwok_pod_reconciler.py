@@ -89,7 +89,7 @@ class KwokPodReconcilerParams(Params):
     fake_node_source: Literal["label", "annotation"] = Field(
         "annotation", description="Select fake nodes by an annotation (upstream) or a label (e.g. type=kwok)."
     )
-    fake_node_key: str = Field("kwok.x-k8s.io/node", min_length=1)
+    fake_node_key: str = Field("kwok.x-k8s.io/node", min_length=1, description="Key marking a fake node (kwok's own).")
     fake_node_value: str | None = Field("fake", description="Required value; null selects on the key alone.")
     namespaces: list[str] = Field(default_factory=list, description="Only pods in these namespaces; default: all.")
     max_pods: int = Field(50, ge=1, le=1000, description="Pods moved per run at most.")

@@ -307,8 +307,9 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    fails_when="a leader Lease (koordinator-manager, koord-scheduler, koord-descheduler, kruise-manager) "
-    "stale, over-long or without a running candidate",
+    # Named from the defaults: the catalogue and the monitors cannot list other Leases than the check watches.
+    fails_when=f"a leader Lease (by default {', '.join(lease.name for lease in _upstream_leases())}) stale, "
+    "over-long or without a running candidate",
     params=LeaderLeasesParams,
     fetch=fetch,
     evaluate=evaluate,

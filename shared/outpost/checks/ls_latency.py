@@ -4,8 +4,8 @@ Each configured endpoint is one GET, timed: through the API server's service or 
 (`proxy_path`, with the probe identity), or to a plain `url` (an ingress, a load balancer: sent with
 no credential at all, see `outpost.cluster.plain`). Per endpoint: the expected status code, and two
 response-time thresholds: slower than `degraded_ms` is `degraded`, slower than `failed_ms` (or no
-answer within it) is `failed`, as is any other status than the expected one (docs/checks.md: "slower
-than its threshold, or not 2xx"). Every endpoint's code and time go into `details`.
+answer within it) is `failed`, as is any other status than the expected one (`expected_status`, 200 by
+default: another 2xx fails too). Every endpoint's code and time go into `details`.
 
 What is "could not observe" (`error`) rather than the workload's fault, following the health-endpoint
 rule of docs/contracts.md: 401/403 (our identity), 429 (rate limited), a redirect (never followed)
@@ -268,7 +268,8 @@ CHECK = CheckSpec(
     layer="workload SLO",
     severity="warning",
     schedule_minutes=1,
-    fails_when="an LS workload endpoint slower than its threshold, or not 2xx",
+    fails_when="an LS workload endpoint slower than its threshold, or answering another status (default 200) or body "
+    "than expected",
     params=LsLatencyParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -81,7 +81,9 @@ class NodeUtilizationParams(Params):
         gt=0,
         description="Reports older than this are left out (Koordinator's NodeMetric expiry, 180 s).",
     )
-    nodes: NodeSelection = Field(default_factory=NodeSelection)
+    nodes: NodeSelection = Field(
+        default_factory=NodeSelection, description="Which nodes are judged (classes, label selector, cordoned)."
+    )
     page_size: int = Field(100, ge=1, le=5000, description="LIST page size for NodeMetrics.")
 
     @property

@@ -72,7 +72,9 @@ class NodeMetricFreshnessParams(Params):
         le=300,
         description="An updateTime further in the future than this is stale, not fresh (clock skew beyond it).",
     )
-    nodes: NodeSelection = Field(default_factory=NodeSelection)
+    nodes: NodeSelection = Field(
+        default_factory=NodeSelection, description="Which nodes are judged (classes, label selector, cordoned)."
+    )
     page_size: int = Field(
         100,
         ge=1,

@@ -129,7 +129,10 @@ DEFAULT_SERVING_SECRETS = [
 
 class WebhookCertExpiryParams(Params):
     threshold_days: float = Field(21.0, gt=0, le=3650, description="Fail when a certificate expires within this.")
-    configurations: list[WebhookConfigurationRef] = Field(default_factory=lambda: list(DEFAULT_CONFIGURATIONS))
+    configurations: list[WebhookConfigurationRef] = Field(
+        default_factory=lambda: list(DEFAULT_CONFIGURATIONS),
+        description="Webhook configurations whose every caBundle is judged.",
+    )
     cert_manager_certificates: list[CertificateRef] = Field(
         default_factory=list,
         description="Keyless serving-certificate source: cert-manager Certificates whose status.notAfter is judged.",
@@ -431,8 +434,8 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="warning",
     schedule_minutes=60,
-    fails_when="webhook caBundle, or serving cert where read (cert-manager Certificate status.notAfter; opt-in: "
-    "its Secret), expires within the threshold (21 days)",
+    fails_when="webhook caBundle, or serving cert where read (a cert-manager Certificate's status.notAfter, keyless; "
+    "opt-in `read_serving_secrets`: its Secret, private keys included), expires within the threshold (21 days)",
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
