@@ -8,8 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint fmt check hooks unit functional e2e \
-        bench clean lock lock-upgrade
+.PHONY: setup system-packages python tools terraform-cli sandbox-binaries demo test lint fmt check hooks catalogue unit \
+        functional e2e bench clean lock lock-upgrade
 
 setup: system-packages python sandbox-binaries tools
 
@@ -87,6 +87,11 @@ lock: python
 
 lock-upgrade: python
 	$(BIN)/python -m outpost.locks --upgrade
+
+# Every file that lists the checks (docs/checks.md's tables and sections, functions/<check>/main.py, the example
+# environments' entries, the RBAC golden file), written from the registry; `make check` fails until it is run.
+catalogue: python
+	$(BIN)/python -m outpost.tooling.catalogue
 
 # The pre-commit hook (.githooks/pre-commit runs `make check`), once per clone.
 hooks:

@@ -655,17 +655,20 @@ def register(commands: Any) -> None:
     parser.set_defaults(func=cmd_rbac)
 
 
+def output(settings: Settings, gcp_service_account: str | None = None) -> str:
+    """What `outpost rbac` prints on stdout: the manifests, then the identity's steps as a commented document
+    (the repository's golden file for `local` is exactly this, written by `python -m outpost.tooling.catalogue`)."""
+    steps = "\n".join(
+        f"# {line}" if line and not line.startswith("#") else line
+        for line in instructions(settings, gcp_service_account).splitlines()
+    )
+    return f"{yaml_text(settings, gcp_service_account)}---\n{steps}\n"
+
+
 def cmd_rbac(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     warning = secrets_warning(settings)
     if warning:
         print(warning, file=sys.stderr)
-    print(yaml_text(settings, args.gcp_service_account), end="")
-    print(
-        "---\n"
-        + "\n".join(
-            f"# {line}" if line and not line.startswith("#") else line
-            for line in instructions(settings, args.gcp_service_account).splitlines()
-        )
-    )
+    print(output(settings, args.gcp_service_account), end="")
     return 0

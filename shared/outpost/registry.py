@@ -1,11 +1,13 @@
 """The catalogue: one explicit, ordered table of every check Outpost ships, imported only when asked for.
 
 Explicit on purpose (no decorators, no package scanning): adding a check is one line here, visible in
-review, and `outpost list` is exactly this table in this order.
+review, and `outpost list` is exactly this table in this order. Every other file that lists checks (the
+catalogue in docs/checks.md, functions/<check>/main.py, the example environments, the RBAC golden file) is
+written from it by `python -m outpost.tooling.catalogue` (docs/adding-a-check.md).
 
 Lazy on purpose: each check is a row `name -> module`, and the module is imported the first time the
 check is asked for (`get`). A function runs one check, so its cold start imports that check's module and
-the core, not the other nineteen (`names()` imports nothing). Commands that need every check
+the core, not the others (`names()` imports nothing). Commands that need every check
 (`outpost list`, `validate`, `rbac`) call `checks()` / `jobs()`, which import them all.
 """
 
@@ -52,16 +54,22 @@ def names() -> list[str]:
     return list(_MODULES)
 
 
+def module(name: str) -> str:
+    """The module defining check or job `name`, e.g. `outpost.checks.koord_webhook` (imports nothing); KeyError
+    with the known names otherwise."""
+    try:
+        return f"outpost.checks.{_MODULES[name]}"
+    except KeyError:
+        raise KeyError(f"unknown check {name!r} (known: {', '.join(names())})") from None
+
+
 def get(name: str) -> CheckSpec[Any, Any]:
     """The check called `name` (its module imported now if it was not yet); KeyError with the known names
     otherwise."""
-    try:
-        module = _MODULES[name]
-    except KeyError:
-        raise KeyError(f"unknown check {name!r} (known: {', '.join(names())})") from None
-    spec: CheckSpec[Any, Any] = importlib.import_module(f"outpost.checks.{module}").CHECK
+    defined_in = module(name)
+    spec: CheckSpec[Any, Any] = importlib.import_module(defined_in).CHECK
     if spec.name != name:  # a row pointing at the wrong module must not run another check under this name
-        raise RuntimeError(f"registry row {name!r} names module {module!r}, whose check is {spec.name!r}")
+        raise RuntimeError(f"registry row {name!r} names module {defined_in!r}, whose check is {spec.name!r}")
     return spec
 
 
