@@ -82,7 +82,7 @@ _CHECK_ENTRY: Final = re.compile(r"^  ([a-z0-9][a-z0-9-]*):\s*(#.*)?$")
 
 
 class CatalogueError(Exception):
-    """A file the generator writes into is not shaped as it expects (a marker or a block missing)."""
+    """A file or a check is not shaped as the generator needs (a marker, a block, a docstring or a description)."""
 
 
 def marker(region: str) -> tuple[str, str]:
@@ -145,23 +145,29 @@ def _capitalized(text: str) -> str:
 def check_section(spec: CheckSpec[Any, Any]) -> str:
     """A check's section: metadata, what fails it, its module docstring (the long form), its parameters."""
     module = registry.module(spec.name)
+    source, docstring = _source_and_docstring(module)
+    traits = [spec.system, spec.layer, spec.severity, f"every {spec.schedule_minutes} min by default"]
+    traits += ["opt-in"] * spec.opt_in + ["writes, under its own identity"] * spec.writes
+    traits += [f"needs the `{extra}` extra" for extra in spec.extras]
+    parts = [
+        f"### `{spec.name}`",
+        " · ".join(traits) + f" · [`{source}`](../shared/{source})",
+        f"**What fails it:** {_cell(spec.fails_when)}",
+        _capitalized(docstring.removeprefix(f"{spec.name}: ")),
+    ]
+    body = spec.fetch.__module__
+    if body != module:  # a thin module over a body shared with another check: that body says how it judges
+        body_source, body_docstring = _source_and_docstring(body)
+        parts += [f"The body it shares, [`{body_source}`](../shared/{body_source}):", body_docstring]
+    return "\n\n".join([*parts, f"Parameters (`checks.{spec.name}.params`):", parameters_table(spec)])
+
+
+def _source_and_docstring(module: str) -> tuple[str, str]:
     source = module.replace(".", "/") + ".py"
     docstring = inspect.getdoc(importlib.import_module(module))
     if not docstring:
         raise CatalogueError(f"shared/{source} has no module docstring: it is the check's section of {CATALOGUE}")
-    traits = [spec.system, spec.layer, spec.severity, f"every {spec.schedule_minutes} min by default"]
-    traits += ["opt-in"] * spec.opt_in + ["writes, under its own identity"] * spec.writes
-    traits += [f"needs the `{extra}` extra" for extra in spec.extras]
-    return "\n\n".join(
-        [
-            f"### `{spec.name}`",
-            " · ".join(traits) + f" · [`{source}`](../shared/{source})",
-            f"**What fails it:** {_cell(spec.fails_when)}",
-            _capitalized(docstring.removeprefix(f"{spec.name}: ")),
-            f"Parameters (`checks.{spec.name}.params`):",
-            parameters_table(spec),
-        ]
-    )
+    return source, docstring
 
 
 def _replace_region(text: str, region: str, content: str) -> str:
