@@ -174,9 +174,14 @@ def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookSe
     )
 
 
-def make_check(
-    name: str, system: str, fails_when: str, params: type[WebhookServiceParams]
-) -> CheckSpec[Any, WebhookWiringData]:
+FAILS_WHEN = (
+    "webhook service not answering /healthz via the service proxy, no ready endpoints, or a webhook configuration "
+    "missing or not calling the service"
+)
+"""What fails either system's webhook check: one body, so one sentence."""
+
+
+def make_check(name: str, system: str, params: type[WebhookServiceParams]) -> CheckSpec[Any, WebhookWiringData]:
     """The CheckSpec of one system's webhook check: this module's fetch and evaluate under the system's name."""
     return CheckSpec(
         name=name,
@@ -184,7 +189,7 @@ def make_check(
         layer="control plane",
         severity="critical",
         schedule_minutes=1,
-        fails_when=fails_when,
+        fails_when=FAILS_WHEN,
         params=params,
         fetch=fetch,
         evaluate=partial(evaluate, name, system),
