@@ -105,6 +105,18 @@ def test_entries_written_another_way_are_refused_rather_than_added_again() -> No
         catalogue.environment_text("checks: {alpha: {}}\n", "dev", ["alpha"], "dev.yaml")
 
 
+def test_a_local_environment_that_would_not_load_is_refused_naming_the_field() -> None:
+    """A check whose parameter has no default gets an entry without it: refused, naming the field to write."""
+    local = (ROOT / catalogue.ENVIRONMENTS / "local.yaml").read_text()
+    without = re.sub(r"(?ms)^  ls-latency:\n.*?(?=^  be-eviction-rate:)", "", local)
+    assert "ls-latency" not in without
+    written = catalogue.environment_text(without, "local", [spec.name for spec in registry.checks()], "local.yaml")
+    with pytest.raises(
+        catalogue.CatalogueError, match=r"is invalid: checks\.ls-latency\.params\.endpoints: Field required;"
+    ):
+        catalogue.rbac_golden_text(written)
+
+
 def test_the_catalogue_page_without_its_markers_is_refused_naming_them() -> None:
     with pytest.raises(catalogue.CatalogueError, match="region 'catalogue' lost its markers"):
         catalogue.catalogue_text("# The check catalogue\n", registry.checks(), registry.jobs())

@@ -37,6 +37,7 @@ from pydantic_core import to_jsonable_python
 
 from outpost import rbac, registry
 from outpost.checks.base import CheckSpec
+from outpost.errors import ConfigError
 from outpost.packaging import entry_module
 from outpost.settings import load_settings
 
@@ -249,7 +250,14 @@ def rbac_golden_text(local_text: str) -> str:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "local.yaml"
         path.write_text(local_text)
-        return rbac.output(load_settings(path))
+        try:
+            settings = load_settings(path)
+        except ConfigError as error:  # e.g. a new check's generated entry lacks a parameter without a default
+            raise CatalogueError(
+                f"{ENVIRONMENTS}/local.yaml, with the entries it would get, is invalid: {'; '.join(error.problems)}; "
+                "write the check's entry there by hand with what it needs (an entry there is kept as written)"
+            ) from None
+        return rbac.output(settings)
 
 
 def _current(path: Path) -> str | None:
