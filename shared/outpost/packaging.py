@@ -673,11 +673,12 @@ def cloud_functions_requirements(lock: Lock, extras: Iterable[str]) -> str:
 
 
 def _copy_product(root: Path, staging: Path) -> None:
-    """The `outpost` package from its sources: no caches, never the sandbox."""
+    """The `outpost` package from its sources: no caches, never the sandbox, nor the repository tooling (which
+    writes the repository's files and is imported by nothing a function runs)."""
     shutil.copytree(
         root / "shared" / "outpost",
         staging / "outpost",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "sandbox"),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "sandbox", "tooling"),
     )
 
 

@@ -147,6 +147,7 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     } <= names, summary
     tops = top_level(names)
     assert not tops & SANDBOX, f"sandbox code in the bundle: {sorted(tops & SANDBOX)}"
+    assert "outpost/tooling" not in tops, f"repository tooling in the bundle: {sorted(tops)}"
     assert not tops & CLOUD_FUNCTIONS_SERVER, f"Cloud Functions server in the Lambda bundle: {sorted(tops)}"
     # ssm: references need the AWS SDK; nothing in this environment needs kubernetes, google-auth or cryptography.
     assert {"boto3", "botocore", "pydantic", "httpx", "yaml", "msgspec"} <= tops, summary
