@@ -267,6 +267,25 @@ MUTATIONS: list[tuple[str, tuple[str | int, ...], Any]] = [
 ]
 
 
+def _mutable(kind: str) -> dict[str, Any]:
+    """The first captured object of `kind` with every field a mutation reaches (a pod with conditions)."""
+    return next(
+        found
+        for found_kind, _, items in CAPTURED
+        if found_kind == kind
+        for found in items
+        if kind != "pod" or found.get("status", {}).get("conditions")
+    )
+
+
+MUTATION_IDS = [f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS]
+
+
+def _unescaped_surrogates(body: bytes) -> bytes:
+    """The STRINGS surrogate pair as the JSON escape it stands for (json.dumps escaped its backslashes)."""
+    return body.replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
+
+
 def _outcome(view: type[View], reduce: Callable[[Any, str], object], body: bytes, *, mirrored: bool) -> object:
     try:
         return [reduce(item, WHERE) for item in _listed(view, [body], mirrored=mirrored)]
@@ -277,20 +296,14 @@ def _outcome(view: type[View], reduce: Callable[[Any, str], object], body: bytes
 @pytest.mark.parametrize(
     ("kind", "path", "value"),
     MUTATIONS,
-    ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS],
+    ids=MUTATION_IDS,
 )
 def test_a_page_reads_as_its_view_reads_it_whatever_a_field_holds(
     kind: str, path: tuple[str | int, ...], value: Any
 ) -> None:
     view, reduce, _ = KINDS[kind]
-    item = next(
-        found
-        for found_kind, _, items in CAPTURED
-        if found_kind == kind
-        for found in items
-        if kind != "pod" or found.get("status", {}).get("conditions")
-    )
-    body = _page([_at(item, path, value)]).replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
+    item = _mutable(kind)
+    body = _unescaped_surrogates(_page([_at(item, path, value)]))
     assert _outcome(view, reduce, body, mirrored=True) == _outcome(view, reduce, body, mirrored=False)
 
 
@@ -367,20 +380,14 @@ def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(
 @pytest.mark.parametrize(
     ("kind", "path", "value"),
     MUTATIONS,
-    ids=[f"{kind}:{'.'.join(map(str, path))}={value!r}" for kind, path, value in MUTATIONS],
+    ids=MUTATION_IDS,
 )
 def test_an_event_reads_as_its_view_reads_it_whatever_a_field_holds(
     kind: str, path: tuple[str | int, ...], value: Any
 ) -> None:
     view, reduce, _ = KINDS[kind]
-    item = next(
-        found
-        for found_kind, _, items in CAPTURED
-        if found_kind == kind
-        for found in items
-        if kind != "pod" or found.get("status", {}).get("conditions")
-    )
-    line = _event("MODIFIED", _at(item, path, value)).replace(b"\\\\ud83d\\\\ude00", b"\\ud83d\\ude00")
+    item = _mutable(kind)
+    line = _unescaped_surrogates(_event("MODIFIED", _at(item, path, value)))
     assert _followed(view, reduce, line, mirrored=True) == _followed(view, reduce, line, mirrored=False)
 
 
