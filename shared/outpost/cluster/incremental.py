@@ -348,7 +348,7 @@ _Decoded = tuple[str, "KubeObject | FastKubeObject"]
 
 def _event_decoder(model: type[V], where: str) -> Callable[[bytes], _Decoded]:
     """Decodes one event line into its type and object. A view with a msgspec mirror is decoded into the mirror
-    (what a warm run mostly pays for: about 3x less CPU a Node); an event the mirror refuses (ERROR, a lenient or a
+    (1.4-3.4x less CPU an event than the view); an event the mirror refuses (ERROR, a lenient or a
     malformed value) is decoded by the view, which reads it as it always did or names what is wrong. An ERROR event
     is `WatchBroken` (`gone` for 410: the next run follows again)."""
     from outpost.kube.fast_outlines import Refused, event_decoder  # msgspec: loaded by the first LIST

@@ -21,6 +21,7 @@ limit decodes here (Go's API server allows 10,000); deeper still is `Refused`, a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
@@ -235,7 +236,7 @@ MIRRORS: Mapping[type[View], type[FastKubeObject]] = {
 
 
 class Refused(Exception):
-    """The page does not fit its mirror (or is no valid UTF-8 JSON): decode it with the view."""
+    """The page or event does not fit its mirror (or is no valid UTF-8 JSON): decode it with the view."""
 
 
 class Decoder(Generic[T]):
@@ -258,23 +259,18 @@ class Decoder(Generic[T]):
             raise Refused(str(error)) from None
 
 
-_PAGE_DECODERS: dict[type[View], Decoder[FastPage[Any]]] = {}
-_EVENT_DECODERS: dict[type[View], Decoder[FastEvent[Any]]] = {}
+@functools.cache
+def _decoder(envelope: Any, model: type[View]) -> Decoder[Any] | None:
+    """The decoder of `envelope` (FastPage, FastEvent) around `model`'s mirror, built once; None without a mirror."""
+    mirror = MIRRORS.get(model)
+    return None if mirror is None else Decoder(envelope[mirror])
 
 
 def page_decoder(model: type[View]) -> Decoder[FastPage[Any]] | None:
     """The LIST page decoder of `model`'s mirror, or None when it has none."""
-    decoder = _PAGE_DECODERS.get(model)
-    if decoder is None and model in MIRRORS:
-        generic: Any = FastPage
-        decoder = _PAGE_DECODERS[model] = Decoder(generic[MIRRORS[model]])
-    return decoder
+    return _decoder(FastPage, model)
 
 
 def event_decoder(model: type[View]) -> Decoder[FastEvent[Any]] | None:
     """The watch event decoder of `model`'s mirror, or None when it has none."""
-    decoder = _EVENT_DECODERS.get(model)
-    if decoder is None and model in MIRRORS:
-        generic: Any = FastEvent
-        decoder = _EVENT_DECODERS[model] = Decoder(generic[MIRRORS[model]])
-    return decoder
+    return _decoder(FastEvent, model)
