@@ -571,14 +571,15 @@ def _bundle(
     staging.mkdir()
     # The lock, never the building environment: checked current against pyproject.toml before anything is installed.
     lock = read_lock(root, lock_target(platform, architecture))
-    pins = {pin.name: pin.version for pin in lock.subset(extras)}
+    subset = lock.subset(extras)
+    pins = {pin.name: pin.version for pin in subset}
     if platform == CLOUD_FUNCTIONS:
         # Cloud Functions installs requirements.txt itself; only the product is vendored (as source).
         (staging / "requirements.txt").write_text(cloud_functions_requirements(lock, extras))
         (staging / "main.py").write_text(_cloud_functions_main(settings))
     else:
         requirements = scratch / "requirements.txt"
-        requirements.write_text(requirements_text(lock.subset(extras)))
+        requirements.write_text(requirements_text(subset))
         # A `host` build installs the wheels this machine takes (it runs the bundle in tests); any other installs
         # the target's, whatever this machine is.
         wheels = (

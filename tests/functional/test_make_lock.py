@@ -5,24 +5,16 @@ closures whose union is the whole lock, and leaves the previous file in place wh
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from kit.locks import project_with_locks
 from outpost.errors import PackagingError
-from outpost.locks import CORE, LOCK_DIRECTORY, LOCKED_EXTRAS, find_uv, lock_file, read_lock, write_locks
+from outpost.locks import CORE, LOCKED_EXTRAS, find_uv, lock_file, read_lock, write_locks
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "lambda-arm64"
-
-
-def project_with_locks(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "infra").mkdir(parents=True)
-    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
-    shutil.copytree(REPO / LOCK_DIRECTORY, root / LOCK_DIRECTORY)
-    return root
 
 
 def test_make_lock_rewrites_a_current_lock_to_the_same_pins(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import yaml
 
 from outpost.cli import main
 from outpost.config import parse_settings
-from outpost.locks import LOCK_DIRECTORY, read_lock
+from outpost.locks import LOCK_DIRECTORY, normalized_name, read_lock
 from outpost.packaging import (
     PackagingError,
     architecture_mismatches,
@@ -113,9 +113,7 @@ def locked_versions(root: Path, platform: str, extras: list[str]) -> dict[str, s
 def dist_info_versions(names: set[str]) -> dict[str, str]:
     """`{normalized name: version}` of the `<name>-<version>.dist-info` directories among a bundle's entries."""
     found = {name.split("/")[0].removesuffix(".dist-info") for name in names if ".dist-info/" in name}
-    return {
-        re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in (entry.partition("-") for entry in found)
-    }
+    return {normalized_name(name): version for name, _, version in (entry.partition("-") for entry in found)}
 
 
 def top_level(names: set[str]) -> set[str]:
@@ -209,7 +207,7 @@ def hashed_pins(text: str) -> dict[str, tuple[str, frozenset[str]]]:
             continue
         requirement, separator, version = stripped.partition("==")
         assert separator, line
-        name = re.sub(r"[-_.]+", "-", requirement.partition("[")[0]).lower()
+        name = normalized_name(requirement.partition("[")[0])
         assert re.fullmatch(r"[\w.+!-]+", version), line
         pins[name] = (version, frozenset())
     assert all(hashes for _version, hashes in pins.values()), "a pin without hashes: pip would refuse the file"

@@ -14,11 +14,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from kit.locks import project_with_locks
 from outpost import registry
 from outpost.errors import PackagingError
 from outpost.locks import (
     CORE,
-    LOCK_DIRECTORY,
     LOCKED_EXTRAS,
     PYTHON_VERSION,
     TARGETS,
@@ -34,14 +34,6 @@ from outpost.packaging import RUNTIME_PYTHON, lock_target
 REPO = Path(__file__).resolve().parents[2]
 # Marker values of each target, for a top-level requirement that carries a marker.
 MACHINES = {"lambda-arm64": "aarch64", "lambda-x86_64": "x86_64", "cloudfunctions-x86_64": "x86_64"}
-
-
-def project_with_locks(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "infra").mkdir(parents=True)
-    shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
-    shutil.copytree(REPO / LOCK_DIRECTORY, root / LOCK_DIRECTORY)
-    return root
 
 
 def names(pins: list[Pin]) -> set[str]:
