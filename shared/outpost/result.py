@@ -62,6 +62,22 @@ class Result(BaseModel):
             raise ValueError("summary must be one line")
         return self
 
+    # A judgement names its verdict first: `Result.failed(NAME, summary, errors, details)` reads as what it is.
+    @classmethod
+    def ok(cls, check: str, summary: str, details: dict[str, Any] | None = None) -> Result:
+        """Healthy, nothing to report beyond the summary."""
+        return cls(check=check, status=Status.OK, summary=summary, details=details or {})
+
+    @classmethod
+    def degraded(cls, check: str, summary: str, errors: list[str], details: dict[str, Any] | None = None) -> Result:
+        """Healthy enough to ping, with what is wrong named per line."""
+        return cls(check=check, status=Status.DEGRADED, summary=summary, errors=errors, details=details or {})
+
+    @classmethod
+    def failed(cls, check: str, summary: str, errors: list[str], details: dict[str, Any] | None = None) -> Result:
+        """Observed and unhealthy: one error line per problem, naming the object."""
+        return cls(check=check, status=Status.FAILED, summary=summary, errors=errors, details=details or {})
+
     @classmethod
     def error(cls, check: str, cause: str, **details: Any) -> Result:
         """The probe could not observe: `cause` names what and why, in one line (newlines are folded)."""

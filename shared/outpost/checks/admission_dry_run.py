@@ -623,16 +623,9 @@ def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Res
         )
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Result(
-            check=NAME, status=Status.FAILED, summary=f"{failures[0]}{more}", errors=failures, details=details
-        )
+        return Result.failed(NAME, f"{failures[0]}{more}", failures, details)
     systems = ", ".join(answer.case.system for answer in data.answers)
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        summary=f"dry-run pods admitted and mutated ({systems}); nothing stored",
-        details=details,
-    )
+    return Result.ok(NAME, f"dry-run pods admitted and mutated ({systems}); nothing stored", details)
 
 
 CHECK = CheckSpec(

@@ -100,13 +100,7 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
         ]
         if not errors:
             errors = [f"{where}: {probe.tls_error} (the unverified chain did not show which certificate)"]
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            summary=f"{where}: serving certificate expired",
-            errors=errors,
-            details=details,
-        )
+        return Result.failed(NAME, f"{where}: serving certificate expired", errors, details)
     if unparsable or not chain:
         return _error(unparsable or f"{where}: the TLS handshake showed no certificate", details)
     first = earliest_expiry(chain)
@@ -124,14 +118,12 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
         line = (
             f"{where}: certificate {first.subject} {describe_left(first, now)} (want > {params.threshold_days:g} days)"
         )
-        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        summary=f"{where}: serving chain valid {first.days_left(now):.0f} more days "
-        f"(earliest: {first.subject}, threshold {params.threshold_days:g})",
-        details=details,
+        return Result.failed(NAME, line, [line], details)
+    summary = (
+        f"{where}: serving chain valid {first.days_left(now):.0f} more days "
+        f"(earliest: {first.subject}, threshold {params.threshold_days:g})"
     )
+    return Result.ok(NAME, summary, details)
 
 
 def _error(line: str, details: dict[str, Any]) -> Result:

@@ -114,20 +114,9 @@ def evaluate(data: ApiserverHealthData, params: ApiserverHealthParams, now: date
     if errors:
         failing = dict.fromkeys(c["name"] for k in ("livez", "readyz") for c in details[k]["checks"] if not c["ok"])
         names = f"; failing: {', '.join(failing)}" if failing else ""
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            summary=f"apiserver unhealthy: {', '.join(failing_endpoints)}{names}",
-            errors=errors,
-            details=details,
-        )
+        return Result.failed(NAME, f"apiserver unhealthy: {', '.join(failing_endpoints)}{names}", errors, details)
     total = len(details["readyz"]["checks"])
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        summary=f"apiserver live and ready ({total} readyz checks passed)",
-        details=details,
-    )
+    return Result.ok(NAME, f"apiserver live and ready ({total} readyz checks passed)", details)
 
 
 CHECK = CheckSpec(

@@ -321,13 +321,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     }
     if errors:
         slow = ", ".join(line.split(":")[0].removeprefix("apiserver verb ") for line in errors)
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            summary=f"apiserver {label} latency over threshold: {slow}",
-            errors=errors,
-            details=details,
-        )
+        return Result.failed(NAME, f"apiserver {label} latency over threshold: {slow}", errors, details)
     if unusable:
         return Result(check=NAME, status=Status.ERROR, summary=unusable[0], errors=unusable, details=details)
     if judged == 0:
@@ -347,7 +341,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         if v["judged"] and v["quantile_seconds"] is not None
     )
     summary = f"apiserver {label} latency within thresholds ({shown})" if worst else "apiserver latency observed"
-    return Result(check=NAME, status=Status.OK, summary=summary, details=details)
+    return Result.ok(NAME, summary, details)
 
 
 CHECK = CheckSpec(

@@ -238,22 +238,17 @@ def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> 
     if triage_class is None:
         return Result(check=NAME, status=Status.ERROR, summary=why, errors=[why], details=details)
     if triage_class != "healthy":
-        return Result(
-            check=NAME, status=Status.FAILED, summary=f"apiserver {triage_class}: {why}", errors=[why], details=details
-        )
+        return Result.failed(NAME, f"apiserver {triage_class}: {why}", [why], details)
     list_ms = data.step("list").ms or 0.0
     timings = ", ".join(
         f"{s.name} {s.ms:.0f} ms" for s in (data.step(n) for n in ("tcp", "tls", "readyz", "list")) if s.ms is not None
     )
     if list_ms > params.slow_list_ms:
-        return Result(
-            check=NAME,
-            status=Status.DEGRADED,
-            summary=f"apiserver healthy but slow: LIST took {list_ms:.0f} ms "
-            f"(want <= {params.slow_list_ms:.0f} ms); {timings}",
-            details=details,
+        summary = (
+            f"apiserver healthy but slow: LIST took {list_ms:.0f} ms (want <= {params.slow_list_ms:.0f} ms); {timings}"
         )
-    return Result(check=NAME, status=Status.OK, summary=f"apiserver healthy ({timings})", details=details)
+        return Result.degraded(NAME, summary, [], details)
+    return Result.ok(NAME, f"apiserver healthy ({timings})", details)
 
 
 CHECK = CheckSpec(

@@ -44,7 +44,7 @@ from outpost.kube import (
     parse,
     parse_items,
 )
-from outpost.result import Result, Status
+from outpost.result import Result
 
 NAME = "be-eviction-rate"
 _MESSAGE = re.compile(r"evict Pod:\s*(?P<pod>[^,\s]+)\s*,\s*reason:\s*(?P<reason>[^,]+)")
@@ -213,19 +213,14 @@ def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) 
             f"{params.qos_value} pods: observed {total} {params.reason} in the last {window} "
             f"(want at most {params.max_evictions}): {grouped}"
         )
-        return Result(check=NAME, status=Status.FAILED, summary=head, errors=[head, *listed], details=details)
+        return Result.failed(NAME, head, [head, *listed], details)
     if total:
-        return Result(
-            check=NAME,
-            status=Status.DEGRADED,
-            summary=f"{total} {params.qos_value} eviction(s) in the last {window} "
-            f"(at most {params.max_evictions} allowed): {grouped}",
-            errors=listed,
-            details=details,
+        summary = (
+            f"{total} {params.qos_value} eviction(s) in the last {window} "
+            f"(at most {params.max_evictions} allowed): {grouped}"
         )
-    return Result(
-        check=NAME, status=Status.OK, summary=f"no {params.qos_value} evictions in the last {window}", details=details
-    )
+        return Result.degraded(NAME, summary, listed, details)
+    return Result.ok(NAME, f"no {params.qos_value} evictions in the last {window}", details)
 
 
 CHECK = CheckSpec(

@@ -699,16 +699,17 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
             if params.fail_incomplete and verdicts.incomplete
             else "",
         ]
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            summary=f"{' and '.join(p for p in parts if p)} of {scope}",
-            errors=_listed(verdicts.stuck)
-            + _listed(verdicts.failed)
-            + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
-            + _listed(verdicts.unjudgeable)
-            + _listed(verdicts.degraded),
-            details=details,
+        return Result.failed(
+            NAME,
+            f"{' and '.join(p for p in parts if p)} of {scope}",
+            (
+                _listed(verdicts.stuck)
+                + _listed(verdicts.failed)
+                + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
+                + _listed(verdicts.unjudgeable)
+                + _listed(verdicts.degraded)
+            ),
+            details,
         )
     if verdicts.unjudgeable:
         return Result(
@@ -725,20 +726,17 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     ]
     noted = ", ".join(n for n in notes if n)
     if verdicts.degraded:
-        return Result(
-            check=NAME,
-            status=Status.DEGRADED,
-            summary=f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
-            errors=_listed(verdicts.degraded),
-            details=details,
+        return Result.degraded(
+            NAME,
+            f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
+            _listed(verdicts.degraded),
+            details,
         )
     summary = (
         f"{scope}: none stuck past {params.stuck_after_seconds} s, none failed below minMember in the last "
         f"{params.failed_window_seconds} s"
     )
-    return Result(
-        check=NAME, status=Status.OK, summary=summary + (f" ({noted}: see details)" if noted else ""), details=details
-    )
+    return Result.ok(NAME, summary + (f" ({noted}: see details)" if noted else ""), details)
 
 
 CHECK = CheckSpec(

@@ -20,7 +20,7 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import DEPLOYMENTS, Deployment, access, object_path, observed, parse, ref
-from outpost.result import Result, Status
+from outpost.result import Result
 
 NAME = "kruise-manager-replicas"
 
@@ -52,7 +52,7 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
     deployment = data.deployment
     if deployment is None:
         line = f"{name}: not found (want the manager Deployment with >= {params.min_ready} ready replicas)"
-        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details={"found": False})
+        return Result.failed(NAME, line, [line], {"found": False})
     ready, desired = deployment.status.ready_replicas, deployment.spec.replicas
     details = {
         "found": True,
@@ -72,13 +72,13 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
             f"{ready} ready replicas{scaled}",
             f">= {params.min_ready}",
         )
-        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line], details=details)
+        return Result.failed(NAME, line, [line], details)
     if ready < desired:
         line = observed(
             "Deployment", params.deployment, params.namespace, f"{ready}/{desired} ready replicas", f"{desired}"
         )
-        return Result(check=NAME, status=Status.DEGRADED, summary=line, errors=[line], details=details)
-    return Result(check=NAME, status=Status.OK, summary=f"{name}: {ready}/{desired} replicas ready", details=details)
+        return Result.degraded(NAME, line, [line], details)
+    return Result.ok(NAME, f"{name}: {ready}/{desired} replicas ready", details)
 
 
 CHECK = CheckSpec(

@@ -58,7 +58,7 @@ from outpost.kube.objects import Lease
 from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
 from outpost.kube.timestamps import FUTURE_SKEW_SECONDS
-from outpost.result import Result, Status
+from outpost.result import Result
 
 NAME = "kwok-node-consistency"
 
@@ -124,11 +124,8 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
     }
     if not selected.nodes:
         if params.allow_no_nodes:
-            return Result(
-                check=NAME,
-                status=Status.OK,
-                details=details,
-                summary=f"no node selected by {params.selector} ({selected.total} nodes read; allowed)",
+            return Result.ok(
+                NAME, f"no node selected by {params.selector} ({selected.total} nodes read; allowed)", details
             )
         return Result.error(
             NAME,
@@ -198,19 +195,8 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
             parts.append(f"{len(stale)} with a stale Lease")
         if long_held:
             parts.append(f"{len(long_held)} with a Lease duration over {bound:g} s")
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            errors=errors,
-            details=details,
-            summary=f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}",
-        )
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        details=details,
-        summary=f"all {n} KWOK fake nodes Ready with their Leases renewed in time",
-    )
+        return Result.failed(NAME, f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}", errors, details)
+    return Result.ok(NAME, f"all {n} KWOK fake nodes Ready with their Leases renewed in time", details)
 
 
 CHECK = CheckSpec(

@@ -380,10 +380,8 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
     if data.left_for_next_run:
         notes.append(f"{data.left_for_next_run} more pod(s) over max_pods {params.max_pods}, left for the next run")
     if notes:
-        return Result(
-            check=NAME, status=Status.DEGRADED, summary=f"{done}; {len(notes)} note(s)", errors=notes, details=details
-        )
-    return Result(check=NAME, status=Status.OK, summary=done, details=details)
+        return Result.degraded(NAME, f"{done}; {len(notes)} note(s)", notes, details)
+    return Result.ok(NAME, done, details)
 
 
 CHECK = CheckSpec(

@@ -291,12 +291,7 @@ def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) 
             worst = status
     total = len(params.leases)
     if worst is Status.OK:
-        return Result(
-            check=NAME,
-            status=Status.OK,
-            summary=f"{total}/{total} leader leases held and renewed in time",
-            details=details,
-        )
+        return Result.ok(NAME, f"{total}/{total} leader leases held and renewed in time", details)
     summary = errors[0] if len(errors) == 1 else f"{len(errors)} of {total} leader leases unhealthy: {errors[0]}"
     return Result(check=NAME, status=worst, summary=summary, errors=errors, details=details)
 

@@ -230,12 +230,8 @@ def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Res
     by = {status: [message for _, verdict, message in verdicts if verdict is status and message] for status in Status}
     failed, unobserved, slow = by[Status.FAILED], by[Status.ERROR], by[Status.DEGRADED]
     if failed:
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            summary=f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}",
-            errors=failed + unobserved + slow,
-            details=details,
+        return Result.failed(
+            NAME, f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}", failed + unobserved + slow, details
         )
     if unobserved:
         return Result(
@@ -246,20 +242,9 @@ def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Res
             details=details,
         )
     if slow:
-        return Result(
-            check=NAME,
-            status=Status.DEGRADED,
-            summary=f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}",
-            errors=slow,
-            details=details,
-        )
+        return Result.degraded(NAME, f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}", slow, details)
     slowest = max((obs.elapsed_ms or 0) for obs in data.observations)
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        summary=f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)",
-        details=details,
-    )
+    return Result.ok(NAME, f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)", details)
 
 
 CHECK = CheckSpec(

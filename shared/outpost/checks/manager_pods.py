@@ -42,7 +42,7 @@ from outpost.kube import (
     parse_list,
     ref,
 )
-from outpost.result import Result, Status
+from outpost.result import Result
 
 _FINISHED = ("Succeeded", "Failed")
 
@@ -120,9 +120,7 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     name = ref("Deployment", params.deployment, params.namespace)
     if data.deployment is None:
         line = f"{name}: not found (want the manager Deployment)"
-        return Result(
-            check=check, status=Status.FAILED, summary=line, errors=[line], details={"deployment": name, "found": False}
-        )
+        return Result.failed(check, line, [line], {"deployment": name, "found": False})
     desired = data.deployment.spec.replicas
     details: dict[str, Any] = {
         "deployment": name,
@@ -136,7 +134,7 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     if not data.pods:
         why = " (scaled to 0)" if desired == 0 else ""
         line = f"{name}: observed 0 pods{why} (want at least 1 answering {', '.join(params.paths)})"
-        return Result(check=check, status=Status.FAILED, summary=line, errors=[line], details=details)
+        return Result.failed(check, line, [line], details)
     by_pod: dict[str, list[ProbeOutcome]] = {p.ref: [] for p in data.pods}
     for outcome in data.outcomes:
         by_pod.setdefault(outcome.target.ref, []).append(outcome)
@@ -149,25 +147,8 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     errors += [f"{pod}: not probed" for pod, outcomes in by_pod.items() if not outcomes]
     total = len(by_pod)
     if not failing:
-        return Result(
-            check=check,
-            status=Status.OK,
-            summary=f"{name}: {total}/{total} pods answer {', '.join(params.paths)}",
-            details=details,
-        )
+        return Result.ok(check, f"{name}: {total}/{total} pods answer {', '.join(params.paths)}", details)
     names = ", ".join(pod.partition("/")[2] for pod in failing)
     if healthy:
-        return Result(
-            check=check,
-            status=Status.DEGRADED,
-            summary=f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}",
-            errors=errors,
-            details=details,
-        )
-    return Result(
-        check=check,
-        status=Status.FAILED,
-        summary=f"{name}: 0/{total} pods healthy; failing: {names}",
-        errors=errors,
-        details=details,
-    )
+        return Result.degraded(check, f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}", errors, details)
+    return Result.failed(check, f"{name}: 0/{total} pods healthy; failing: {names}", errors, details)

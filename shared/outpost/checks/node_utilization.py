@@ -48,7 +48,7 @@ from outpost.kube.nodes import (
     select_nodes,
 )
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES
-from outpost.result import Result, Status
+from outpost.result import Result
 
 NAME = "node-utilization"
 Source = Literal["nodemetric", "metrics.k8s.io"]
@@ -203,24 +203,16 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
         side, extreme = ("below the lower bound", lowest) if low else ("above the upper bound", highest)
         named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in extreme[:3])
         line = f"nodes: observed {what} {mean:.1f} % (want {params.want()}); {side}, e.g. {named}"
-        return Result(check=NAME, status=Status.FAILED, summary=line, errors=[line, *node_lines], details=details)
+        return Result.failed(NAME, line, [line, *node_lines], details)
     if above:
         named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in above[:3])
         more = f" (+{len(above) - 3} more)" if len(above) > 3 else ""
-        return Result(
-            check=NAME,
-            status=Status.DEGRADED,
-            errors=node_lines,
-            details=details,
-            summary=f"{len(above)} of {len(per_node)} nodes above the {threshold:g} % CPU threshold "
-            f"(LoadAwareScheduling filters them out): {named}{more}; {what} {mean:.1f} %",
+        summary = (
+            f"{len(above)} of {len(per_node)} nodes above the {threshold:g} % CPU threshold "
+            f"(LoadAwareScheduling filters them out): {named}{more}; {what} {mean:.1f} %"
         )
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        details=details,
-        summary=f"{what} {mean:.1f} %, within {params.want()}; no node above {threshold:g} %",
-    )
+        return Result.degraded(NAME, summary, node_lines, details)
+    return Result.ok(NAME, f"{what} {mean:.1f} %, within {params.want()}; no node above {threshold:g} %", details)
 
 
 CHECK = CheckSpec(

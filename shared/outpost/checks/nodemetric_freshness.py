@@ -53,7 +53,7 @@ from outpost.kube.nodes import (
     select_nodes,
 )
 from outpost.kube.paths import NODE_METRICS, NODES
-from outpost.result import Result, Status
+from outpost.result import Result
 
 NAME = "nodemetric-freshness"
 
@@ -162,19 +162,11 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             parts.append(f"{len(stale)} stale: {first_named([s for s, _ in stale])}")
         if missing:
             parts.append(f"{len(missing)} missing: {first_named(missing)}")
-        return Result(
-            check=NAME,
-            status=Status.FAILED,
-            errors=errors,
-            details=details,
-            summary=f"NodeMetrics of {n} nodes: " + "; ".join(parts),
-        )
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        details=details,
-        summary=f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s "
-        f"(oldest {oldest:.0f} s)",
+        return Result.failed(NAME, f"NodeMetrics of {n} nodes: " + "; ".join(parts), errors, details)
+    return Result.ok(
+        NAME,
+        (f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s (oldest {oldest:.0f} s)"),
+        details,
     )
 
 

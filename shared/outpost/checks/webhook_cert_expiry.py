@@ -407,7 +407,7 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
     }
     if errors:
         summary = f"{len(errors)} webhook certificate problem(s): {errors[0]}"
-        return Result(check=NAME, status=Status.FAILED, summary=summary, errors=errors, details=details_all)
+        return Result.failed(NAME, summary, errors, details_all)
     if not data.configurations and not data.secrets and not data.certificates:
         line = (
             f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
@@ -420,12 +420,7 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
     if data.secrets:
         judged.append(f"{len(data.secrets)} serving certificate Secret(s)")
     unread = "" if data.secrets or data.certificates else "; serving certificates not read (read_serving_secrets off)"
-    return Result(
-        check=NAME,
-        status=Status.OK,
-        summary=f"{' and '.join(judged)} valid beyond {params.threshold_days:g} days{unread}",
-        details=details_all,
-    )
+    return Result.ok(NAME, f"{' and '.join(judged)} valid beyond {params.threshold_days:g} days{unread}", details_all)
 
 
 CHECK = CheckSpec(

@@ -52,7 +52,7 @@ from outpost.kube import (
 )
 from outpost.kube.objects import SERVICE_NAME_LABEL
 from outpost.kube.webhooks import ReadyEndpoints, WebhookWiring, judge_wiring, ready_endpoints
-from outpost.result import Result, Status
+from outpost.result import Result
 
 
 class WebhookServiceParams(Params):
@@ -155,23 +155,13 @@ def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookSe
     details: dict[str, Any] = {"health": data.health.as_detail(), **judgement.details}
     if errors:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return Result(
-            check=check,
-            status=Status.FAILED,
-            summary=f"{system} webhook: {errors[0]}{more}",
-            errors=errors,
-            details=details,
-        )
+        return Result.failed(check, f"{system} webhook: {errors[0]}{more}", errors, details)
     configurations = ", ".join(name for _, name, _ in data.configurations) or "none configured"
-    return Result(
-        check=check,
-        status=Status.OK,
-        summary=(
-            f"{system} webhook {wiring.service_ref} answers {data.health.target.label} "
-            f"({len(data.endpoints.ready)} ready endpoint(s)); called by {configurations}"
-        ),
-        details=details,
+    summary = (
+        f"{system} webhook {wiring.service_ref} answers {data.health.target.label} "
+        f"({len(data.endpoints.ready)} ready endpoint(s)); called by {configurations}"
     )
+    return Result.ok(check, summary, details)
 
 
 FAILS_WHEN = (
