@@ -57,7 +57,7 @@ from outpost.kube.nodes import KWOK_FAKE_VALUE, KWOK_NODE_ANNOTATION, NodeFacts,
 from outpost.kube.objects import Lease
 from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
-from outpost.kube.timestamps import FUTURE_SKEW_SECONDS
+from outpost.kube.timestamps import future_skew_parameter
 from outpost.result import Result
 
 NAME = "kwok-node-consistency"
@@ -78,12 +78,7 @@ class KwokNodeConsistencyParams(Params):
         "this is reported. 600 s passes kwok's 40 s, kwokctl's 200 s (40 s x heartbeat "
         "factor 5) and the sandbox's 40/160/400 s, and flags a foreign day-long Lease.",
     )
-    max_future_skew_seconds: float = Field(
-        FUTURE_SKEW_SECONDS,
-        ge=0,
-        le=300,
-        description="A renewTime further in the future than this is stale, not fresh (clock skew beyond it).",
-    )
+    max_future_skew_seconds: float = future_skew_parameter("renewTime")
 
 
 @dataclass(frozen=True)

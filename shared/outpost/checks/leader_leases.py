@@ -71,7 +71,7 @@ from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import LEASES, PODS, Lease, Pod, access, collection_path, object_path, parse, parse_list, ref
 from outpost.kube.selectors import parse_label_selector
-from outpost.kube.timestamps import FUTURE_SKEW_SECONDS
+from outpost.kube.timestamps import future_skew_parameter
 from outpost.result import Result, Status
 
 NAME = "leader-leases"
@@ -126,12 +126,7 @@ class LeaderLeasesParams(Params):
         le=86400,
         description="A Lease whose own leaseDurationSeconds exceeds this is failed (upstream's are 15 s).",
     )
-    max_future_skew_seconds: float = Field(
-        FUTURE_SKEW_SECONDS,
-        ge=0,
-        le=300,
-        description="A renewTime further in the future than this is failed, not fresh (clock skew beyond it).",
-    )
+    max_future_skew_seconds: float = future_skew_parameter("renewTime")
 
 
 @dataclass(frozen=True)

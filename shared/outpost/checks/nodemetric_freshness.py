@@ -53,6 +53,7 @@ from outpost.kube.nodes import (
     select_nodes,
 )
 from outpost.kube.paths import NODE_METRICS, NODES
+from outpost.kube.timestamps import future_skew_parameter
 from outpost.result import Result
 
 NAME = "nodemetric-freshness"
@@ -66,12 +67,7 @@ class NodeMetricFreshnessParams(Params):
         "code default for nodeMetricExpirationSeconds (3 koordlet reports of 60 s); the shipped "
         "koord-scheduler configs use 300 s. Raise it with koordlet's reportIntervalSeconds.",
     )
-    max_future_skew_seconds: float = Field(
-        30.0,
-        ge=0,
-        le=300,
-        description="An updateTime further in the future than this is stale, not fresh (clock skew beyond it).",
-    )
+    max_future_skew_seconds: float = future_skew_parameter("updateTime", 30.0)
     nodes: NodeSelection = Field(
         default_factory=NodeSelection, description="Which nodes are judged (classes, label selector, cordoned)."
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,12 +42,24 @@ class Condition(BaseModel):
         return f"{self.type}={self.status}" + (f" ({why})" if why else "")
 
 
-def find_condition(conditions: Iterable[Condition], type_: str) -> Condition | None:
+class ConditionLike(Protocol):
+    """A condition as `Condition` and its msgspec mirror both read it."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def true(self) -> bool: ...
+
+
+C = TypeVar("C", bound=ConditionLike)
+
+
+def find_condition(conditions: Iterable[C], type_: str) -> C | None:
     """The condition of `type_`, or None when the object does not report it."""
     return next((condition for condition in conditions if condition.type == type_), None)
 
 
-def is_true(conditions: Iterable[Condition], type_: str) -> bool:
+def is_true(conditions: Iterable[ConditionLike], type_: str) -> bool:
     """True only when the condition is present with status "True"."""
     condition = find_condition(conditions, type_)
     return condition is not None and condition.true

@@ -28,9 +28,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import msgspec
 
-from outpost.kube.conditions import READY
-from outpost.kube.messages import ref
-from outpost.kube.objects import NodeMetricOutline, NodeOutline, PodOutline, View, _node_usage
+from outpost.kube.objects import Named, NodeMetricOutline, NodeOutline, PodFacts, PodOutline, View, _node_usage
 
 T = TypeVar("T")
 _Aware = Annotated[datetime, msgspec.Meta(tz=True)]
@@ -99,31 +97,13 @@ class FastCondition(msgspec.Struct, frozen=True, rename="camel"):
         return self.status == "True"
 
 
-def _ready(conditions: list[FastCondition]) -> bool:
-    """`conditions.is_true(conditions, READY)`: the first Ready condition is "True"."""
-    condition = next((condition for condition in conditions if condition.type == READY), None)
-    return condition is not None and condition.true
-
-
-class FastKubeObject(_Fast, frozen=True):
+class FastKubeObject(_Fast, Named, frozen=True):
     KIND: ClassVar[str] = "Object"
 
     api_version: str = ""
     kind: str = ""
     metadata: FastObjectMeta = msgspec.field(default_factory=FastObjectMeta)
     by_name_api_version: _Never | msgspec.UnsetType = _by_name("api_version")
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace
-
-    @property
-    def ref(self) -> str:
-        return ref(self.KIND, self.metadata.name, self.metadata.namespace or None)
 
 
 class FastNodeSchedulingSpec(_Fast, frozen=True):
@@ -152,23 +132,11 @@ class FastPodReadinessStatus(_Fast, frozen=True):
     conditions: list[FastCondition] = msgspec.field(default_factory=list)
 
 
-class FastPodOutline(FastKubeObject, frozen=True):
+class FastPodOutline(FastKubeObject, PodFacts, frozen=True):
     KIND: ClassVar[str] = "Pod"
 
     spec: FastPodPlacementSpec = msgspec.field(default_factory=FastPodPlacementSpec)
     status: FastPodReadinessStatus = msgspec.field(default_factory=FastPodReadinessStatus)
-
-    @property
-    def ready(self) -> bool:
-        return _ready(self.status.conditions)
-
-    @property
-    def terminating(self) -> bool:
-        return self.metadata.deletion_timestamp is not None
-
-    @property
-    def node_name(self) -> str:
-        return self.spec.node_name
 
 
 def _exact_time(text: str | None) -> datetime | None:

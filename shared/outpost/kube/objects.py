@@ -17,15 +17,15 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from outpost.errors import MalformedResponse
-from outpost.kube.conditions import AVAILABLE, READY, Condition, find_condition, is_true
+from outpost.kube.conditions import AVAILABLE, READY, Condition, ConditionLike, find_condition, is_true
 from outpost.kube.messages import ref
 from outpost.kube.selectors import LabelSelector, Requirement
 from outpost.kube.timestamps import FUTURE_SKEW_SECONDS, age_seconds
@@ -79,7 +79,79 @@ class ObjectReference(View):
     field_path: str = ""
 
 
-class KubeObject(View):
+class _Metadata(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def deletion_timestamp(self) -> datetime | None: ...
+
+
+class _WithMetadata(Protocol):
+    KIND: ClassVar[str]
+
+    @property
+    def metadata(self) -> _Metadata: ...
+
+
+class Named:
+    """`name`, `namespace` and `ref` of an object with `metadata` and a `KIND`: the pydantic views here and their
+    msgspec mirrors in `fast_outlines` name objects the same way because they share this."""
+
+    __slots__ = ()
+
+    @property
+    def name(self: _WithMetadata) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self: _WithMetadata) -> str:
+        return self.metadata.namespace
+
+    @property
+    def ref(self: _WithMetadata) -> str:
+        """`daemonset koordinator-system/koordlet`, the prefix of every message about this object."""
+        return ref(self.KIND, self.metadata.name, self.metadata.namespace or None)
+
+
+class _PodShaped(_WithMetadata, Protocol):
+    @property
+    def spec(self) -> _Placed: ...
+    @property
+    def status(self) -> _Conditioned: ...
+
+
+class _Placed(Protocol):
+    @property
+    def node_name(self) -> str: ...
+
+
+class _Conditioned(Protocol):
+    @property
+    def conditions(self) -> Sequence[ConditionLike]: ...
+
+
+class PodFacts:
+    """What every reading of a Pod answers alike (the full view, its outline and the outline's msgspec mirror)."""
+
+    __slots__ = ()
+
+    @property
+    def ready(self: _PodShaped) -> bool:
+        """The Ready condition is True (running alone is not ready)."""
+        return is_true(self.status.conditions, READY)
+
+    @property
+    def terminating(self: _PodShaped) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    @property
+    def node_name(self: _PodShaped) -> str:
+        return self.spec.node_name
+
+
+class KubeObject(View, Named):
     """An object with metadata; `KIND` is its manifest kind (LIST items omit `kind`)."""
 
     KIND: ClassVar[str] = "Object"
@@ -87,19 +159,6 @@ class KubeObject(View):
     api_version: str = ""
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace
-
-    @property
-    def ref(self) -> str:
-        """`daemonset koordinator-system/koordlet`, the prefix of every message about this object."""
-        return ref(self.KIND, self.metadata.name, self.metadata.namespace or None)
 
 
 # -- selectors as they appear in objects ---------------------------------------------------------------
@@ -204,24 +263,11 @@ class PodTemplate(View):
     spec: PodSpec = Field(default_factory=PodSpec)
 
 
-class Pod(KubeObject):
+class Pod(KubeObject, PodFacts):
     KIND: ClassVar[str] = "Pod"
 
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
-
-    @property
-    def ready(self) -> bool:
-        """The Ready condition is True (running alone is not ready)."""
-        return is_true(self.status.conditions, READY)
-
-    @property
-    def terminating(self) -> bool:
-        return self.metadata.deletion_timestamp is not None
-
-    @property
-    def node_name(self) -> str:
-        return self.spec.node_name
 
 
 class PodPlacementSpec(View):
@@ -233,7 +279,7 @@ class PodReadinessStatus(View):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class PodOutline(KubeObject):
+class PodOutline(KubeObject, PodFacts):
     """What coverage reads of a Pod (name, node, phase, Ready condition, deletion): a LIST validated into this
     never builds the containers, volumes and affinity each pod carries."""
 
@@ -241,19 +287,6 @@ class PodOutline(KubeObject):
 
     spec: PodPlacementSpec = Field(default_factory=PodPlacementSpec)
     status: PodReadinessStatus = Field(default_factory=PodReadinessStatus)
-
-    @property
-    def ready(self) -> bool:
-        """The Ready condition is True (running alone is not ready)."""
-        return is_true(self.status.conditions, READY)
-
-    @property
-    def terminating(self) -> bool:
-        return self.metadata.deletion_timestamp is not None
-
-    @property
-    def node_name(self) -> str:
-        return self.spec.node_name
 
 
 class PodSchedulingSpec(View):
@@ -309,45 +342,52 @@ class PodSchedulingOutline(KubeObject):
 # -- workloads ----------------------------------------------------------------------------------------
 
 
-class DeploymentSpec(View):
-    replicas: int = 1  # Kubernetes defaults an omitted spec.replicas to 1
+class WorkloadSpec(View):
     selector: Selector = Field(default_factory=Selector)
     template: PodTemplate = Field(default_factory=PodTemplate)
 
 
-class DeploymentStatus(View):
+class WorkloadStatus(View):
     observed_generation: int = 0
-    replicas: int = 0
-    updated_replicas: int = 0
-    ready_replicas: int = 0
-    available_replicas: int = 0
-    unavailable_replicas: int = 0
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class Deployment(KubeObject):
-    KIND: ClassVar[str] = "Deployment"
+class Workload(KubeObject):
+    """What a Deployment and a DaemonSet share: a selector, a pod template and the generation the controller saw."""
 
-    spec: DeploymentSpec = Field(default_factory=DeploymentSpec)
-    status: DeploymentStatus = Field(default_factory=DeploymentStatus)
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    status: WorkloadStatus = Field(default_factory=WorkloadStatus)
 
     @property
     def observed_current(self) -> bool:
         """The controller has seen the latest spec (status.observedGeneration >= metadata.generation)."""
         return self.status.observed_generation >= self.metadata.generation
 
+
+class DeploymentSpec(WorkloadSpec):
+    replicas: int = 1  # Kubernetes defaults an omitted spec.replicas to 1
+
+
+class DeploymentStatus(WorkloadStatus):
+    replicas: int = 0
+    updated_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    unavailable_replicas: int = 0
+
+
+class Deployment(Workload):
+    KIND: ClassVar[str] = "Deployment"
+
+    spec: DeploymentSpec = Field(default_factory=DeploymentSpec)
+    status: DeploymentStatus = Field(default_factory=DeploymentStatus)
+
     @property
     def available(self) -> bool:
         return is_true(self.status.conditions, AVAILABLE)
 
 
-class DaemonSetSpec(View):
-    selector: Selector = Field(default_factory=Selector)
-    template: PodTemplate = Field(default_factory=PodTemplate)
-
-
-class DaemonSetStatus(View):
-    observed_generation: int = 0
+class DaemonSetStatus(WorkloadStatus):
     desired_number_scheduled: int = 0
     current_number_scheduled: int = 0
     number_ready: int = 0
@@ -355,19 +395,12 @@ class DaemonSetStatus(View):
     number_unavailable: int = 0
     updated_number_scheduled: int = 0
     number_misscheduled: int = 0
-    conditions: list[Condition] = Field(default_factory=list)
 
 
-class DaemonSet(KubeObject):
+class DaemonSet(Workload):
     KIND: ClassVar[str] = "DaemonSet"
 
-    spec: DaemonSetSpec = Field(default_factory=DaemonSetSpec)
     status: DaemonSetStatus = Field(default_factory=DaemonSetStatus)
-
-    @property
-    def observed_current(self) -> bool:
-        """The controller has seen the latest spec (status.observedGeneration >= metadata.generation)."""
-        return self.status.observed_generation >= self.metadata.generation
 
 
 # -- nodes --------------------------------------------------------------------------------------------

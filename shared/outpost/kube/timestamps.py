@@ -12,6 +12,9 @@ Guarantees:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import Field
 
 _FRACTION_DIGITS = 6
 
@@ -23,6 +26,16 @@ writer that stopped with a renewal a day or a year ahead would otherwise look al
 leader election never compares renewTime with its clock (client-go@v0.30.10 tools/leaderelection
 leaderelection.go judges expiry by when it observed a change), so it needs no such bound; an outside observer
 does."""
+
+
+def future_skew_parameter(timestamp: str, default: float = FUTURE_SKEW_SECONDS) -> Any:
+    """The `max_future_skew_seconds` parameter of a check that judges `timestamp` (one bound, one wording)."""
+    return Field(
+        default,
+        ge=0,
+        le=300,
+        description=f"A {timestamp} further in the future than this is not fresh (clock skew beyond it).",
+    )
 
 
 def parse_time(value: str | None) -> datetime | None:
