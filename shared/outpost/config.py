@@ -32,7 +32,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
 )
 
 from outpost import local_files
@@ -57,6 +56,21 @@ SecretReference = Annotated[str, AfterValidator(_secret_reference)]
 """A reference such as `env:NAME` or `ssm:/outpost/prod/heartbeat`; never the secret itself."""
 
 
+def _https_url(value: str) -> str:
+    if not value.startswith("https://"):
+        raise ValueError("must be an https:// URL (TLS verification is never turned off)")
+    if has_userinfo(value):
+        raise ValueError(
+            f"must not carry user information (user:password@): {without_userinfo(value)} is "
+            "what may be given; Outpost never sends a password (give a token)"
+        )
+    return value.rstrip("/")
+
+
+HttpsServer = Annotated[str, AfterValidator(_https_url)]
+"""An API server URL: https only, no user information, no trailing slash."""
+
+
 class _Model(StrictScalars):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -73,15 +87,10 @@ class TokenAuth(_Model):
     """A bearer token (e.g. a ServiceAccount token) and the cluster's CA."""
 
     mode: Literal["token"]
-    server: str
+    server: HttpsServer
     token: SecretReference
     ca_file: str | None = None
     ca_data: str | None = Field(None, description="Base64 PEM of the cluster CA, as in a kubeconfig.")
-
-    @field_validator("server")
-    @classmethod
-    def _https(cls, value: str) -> str:
-        return _https_url(value)
 
 
 class EksAuth(_Model):
@@ -90,38 +99,17 @@ class EksAuth(_Model):
     mode: Literal["eks"]
     cluster_name: str
     region: str
-    server: str
+    server: HttpsServer
     ca_data: str
     role_arn: str | None = Field(None, description="Role to assume before presigning, if any.")
-
-    @field_validator("server")
-    @classmethod
-    def _https(cls, value: str) -> str:
-        return _https_url(value)
 
 
 class GkeAuth(_Model):
     """Google GKE: an OAuth2 access token from google-auth application default credentials."""
 
     mode: Literal["gke"]
-    server: str
+    server: HttpsServer
     ca_data: str
-
-    @field_validator("server")
-    @classmethod
-    def _https(cls, value: str) -> str:
-        return _https_url(value)
-
-
-def _https_url(value: str) -> str:
-    if not value.startswith("https://"):
-        raise ValueError("must be an https:// URL (TLS verification is never turned off)")
-    if has_userinfo(value):
-        raise ValueError(
-            f"must not carry user information (user:password@): {without_userinfo(value)} is "
-            "what may be given; Outpost never sends a password (give a token)"
-        )
-    return value.rstrip("/")
 
 
 def _authority(url: str) -> tuple[str, str, str] | None:

@@ -20,17 +20,24 @@ from pydantic import BaseModel, model_validator
 _NUMBERS = (int, float)
 
 
-def _scalar_kinds(annotation: Any) -> set[type]:
-    """The scalar types (bool, int, float) `annotation` accepts, looking through Optional and Annotated."""
+def _members(annotation: Any) -> list[Any]:
+    """The types `annotation` accepts, looking through Optional, unions and Annotated."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _scalar_kinds(typing.get_args(annotation)[0])
+        return _members(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
-        kinds: set[type] = set()
-        for argument in typing.get_args(annotation):
-            kinds |= _scalar_kinds(argument)
-        return kinds
-    return {annotation} if annotation in (bool, int, float) else set()
+        return [member for argument in typing.get_args(annotation) for member in _members(argument)]
+    return [annotation]
+
+
+def _scalar_kinds(annotation: Any) -> set[type]:
+    """The scalar types (bool, int, float) `annotation` accepts."""
+    return {member for member in _members(annotation) if member in (bool, int, float)}
+
+
+def _other_kinds(annotation: Any) -> set[Any]:
+    """Every non-scalar member of a union (a field that also takes a string takes it as written)."""
+    return {member for member in _members(annotation) if member not in (bool, int, float, type(None))}
 
 
 class _WrongKind:
@@ -69,16 +76,3 @@ def _wrong_kind(kinds: set[type], value: Any) -> bool:
     if isinstance(value, _NUMBERS):
         return not kinds & {int, float}
     return isinstance(value, str | bytes)
-
-
-def _other_kinds(annotation: Any) -> set[Any]:
-    """Every non-scalar member of a union (a field that also takes a string takes it as written)."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _other_kinds(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        others: set[Any] = set()
-        for argument in typing.get_args(annotation):
-            others |= _other_kinds(argument)
-        return others
-    return set() if annotation in (bool, int, float, type(None)) else {annotation}
