@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import Field
 
+from outpost.checks.base import CheckSpec, Params
 from outpost.registry import checks, jobs
+from outpost.result import Result
 from outpost.tooling import catalogue
 from outpost_sandbox.faults import FAULTS, TARGET_CHECKS
 
@@ -91,3 +94,33 @@ def test_every_check_a_fault_names_is_in_the_catalogue(fault: str, check: str) -
 def test_every_fault_names_some_check_or_says_why_not() -> None:
     assert FAULTS, "the sandbox has no faults"
     assert all(fault.checks for fault in FAULTS.values())
+
+
+class _ThresholdParams(Params):
+    threshold_days: float = Field(21.0, gt=0)
+    paths: list[str] = Field(default_factory=lambda: ["/readyz"])
+
+
+def _spec(fails_when: str) -> CheckSpec[_ThresholdParams, None]:
+    return CheckSpec(
+        name="probe",
+        system="any",
+        layer="control plane",
+        severity="critical",
+        schedule_minutes=1,
+        fails_when=fails_when,
+        params=_ThresholdParams,
+        fetch=lambda cluster, params: None,
+        evaluate=lambda data, params, now: Result.ok("probe", "fine"),
+        access=lambda params: (),
+    )
+
+
+def test_fails_when_states_the_defaults_the_parameters_have() -> None:
+    spec = _spec("certificate expires within {threshold_days:g} days (asked at {paths[0]})")
+    assert spec.fails_when == "certificate expires within 21 days (asked at /readyz)"
+
+
+def test_fails_when_naming_no_parameter_is_refused_at_import() -> None:
+    with pytest.raises(KeyError, match="threshold_seconds"):
+        _spec("expires within {threshold_seconds} s")

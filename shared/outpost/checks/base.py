@@ -40,6 +40,8 @@ class CheckSpec(Generic[P, D]):
     severity: Severity
     schedule_minutes: int
     fails_when: str
+    """What fails the check, in one line; `{field}` placeholders are filled from the parameters' defaults, so the
+    catalogue, the monitors and the docs cannot state a default the code does not use."""
     params: type[P]
     fetch: Callable[[Cluster, P], D]
     evaluate: Callable[[D, P, datetime], Result]
@@ -54,3 +56,9 @@ class CheckSpec(Generic[P, D]):
     `cluster_auth`, if configured) instead of the read-only `Cluster`."""
     opt_in: bool = False
     """Runs only where the configuration lists it enabled; run by name otherwise, it does nothing (`error`)."""
+
+    def __post_init__(self) -> None:
+        defaults = {
+            name: field.get_default(call_default_factory=True) for name, field in self.params.model_fields.items()
+        }
+        object.__setattr__(self, "fails_when", self.fails_when.format_map(defaults))

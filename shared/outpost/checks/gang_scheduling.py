@@ -746,8 +746,8 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=5,
     fails_when="a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
-    "(koord's 600 s default), or a member pod failed in the last hour leaving fewer than minMember "
-    "running or succeeded (or a PodGroup's status turned Failed so)",
+    "(by default {stuck_after_seconds} s, koord's), or a member pod failed in the last {failed_window_seconds} s "
+    "leaving fewer than minMember running or succeeded (or a PodGroup's status turned Failed so)",
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -221,7 +221,7 @@ CHECK = CheckSpec(
     severity="critical",
     schedule_minutes=5,
     fails_when="a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
-    "/healthz:10221 (real nodes by default)",
+    "/healthz:{healthz_port} (real nodes by default)",
     params=KruiseDaemonCoverageParams,
     fetch=fetch,
     evaluate=evaluate,

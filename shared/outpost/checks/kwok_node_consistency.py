@@ -200,7 +200,8 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=1,
-    fails_when="a fake node not Ready, or its Lease not renewed within its duration, or a Lease duration over 600 s",
+    fails_when="a fake node not Ready, or its Lease not renewed within its duration, or a Lease duration over "
+    "{max_lease_duration_seconds:g} s",
     params=KwokNodeConsistencyParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -253,8 +253,8 @@ CHECK = CheckSpec(
     layer="workload SLO",
     severity="warning",
     schedule_minutes=1,
-    fails_when="an LS workload endpoint slower than its threshold, or answering another status (default 200) or body "
-    "than expected",
+    fails_when="an LS workload endpoint slower than its threshold, or answering another status "
+    f"(default {LsEndpoint.model_fields['expected_status'].default}) or body than expected",
     params=LsLatencyParams,
     fetch=fetch,
     evaluate=evaluate,

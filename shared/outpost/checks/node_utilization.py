@@ -221,8 +221,9 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="mean node CPU utilisation above the upper bound (default LoadAware's 65 %) or below an opt-in "
-    "lower bound (default none); a node above 65 % is named (degraded)",
+    fails_when="mean node CPU utilisation above the upper bound (default LoadAware's "
+    f"{LOAD_AWARE_CPU_THRESHOLD:g} %) or below an opt-in lower bound (default none); a node above "
+    f"{LOAD_AWARE_CPU_THRESHOLD:g} % is named (degraded)",
     params=NodeUtilizationParams,
     fetch=fetch,
     evaluate=evaluate,

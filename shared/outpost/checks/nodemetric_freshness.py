@@ -172,8 +172,8 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="NodeMetric status.updateTime older than 180 s, or absent, for a node (real by default; KWOK fake "
-    "opt-in)",
+    fails_when="NodeMetric status.updateTime older than {expiry_seconds:g} s, or absent, for a node "
+    "(real by default; KWOK fake opt-in)",
     params=NodeMetricFreshnessParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -430,7 +430,8 @@ CHECK = CheckSpec(
     severity="warning",
     schedule_minutes=60,
     fails_when="webhook caBundle, or serving cert where read (a cert-manager Certificate's status.notAfter, keyless; "
-    "opt-in `read_serving_secrets`: its Secret, private keys included), expires within the threshold (21 days)",
+    "opt-in `read_serving_secrets`: its Secret, private keys included), expires within the threshold "
+    "({threshold_days:g} days)",
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
