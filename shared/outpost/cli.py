@@ -32,7 +32,7 @@ from outpost.config import Settings
 from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
 from outpost.logs import install_redaction, sanitize, terminal_safe
-from outpost.result import Result
+from outpost.result import NextStep, Result
 from outpost.runner import run_check
 from outpost.settings import (
     add_source_arguments,
@@ -249,9 +249,16 @@ def print_results(results: Sequence[Result]) -> None:
     ]
     _print_table(rows, ["check", "status", "ms", "pinged", "summary"])
     for result in results:
-        for line in result.errors:
-            if line != result.summary:
+        steps: list[NextStep | None] = [*result.next_steps] or [None] * len(result.errors)
+        for line, step in zip(result.errors, steps, strict=True):
+            if line != result.summary or step is not None:
                 _out(f"  {_cell(result.check)}: {_cell(line)}")
+            if step is not None:
+                # What the person paged does next, under the line it is about.
+                _out(f"    cause: {_cell(step.cause)}")
+                _out(f"    next:  {_cell(step.command)}")
+                if step.see:
+                    _out(f"    see:   {_cell(step.see)}")
 
 
 def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:

@@ -129,6 +129,7 @@ def emit_run_log(result: Result, environment: str, *, stream: IO[str] | None = N
         status=result.status.value,
         summary=result.summary,
         errors=result.errors,
+        next_steps=[step.model_dump() for step in result.next_steps],
         duration_ms=result.duration_ms,
         environment=environment,
         reported=result.reported,

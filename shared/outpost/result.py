@@ -5,13 +5,15 @@ Guarantees, enforced by the model rather than by convention:
 - `ok` never carries errors (a result built as ok with errors is refused);
 - only ok and degraded are healthy, i.e. the only statuses that ping a heartbeat;
 - summary, errors and details pass `outpost.redaction` when the result is built: no registered credential
-  (and nothing shaped like one) survives into a result, whatever text a server or library put there.
+  (and nothing shaped like one) survives into a result, whatever text a server or library put there;
+- `next_steps`, when given, pair with `errors` line for line: each line's likely cause and next command.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -35,6 +37,31 @@ class Status(enum.StrEnum):
         return {Status.OK: 0, Status.DEGRADED: 0, Status.FAILED: 1, Status.ERROR: 2}[self]
 
 
+class NextStep(BaseModel):
+    """Where the person paged looks next about one error line: the likely cause, then a command with the real names
+    (each check's failure classes are listed in docs/runbooks.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    failure: str = Field(description="The failure class; docs/runbooks.md has a section per check and class.")
+    cause: str = Field(description="The likely cause, in a sentence.")
+    command: str = Field(description="The next command to look further, with the real names, namespace and selector.")
+    see: str = Field("", description="The log to read or the upstream page, when there is one.")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _redacted(cls, value: str) -> str:
+        # Filled in with names the cluster gave: scrubbed as every other line of a result is.
+        return redaction.redact(value)
+
+
+class Finding(NamedTuple):
+    """An error line and its next step, as a check writes them side by side."""
+
+    line: str
+    next: NextStep
+
+
 class Result(BaseModel):
     """What one run of one check observed."""
 
@@ -44,6 +71,9 @@ class Result(BaseModel):
     status: Status
     summary: str = Field(description="One line a person reads in an alert.")
     errors: list[str] = Field(default_factory=list, description="One line per problem, naming the object.")
+    next_steps: list[NextStep] = Field(
+        default_factory=list, description="Each error line's likely cause and next command, in the same order."
+    )
     details: dict[str, Any] = Field(default_factory=dict)
     duration_ms: int = 0
     reported: bool = False
@@ -60,6 +90,10 @@ class Result(BaseModel):
             raise ValueError("a result with errors cannot be ok")
         if "\n" in self.summary:
             raise ValueError("summary must be one line")
+        if self.next_steps and len(self.next_steps) != len(self.errors):
+            raise ValueError(
+                f"next_steps pair with errors line for line ({len(self.next_steps)} steps, {len(self.errors)} lines)"
+            )
         return self
 
     # A judgement names its verdict first: `Result.failed(NAME, summary, errors, details)` reads as what it is.
@@ -69,17 +103,36 @@ class Result(BaseModel):
         return cls(check=check, status=Status.OK, summary=summary, details=details or {})
 
     @classmethod
-    def degraded(cls, check: str, summary: str, errors: list[str], details: dict[str, Any] | None = None) -> Result:
+    def degraded(
+        cls, check: str, summary: str, errors: Sequence[str | Finding], details: dict[str, Any] | None = None
+    ) -> Result:
         """Healthy enough to ping, with what is wrong named per line."""
-        return cls(check=check, status=Status.DEGRADED, summary=summary, errors=errors, details=details or {})
+        lines, steps = _lines_and_steps(errors)
+        return cls(
+            check=check, status=Status.DEGRADED, summary=summary, errors=lines, next_steps=steps, details=details or {}
+        )
 
     @classmethod
-    def failed(cls, check: str, summary: str, errors: list[str], details: dict[str, Any] | None = None) -> Result:
-        """Observed and unhealthy: one error line per problem, naming the object."""
-        return cls(check=check, status=Status.FAILED, summary=summary, errors=errors, details=details or {})
+    def failed(
+        cls, check: str, summary: str, errors: Sequence[str | Finding], details: dict[str, Any] | None = None
+    ) -> Result:
+        """Observed and unhealthy: one error line per problem, naming the object, each with its next step."""
+        lines, steps = _lines_and_steps(errors)
+        return cls(
+            check=check, status=Status.FAILED, summary=summary, errors=lines, next_steps=steps, details=details or {}
+        )
 
     @classmethod
-    def error(cls, check: str, cause: str, **details: Any) -> Result:
+    def error(cls, check: str, cause: str, next_step: NextStep | None = None, **details: Any) -> Result:
         """The probe could not observe: `cause` names what and why, in one line (newlines are folded)."""
         cause = " ".join(cause.split())[:500] or "no cause given"
-        return cls(check=check, status=Status.ERROR, summary=cause, errors=[cause], details=details)
+        steps = [next_step] if next_step is not None else []
+        return cls(check=check, status=Status.ERROR, summary=cause, errors=[cause], next_steps=steps, details=details)
+
+
+def _lines_and_steps(errors: Sequence[str | Finding]) -> tuple[list[str], list[NextStep]]:
+    """Error lines as given, and their next steps when every line came with one."""
+    findings = [error for error in errors if isinstance(error, Finding)]
+    if findings and len(findings) != len(errors):
+        raise ValueError("give every error line its next step, or none")
+    return [error.line if isinstance(error, Finding) else error for error in errors], [f.next for f in findings]

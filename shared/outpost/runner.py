@@ -19,6 +19,8 @@ Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
   attempt (the first and each retry) checks for a stop right before it opens its connection, its backoff
   cut short by one (where a signal handler is installed the process ends at the signal anyway; this is
   what keeps a worker thread still running at that instant from pinging);
+- every `error` it makes carries the next step of its class (`outpost.runbook.for_error`), filled in with the
+  check and the environment, so the person paged gets a command, not only a cause;
 - no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only, and
   every result passes `outpost.redaction` when it is built;
 - a check configured with `cluster_auth` runs under that identity instead of `cluster.auth`; a job that
@@ -35,14 +37,14 @@ from datetime import UTC, datetime
 
 import httpx
 
-from outpost import interrupt, redaction, registry
+from outpost import interrupt, redaction, registry, runbook
 from outpost.bounded import bounded_transport
 from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
 from outpost.heartbeat import HeartbeatClient, worst_case_seconds
 from outpost.logs import emit_run_log
-from outpost.result import Result, Status
+from outpost.result import NextStep, Result, Status
 from outpost.secrets import resolve
 from outpost.settings import check_params
 
@@ -78,9 +80,14 @@ def run_check(
     try:
         result = _observe(settings, name, cluster_factory)
         if report and result.status.healthy:
-            result = _stopped(result, "before its heartbeat") if interrupt.requested() else _report(settings, result)
+            result = (
+                _stopped(settings, result, "before its heartbeat")
+                if interrupt.requested()
+                else _report(settings, result)
+            )
     except Exception as error:  # noqa: BLE001 - the last line of fail-closed: never a crash, always a result
-        result = Result.error(name, f"{name}: internal error {type(error).__name__}: {_one_line(error)}")
+        cause = f"{name}: internal error {type(error).__name__}: {_one_line(error)}"
+        result = Result.error(name, cause, _next(settings, name, runbook.INTERNAL))
     result = result.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
     if log:
         try:
@@ -90,12 +97,16 @@ def run_check(
     return result
 
 
+def _next(settings: Settings, name: str, entry: runbook.Runbook) -> NextStep:
+    return entry.step(check=name, environment=settings.environment)
+
+
 def _one_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return redaction.redact(lines[0][:200]) if lines else "no detail"
 
 
-def _stopped(result: Result, when: str) -> Result:
+def _stopped(settings: Settings, result: Result, when: str) -> Result:
     """`error`: the run was stopped (SIGINT/SIGTERM) `when`; nothing is pinged after a stop."""
     cause = f"{result.check}: the run was stopped {when}; not pinged"
     if result.status.healthy:
@@ -105,6 +116,7 @@ def _stopped(result: Result, when: str) -> Result:
         status=Status.ERROR,
         summary=cause,
         errors=[cause],
+        next_steps=[_next(settings, result.check, runbook.STOPPED)],
         details={**result.details, "observed_status": result.status.value, "stopped": True},
     )
 
@@ -125,14 +137,15 @@ class _StopGuard(httpx.BaseTransport):
 
 def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> Result:
     if interrupt.requested():
-        return Result.error(name, f"{name}: the run was stopped before it started; nothing was observed")
+        cause = f"{name}: the run was stopped before it started; nothing was observed"
+        return Result.error(name, cause, _next(settings, name, runbook.STOPPED))
     try:
         spec = registry.get(name)
         params = check_params(settings, name)
     except KeyError as error:
-        return Result.error(name, str(error.args[0]))
+        return Result.error(name, str(error.args[0]), _next(settings, name, runbook.SETUP))
     except OutpostError as error:
-        return Result.error(name, str(error))
+        return Result.error(name, str(error), _next(settings, name, runbook.for_error(error)))
     configured = settings.checks.get(name)
     if spec.opt_in and (configured is None or not configured.enabled):
         state = "not configured" if configured is None else "disabled"
@@ -140,6 +153,7 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
             name,
             f"{name}: opt-in job {state} in environment {settings.environment} "
             f"(enable checks.{name}); nothing was done",
+            _next(settings, name, runbook.SETUP),
         )
     if spec.writes and cluster_factory is _default_cluster:
         cluster_factory = _default_writer
@@ -154,9 +168,10 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
         # reads to see what a run cost, and what the sameness tests compare.
         return result.model_copy(update={"details": {**result.details, "reads": reads}}) if reads else result
     except OutpostError as error:
-        return Result.error(spec.name, str(error))
+        return Result.error(spec.name, str(error), _next(settings, spec.name, runbook.for_error(error)))
     except Exception as error:  # noqa: BLE001 - fail closed: a bug in a check is still "could not observe"
-        return Result.error(spec.name, f"{spec.name}: internal error {type(error).__name__}: {_one_line(error)}")
+        cause = f"{spec.name}: internal error {type(error).__name__}: {_one_line(error)}"
+        return Result.error(spec.name, cause, _next(settings, spec.name, runbook.INTERNAL))
 
 
 def _report(settings: Settings, result: Result) -> Result:
@@ -181,7 +196,7 @@ def _report(settings: Settings, result: Result) -> Result:
         ) as client:
             client.ping(url, label=result.check)
     except interrupt.Stopped:
-        return _stopped(result, "before its heartbeat")
+        return _stopped(settings, result, "before its heartbeat")
     except Exception as error:  # noqa: BLE001 - any failure to deliver is "not delivered", never a crash
         reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
         cause = f"{result.check}: observed {result.status.value} but the heartbeat was not delivered: {reason}"
@@ -190,6 +205,7 @@ def _report(settings: Settings, result: Result) -> Result:
             status=Status.ERROR,
             summary=" ".join(cause.split()),
             errors=[cause],
+            next_steps=[_next(settings, result.check, runbook.NOT_DELIVERED)],
             details={**result.details, "observed_status": result.status.value},
         )
     return result.model_copy(update={"reported": True})

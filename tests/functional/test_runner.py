@@ -100,6 +100,7 @@ def test_hanging_credential_plugin_is_bounded_by_the_deadline(tmp_path: Path) ->
     assert result.status is Status.ERROR
     assert "no credentials within the deadline of 1.5 s (the plugin was killed)" in result.summary
     assert result.reported is False
+    assert [step.failure for step in result.next_steps] == ["auth-refused"]
 
 
 def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
@@ -107,6 +108,9 @@ def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
     result = run_check(settings_for(kubeconfig), "apiserver-health", log=False)
     assert result.status is Status.ERROR
     assert result.summary.startswith("kubeconfig credentials: ")
+    (step,) = result.next_steps
+    assert step.failure == "auth-refused"
+    assert step.command.startswith("outpost rbac --env ")
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +137,7 @@ def test_undeliverable_heartbeat_turns_ok_into_error(
     assert result.details["observed_status"] == "ok"
     assert revoked not in result.model_dump_json()
     assert receiver.pings_for("apiserver-health") == 0
+    assert [step.failure for step in result.next_steps] == ["not-delivered"]
 
 
 def test_exec_plugin_token_reaches_the_server_and_ok_pings(

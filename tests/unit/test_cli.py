@@ -16,6 +16,7 @@ from outpost import cli
 from outpost.cli import main, print_results
 from outpost.errors import OutpostError
 from outpost.result import Result, Status
+from outpost.runbook import Runbook
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -100,9 +101,36 @@ def test_unreachable_cluster_is_exit_2_with_json(
     assert result["status"] == "error"
     assert result["summary"] == "GET /livez on cluster gone: connection refused"
     assert result["reported"] is False
+    (step,) = result["next_steps"]
+    assert step["failure"] == "unreachable"
+    assert step["command"] == "outpost run apiserver-triage --env t"
 
 
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_each_error_line_is_followed_by_its_cause_and_next_command(capsys: pytest.CaptureFixture[str]) -> None:
+    stale = Runbook("stale", "Lease stale", "{name} stopped renewing", "kubectl -n {ns} get lease {name} -o yaml")
+    logs = Runbook("gone", "Holder gone", "no pod holds it", "kubectl -n {ns} get pods -o wide", "upstream: {url}")
+    result = Result.failed(
+        "leader-leases",
+        "2 leader leases unhealthy",
+        [
+            stale.at("lease ks/a: observed renewTime 7200 s ago", ns="ks", name="a"),
+            logs.at("lease ks/b: no running candidate", ns="ks", url="https://koordinator.sh"),
+        ],
+    )
+    print_results([result])
+    lines = capsys.readouterr().out.splitlines()[2:]
+    assert lines == [
+        "  leader-leases: lease ks/a: observed renewTime 7200 s ago",
+        "    cause: a stopped renewing",
+        "    next:  kubectl -n ks get lease a -o yaml",
+        "  leader-leases: lease ks/b: no running candidate",
+        "    cause: no pod holds it",
+        "    next:  kubectl -n ks get pods -o wide",
+        "    see:   upstream: https://koordinator.sh",
+    ]
 
 
 def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from outpost.logs import RedactingFilter, dumps, emit_run_log, redact, terminal_safe
 from outpost.result import Result, Status
+from outpost.runbook import Runbook
 from outpost.secrets import register_secret_value
 
 
@@ -66,6 +67,25 @@ def test_run_log_line_has_both_platforms_fields() -> None:
     }
     assert record["details"]["probe"] == "https://hooks.example/hb/***"
     assert record["time"].endswith("Z")
+    assert record["next_steps"] == []
+
+
+def test_run_log_line_carries_each_lines_next_step() -> None:
+    missing = Runbook("no-pod", "No ready pod", "the pod is not scheduled", "kubectl get pods -n {ns} -o wide -l {sel}")
+    result = Result.failed(
+        "koordlet-coverage", "1 node", [missing.at("node n7: no ready koordlet", ns="ks", sel="a=b")]
+    )
+    buffer = io.StringIO()
+    emit_run_log(result, environment="prod", stream=buffer)
+    record = json.loads(buffer.getvalue())
+    assert record["next_steps"] == [
+        {
+            "failure": "no-pod",
+            "cause": "the pod is not scheduled",
+            "command": "kubectl get pods -n ks -o wide -l a=b",
+            "see": "",
+        }
+    ]
 
 
 @pytest.mark.parametrize(

@@ -39,4 +39,4 @@ def test_error_constructor_names_cause() -> None:
 
 def test_result_json_shape() -> None:
     dumped = Result(check="c", status=Status.OK, summary="s").model_dump(mode="json")
-    assert set(dumped) == {"check", "status", "summary", "errors", "details", "duration_ms", "reported"}
+    assert set(dumped) == {"check", "status", "summary", "errors", "next_steps", "details", "duration_ms", "reported"}
