@@ -17,6 +17,7 @@ from pydantic import ConfigDict
 from outpost.cluster import Cluster
 from outpost.kube.access import Access
 from outpost.result import Result
+from outpost.runbook import Runbook
 from outpost.strict import StrictScalars
 
 Severity = Literal["critical", "warning"]
@@ -56,9 +57,15 @@ class CheckSpec(Generic[P, D]):
     `cluster_auth`, if configured) instead of the read-only `Cluster`."""
     opt_in: bool = False
     """Runs only where the configuration lists it enabled; run by name otherwise, it does nothing (`error`)."""
+    runbooks: tuple[Runbook, ...] = ()
+    """Every way `evaluate` can fail or degrade: each line it gives carries one of these, filled in with the
+    object it names (`Runbook.at`); docs/runbooks.md is generated from them."""
 
     def __post_init__(self) -> None:
         defaults = {
             name: field.get_default(call_default_factory=True) for name, field in self.params.model_fields.items()
         }
         object.__setattr__(self, "fails_when", self.fails_when.format_map(defaults))
+        failures = [runbook.failure for runbook in self.runbooks]
+        if len(set(failures)) != len(failures):
+            raise ValueError(f"{self.name}: a failure class is declared twice in {failures}")

@@ -72,9 +72,56 @@ from outpost.cluster import Cluster
 from outpost.kube import LEASES, PODS, Lease, Pod, access, collection_path, object_path, parse, parse_list, ref
 from outpost.kube.selectors import parse_label_selector
 from outpost.kube.timestamps import future_skew_parameter
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "leader-leases"
+
+LEASE_MISSING = Runbook(
+    "lease-missing",
+    "A leader Lease does not exist",
+    "the manager never ran leader election (not deployed, or crashing before it starts), or the Lease's name or "
+    "namespace in the parameters is not the one the manager uses",
+    "kubectl -n {namespace} get leases,pods -o wide",
+    "docs/checks.md#leader-leases",
+)
+LEASE_RELEASED = Runbook(
+    "lease-released",
+    "A leader Lease is held by nobody",
+    "the leader shut down cleanly and no other candidate is running to take over",
+    "kubectl -n {namespace} get lease {name} -o yaml",
+    "kubectl -n {namespace} get pods -o wide",
+)
+LEASE_STALE = Runbook(
+    "lease-stale",
+    "A leader Lease is not renewed in time",
+    "the leader is wedged or its pod is gone and no candidate took over; a renewTime ahead of now is a holder "
+    "with a skewed clock",
+    "kubectl -n {namespace} get lease {name} -o yaml",
+    "kubectl -n {namespace} logs {holder} --tail=200 (the pod named before `_` in holderIdentity)",
+)
+LEASE_TOO_LONG = Runbook(
+    "lease-too-long",
+    "A leader Lease announces a duration nobody would wait out",
+    "a client other than the manager took the Lease with a long leaseDurationSeconds: the real candidates wait "
+    "that long before taking over; deleting the Lease lets them re-elect within seconds",
+    "kubectl -n {namespace} get lease {name} -o yaml",
+    "k8s.io/client-go tools/leaderelection (isLeaseValid)",
+)
+NO_CANDIDATE = Runbook(
+    "no-candidate",
+    "No running pod can hold a leader Lease",
+    "the manager is scaled to 0, its pods are crashing or unschedulable, or its labels no longer match holder_selector",
+    "kubectl -n {namespace} get lease {name} -o wide && kubectl -n {namespace} get pods -l {selector} -o wide",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+HOLDER_NOT_CANDIDATE = Runbook(
+    "holder-not-candidate",
+    "A leader Lease is held by something that is not a running candidate",
+    "the holder's pod was deleted a moment ago (a failover is due), or a foreign client holds the Lease",
+    "kubectl -n {namespace} get lease {name} -o yaml && kubectl -n {namespace} get pods -l {selector} -o wide",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
 
 
 class LeaderLease(BaseModel):
@@ -194,10 +241,15 @@ def _judge(
     candidates: list[Candidate] | None,
     now: datetime,
     params: LeaderLeasesParams,
-) -> tuple[Status, str | None, dict[str, Any]]:
+) -> tuple[Status, Finding | None, dict[str, Any]]:
     name = ref("Lease", wanted.name, wanted.namespace)
+    names = {"namespace": wanted.namespace, "name": wanted.name, "selector": wanted.holder_selector or ""}
     if lease is None:
-        return Status.FAILED, f"{name}: not found (want a held leader Lease)", {"found": False}
+        return (
+            Status.FAILED,
+            LEASE_MISSING.at(f"{name}: not found (want a held leader Lease)", **names),
+            {"found": False},
+        )
     spec = lease.spec
     age = lease.age_seconds(now)
     holder = spec.holder_identity
@@ -209,6 +261,7 @@ def _judge(
         "lease_transitions": spec.lease_transitions,
     }
     host = _holder_host(holder) if holder else ""
+    names["holder"] = host or "<holder>"
     holder_pod = None
     if candidates is not None:
         detail["candidates"] = [c.pod for c in candidates]
@@ -217,48 +270,68 @@ def _judge(
     last = f"last holder {holder}" if holder else "no holder"
     if not holder:
         when = "never renewed" if age is None else f"last renewed {age:.0f} s ago"
-        return Status.FAILED, f"{name}: not held ({when}; want a holder renewing it)", detail
+        return (
+            Status.FAILED,
+            LEASE_RELEASED.at(f"{name}: not held ({when}; want a holder renewing it)", **names),
+            detail,
+        )
     duration = spec.lease_duration_seconds
     if not duration or age is None:
         missing = "leaseDurationSeconds" if not duration else "renewTime"
-        return Status.FAILED, f"{name}: no {missing} ({last}; want renewals within its duration)", detail
+        line = f"{name}: no {missing} ({last}; want renewals within its duration)"
+        return Status.FAILED, LEASE_STALE.at(line, **names), detail
     slack = params.slack_seconds
     skew = params.max_future_skew_seconds
     if age < -skew:
         return (
             Status.FAILED,
-            f"{name}: observed renewTime {-age:.1f} s in the future (want at most {skew:g} s ahead of this "
-            f"probe's clock: a holder that stopped would hide until then); {last}",
+            LEASE_STALE.at(
+                f"{name}: observed renewTime {-age:.1f} s in the future (want at most {skew:g} s ahead of this "
+                f"probe's clock: a holder that stopped would hide until then); {last}",
+                **names,
+            ),
             detail,
         )
     if lease.expired(now, slack, skew):
         return (
             Status.FAILED,
             # One decimal: a Lease just past its bound (25.2 s) must not read as within it ("25 s").
-            f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); {last}",
+            LEASE_STALE.at(
+                f"{name}: observed renewTime {age:.1f} s ago (want within {duration} s + {slack:g} s slack); {last}",
+                **names,
+            ),
             detail,
         )
     bound = params.max_lease_duration_seconds
     if duration > bound:
         return (
             Status.FAILED,
-            f"{name}: observed leaseDurationSeconds {duration} held by {holder} (want <= {bound:g} s: nobody "
-            f"would take over for {duration} s after its last renewal, {max(age, 0):.0f} s ago)",
+            LEASE_TOO_LONG.at(
+                f"{name}: observed leaseDurationSeconds {duration} held by {holder} (want <= {bound:g} s: nobody "
+                f"would take over for {duration} s after its last renewal, {max(age, 0):.0f} s ago)",
+                **names,
+            ),
             detail,
         )
     if candidates is not None and not candidates:
         return (
             Status.FAILED,
-            f"{name}: no running pod matches {wanted.holder_selector} in {wanted.namespace}, nobody can "
-            f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {duration + slack - age:.0f} s)",
+            NO_CANDIDATE.at(
+                f"{name}: no running pod matches {wanted.holder_selector} in {wanted.namespace}, nobody can "
+                f"renew it ({last}, renewed {max(age, 0):.0f} s ago, expires within {duration + slack - age:.0f} s)",
+                **names,
+            ),
             detail,
         )
     if candidates is not None and holder_pod is None:
         return (
             Status.DEGRADED,
-            f"{name}: holder {holder} is not a running candidate (no pod named {host}, nor a hostNetwork pod "
-            f"on node {host}); {len(candidates)} candidate(s) ({', '.join(detail['candidates'])}) should take "
-            "over",
+            HOLDER_NOT_CANDIDATE.at(
+                f"{name}: holder {holder} is not a running candidate (no pod named {host}, nor a hostNetwork pod "
+                f"on node {host}); {len(candidates)} candidate(s) ({', '.join(detail['candidates'])}) should take "
+                "over",
+                **names,
+            ),
             detail,
         )
     return Status.OK, None, detail
@@ -270,7 +343,7 @@ def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) 
         "max_lease_duration_seconds": params.max_lease_duration_seconds,
         "leases": {},
     }
-    errors: list[str] = []
+    errors: list[Finding] = []
     worst = Status.OK
     for wanted in params.leases:
         candidates = data.candidates.get((wanted.namespace, wanted.holder_selector)) if wanted.holder_selector else None
@@ -287,8 +360,11 @@ def evaluate(data: LeaderLeasesData, params: LeaderLeasesParams, now: datetime) 
     total = len(params.leases)
     if worst is Status.OK:
         return Result.ok(NAME, f"{total}/{total} leader leases held and renewed in time", details)
-    summary = errors[0] if len(errors) == 1 else f"{len(errors)} of {total} leader leases unhealthy: {errors[0]}"
-    return Result(check=NAME, status=worst, summary=summary, errors=errors, details=details)
+    first = errors[0].line
+    summary = first if len(errors) == 1 else f"{len(errors)} of {total} leader leases unhealthy: {first}"
+    if worst is Status.FAILED:
+        return Result.failed(NAME, summary, errors, details)
+    return Result.degraded(NAME, summary, errors, details)
 
 
 CHECK = CheckSpec(
@@ -304,4 +380,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(LEASE_MISSING, LEASE_RELEASED, LEASE_STALE, LEASE_TOO_LONG, NO_CANDIDATE, HOLDER_NOT_CANDIDATE),
 )
