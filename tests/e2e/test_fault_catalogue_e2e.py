@@ -21,6 +21,9 @@ minutes. "Caught" means not healthy, so never pinged: `failed`, or `error` where
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -106,7 +109,12 @@ def named(fault: str, target: str | None, check: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("catalogue") / "local.yaml"
+
+
+@pytest.fixture(scope="module")
+def settings(sandbox: SandboxInfo, config_file: Path) -> Iterator[Settings]:
     """local.yaml as shipped, at this sandbox, without heartbeats; kruise-daemon's /healthz asked, and granted."""
     environment: dict[str, Any] = pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir)
     for check in environment["checks"].values():
@@ -122,10 +130,9 @@ def settings(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> 
         "interval_seconds": HEALED_LATENCY_WINDOW_S,
         "max_previous_age_seconds": 0,
     }
-    config = tmp_path_factory.mktemp("catalogue") / "local.yaml"
-    config.write_text(yaml.safe_dump(environment))
-    with probe_granted_for(sandbox, config):
-        yield load_settings(config)
+    config_file.write_text(yaml.safe_dump(environment))
+    with probe_granted_for(sandbox, config_file):
+        yield load_settings(config_file)
 
 
 SAID = {  # (fault, check) -> what that check's summary must say: its class of the failure
@@ -252,6 +259,41 @@ def warmed(settings: Settings) -> Iterator[None]:
     warm.forget()
 
 
+def next_steps_taken(
+    sandbox: SandboxInfo, settings: Settings, config_file: Path, results: dict[str, Result], shows: Callable[[str], str]
+) -> list[str]:
+    """Run every next step the broken results give, as the person paged would (kubectl at the cluster, `outpost` at
+    the environment); what went wrong with each, if anything. A step must exit 0 and print the object its line
+    names (`shows(check)`); `outpost run` may also exit 1 ("some check failed"): it ran, and its verdict is the
+    diagnosis (a fault that takes the API server away leaves no kubectl command able to succeed)."""
+    environment = {
+        **os.environ,
+        "KUBECONFIG": str(sandbox.kubeconfig),
+        "PATH": f"{sandbox.bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    problems = []
+    for name, result in results.items():
+        if len(result.next_steps) != len(result.errors):
+            problems.append(f"{name}: {len(result.errors)} line(s) but {len(result.next_steps)} next step(s)")
+        for step in {step.command: step for step in result.next_steps}.values():
+            command = step.command.replace(f"--env {settings.environment}", f"--config {config_file}")
+            done = subprocess.run(
+                ["bash", "-o", "pipefail", "-c", command],
+                capture_output=True,
+                text=True,
+                env=environment,
+                timeout=120,
+                check=False,
+            )
+            allowed = {0, 1} if command.startswith("outpost run ") else {0}
+            output = done.stdout + done.stderr
+            if done.returncode not in allowed:
+                problems.append(f"{name}: `{step.command}` exited {done.returncode}: {output[-400:]}")
+            elif shows(name) not in output:
+                problems.append(f"{name}: `{step.command}` does not show {shows(name)!r}: {output[-400:]}")
+    return problems
+
+
 def run_all(settings: Settings, checks: tuple[str, ...]) -> dict[str, Result]:
     with ThreadPoolExecutor(max_workers=max(1, len(checks))) as pool:
         results = pool.map(lambda check: run_check(settings, check, report=False, log=False), checks)
@@ -264,7 +306,7 @@ def shown(results: dict[str, Result]) -> str:
 
 @pytest.mark.parametrize(("fault", "target"), CASES, ids=[f"{f}-{t}" if t else f for f, t in CASES])
 def test_fault_is_caught_on_the_first_run_and_healed(
-    fault: str, target: str | None, sandbox: SandboxInfo, settings: Settings
+    fault: str, target: str | None, sandbox: SandboxInfo, settings: Settings, config_file: Path
 ) -> None:
     checks = faults.FAULTS[fault].checks_for(target)
     record = faults.break_fault(fault, target, sandbox.state_dir)
@@ -272,6 +314,7 @@ def test_fault_is_caught_on_the_first_run_and_healed(
         broken = run_all(settings, checks)
         if fault in WHILE_BROKEN:
             WHILE_BROKEN[fault](sandbox, record["target"])
+        unhelpful = next_steps_taken(sandbox, settings, config_file, broken, lambda check: named(fault, target, check))
     finally:
         faults.heal(fault, record["target"], sandbox.state_dir)
     missed = {name: r for name, r in broken.items() if r.status.healthy}
@@ -284,6 +327,7 @@ def test_fault_is_caught_on_the_first_run_and_healed(
     assert not unnamed, f"{fault} ({target}): failures do not name the object:\n{shown(unnamed)}"
     unsaid = {name: r for name, r in broken.items() if SAID.get((fault, name), "") not in r.summary}
     assert not unsaid, f"{fault} ({target}): a failure does not say its class:\n{shown(unsaid)}"
+    assert not unhelpful, f"{fault} ({target}): a next step does not work:\n" + "\n".join(unhelpful)
     if fault in AFTER_HEAL:
         AFTER_HEAL[fault](sandbox, record["target"])
     healed = run_all(settings, tuple(settings.enabled_checks()))
