@@ -1,18 +1,9 @@
 """Wall-clock deadlines, and an HTTP transport that cannot outlive one.
 
-Why: httpx's timeouts are per socket operation. A server that trickles its headers or body one byte a
-second never trips a 10 s read timeout and can hold a request for minutes; a name that the resolver cannot
-answer holds `getaddrinfo` for as long as the resolver likes. A monitor that hangs is worse than none.
-
-Guarantees:
-- `Deadline` is one monotonic budget; every blocking step of a run asks it for what is left;
-- `bounded_transport(deadline, ...)` is an httpx transport whose every network operation (DNS lookup,
-  TCP connect, TLS handshake, each read and each write, retry sleeps) gets at most what is left of the
-  deadline, and fails with a timeout as soon as nothing is left: the whole request, headers and body
-  included, ends within the deadline (plus scheduling noise), whatever the server does;
-- nothing is left behind: sockets are the transport's own and close with it; the only helper thread is
-  a DNS lookup of a host name (IP literals need none), which is a daemon thread that the resolver's own
-  timeout ends, and the run does not wait for it.
+httpx's timeouts are per socket operation, so a server trickling a byte a second, or a slow resolver, can hold a
+request for minutes; a monitor that hangs is worse than none. `Deadline` is one monotonic budget, and
+`bounded_transport` caps every DNS lookup, connect, handshake, read, write and retry sleep at what is left, so a
+request ends within the deadline whatever the server does. Only a DNS lookup uses a (daemon) thread.
 """
 
 from __future__ import annotations

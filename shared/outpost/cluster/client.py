@@ -1,27 +1,10 @@
 """The one way Outpost talks to a Kubernetes API server.
 
-Guarantees:
-- reads only: this client has GET, plus one write-shaped request that cannot write:
-  `dry_run_create` always sends `dryRun=All`, so the admission chain runs and nothing is persisted
-  (admission-dry-run). The write identity of `kwok-pod-reconciler` is a separate client;
-- https only (a credential never crosses a network in clear) and TLS verification always on;
-- one wall-clock `Deadline` per run bounds every request end to end: DNS, connect, TLS, headers and
-  body (`outpost.bounded` caps each socket operation at what is left, so a trickling server cannot
-  stretch a request), with the per-request connect/read timeouts inside it;
-- every response body is read in chunks and decoded by us (identity or one gzip layer, as Go's net/http
-  client; stacked or other codings are refused), counted as it arrives against `max_response_bytes` per
-  response and `max_run_bytes` for the whole run (every request and every LIST page of this `Cluster`,
-  which is built per run), so neither one answer, nor a compression bomb, nor a LIST whose pages never end
-  can exhaust a function's memory or time (the error names the path and the setting to raise);
-- JSON is parsed so that a body nested deeper than the parser can go is `MalformedResponse`, not a crash;
-- our own request stays small (a bearer token over `MAX_TOKEN_BYTES` is refused before anything is sent),
-  and a server refusing it as too large or malformed (431, 413, 414, 411, 415) is `ClusterRequestRefused`:
-  `error`, never read as the server's health;
-- every transport failure becomes a `ClusterError` subclass whose one-line message names the
-  cluster, the request path and the cause; 401/403 are always `ClusterAuthError`;
-- LISTs are paginated with `limit`/`continue`, and can ask for metadata only
-  (PartialObjectMetadataList) when a check needs just names and labels;
-- tokens never appear in messages (httpx's own exception text carries no headers, and we add none).
+Reads only (plus `dry_run_create`, always `dryRun=All`), https only with verification on, every request bounded
+end to end by the run's one `Deadline` and every body counted against `max_response_bytes` and `max_run_bytes`,
+so neither a slow server, a compression bomb nor endless pages can exhaust a function. Every failure is a
+`ClusterError` naming cluster, path and cause, never a token; a refusal of our own request (411/413/414/415/431)
+is `ClusterRequestRefused`, never the server's health. See docs/reliability.md.
 """
 
 from __future__ import annotations
