@@ -211,17 +211,10 @@ def read_body(
 ) -> bytes:
     """The body of a streamed `response`, decoded by us, refused the moment it would pass a cap.
 
-    httpx's own decoders inflate each network chunk whole and are asked for the size only afterwards, so an
-    8 KB `Content-Encoding: gzip, gzip` answer becomes a gigabyte before any cap is looked at. Here the raw
-    bytes come from `iter_raw()` and a single gzip layer is inflated with zlib's `max_length` set to what is
-    left under the caps (+1, to see the excess), so no step produces more than the caps allow: memory is
-    bounded by `cap` however small the compressed input.
-
-    Strict like Go's net/http client (src/net/http/transport.go: the transport asks for `gzip` only and
-    decodes a response only when `Content-Encoding` is exactly `gzip`; anything else is handed up undecoded,
-    where client-go's JSON decoder fails on it): identity and one `gzip` layer are read; stacked codings
-    (`gzip, gzip`) and any other coding (`deflate`, `br`, `zstd`, ...) are refused with a named error rather
-    than guessed at. Concatenated gzip members are read like Go's gzip.Reader (multistream) does.
+    httpx inflates each chunk whole before any size check, so an 8 KB `gzip, gzip` answer becomes a gigabyte.
+    Here raw bytes are inflated with zlib's `max_length` at what is left under the caps (+1 to see the excess), so
+    memory stays bounded by `cap`. Codings as Go's net/http client (src/net/http/transport.go): identity or exactly
+    one `gzip` layer (multistream, as gzip.Reader); stacked or other codings are refused, named.
 
     `cap` bounds the decoded body (and its raw size), `budget` the run's decoded total, `deadline` the time;
     `decode=False` counts and returns the raw bytes (a caller that does not read the body, e.g. a heartbeat).

@@ -276,20 +276,13 @@ class Cluster:
     ) -> Response:
         """POST `obj` to the collection at `path` with `dryRun=All`, always: admitted, never persisted.
 
-        The API server runs authentication, authorization and the whole admission chain (mutating and
-        validating webhooks included) and answers with the object as it would have been stored. There
-        is no way to leave `dryRun` out: this is not a writer. The answer is returned for the caller to
-        judge (201 with the mutated object, or the refusal), except 401/403 for our own identity, which
-        raise `ClusterAuthError` as every request does; a 400/403 whose `Status` says an admission
-        webhook denied the request is returned, because that is the webhook speaking, not RBAC.
-
-        `timeout` may exceed the configured read timeout (never the deadline): the API server answers
-        only after every matching webhook answered or timed out (up to each one's `timeoutSeconds`).
-        `server_timeout` (whole seconds) is sent as the request's `timeout` query parameter: the API
-        server's request context, and with it every webhook call, ends then (k8s.io/apiserver@v0.37.2,
-        pkg/endpoints/filters/request_deadline.go; its --request-timeout, 60 s by default, caps it, and the
-        create handler stops at 34 s anyway, pkg/endpoints/handlers/create.go). Wait longer than it
-        (`timeout`) to read the API server's own answer.
+        The API server runs authentication, authorization and every admission webhook and answers with the object
+        as it would be stored; the caller judges it (201 or the refusal). 401/403 for our identity raise
+        `ClusterAuthError`; a 400/403 whose `Status` names a denying webhook is returned (the webhook speaking).
+        `server_timeout` is sent as the `timeout` query parameter, which ends the request context and every
+        webhook call (k8s.io/apiserver@v0.37.2 `pkg/endpoints/filters/request_deadline.go`; the create handler
+        stops at 34 s regardless); `timeout`, our read timeout, may exceed the configured one (never the
+        deadline) so the API server's own answer can be read.
         """
         params: list[tuple[str, str | int]] = [("dryRun", "All")]
         if server_timeout is not None:
