@@ -1,18 +1,9 @@
 """Wall-clock deadlines, and an HTTP transport that cannot outlive one.
 
-Why: httpx's timeouts are per socket operation. A server that trickles its headers or body one byte a
-second never trips a 10 s read timeout and can hold a request for minutes; a name that the resolver cannot
-answer holds `getaddrinfo` for as long as the resolver likes. A monitor that hangs is worse than none.
-
-Guarantees:
-- `Deadline` is one monotonic budget; every blocking step of a run asks it for what is left;
-- `bounded_transport(deadline, ...)` is an httpx transport whose every network operation (DNS lookup,
-  TCP connect, TLS handshake, each read and each write, retry sleeps) gets at most what is left of the
-  deadline, and fails with a timeout as soon as nothing is left: the whole request, headers and body
-  included, ends within the deadline (plus scheduling noise), whatever the server does;
-- nothing is left behind: sockets are the transport's own and close with it; the only helper thread is
-  a DNS lookup of a host name (IP literals need none), which is a daemon thread that the resolver's own
-  timeout ends, and the run does not wait for it.
+httpx's timeouts are per socket operation, so a server trickling a byte a second, or a slow resolver, can hold a
+request for minutes; a monitor that hangs is worse than none. `Deadline` is one monotonic budget, and
+`bounded_transport` caps every DNS lookup, connect, handshake, read, write and retry sleep at what is left, so a
+request ends within the deadline whatever the server does. Only a DNS lookup uses a (daemon) thread.
 """
 
 from __future__ import annotations
@@ -220,17 +211,10 @@ def read_body(
 ) -> bytes:
     """The body of a streamed `response`, decoded by us, refused the moment it would pass a cap.
 
-    httpx's own decoders inflate each network chunk whole and are asked for the size only afterwards, so an
-    8 KB `Content-Encoding: gzip, gzip` answer becomes a gigabyte before any cap is looked at. Here the raw
-    bytes come from `iter_raw()` and a single gzip layer is inflated with zlib's `max_length` set to what is
-    left under the caps (+1, to see the excess), so no step produces more than the caps allow: memory is
-    bounded by `cap` however small the compressed input.
-
-    Strict like Go's net/http client (src/net/http/transport.go: the transport asks for `gzip` only and
-    decodes a response only when `Content-Encoding` is exactly `gzip`; anything else is handed up undecoded,
-    where client-go's JSON decoder fails on it): identity and one `gzip` layer are read; stacked codings
-    (`gzip, gzip`) and any other coding (`deflate`, `br`, `zstd`, ...) are refused with a named error rather
-    than guessed at. Concatenated gzip members are read like Go's gzip.Reader (multistream) does.
+    httpx inflates each chunk whole before any size check, so an 8 KB `gzip, gzip` answer becomes a gigabyte.
+    Here raw bytes are inflated with zlib's `max_length` at what is left under the caps (+1 to see the excess), so
+    memory stays bounded by `cap`. Codings as Go's net/http client (src/net/http/transport.go): identity or exactly
+    one `gzip` layer (multistream, as gzip.Reader); stacked or other codings are refused, named.
 
     `cap` bounds the decoded body (and its raw size), `budget` the run's decoded total, `deadline` the time;
     `decode=False` counts and returns the raw bytes (a caller that does not read the body, e.g. a heartbeat).

@@ -1,19 +1,9 @@
 """The `outpost` command line (docs/cli.md; exit codes: docs/contracts.md "Exit codes and platform mapping").
 
-Exit status of `run`: 0 all ok/degraded, 1 some check failed, 2 some probe error, 64 usage or
-configuration error; the highest applies. Every other command exits 0 on success and 64 on bad
-input. Errors go to stderr as one line per problem, any unexpected exception included (exit 2, no
-traceback). Every line printed, table, JSON and stderr, passes the redaction registry: no credential
-the process learned is ever printed, even when a server echoes it back, and then `logs.terminal_safe`:
-no control character a server sent (ESC, CSI, C1, DEL, a carriage return) reaches the terminal raw, each
-is shown as a visible escape (a table cell or a stderr line is one line: its newlines are shown as `\\n`).
-`run --all` runs the checks the environment enables, and only those.
-
-Stopping `run`: SIGINT (Ctrl-C) and SIGTERM end it at once (`outpost.interrupt`): credential plugins are
-killed with their process groups, one line goes to stderr, no traceback, exit 130 (SIGINT) or 143
-(SIGTERM), 128 + the signal's number, and no heartbeat is sent after the signal (checks run on daemon
-threads that are abandoned with the process, and the runner never starts a ping after a stop). Any
-other command interrupted by Ctrl-C prints one line and exits 130.
+`run` exits with the worst of 0 ok/degraded, 1 failed, 2 error, 64 usage; other commands 0 or 64. Every problem
+is one stderr line, unexpected exceptions included (exit 2, no traceback). Everything printed passes redaction,
+then `logs.terminal_safe`, so neither a credential nor a server's control characters reach the terminal.
+SIGINT/SIGTERM end `run` at once (`outpost.interrupt`: plugins killed, exit 128 + signal, no ping after it).
 """
 
 from __future__ import annotations

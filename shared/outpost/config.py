@@ -1,22 +1,10 @@
 """Configuration: one YAML file per environment, validated and defaulted by pydantic.
 
-Guarantees:
-- every problem is reported at once, each as `path.to.field: reason` (never just the first one);
-- secret references (`env:`, `ssm:`, `secretsmanager:`, `gcpsm:`) are checked for form here and resolved
-  only when a check runs, so `outpost validate` needs no cloud credentials and never prints a secret;
-- unknown keys are refused (a typo must not silently fall back to a default), and so are duplicate keys
-  (YAML would silently keep the last one);
-- the file is read through `outpost.local_files` (a regular file of at most 1 MiB: a FIFO, a device or a huge
-  file is refused naming the path); YAML anchors and aliases are accepted only while the document they expand
-  to stays within `MAX_YAML_EXPANDED` (an alias bomb is a few hundred bytes that expand to gigabytes), and
-  nesting deeper than `MAX_YAML_DEPTH` is refused, expanded or not;
-- a `server` URL carrying user information (`https://user:password@host`) is refused naming the field, the URL
-  shown without it: httpx would send it as Basic auth, and Outpost never sends a password;
-- an environment name is validated before any path is built from it (`infra/environments/<env>.yaml`
-  must never become a path outside that directory).
-
-This module knows the *shape* of the file. Check parameters are validated against each check's own
-`Params` model by `outpost.settings`, which sits above the check registry.
+Every problem is reported at once as `path.to.field: reason`. Unknown and duplicate keys are refused (a typo must
+not fall back to a default), secret references are checked for form only (validate needs no credentials),
+the file is read bounded with alias bombs and deep nesting refused, a `server` with `user:password@` is refused
+(httpx would send Basic auth), and an environment name is validated before it becomes a path. Check parameters
+are validated by `outpost.settings`, which sits above the registry.
 """
 
 from __future__ import annotations

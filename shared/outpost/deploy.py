@@ -1,23 +1,11 @@
 """What makes an environment deployable, and the numbers and names a deployment derives from it.
 
-An environment with a `deploy` section is deployable; one without (`local`, the sandbox) runs locally only.
-`deployment_problems` is applied by `outpost.settings.load_settings`, so `outpost validate`, `outpost package`
-and every function's cold start refuse the same incomplete file, each bad field named by its path:
-
-- the name: `environment` equals the file's name, `local` is never deployed, and every resource name
-  generated from it (function, IAM role and policy, stack, alarm) fits its provider's limit;
-- every enabled check is watched: it has a heartbeat reference and a Vigilmon `monitor_id`, and its severity
-  tier has an alert channel (critical checks page, every check notifies: `outpost.monitors`);
-- secrets are readable by what is deployed: no `env:` reference (a deployed function has no such variable),
-  only the platform's stores (AWS: `ssm:`/`secretsmanager:`, Cloud Functions: `gcpsm:`), and on AWS only names
-  inside the stage's IAM scope (`/outpost/<env>/...`, `outpost/<env>/...`), in the deployment's region;
-- the auth mode suits the platform: a kubeconfig (its file, its exec plugins) and a CA file are not in a
-  bundle; `eks` needs AWS credentials (Lambda), `gke` Google's (Cloud Functions);
-- the function timeout is derived, not fixed: `cluster.deadline_seconds` + the heartbeat's worst case + a
-  margin, rounded up, and it must fit the platform's maximum (`timeout_problems`, applied to every file).
-
-Why refuse rather than warn: Outpost's alarm is silence, so a deployed check that cannot ping, or whose
-monitor does not exist, is an outage nobody hears.
+Only an environment with a `deploy` section is deployable. `deployment_problems` (applied by `load_settings`, so
+validate, package and cold start agree) names every field that would leave a check unheard: generated names over
+a provider's limit, an enabled check without heartbeat, monitor or alert channel, secrets the deployed function
+cannot read (`env:`, another platform's store, outside the IAM scope), an auth mode the platform cannot use, a
+derived timeout (deadline + heartbeat worst case + margin) over the platform's maximum. It refuses rather than
+warns because Outpost's alarm is silence: a check that cannot ping is an outage nobody hears.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """The exception tree of Outpost.
 
-Exceptions mean "could not observe" (or "could not report"); problems a check *observed* are data
-in its `Result`, never exceptions. Every message is one line a person can act on, and never
-contains a secret: heartbeat URLs, tokens and API keys are redacted before an exception is built.
-
-    OutpostError
-    ├── ConfigError            bad configuration (exit 64, refused at validate/packaging/cold start)
-    ├── SecretError            a secret reference could not be resolved
-    ├── ClusterError           the API server could not be observed
-    │   ├── ClusterAuthError       401/403, or credentials could not be obtained
-    │   ├── ClusterTimeout         connect/read timeout or the check's deadline ran out
-    │   ├── ClusterUnreachable     DNS, TCP or TLS failure
-    │   ├── ClusterResponseError   unexpected status code
-    │   │   └── ClusterRequestRefused  431/413/414/411/415: our own request was refused, nothing observed
-    │   ├── MalformedResponse      body is not the JSON shape we expected (or an encoding we refuse)
-    │   └── ResponseTooLarge       body exceeds cluster.max_response_bytes, or the run cluster.max_run_bytes
-    ├── ReportError            the heartbeat could not be delivered
-    ├── InvocationError        a runtime event/request is malformed (HTTP 400)
-    └── PackagingError         a bundle or a dependency lock could not be built or read (missing or stale lock)
+Exceptions mean "could not observe" (or "could not report"); what a check observed is data in its `Result`.
+Every message is one actionable line without a secret. `ClusterRequestRefused` (411/413/414/415/431) is our own
+request refused, so it is never read as the server's health.
 """
 
 from __future__ import annotations

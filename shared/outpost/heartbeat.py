@@ -1,29 +1,10 @@
 """The Vigilmon seam: heartbeat pings and maintenance windows, over httpx with TLS verification on.
 
-Guarantees:
-- `HeartbeatClient.ping` sends one HTTP GET to the heartbeat URL and returns only if Vigilmon answered 2xx.
-  Timeouts, connection errors and 5xx are retried with exponential backoff (`backoff * 2**n`, `retries`
-  extra attempts); 4xx and 3xx are not retried (the URL is wrong or revoked; repeating cannot help, and a
-  redirect is not followed because it would send the token on to a host we did not choose);
-- a URL or API key never appears in an exception, a log line or a repr: failures raise `ReportError` naming
-  the check label and the cause only, raised `from None` so no chained library exception (whose text can
-  hold the URL) travels with it;
-- one delivery (all attempts and backoffs) is bounded by a wall-clock budget, by default its worst case
-  `timeout x (1 + retries) + backoffs` (`worst_case_seconds`), enforced on every socket operation by
-  `outpost.bounded` (a receiver that trickles its answer cannot stretch it), so a ping always fits in
-  the function timeout left after the check's own deadline; a malformed URL is a `ReportError`, not a crash;
-- plain `http://` is accepted only for loopback hosts (local receivers and the demo); anything else must be
-  `https://`, so a token never crosses a network in clear text;
-- an answer is judged by its status line alone: no byte of its body is read (Vigilmon's answer carries nothing
-  Outpost uses), so an endless, trickling or compressed body (a decoding bomb) ends the request at once, and
-  `Accept-Encoding: identity` asks for no coding at all. The headers are bounded by h11's own limit (16 KiB).
-
-Secrets arrive as any object with `reveal() -> str` (an `outpost.secrets.Secret`): this module sits beside
-`outpost.secrets` in the import layers and does not import it.
-
-Maintenance convention: Vigilmon's one maintenance call is `POST {api_url}/maintenance` with
-`{"monitor_id": ..., "duration_minutes": N}`. `start_maintenance` sends N >= 1; `end_maintenance` sends
-`duration_minutes: 0`, i.e. "the window lasts no longer from now", which ends an open window.
+`ping` returns only after a 2xx; timeouts, connection errors and 5xx are retried with backoff, 3xx/4xx are not (a
+redirect would carry the token to a host we did not choose). A delivery is bounded on the wall clock by its
+worst case, so it fits the function timeout; no body byte is read. URLs and keys never appear in an error
+(`ReportError ... from None`), and plain http is for loopback only. Secrets arrive as any `reveal()` object, so
+this module need not import `outpost.secrets`. Maintenance protocol: docs/contracts.md "Vigilmon interface".
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Ending a run at once when the process is told to stop (SIGINT, SIGTERM).
 
-Why: a run that is interrupted must not go on to ping (the operator, or the platform, stopped it before
-it had observed anything), and must not leave an exec credential plugin running behind it.
-
-Guarantees:
-- `tracked(process)` registers a child process (started with `start_new_session=True`) for as long as
-  the block runs; `kill_tracked()` SIGKILLs every registered process group. A process registered after a
-  stop was asked for is killed at once (a plugin started by a worker thread just after the signal does not
-  survive it);
-- `requested()` is True once a stop was asked for; the runner asks it before it pings, and never pings
-  after a stop (`sleep` is the heartbeat's backoff: it returns early on a stop, so no retry waits it out);
-- `install(on_stop)` (main thread only; a no-op elsewhere) makes SIGINT and SIGTERM end the process at once:
-  the handler records the stop, kills every tracked process group and every other child process of this
-  process (their groups too), calls `on_stop(signum)` for one last line, flushes stdout and stderr and
-  exits with `exit_code(signum)` (128 + the signal: 130 for SIGINT, 143 for SIGTERM) through `os._exit`.
-  Nothing waits for a worker thread (one blocked in a socket read is abandoned with the process), no
-  traceback is printed, and no code of the run executes after the handler: the process is gone.
-
-This module imports nothing of Outpost's (every layer may use it: the cluster seam tracks plugins with it).
+A stopped run must not go on to ping, nor leave an exec credential plugin behind. `install` makes the signals
+kill every tracked process group and child, print one last line and `os._exit` with 128 + signal, waiting for no
+thread; `requested()` lets the runner refuse to ping after a stop, and `sleep` (the heartbeat's backoff) returns
+early on one. It imports nothing of Outpost's, so every layer may use it.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Reading local input files (configuration, kubeconfigs, tokens, CA bundles, client certificates) with bounds.
 
-Why: a path in a configuration or a kubeconfig can name anything. A FIFO blocks `open()` and `read()` forever,
-`/dev/zero` or `/dev/urandom` never end, a directory or a socket is not a file at all, and a 150 MB "token" or a
-sparse file of terabytes is read whole by `Path.read_text`. Each of these would hang or grow a run until the
-platform kills it, silently. Every local input of Outpost is read here instead.
-
-Guarantees:
-- symlinks are followed (kubeconfigs are often symlinked, and a projected service-account token is
-  `token -> ..data/token`, `..data -> ..2024_01_01...`), but what is read is judged on the opened descriptor:
-  the path is `stat`ed first (a FIFO or a device is refused without being opened: opening some devices has side
-  effects), then opened with `O_NONBLOCK` (a FIFO swapped in between cannot block the open) and `O_NOCTTY`, and
-  `fstat` of that descriptor must say regular file;
-- each kind of file has a size limit (`KINDS`, below); a file whose size is over it is refused before a byte is
-  read, and the read itself stops at the limit plus one byte, so a file that grows while it is read (or a
-  procfs-like file that reports size 0) is capped all the same;
-- a `Deadline`, when given, is asked between chunks: a read that outlives the run's budget is refused. A read
-  that blocks inside the kernel (a hung NFS or FUSE mount) cannot be interrupted without a thread; Outpost runs
-  none, so that one case is bounded by the platform's timeout only;
-- every refusal is a `LocalFileError`: one line naming the kind, the path and the reason (the limit, for a size),
-  never the file's content. Callers turn it into their own error (`ConfigError`, `ClusterAuthError`).
+A configured path can name a FIFO, `/dev/zero`, a directory or a huge sparse file, each of which would hang or
+grow a run until the platform kills it. So symlinks are followed but the opened descriptor must be a regular
+file (stat first, then `O_NONBLOCK`), each kind has a size limit enforced before and while reading, and a
+`Deadline` is checked between chunks. Every refusal is a `LocalFileError` naming kind, path and reason, never the
+content. Not bounded: a read blocked in the kernel (hung NFS/FUSE), which only the platform timeout ends.
 """
 
 from __future__ import annotations

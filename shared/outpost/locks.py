@@ -1,27 +1,11 @@
 """The dependency locks every bundle installs from (`infra/locks/`): which file serves which target, how
 `outpost package` reads one, and how `make lock` (`python -m outpost.locks`) writes them.
 
-Why: a bundle's dependencies come from a reviewed file in the repository, never from the building environment
-(an unrelated package there once pulled python-dateutil 4.0 into a build, and pip failed naming neither
-package) nor from whatever PyPI serves on the day of the build. The same lock and the same sources give the
-same bundle, byte for byte.
-
-- One lock per target, compiled by uv for that target's platform and CPython 3.11, wheels only, from the core
-  dependencies and every extra a bundle can reach (LOCKED_EXTRAS), with the SHA-256 of every file of each pinned
-  version. Per target rather than one `--universal` file: uv evaluates environment markers for the target when it
-  locks, whereas pip evaluates a universal file's markers against the building interpreter, not against the
-  `--platform` it installs for.
-- An environment's subset is exact and needs no resolver: the lock's header records the closure of the core
-  dependencies (`installs.dependencies`) and, per extra, what that extra adds to it (`installs.<extra>`), each
-  computed by uv at lock time (the same compile, constrained to the lock's pins, with that extra alone). With the
-  versions fixed the dependency graph is fixed, so the closure of the core plus any set of extras is the union of
-  those records. A walk of uv's `# via` comments is not: a dependency requested with an extra of its own
-  (`requests[socks]`) brings packages whose `via` names only `requests`.
-- A stale lock is refused offline: the header records the requirement lines of pyproject.toml it was made from
-  and the target; `outpost package` and the unit tests compare them with pyproject.toml and TARGETS, and a
-  difference, a missing file or a file `make lock` did not write is a PackagingError naming the file and
-  `make lock`. No resolver and no index is asked whether the lock is current, so a new release on PyPI can
-  neither change a build nor fail CI.
+A bundle's dependencies come from a reviewed file, never from the building environment or the index on the day
+(an unrelated package once pulled python-dateutil 4.0 into a build), so the same sources give the same bundle.
+One uv lock per target, not `--universal`, because pip evaluates a universal file's markers against the building
+interpreter. The header's per-extra closures make a subset exact without a resolver, and its recorded
+requirements let a stale lock be refused offline. CONTRIBUTING.md "Dependencies" has the details.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """Structured logs: one JSON object per line on stdout, readable by CloudWatch Logs and Cloud Logging.
 
-Guarantees:
-- every line is a single JSON object with `severity` (Cloud Logging's special field), `level` (the same word,
-  for CloudWatch filters), `message` and `time`; `emit_run_log` writes exactly one line per check run with
-  `check`, `status`, `summary`, `errors`, `duration_ms`, `environment`, `reported` and `details`;
-- a redaction guard runs over every string that goes out, because results carry text written by checks and
-  by libraries we do not control:
-  * any value `outpost.secrets` resolved in this process is replaced by `***`;
-  * in URLs, userinfo, query strings and token-like path segments are replaced by `***` (a heartbeat URL
-    carries its token in the path or query, and anyone holding it can mask an outage);
-  * `Bearer <token>` becomes `Bearer ***`;
-  * a `Secret` is written as `***`; other objects that are not plain JSON go through `str()`;
-- no raw control character leaves in a line, whatever a server sent: `dumps` writes JSON whose strings escape
-  every C0 control, DEL and every C1 control (U+0080-U+009F, CSI U+009B among them) as `\\uXXXX` (json's own
-  `ensure_ascii=False` output escapes C0 only), so a log viewer or terminal showing the raw line never
-  interprets one; `terminal_safe` does the same for plain text bound for a terminal (the CLI's table and
-  lines), showing each as a visible escape (`\\x1b`, `\\x9b`, `\\x7f`, `\\r`) and keeping tab (and newline
-  only where a line break is meant);
-- `RedactingFilter` applies the same guard to stdlib `logging` records (installed on the HTTP client
-  libraries' loggers, which log full request URLs at INFO/DEBUG), and `install_redaction` also installs
-  `outpost.redaction`'s record factory, which scrubs every record of every logger (third-party ones too).
-
-This module sits just above `secrets` in the import layers (it reads the resolved values to scrub them).
+Each line has `severity` (Cloud Logging), `level` (CloudWatch filters), `message` and `time`; `emit_run_log`
+writes one per run. Every outgoing string passes the redaction guard (resolved secrets, URL credentials,
+`Bearer` tokens), because results carry text from checks and libraries. `dumps` escapes C0, DEL and C1 (json's
+`ensure_ascii=False` escapes C0 only) and `terminal_safe` shows them as visible escapes, so a server's bytes are
+never interpreted by a viewer. `install_redaction` guards stdlib `logging` records too.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """`outpost monitors --env ENV [--format yaml|json]`: the Vigilmon monitors of an environment, as code.
 
-One heartbeat monitor per enabled check (whatever the registry holds), with what a person creating it in
-Vigilmon needs and nothing they must guess:
-
-- `name`: the deployed function's name (`outpost-<env>-<check>`), so an alert names the function to look at;
-- `heartbeat`: the secret *reference* where the monitor's heartbeat URL is to be stored, never the URL;
-- `interval_seconds`: the check's schedule (a healthy run pings once per interval);
-- `grace_seconds`: schedule x `tolerated_misses` + margin, the margin being the function timeout rounded up to
-  whole minutes (at least 60 s), because a healthy run's ping can come that late (docs/contracts.md
-  "Heartbeat contract");
-- `alert_channels` by severity tier, as the Koordinator and OpenKruise tutorials set them up: critical
-  monitors page (`vigilmon.channels.page`, e.g. PagerDuty) and notify, warning monitors only notify
-  (`vigilmon.channels.notify`, e.g. Slack #platform-eng);
-- `group`: the status page group of the check's layer (control plane, node, workload SLO, batch).
-
-Vigilmon's API is documented to Outpost only for heartbeats and maintenance windows, so this is a document
-to apply (docs/monitors.md), not a sequence of API calls. It holds no secret.
+One heartbeat monitor per enabled check, with nothing a person creating it must guess: the function's name, the
+secret reference (never the URL), interval, grace (schedule x `tolerated_misses` + the function timeout rounded
+up to minutes, since a healthy ping can come that late) and alert channels by severity (docs/monitors.md).
+Vigilmon's API is documented to Outpost only for heartbeats and maintenance, so this is a document to apply,
+not API calls. It holds no secret.
 """
 
 from __future__ import annotations

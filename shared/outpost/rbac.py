@@ -1,41 +1,10 @@
 """RBAC of Outpost's identities, generated from what the ENABLED checks declare they send (`outpost rbac`).
 
-Every check declares, as a function of its parameters, each request its `fetch` may send
-(`CheckSpec.access`, vocabulary `outpost.kube.access`). This module turns the declarations of the checks an
-environment enables into the Roles, ClusterRoles and bindings of the probe identity, so what is granted is
-exactly what is read, in that environment, and nothing else. The sandbox applies the manifests generated
-for the `local` environment to its probe user, so what the e2e tests prove (sufficient, minimal, nothing
-else readable) is what production grants.
-
-Guarantees:
-- read-only: `get`/`list` of exactly the resources read, by object name where the check knows it (a
-  Deployment, a Lease, a webhook configuration, a Service proxied), in the namespace it is read in (a Role
-  there) or cluster-wide only where the check reads every namespace or a cluster-scoped kind (the
-  ClusterRole); a namespaced grant that a cluster-wide one already covers is left out;
-- `services/proxy` by Service name as the API server authorizes it (`https:NAME:PORT`); `pods/proxy` by
-  namespace only (pods have generated names);
-- `nodes/proxy` only when an enabled check needs it (kruise-daemon-coverage with `probe_healthz`), in a
-  ClusterRole of its own with a warning: it reaches the kubelet API of every node;
-- non-resource URLs only where bootstrap RBAC does not already grant them to every identity
-  (`/livez`, `/readyz`, `/version` are `system:public-info-viewer`'s): `/metrics` for apiserver-latency;
-- the one right beyond reading: admission-dry-run's `create pods` in its own namespace (created here) only.
-  RBAC cannot tell a dry run from a real create, so the cluster holds the line as well as Outpost's seam
-  (`Cluster.dry_run_create` only sends `dryRun=All`): a ValidatingAdmissionPolicy (`admissionregistration.k8s.io/v1`,
-  GA in Kubernetes 1.30) with its binding, `outpost-probe-dry-run-only`, refuses every pod CREATE by the probe's
-  identity in that namespace unless it is a dry run (`request.dryRun`, `failurePolicy: Fail`, action Deny). The
-  `request` variable's `dryRun` is `admission.Attributes.IsDryRun()` (`k8s.io/apiserver@v0.37.2`,
-  `pkg/admission/plugin/cel/compile.go` buildRequestType, `condition.go` CreateAdmissionRequest); the identity is
-  matched by `matchConditions` on `request.userInfo` as the bindings name it (user name, ServiceAccount user name,
-  or EKS group);
-- Secrets only when an enabled check opts in (webhook-cert-expiry's `read_serving_secrets`; off by default),
-  then only by name in their namespace, never listed, never another Secret. A Secret GET returns the whole
-  object, private keys included: such a rule carries a WARNING comment and `outpost rbac` says so on stderr;
-- jobs that write (`kwok-pod-reconciler`) never run as the probe: their declared access goes to
-  `outpost-reconciler`, an identity of its own (`reconciler_manifests`).
-
-Who is bound depends on the environment's cluster auth: the `outpost-probe` user (kubeconfig: the
-sandbox), a ServiceAccount (token), the Kubernetes group of an EKS access entry (eks), the runtime GCP
-service account's email (gke). `instructions` says how to map the cloud identity.
+Each check declares its requests (`CheckSpec.access`); this turns an environment's declarations into the probe's
+Roles, ClusterRoles and bindings, so what is granted is exactly what is read: read-only, by name and namespace
+where known, nothing bootstrap RBAC already grants. Beyond reading only admission-dry-run's `create pods`, held
+to dry runs by a ValidatingAdmissionPolicy (RBAC cannot tell a dry run from a create), opt-in Secrets and
+`nodes/proxy` with a warning, and write jobs under their own identity. docs/rbac.md lists the rules.
 """
 
 from __future__ import annotations

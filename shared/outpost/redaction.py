@@ -1,20 +1,10 @@
 """One redaction registry for the whole process, and the one function that applies it.
 
-Guarantees:
-- every credential the process learns is registered here the moment it is learned: static tokens and
-  heartbeat URLs and API keys (`outpost.secrets` on resolution), kubeconfig tokens and exec-plugin output
-  (`outpost.cluster.auth`), cloud tokens (EKS presigned tokens, GKE access tokens);
-- `redact(text)` replaces every registered value with `***`, then scrubs credentials by shape (userinfo,
-  query strings and token-like path segments of URLs; `Bearer <token>`, `token: ...`, `api_key=...`), so
-  even a value that was never registered (a server echoing a header we did not send) is unlikely to pass;
-- `install()` makes it apply to every stdlib log record of every logger (a log record factory, so records of
-  third-party loggers such as the kubernetes or google libraries are scrubbed before any handler sees them,
-  including their formatted exception text);
-- the registry holds only strings of at least `MIN_SECRET_LENGTH` characters (shorter ones would scrub
-  ordinary words out of every line), and nothing ever logs or returns what it holds except `redact`'s output.
-
-The CLI's printing, the JSON logs, the runtime adapters' responses and `Result` construction all go through
-`redact`; this module imports nothing from Outpost, so every layer may use it.
+Every credential is registered the moment it is learned; `redact` replaces registered values, then scrubs
+credential shapes (URL userinfo, queries and token-like segments, `Bearer`, `token:`, `api_key=`) so even an
+unregistered echo is unlikely to pass. `install()` adds a log-record factory so third-party records are scrubbed
+before any handler. Values shorter than `MIN_SECRET_LENGTH` are not held (they would scrub ordinary words).
+It imports nothing from Outpost, so every layer may use it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The catalogue: one explicit, ordered table of every check Outpost ships, imported only when asked for.
 
-Explicit on purpose (no decorators, no package scanning): adding a check is one line here, visible in
-review, and `outpost list` is exactly this table in this order. Every other file that lists checks (the
-catalogue in docs/checks.md, functions/<check>/main.py, the example environments, the RBAC golden file) is
-written from it by `python -m outpost.tooling.catalogue` (docs/adding-a-check.md).
-
-Lazy on purpose: each check is a row `name -> module`, and the module is imported the first time the
-check is asked for (`get`). A function runs one check, so its cold start imports that check's module and
-the core, not the others (`names()` imports nothing). Commands that need every check
-(`outpost list`, `validate`, `rbac`) call `checks()` / `jobs()`, which import them all.
+Explicit (no decorators, no scanning) so adding a check is one reviewed line, and every other list of checks is
+generated from it (`outpost.tooling.catalogue`). Lazy, because a function runs one check: its cold start imports
+that check's module and the core only; `checks()`/`jobs()` import them all for commands that need every check.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The result contract of every check (docs/contracts.md "Result contract").
 
-Guarantees, enforced by the model rather than by convention:
-- `status` is one of ok, degraded, failed, error;
-- `ok` never carries errors (a result built as ok with errors is refused);
-- only ok and degraded are healthy, i.e. the only statuses that ping a heartbeat;
-- summary, errors and details pass `outpost.redaction` when the result is built: no registered credential
-  (and nothing shaped like one) survives into a result, whatever text a server or library put there;
-- `next_steps`, when given, pair with `errors` line for line: each line's likely cause and next command.
+Enforced by the model, not by convention: four statuses, `ok` never carries errors, only ok and degraded ping,
+and summary, errors and details pass `outpost.redaction` when built, whatever a server put in them. `next_steps`
+pair with `errors` line for line.
 """
 
 from __future__ import annotations

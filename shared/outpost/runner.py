@@ -1,31 +1,10 @@
 """Running one check: deadline, observation, judgement, heartbeat, one log line.
 
-Guarantees (docs/contracts.md "Result contract", "Heartbeat contract"):
-- `run_check` never raises: every exception on any path (settings, credentials, the cluster, the
-  check's own code, the heartbeat) becomes an `error` result whose summary names the cause in one
-  line, and the run writes exactly one log line;
-- the whole observation is bounded by one wall-clock deadline (`cluster.deadline_seconds`) that every
-  blocking step honours itself: DNS, connect, TLS, headers and body (`outpost.bounded`), exec
-  credential plugins (killed at the deadline) and cloud token calls. There is no worker thread to
-  abandon, so nothing outlives the run: a CLI exits as soon as it has printed, and a warm function
-  instance does not accumulate threads, sockets or processes;
-- heartbeat delivery has a budget of its own (the heartbeat settings' worst case, also enforced on the
-  wall clock), so a run ends within `deadline + heartbeat worst case`, which `outpost validate` and
-  packaging check against the platform's function timeout;
-- a heartbeat is sent only for ok/degraded, only when a heartbeat is configured, the check is enabled
-  and reporting is on; a ping that cannot be delivered turns the run into `error`;
-- never after a stop (SIGINT/SIGTERM, `outpost.interrupt`): a run asked to stop before it starts does
-  nothing, a healthy run stopped before its heartbeat is `error` and not pinged, and every heartbeat
-  attempt (the first and each retry) checks for a stop right before it opens its connection, its backoff
-  cut short by one (where a signal handler is installed the process ends at the signal anyway; this is
-  what keeps a worker thread still running at that instant from pinging);
-- every `error` it makes carries the next step of its class (`outpost.runbook.for_error`), filled in with the
-  check and the environment, so the person paged gets a command, not only a cause;
-- no secret reaches the result: heartbeat URLs are resolved here and handed to the reporter only, and
-  every result passes `outpost.redaction` when it is built;
-- a check configured with `cluster_auth` runs under that identity instead of `cluster.auth`; a job that
-  writes (`CheckSpec.writes`) gets a `ClusterWriter`, every other check a read-only `Cluster`; an opt-in
-  job (`CheckSpec.opt_in`) that the configuration does not enable does nothing and says so (`error`).
+`run_check` never raises: every failure becomes an `error` result naming its cause and the runbook's next step,
+with exactly one log line. The observation has one wall-clock deadline every blocking step honours, and the
+heartbeat a budget of its own, so nothing outlives the run. A ping goes only for ok/degraded of an enabled,
+reporting check, never after a stop; an undelivered ping is `error`; no secret reaches the result.
+See docs/contracts.md "Result contract", "Heartbeat contract" and docs/reliability.md.
 """
 
 from __future__ import annotations

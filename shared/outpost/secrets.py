@@ -1,24 +1,10 @@
 """Secret references and their resolution: the only seam through which Outpost reads a secret store.
 
-Guarantees:
-- a secret value lives only inside a `Secret`, whose `repr`/`str` are redacted; the value is handed out
-  only by an explicit `reveal()` at the point of use (the HTTP request that needs it);
-- a reference (`env:NAME`, `ssm:/path`, `secretsmanager:name-or-arn[#json-key]`,
-  `gcpsm:projects/P/secrets/S[/versions/V]`) names where a secret lives, never the secret. Errors name the
-  reference and the cause, never the value; parse errors do not even echo the reference text, because a
-  user who pastes a heartbeat URL where a reference belongs must not see it printed back;
-- every resolved value is registered with `outpost.redaction`, so every output channel scrubs it even if it
-  reaches a line by some other route;
-- the SDK loggers this module drives (botocore, urllib3, google.auth) are held at WARNING or above:
-  botocore logs whole response bodies, i.e. secret values, at DEBUG;
-- values are cached per process: a cold start resolves each reference once, warm invocations reuse it.
-  Failures are not cached, so a transient store outage does not outlive the invocation that met it;
-- leading/trailing whitespace is stripped (values written with `echo ... |` carry a newline), and an empty
-  value is an error: an empty heartbeat URL or API key is never "resolved".
-
-Endpoints: AWS clients honour the SDK's own `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_SSM` /
-`AWS_ENDPOINT_URL_SECRETS_MANAGER`; Google Secret Manager honours `OUTPOST_GCPSM_ENDPOINT` (default
-`https://secretmanager.googleapis.com`), used by tests to point at a local server.
+A value lives only in a `Secret` (redacted repr, explicit `reveal()`), is registered with `outpost.redaction`,
+and never appears in an error; a reference's parse error does not even echo it, in case a URL was pasted there.
+The SDK loggers are held at WARNING (botocore logs response bodies, i.e. secrets, at DEBUG). Values are cached
+per process, failures are not; whitespace is stripped and an empty value is an error. Endpoints: the AWS SDK's
+`AWS_ENDPOINT_URL*`, and `OUTPOST_GCPSM_ENDPOINT` for Google Secret Manager (tests point both at local servers).
 """
 
 from __future__ import annotations

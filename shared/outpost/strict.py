@@ -1,12 +1,8 @@
 """Scalars as they were written: a number is not a bool or a string, a bool is not a number or a string.
 
-Why: pydantic's lax mode (which configurations need, for a YAML list where a tuple is declared) also turns
-`deadline_seconds: true` into 1 and `retries: "3"` into 3. A value of the wrong type in a monitor's
-configuration is a mistake to refuse with its field's path, never something to guess at; full strict mode
-would refuse YAML's lists for tuples too, so only the scalar coercions are refused here.
-
-`StrictScalars` is a mixin for a pydantic model: before validation, each field declared as `bool`, `int` or
-`float` (also inside `Optional`/`Annotated`) refuses a value of another scalar kind, naming the field.
+pydantic's lax mode, which configurations need (YAML lists for tuples), also reads `deadline_seconds: true` as 1
+and `"3"` as 3; full strict mode would refuse the lists too. `StrictScalars` refuses only the scalar coercions,
+naming the field: a wrong type in a monitor's configuration is a mistake, never something to guess at.
 """
 
 from __future__ import annotations

@@ -2,11 +2,8 @@
 
     PYTHONPATH=tests .venv/bin/python -m bench.capture_requests KUBECTL OUT_DIR
 
-A TLS server (the bench proxy's throwaway CA, ALPN http/1.1 only, like the proxy) records every byte a client
-sends and answers each request with a small JSON 200: just enough discovery for kubectl, a list, a
-patch. Captured: kubectl `get nodes` and `patch --subresource=status` (a body with Content-Length), curl
-with a chunked body, and kubernetes-client status patches around a list. The files are what
-tests/unit/test_bench_harness.py replays through `RequestFramer`.
+A TLS server like the proxy records every byte kubectl, curl (chunked) and kubernetes-client send and answers
+with small JSON 200s; tests/unit/test_bench_harness.py replays the files through `RequestFramer`.
 """
 
 from __future__ import annotations

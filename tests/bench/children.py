@@ -2,18 +2,10 @@
 bundle can be imported, as in a function's runtime). Each prints one JSON line.
 
     python -S children.py import BUNDLE MODULE      import time and peak RSS of one module from the bundle
-    python -S children.py first-call BUNDLE MODULE SECRET_REF
-                                                  the entry import, then the first secret fetch and an EKS token
+    python -S children.py first-call BUNDLE MODULE SECRET_REF   the entry import, first secret fetch, EKS token
     python -S children.py invoke BUNDLE MODULE      the entry import (init), then two scheduled invocations
     python children.py import-site MODULE          one module from the venv's site-packages (`import kubernetes`)
-    python children.py warm CONFIG CHECK...        a warm instance: every CHECK once (cold), then every CHECK again
-                                                  (warm), each run when the parent says "go" on stdin (the parent
-                                                  counts each run's bytes at its proxy between "go" and "ran");
-                                                  the benchmark gives each instance one CHECK, as a function has
-
-`warm` runs in the venv (the benchmark's configuration points at the counting proxy, not at a deployed cluster) and
-speaks JSON lines: {"event": "waiting", ...} before each run, {"event": "ran", ...} after it, a last {"event":
-"done"}. Anything else the runner prints goes to stderr.
+    python children.py warm CONFIG CHECK...        a warm instance: each CHECK cold, then warm, on "go" from stdin
 """
 
 from __future__ import annotations
@@ -83,7 +75,8 @@ def current_kib() -> int:
 
 def warm_rounds(config: str, names: list[str]) -> dict[str, Any]:
     """One instance, like a function kept warm: round 1 runs every check cold (nothing kept: each anchors its
-    state), round 2 runs them warm. The parent paces the runs (its "go"), so the gap between the rounds is its."""
+    state), round 2 runs them warm. The parent paces the runs (its "go"), so the gap between the rounds is its.
+    JSON lines: {"event": "waiting"} before each run, {"event": "ran"} after it, a last {"event": "done"}."""
     out = sys.stdout
     sys.stdout = sys.stderr  # only this function's JSON lines reach the parent's pipe (main() prints the last)
     try:

@@ -1,22 +1,9 @@
 """What the whole catalogue costs on AWS Lambda (arm64) per cluster-month, from measured runs.
 
-Model (printed with the figures, so a reader can redo the arithmetic):
-- every check runs every minute (the catalogue's most frequent schedule, applied to all: an upper bound), i.e.
-  `INVOCATIONS_PER_MONTH` requests per function;
-- billed duration per invocation, rounded up to 1 ms: warm = a second invocation in the same process (the check
-  and the heartbeat; secrets are cached per cold start); cold = the init (the entry module's import: Lambda bills
-  the init phase too) plus the first invocation (the secret fetch with its lazy boto3 import, the check, the
-  heartbeat). An every-minute schedule keeps an instance warm most of the time: the common case is warm, with a
-  cold start once per `LAMBDA_HOURS_PER_COLD_START` hours per function (`cold_fraction`, sources below), and the
-  first warm run after a cold start follows what the cold one kept. Warm figures for the node-wide checks and
-  apiserver-latency are runs measured after a realistic schedule gap (the bench's warm contender); for the other
-  checks, the second invocation in the same process (nothing they read is kept, so it is already warm);
-- duration at another memory size: Lambda gives a function CPU in proportion to its memory (one full vCPU at
-  `FULL_VCPU_MB`). The measured time is split into CPU time (user + system of the process) and waiting (network,
-  the API server); waiting is taken as unchanged and CPU time as scaled by `FULL_VCPU_MB / memory` below one vCPU.
-  So below one vCPU the CPU part costs the same GB-seconds at any size and the waiting part costs more the larger
-  the size: the cheapest size is the smallest that holds the process, peak RSS plus `HEADROOM`;
-- no free tier, no Savings Plans, list prices of US East (N. Virginia).
+The model is printed with the figures so a reader can redo it: every check every minute (an upper bound), billed
+duration from measured warm runs with one cold start (init + first run) per `LAMBDA_HOURS_PER_COLD_START` hours,
+CPU time scaled by `FULL_VCPU_MB / memory` below one vCPU while waiting is not (so the cheapest size is the
+smallest that holds peak RSS + `HEADROOM`), US East list prices, no free tier.
 """
 
 from __future__ import annotations

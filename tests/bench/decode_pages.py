@@ -1,20 +1,9 @@
 """LIST pages for the decoder benchmark (bench/decoders.py), built in memory from four captured objects.
 
-The objects in bench/captured/ were read from the sandbox (see its README): a KWOK Node, a koordlet Pod, a Koordinator
-NodeMetric and a node Lease. `pages(kind, count, page_size)` turns each into a collection of `count` objects (names
-n0..n{count-1}: nodes, NodeMetrics and Leases are named after their node, pods `koordlet-<suffix>` bound to one) and
-serializes it as the API server would: compact JSON, `page_size` items a page, a `continue` token on every page but
-the last, items of built-in kinds without kind/apiVersion (a typed list), CRD items with them. Deterministic: the
-same arguments give the same bytes (every variation is drawn from `random.Random(kind, index)`).
-
-Variation, so that no decoder meets only one shape: most nodes are KWOK fakes (the captured annotation), about one in
-five looks like a real kubelet (no KWOK annotation, `status.images` and a node's nodeInfo), a few are virtual-kubelet;
-Ready is True for most, False or Unknown for some, absent for a few; some nodes are cordoned (with the taint), some
-report memory pressure; allocatable CPU varies in form (`"32"`, `"15890m"`); labels add zone, pool and instance type.
-Pods vary in phase, readiness and deletion; NodeMetrics in update time and usage, a few have no status (a fake node's
-spec-only NodeMetric), and each carries `podsMetric` for 10-40 pods (the captured one is the sandbox's stand-in,
-which writes none; the shape is Koordinator v1.6's `PodMetricInfo`); Leases in renew time, a few stale, one
-day-long foreign holder.
+`pages(kind, count, page_size)` turns a captured KWOK Node, koordlet Pod, NodeMetric or node Lease (bench/captured/)
+into `count` varied objects serialized as the API server would (compact JSON, `continue` tokens, typed lists
+without kind/apiVersion, CRD items with them). Varied (node classes, conditions, cordons, CPU forms, phases,
+stale times, Koordinator v1.6 `podsMetric`), so no decoder meets only one shape; deterministic per (kind, index).
 """
 
 from __future__ import annotations

@@ -2,24 +2,9 @@
 
     PYTHONPATH=tests .venv/bin/python -m bench.decoders [--count 5000] [--page-sizes 250 500] [--repeat 5]
 
-For each kind (Node, koordlet Pod, NodeMetric, node Lease) the 5,000 objects of bench/decode_pages.py are decoded
-page by page and every object reduced to its facts, by each contender:
-
-- `pydantic-page` (today): `outpost.cluster.client._page_adapter(View).validate_json(page)`, the one line
-  `Cluster.iter_pages_as` runs per page, then the production reducers (`outline_facts`, `daemon_pod`,
-  `nodemetric_usage`; a Lease is kept whole by kwok-node-consistency, so its facts are what that check reads);
-- `json+parse`: `loads_json(page)` (stdlib json) and `parse(View, item)` per item, the path before `iter_list_as`;
-- `msgspec`: `msgspec.json.Decoder(FastPage[mirror], strict=False).decode(page)` into the msgspec mirrors of
-  `outpost.kube.fast_outlines` (a Lease's below), then the same production reducers (they take either);
-- `production`: what `Cluster.iter_pages_as` runs per page since issue 21 item 4: `fast_outlines.page_decoder(View)`
-  (the mirrors, strict, the page's UTF-8 checked), the pydantic page for a page it refuses; a Lease is today's path.
-
-Printed: CPU (`time.process_time`, best of `--repeat`), wall (best), peak memory of a fresh child process per
-contender (peak RSS growth while decoding, VmHWM; and tracemalloc's peak, which cannot see pydantic-core's Rust-side
-allocations), the cold first page in that child (building the decoder + decoding page 1, as a function's first run
-pays it) beside a warm page's wall time, ratios against today's path; then whether
-every decoder gives the same facts for every object (asserted; `Cluster.iter_list_as` over a mock transport is
-checked against the timed adapter too), and how each decoder treats wrong-typed fields (strictness probe).
+The 5,000 objects per kind of bench/decode_pages.py are decoded and reduced by each contender (`pydantic-page`,
+`json+parse`, `msgspec`, `production`); printed: CPU, wall, peak memory in a fresh child, the cold first page and
+ratios; asserted: every decoder gives the same facts, and each one's strictness is probed.
 """
 
 from __future__ import annotations

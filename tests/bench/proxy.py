@@ -1,18 +1,9 @@
 """The one place the benchmark counts what each contender costs the API server: a TLS-terminating proxy.
 
-Every contender (Outpost, the tutorial's kubectl pipeline, the official `kubernetes` client) is given a kubeconfig
-whose server is this proxy. The proxy
-
-- offers only `http/1.1` through ALPN, so every client speaks the same framing and its requests can be counted;
-- forwards each client connection over its own verified TLS connection to the API server, with ONE fixed identity
-  for every contender (it replaces whatever `Authorization` a client sent by the sandbox admin's bearer token), so
-  RBAC and authentication cost the same for all three;
-- counts each request (its request line; bodies are skipped by `Content-Length` or chunked framing, so a PATCH body
-  is never mistaken for a request) and the raw bytes it sends back to the client: the response exactly as the API
-  server framed it, compressed when the server compressed it, i.e. what crossed the wire inside TLS.
-
-`RequestFramer` is the pure part (bytes in, request heads and pass-through bytes out); it is unit-tested over
-captured client bytes in tests/unit/test_bench_harness.py.
+Every contender's kubeconfig points here. It offers only `http/1.1` (so requests can be counted alike), forwards
+with ONE fixed identity (the admin token replaces any `Authorization`, so authentication costs the same), and
+counts request lines (bodies skipped by their framing) and the raw bytes sent back, compressed as the server sent
+them. `RequestFramer`, the pure part, is unit-tested in tests/unit/test_bench_harness.py.
 """
 
 from __future__ import annotations

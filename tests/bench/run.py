@@ -1,30 +1,9 @@
 """Outpost's benchmark, side by side in one run: `make bench` (or `make bench ARGS="--nodes 100 --growth 100"`).
 
-One sandbox is brought up (or reused) and grown in place; every contender reaches it through one counting proxy
-(bench/proxy.py), so bytes and requests are counted at one place for all of them. Printed, nothing asserted:
-
-1. koordlet-coverage, kruise-daemon-coverage, kwok-node-consistency, and kwok-pod-reconciler with `--pending-pods`
-   Pending pods on fake nodes: Outpost (`outpost run NAME`, the real check in a fresh interpreter) against (a) the
-   tutorial's kubectl pipeline (corrected names, the sandbox's own kubectl, a cold discovery cache as in the
-   tutorial's CronJob) and (b) the same judgement with the official `kubernetes` client (bench/client_baseline.py).
-   Wall time, bytes received from the API server, requests, peak RSS (max over the contender's processes) and the
-   API server's CPU (utime + stime of kube-apiserver, idle rate measured just before subtracted): ratios first.
-2. Targets beside the figures (coverage: >= 10x fewer bytes, >= 5x faster than kubectl, peak RSS <= 64 MB; API
-   server CPU lower than the pipeline's).
-3. Cold start from the built bundle (`outpost package --env dev --platform host`): each entry module's import
-   time and peak RSS (median of `--repeat` fresh `python -S` interpreters) beside `import kubernetes` and a bare
-   interpreter; the first secret fetch (SSM GetParameter against a local moto server) and EKS token minting
-   (presign with dummy credentials, no network) timed apart.
-4. `outpost run --all` against the slowest single check, and API requests per full round.
-5. Growth: the coverage checks' time and bytes at each `--growth` size, cold and warm.
-6. Cost per cluster-month at Lambda arm64 list prices (bench/cost.py), from each check's measured run from the
-   bundle (scheduled invocation: secret fetch, check, heartbeat to a local receiver), warm runs the common case.
-0. Warm and cold side by side at each `--growth` size: a warm contender (bench/children.py `warm`: per check one
-   process, as its function instance kept warm, all started together; every check run once cold, then, one
-   `--warm-gap` later, again warm), each run's bytes and requests counted at the proxy between the parent's "go"
-   and the child's "ran" (runs are sequential), its wall, CPU (process time of the run), peak RSS (VmHWM reset
-   before the run: the instance, kept state included) and `details.reads`; beside Outpost cold (`outpost run
-   NAME`), the kubectl pipeline and the official client.
+One sandbox, grown in place; every contender goes through one counting proxy (bench/proxy.py). Printed, nothing
+asserted: the node checks against the tutorial's kubectl pipeline and the official client (wall, bytes, requests,
+peak RSS, API server CPU) beside their targets; warm against cold runs per `--growth` size; cold start from the
+built bundle; `run --all`; cost per cluster-month (bench/cost.py). Method and results: docs/benchmark.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Session fixture for e2e tests: one real sandbox (etcd, kube-apiserver, controller manager,
-scheduler, kwok) shared by every test, torn down at the end of the session.
+"""Session fixture for e2e tests: one real sandbox shared by every test, torn down at the end of the session.
 
-It never skips: if the sandbox cannot start, the fixture fails with the cause, the component and
-the tail of its log (or of the build log), so a broken environment shows up as red, not as
-silently missing coverage.
-
-Environment:
+It never skips: a sandbox that cannot start fails with the cause and its log's tail, so a broken environment is
+red, not missing coverage. Environment:
   OUTPOST_SANDBOX_NODES     fake nodes to create (default 20, to keep the session fast)
   OUTPOST_SANDBOX_SYSTEMS   "0" to start only the control plane (no Koordinator/OpenKruise installs)
   OUTPOST_E2E_SANDBOX_DIR   reuse (or create) a sandbox in this directory and leave it running

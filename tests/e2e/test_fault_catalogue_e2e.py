@@ -1,21 +1,11 @@
-"""The fault catalogue, proven: every fault, on every target it takes, is caught on the FIRST run after `break` by
-every check it names, each failure naming the object (and, where a check classifies, saying the class); after `heal`
-the whole environment is ok again, every check and job `outpost run --all` runs, not only the fault's. Where a fault
-is real, what the real component did is observed too, while the fault holds (`WHILE_BROKEN`: a manager held in
-CrashLoopBackOff, frozen, exiting on its stolen Lease) and after heal (`AFTER_HEAL`: a new CA generated, an expiring
-certificate replaced): one break per fault for both questions.
+"""The fault catalogue, proven: every fault, on every target, is caught on the FIRST run after `break` by every
+check it names, naming the object; after `heal` every check of `run --all` is ok again. Real components are
+also observed while broken and after heal (`WHILE_BROKEN`, `AFTER_HEAL`).
 
-The checks run as deployed: the probe identity, the shipped `local.yaml` params (pointed at this session's sandbox),
-the checks of one fault side by side, as one WARM instance: what each run keeps (`outpost.cluster.warm`: the
-collections it follows, apiserver-latency's last scrape) carries from one fault to the next, so each fault's first
-run follows the changes since the previous heal's `run --all` (the first fault's, since a healthy run at the start):
-the catalogue proves that following a watch misses no fault. Cold runs catch them too: every check's own e2e file
-starts each test as a cold instance (tests/conftest.py). Two additions: kruise-daemon-coverage asks every node's
-/healthz (`probe_healthz`, the opt-in the stand-in kruise-daemon's faults need), with the RBAC `outpost rbac`
-generates for that, granted for this module; and apiserver-latency measures a window of `HEALED_LATENCY_WINDOW_S`
-instead of 10 s, so that checking the whole environment after each of the catalogue's heals costs seconds, not
-minutes. "Caught" means not healthy, so never pinged: `failed`, or `error` where the fault takes the API server away
-(the probe then observes nothing at all).
+The checks run as deployed (probe identity, local.yaml params) as ONE warm instance, so each fault's first run
+follows the watch from the previous heal: this proves following misses no fault (each check's own e2e runs
+cold). "Caught" means never pinged: `failed`, or `error` where the fault takes the API server away. Additions:
+`probe_healthz` for kruise-daemon-coverage, and a short `HEALED_LATENCY_WINDOW_S` so each heal costs seconds.
 """
 
 from __future__ import annotations

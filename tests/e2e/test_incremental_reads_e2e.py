@@ -1,14 +1,10 @@
 """Incremental reads on the real API server: under churn, what a warm instance judges equals a full LIST at the
 same resourceVersion.
 
-A warm instance (one process, one probe identity, a new `Cluster` per run as the runner builds it) reads the four
-collections the node-wide checks follow: nodes, koordlet pods, node Leases and NodeMetrics. Between runs the
-cluster is churned as a real one is: a node added (kwok brings its Lease and the DaemonSets their pods) and
-removed, a pod's Ready flipped, a DaemonSet rolled out, a Lease stolen, and a relist forced by 410 (the kept
-resourceVersion replaced with one long compacted out of the watch cache). After every run, each collection's
-records must equal those of a LIST served by etcd at exactly the resourceVersion the state reached
-(`resourceVersionMatch=Exact`), and the watch path must have been taken where it can be (so a fallback that
-always relists cannot pass for incremental).
+A warm instance reads the four followed collections while the cluster churns (a node added and removed, a pod's
+Ready flipped, a DaemonSet rolled out, a Lease stolen, a 410 forced). After every run each collection must equal
+a LIST at `resourceVersionMatch=Exact` of the version reached, and the watch path must have been taken where it
+can be, so an always-relisting fallback cannot pass.
 """
 
 from __future__ import annotations

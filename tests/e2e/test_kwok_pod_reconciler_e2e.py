@@ -1,14 +1,10 @@
 """kwok-pod-reconciler end to end, under the sandbox's own write identity `outpost-reconciler`
 (reconciler.kubeconfig, RBAC from `outpost.rbac.reconciler_manifests`), run as `outpost run` runs it.
 
-- kwok healthy: nothing to do (ok, 0 moved) and exactly one ping;
-- the identity may do what the job does and nothing else;
-- kwok stopped (`kwok-down`): pods bound to fake nodes stay Pending. With two of those, one bound to a node
-  kwok does not manage (no kwok annotation) and one unbound, a dry run moves nothing; the run moves exactly
-  the two fake-node pods, names them, pings once, and leaves each where kwok's pod-ready stage would (Running,
-  Ready, its node's address as host IP, no pod IP: kwok's pool is kwok's); a second run finds nothing; run as
-  the read-only probe instead, the job is refused (error, no ping) and changes nothing.
-The pods and the extra node are removed and kwok healed afterwards.
+Healthy kwok: nothing moved, one ping; the identity may do exactly what the job does. With kwok stopped, a dry
+run moves nothing and a run moves exactly the fake-node pods kwok left Pending (not an unbound pod nor one on a
+node kwok does not manage), as kwok's pod-ready stage would, then finds nothing; as the read-only probe the job
+is refused. Everything is cleaned up and kwok healed afterwards.
 """
 
 from __future__ import annotations

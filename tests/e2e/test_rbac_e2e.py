@@ -1,18 +1,9 @@
 """The probe's generated RBAC (`outpost rbac --env local`) on the real sandbox: sufficient, minimal, nothing else.
 
-- the sandbox's probe identity holds exactly the generated Roles and ClusterRole (compared rule for rule);
-- sufficient: `outpost run --all` on the local environment, as the probe, is ok for every enabled check;
-- minimal: for each generated rule a healthy cluster exercises, the role without that rule turns at least one
-  of the checks that declared it to `error` (only those checks run; the rule is restored after each); a rule
-  only sent in some situations (the webhook checks' Endpoints fallback) is listed by the generator as such and
-  asserted here to be exactly the known ones;
-- nothing else: no Secret at all (webhook-cert-expiry reads its certificate Secrets only when opted in, and
-  local.yaml does not), other namespaces, other objects, other verbs, the node proxy and non-resource URLs not
-  declared answer 403 to the probe;
-- dry runs only: the probe's `create pods` in its own namespace is held to dry runs by the generated
-  ValidatingAdmissionPolicy `outpost-probe-dry-run-only`: as the probe, a real create is refused naming the
-  policy (and nothing is stored), a dry-run create is admitted; the policy and binding live in the sandbox
-  exactly as generated.
+The probe holds exactly the generated rules; `run --all` as the probe is ok (sufficient); removing any rule a
+healthy cluster exercises turns a check that declared it to `error` (minimal; situational rules are exactly the
+known ones); Secrets, other namespaces, objects, verbs, the node proxy and undeclared URLs answer 403; a real pod
+create is refused by `outpost-probe-dry-run-only` while a dry run is admitted.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """webhook-cert-expiry end to end: the four webhook configurations' caBundles, and (opt-in only) the two certificate
-Secrets the real managers generated (each from its own 10-year CA, CN `webhook-cert-ca`).
+Secrets the real managers generated (each from its own 10-year CA).
 
-By default (local.yaml's params) the probe reads no Secret and may read none: healthy → ok on the caBundles, about
-ten years left, one ping. A threshold above what is left (`threshold_days: 3650`) → failed on the same healthy
-sandbox, every configuration's caBundle named, no ping. With `read_serving_secrets: true` and without the RBAC
-`outpost rbac` generates for it, the Secret read is a 403 (`error`, silent); with that RBAC granted (as an environment
-opting in would hold it) the Secrets are read: ok with both serving certificates, or failed naming them. The keyless
-source: a cert-manager Certificate (its CRD installed for the test, no cert-manager running) read by name, never
-issued → failed, its status.notAfter set → ok, the probe holding no Secret right. Certificates put there expiring, or
-the Secrets deleted, are the fault catalogue's (test_fault_catalogue_e2e.py, with the opt-in).
+By default the probe reads no Secret: ok with about ten years left and one ping; a threshold above that fails
+naming every caBundle, unpinged. Opted in, the Secret read is a 403 `error` without the generated RBAC and ok
+with it. A cert-manager Certificate (CRD only) fails until its status.notAfter is set. Expiring or deleted
+certificates are the fault catalogue's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """koord-webhook, kruise-webhook and admission-dry-run end to end: the real managers' webhooks, the probe's own
 identity, a real heartbeat receiver.
 
-Healthy → each check ok and exactly one ping; both dry-run pods mutated, Koordinator's by the documented
-ClusterColocationProfile. Also proved here: the dry-run probe stores nothing (the probe namespace is listed after
-the run), the probe may create pods only in its own namespace, a refusal of the probe's identity is `error`, not
-`failed`, a deleted configuration fails with exit status 1 from the CLI, and a dead Koordinator manager makes the
-API server refuse both systems' dry-run pods (its pod webhook fails closed), which the check names. Every other
-fault of these checks is the fault catalogue's (test_fault_catalogue_e2e.py).
+Healthy: each ok with one ping, both dry-run pods mutated. Also: the dry run stores nothing, the probe may create
+pods only in its namespace, a refusal of the probe is `error` not `failed`, a deleted configuration exits 1, and a
+dead koord-manager makes the API server refuse both systems' dry runs (fail-closed pod webhook), named. Other
+faults are the fault catalogue's.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Run Outpost in a child process and measure what the fault matrix asserts about it.
 
-Why a child: a case that tries to make Outpost hold a gigabyte must not make the test process hold it,
-and a child's peak resident set is measured exactly by the kernel (`wait4`'s `ru_maxrss`), with no
-sampling to miss a short peak.
-
-`run_child(argv, ...)` starts `argv` in a session of its own, with stdout and stderr going to files
-(never a pipe that a silent parent could let fill up), waits at most `timeout` seconds, kills the whole
-session past it, and returns the exit code, the output, the wall time and the peak RSS.
-`run_cli(args)` runs the real `outpost` command line, `run_python(code)` any snippet.
-`assert_bounded(outcome, budget, secrets)` is the matrix's common contract: ended by itself within
-`budget` plus `SLACK_SECONDS`, peak RSS under `MAX_RSS_MB`, no secret in stdout or stderr, and no
-Python traceback.
+A case that makes Outpost hold a gigabyte must not make the tests hold it, and the kernel measures a child's peak
+RSS exactly (`wait4`). `run_child` runs in its own session with output to files (no pipe to fill), kills the
+session past `timeout`; `assert_bounded` is the common contract: ended within budget + `SLACK_SECONDS`, RSS under
+`MAX_RSS_MB`, no secret in the output, no traceback.
 """
 
 from __future__ import annotations

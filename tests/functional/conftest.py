@@ -1,14 +1,9 @@
 """Real local servers for the functional tier: every seam is met over real HTTP on 127.0.0.1.
 
-- `receiver`: a threaded `http.server` that records every request and answers from a script
-  (a status code, or "hang" to hold the connection past the client's timeout);
-- `moto_endpoint`: moto's own server mode (the AWS emulator) on a loopback port, with the SDK pointed at it
-  through its standard `AWS_ENDPOINT_URL` and throwaway credentials;
-- `unreachable_cluster_config`: an environment file whose API server is a closed loopback port (a real
-  `error` result: connection refused) and whose heartbeat points at `receiver`, exported as OUTPOST_CONFIG
-  the way the runtime adapters read it at cold start;
-- `gcp_secret_manager`: a loopback server speaking Secret Manager's REST `versions/V:access` shape and an
-  OAuth2 token endpoint, so google-auth's own refresh flow runs for real against it.
+`receiver` records requests and answers from a script (a status, or "hang"); `moto_endpoint` is moto's server
+mode, the SDK pointed at it by `AWS_ENDPOINT_URL`; `unreachable_cluster_config` is an environment whose API
+server is a closed port (a real `error`), exported as OUTPOST_CONFIG; `gcp_secret_manager` speaks Secret
+Manager's REST shape and an OAuth2 token endpoint, so google-auth's own refresh runs against it.
 """
 
 from __future__ import annotations

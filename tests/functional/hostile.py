@@ -1,12 +1,9 @@
 """Hostile local servers: real sockets on 127.0.0.1 that misbehave the way broken networks and servers do.
 
-`HostileServer(behaviour, pki)` accepts connections (TLS with `pki`'s certificate, or plain TCP when `pki`
-is None), reads one request and hands the raw socket to a behaviour, which writes whatever bytes it likes:
-a proper answer, a trickle of one byte at a time, garbage, a truncated body, a huge body, or nothing.
-Every request's line and headers are recorded (to prove, e.g., that nothing was sent to a plain-http server).
-
-Run as a script (`python hostile.py BEHAVIOUR CERT KEY`), it serves from a process of its own and prints
-its port: the warm-process leak test measures its own threads and descriptors without the servers' ones.
+`HostileServer(behaviour, pki)` reads one request (TLS or plain) and hands the raw socket to a behaviour that
+writes what it likes (a trickle, garbage, a truncated or huge body, nothing), recording every request head. As a
+script (`python hostile.py BEHAVIOUR CERT KEY`) it serves from its own process, so the warm-process leak test
+counts only Outpost's threads and descriptors.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The fault matrix: Outpost against hostile local API servers, credential plugins, secret stores and
 heartbeat receivers, table-driven.
 
-Every case runs the real `run_check` (or the real CLI / runtime adapter) against real sockets on
-127.0.0.1 and asserts the issue's whole contract at once:
-- the run ends `error` (or `failed` where the API server itself said unhealthy) with its cause named;
-- within the deadline (plus the heartbeat budget where a ping is attempted) and a small margin;
-- nothing is pinged (no request reaches the heartbeat receiver unless the case is about the heartbeat,
-  and then `reported` is false);
-- no credential (API token, kubeconfig token, exec plugin token, plugin stderr, heartbeat token, cloud
-  token endpoint body) appears in the result, the JSON log line, stdout, stderr or any log record of
-  any logger (caplog at DEBUG, root logger included).
+Every case runs the real `run_check` (or CLI / runtime adapter) against real sockets on 127.0.0.1 and asserts the
+whole contract at once: `error` (or `failed` where the API server said unhealthy) with the cause named, within
+the deadline (plus the heartbeat budget) and a margin, no ping, and no credential in the result, the log line,
+stdout, stderr or any log record of any logger (caplog at DEBUG).
 """
 
 from __future__ import annotations

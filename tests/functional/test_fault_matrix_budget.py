@@ -2,18 +2,10 @@
 hostile servers that try to make it read without end, inflate a bomb, parse without end, or judge its own
 refused request as the server's health.
 
-Every case runs the real command line (`outpost run CHECK --config FILE --json`, or `outpost maintenance`) in
-a child (`child_run`), against real sockets on 127.0.0.1, and asserts at once:
-- the result's status in the JSON output and the exit code that goes with it (docs/contracts.md "Exit codes");
-- the cause, named in the summary (a regex);
-- `assert_bounded`: ended by itself within its budget + 5 s, peak RSS under 200 MB (wait4), no traceback,
-  no credential (API token, heartbeat URL token, Vigilmon API key) in stdout or stderr;
-- the heartbeat receiver saw a request only when the cluster was healthy (and then `reported` is true);
-- what a case adds (`after`): e.g. how many bytes an endless LIST got served.
-
-Each case targets a behaviour that was broken before issue 20 (commit 1c7a76f): a 1 GiB inflation, an
-unbounded LIST, a heartbeat that read an endless body, a RecursionError, a million-line parse, a 431 read as
-"unhealthy".
+Each case runs the real command line in a child (`child_run`) against real sockets and asserts the status and
+exit code, the cause named, `assert_bounded`, and a ping only when the cluster was healthy. Each targets a
+behaviour broken before issue 20 (commit 1c7a76f): a 1 GiB inflation, an unbounded LIST, an endless heartbeat
+body, a RecursionError, a million-line parse, a 431 read as "unhealthy".
 """
 
 from __future__ import annotations

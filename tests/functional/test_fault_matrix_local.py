@@ -2,19 +2,10 @@
 credential plugins that are not what they claim to be, each run through the real command line (or a function's
 cold start) in a CHILD process (`child_run`).
 
-Why a child: the faults here are a FIFO that blocks `open()` forever, `/dev/zero`, a 16 GiB sparse file, an alias
-bomb that expands to gigabytes, a plugin printing without end. Against a broken build each must hang or grow the
-child, not the test process: the child is killed at `CHILD_TIMEOUT`, its peak RSS is measured exactly by `wait4`,
-and its address space is capped at `ADDRESS_SPACE_LIMIT` (so a broken build fails with a MemoryError rather than
-taking the machine's memory).
-
-Every case asserts the whole contract (`child_run.assert_bounded` and more):
-- it ends by itself within the deadline plus `child_run.SLACK_SECONDS`, peak RSS under `child_run.MAX_RSS_MB`, no
-  traceback, no credential (kubeconfig token, URL password, plugin stderr, heartbeat token) in stdout or stderr;
-- the outcome: an `error` result in the JSON output (exit 2) for a credential input, or a refused configuration
-  (exit 64, docs/contracts.md "Exit codes and platform mapping") for the configuration file itself;
-- the cause, named with the path (or the cluster entry / field) of the bad input;
-- no heartbeat request reached the receiver, and for a URL with a password, no request reached the API server.
+A child, because against a broken build a FIFO, `/dev/zero`, a sparse file or an alias bomb must hang or grow the
+child, not the tests: it is killed at `CHILD_TIMEOUT` and its address space capped at `ADDRESS_SPACE_LIMIT`. Each
+case asserts `assert_bounded`, the outcome (`error`, exit 2, or a refused configuration, exit 64), the bad input
+named by path, and no request to the heartbeat receiver (nor, for a URL with a password, to the API server).
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The fault matrix, parsing class: what a cluster serves is read as upstream reads it, failing closed (issue 20,
 item 3: "Parse like upstream").
 
-Each case serves a captured sandbox state (or a /metrics text) from the kit's fake API server over real TLS on
-127.0.0.1 and runs the real `outpost run CHECK --json` in a child process (peak RSS and wall time measured, see
-`child_run`), with one value written at the edge of a grammar:
-- histograms as PromQL's histogram_quantile reads them (github.com/prometheus/prometheus@v0.316.0
-  promql/quantile.go, promql/engine.go resetHistograms, scrape/scrape.go): a `le="NaN"` bucket, an `le` with
-  surrounding whitespace and one spelled twice are ignored / kept first, and a NaN total has no quantile, so
-  none of them can be judged "within thresholds";
-- caBundles as the API server trusts them (crypto/x509 AppendCertsFromPEM through k8s.io/client-go@v0.37.2
-  transport rootCertPool): a certificate whose END line Go's encoding/pem refuses is no certificate, so the
-  bundle is refused and named, never given days left;
-- label selectors as k8s.io/apimachinery@v0.37.2 labels.Parse validates them (key name at most 63 characters,
-  prefix at most 253): refused with the selector named;
-- quantities as resource.ParseQuantity reads them (ASCII digits only): an unreadable usage is not a number.
-The contract: the right status and exit code, the cause named, no heartbeat unless the cluster was observed
-healthy, no credential in any output. A healthy histogram is the control (ok and pinged).
+Each case serves a captured state with one value at the edge of a grammar, over real TLS from the kit's fake API
+server, to the real `outpost run CHECK --json` in a child process: histogram `le`s and totals as prometheus@v0.316.0
+reads them, a caBundle END line Go's encoding/pem refuses, selector keys over apimachinery@v0.37.2's limits,
+non-ASCII digits in a quantity. Each must give the right status and exit code, name the cause, ping only when
+observed healthy and print no credential; a healthy histogram is the control.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """The fault matrix, runtime class: hostile invocations, stop signals and terminal escapes (issue 20).
 
-Every case runs Outpost in a child process (`child_run`: wall time and peak RSS measured, the whole session
-killed past its timeout) the way a platform or an operator does: the real `outpost run` command line, the
-Lambda entry module called with an event, functions-framework's own app (its test client, or its real
-server: gunicorn, a master and a forked worker). The contract of each case, on top of `assert_bounded` (ended
-by itself, bounded RSS, no traceback, no credential in stdout or stderr):
-
-- invocations: a body nested 100,000 levels deep, a repeated key, a value of the wrong type in the event,
-  an oversized body get HTTP 400 naming the reason (the field's path where there is one), before any
-  observation and without a ping;
-- signals: SIGINT or SIGTERM in the middle of a run ends the process within `STOP_WITHIN` seconds of the
-  signal with 130/143 (the gunicorn master: its own status, once its worker is gone), no traceback, no child
-  process left (an exec plugin's pid is gone), and no heartbeat at the receiver, even after the API server
-  would have answered healthy and `LATE_PING_WINDOW` seconds more;
-- escapes: ESC, CSI (ESC [ and the C1 byte U+009B), OSC, BEL, DEL and carriage returns in a server's answer
-  never reach stdout or stderr raw, in the CLI's table and lines or in a runtime's JSON log line.
-
-Only test-side helpers are imported here: the matrix also runs against an older tree (PYTHONPATH), whose
-product modules are what the children import.
+Each case runs Outpost in a child process as a platform or operator does (the CLI, the Lambda entry module,
+functions-framework's test client and real gunicorn server) and must pass `assert_bounded`: malformed bodies get a
+400 naming the reason before any observation; SIGINT/SIGTERM end the run within `STOP_WITHIN` s with 130/143, no
+child left and no ping even `LATE_PING_WINDOW` s later; no control character reaches stdout or stderr raw.
+Only test-side helpers are imported, since the matrix also runs against an older tree.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The fault matrix, time class: a clock read as upstream reads it, failing closed (issue 20, item 2).
 
-Each case serves a captured sandbox state, moved to the present, over real TLS on 127.0.0.1 and runs the
-real `outpost run CHECK --json` in a child process (peak RSS and wall time measured, see `child_run`),
-with one timestamp edited: a Lease renewed "in the future" (a holder that stopped would hide until then),
-a NodeMetric updated in the future, a time with no zone. The contract: the right status and exit code,
-the object and the skew named, no heartbeat unless the cluster was observed healthy, no credential in
-any output. A renewal a few seconds ahead (within the documented allowance) is the control: it must be
-`ok` and pinged, which proves the rig reaches a healthy verdict at all.
+Each case serves a captured state moved to the present, with one timestamp edited (a Lease or NodeMetric in the
+future, a time with no zone), to the real `outpost run CHECK --json` in a child process. It must give the right
+status and exit code, name object and skew, ping only when healthy and print no credential; a renewal a few
+seconds ahead is the control, ok and pinged, proving the rig can reach a healthy verdict.
 """
 
 from __future__ import annotations

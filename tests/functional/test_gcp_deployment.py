@@ -1,21 +1,10 @@
 """infra/gcp (Terraform) against the example Google Cloud environment, without the provider.
 
-`terraform validate` needs the google provider plugin, which cannot be downloaded here; so the Terraform CLI
-checks formatting (`terraform fmt -check`, no plugin needed) and the files are parsed (python-hcl2) and checked
-against what the provider documents and what `outpost package --env gcp-dev --platform gcp` writes:
-
-- every resource type is one the current google provider documents, with the arguments and nested blocks it
-  documents as required (table PROVIDER_SCHEMA, from the provider's registry docs), and every reference
-  (`google_x.y.attr`, `var.z`, `local.w`) names something declared (an attribute: one the provider exports);
-- every variable without a default is in the generated variables file and nothing else is;
-- one function and one Cloud Scheduler job per enabled check (for_each over the generated `checks`, whose keys
-  are exactly the enabled checks), the function with one instance at most, the derived timeout, the runtime
-  account, `OUTPOST_CONFIG`; the job with `retry_count = 0` and an OIDC token of the invoker account whose
-  audience is the function URI it posts to; `roles/run.invoker` for that account only; `secretAccessor` for the
-  runtime account on exactly the secrets the environment references; nothing for allUsers or
-  allAuthenticatedUsers;
-- the source archive has main.py at its root, whose `http` target (the functions' entry point) serves the check
-  `OUTPOST_CHECK` names, under the functions-framework.
+`terraform validate` needs the google provider, which cannot be downloaded here, so `terraform fmt -check` runs
+and the parsed files (python-hcl2) are checked against the provider's documented schema (PROVIDER_SCHEMA) and
+what `outpost package --platform gcp` writes: declared references and variables; one function and one scheduler
+job per enabled check (one instance, derived timeout, no retries, OIDC to its own URI); least-privilege IAM,
+nothing for allUsers; an archive whose main.py serves `OUTPOST_CHECK`.
 """
 
 from __future__ import annotations

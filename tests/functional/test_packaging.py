@@ -1,13 +1,10 @@
-"""`outpost package`: a bad configuration is refused before anything is written; a good one gives a
-bundle whose entry modules import from the bundle alone, with valid byte code for the runtime beside every
-module, and nothing a previous build left. A platform the environment does not deploy to is refused, and so
-is any file built for another architecture. (The examples, Serverless and cfn-lint: test_deployment.py.)
+"""`outpost package`: a bad configuration is refused before anything is written; a good one gives a bundle whose
+entry modules import from it alone, with byte code beside every module and nothing left from a previous build.
 
-The bundle holds only the product: no sandbox code (even while the source tree has it), and only the
-dependencies the environment and the platform reach: the Lambda bundle has no Cloud Functions server, the
-Cloud Functions source no AWS SDK unless the environment's secrets or auth use AWS. Those dependencies are the
-lock's (infra/locks/), never the building environment's: exactly its subset for the environment's extras, at the
-locked versions, and a stale or missing lock refuses the build before anything is written."""
+Other platforms and foreign-architecture files are refused. The bundle holds only the product, with exactly the
+lock's subset for the environment's extras (no sandbox code, no Cloud Functions server on Lambda, no AWS SDK for
+GCF unless used); a stale or missing lock refuses the build. Examples, Serverless and cfn-lint: test_deployment.py.
+"""
 
 from __future__ import annotations
 

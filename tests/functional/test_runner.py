@@ -1,12 +1,8 @@
 """The runner's guarantees, with real credentials plumbing and real local servers.
 
-- a credential plugin that hangs (here: a kubeconfig exec plugin that sleeps) cannot hold the run past
-  its deadline: the run ends as `error` naming the deadline, and nothing is pinged;
-- an exec plugin that fails is `error` naming the kubeconfig credentials;
-- a healthy observation whose heartbeat cannot be delivered is `error`, and the URL is not in it;
-- after a stop (`outpost.interrupt`, what SIGINT/SIGTERM ask for) nothing is pinged: a healthy run stopped
-  mid-way is `error`, a stop during the heartbeat's backoff ends its retries at once, a run asked to stop
-  before it starts observes nothing, and a plugin registered after the stop is killed at once.
+A hanging exec plugin cannot hold the run past its deadline and a failing one is `error` naming the credentials;
+an undeliverable heartbeat is `error` without the URL; after a stop nothing is pinged (mid-run, during backoff,
+before start), and a plugin registered after the stop is killed at once.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
-"""admission-dry-run: `evaluate` over the answers the API server gives a dry-run create, `fetch` over the fake API
-server, and the seam it writes through (`Cluster.dry_run_create`: always dryRun=All, the API server's `timeout` sent,
-a webhook's 403 returned, RBAC's 403 raised, a longer read timeout allowed but never past the deadline).
+"""admission-dry-run: `evaluate` over the API server's answers to a dry-run create, `fetch` over the fake API
+server, and `Cluster.dry_run_create` (always dryRun=All, `timeout` sent, webhook 403 returned, RBAC 403 raised).
 
-Fixtures (tests/unit/fixtures/admission_dry_run), built from upstream before the sandbox ran the real managers (their
-answers are judged on the sandbox by tests/e2e/test_webhook_checks_e2e.py and test_fault_catalogue_e2e.py):
-- `koordinator-admitted.json`: the API server's captured answer for the probe pod (v1.37.2), as koord-manager v1.6.0
-  mutates it under upstream's documented profile (pkg/webhook/pod/mutating/cluster_colocation_profile.go,
-  extended_resource_spec.go; PriorityClass koord-batch = 5000 from the chart): labels qosClass=BE, priority=1000,
-  mutated=true, priorityClassName koord-batch, priority 5000, schedulerName koord-scheduler, cpu/memory moved to
-  kubernetes.io/batch-cpu/-memory, the extended-resource-spec annotation, terminationGracePeriodSeconds 30 from the
-  patch, qosClass BestEffort; `koordinator-admitted-1cpu.json` the same for the measured pod (cpu 1 -> batch-cpu 1k);
-- `openkruise-admitted.json`: the captured answer with the CloneSet controller ownerReference and
-  readinessGates [{conditionType: KruisePodReady}] (pkg/webhook/pod/mutating/pod_readiness.go);
-- `configurations/{kustomize,chart}/`: both systems' MutatingWebhookConfigurations from config/ (rendered,
-  failurePolicy Fail, timeoutSeconds unset = 10) and from the charts (timeoutSeconds 30; Koordinator Ignore), with
-  the API server's defaults, trimmed to a few webhooks;
-- `status/`: the API server's Status bodies (k8s.io/apiserver@v0.37.2, k8s.io/apimachinery@v0.37.2 errors.go):
-  a Fail webhook's own timeout (dispatcher.go, NewInternalError), the two 504s racing when the request's deadline
-  ends admission (server/filters/timeout.go writes the Status without kind/apiVersion; handlers/finisher/finisher.go
-  through the negotiated encoder), and a koord-manager refusal (admission.Errored 500, webhook/errors ToStatusErr).
-The sandbox's captured webhook states (kit.webhook_fixtures: the stand-in webhooks behind the real API server) are
-judged too, under a profile that sets only the qosClass the stand-in writes.
+Fixtures (tests/unit/fixtures/admission_dry_run) are API server answers captured from upstream (v1.37.2, koord-
+manager v1.6.0 under the documented profile, OpenKruise's readinessGates), both systems' webhook configurations
+from config/ and the charts, and Status bodies as k8s.io/apiserver@v0.37.2 writes them (a webhook's own timeout,
+the two racing 504s, a koord-manager refusal); the real managers' answers are judged by the e2e tests.
 """
 
 from __future__ import annotations

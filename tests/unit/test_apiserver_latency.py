@@ -1,14 +1,9 @@
 """apiserver-latency and outpost.kube.histograms over real /metrics text captured from the sandbox's kube-apiserver.
 
-`scrape1`/`scrape2` are two real scrapes ~5 s apart (kube-apiserver v1.37, its current bucket set 0.005 … 60),
-trimmed to the `apiserver_request_duration_seconds` and `apiserver_request_total` families. The other variants are
-derived from them by text edits, each named by what it simulates: the pre-1.2x bucket set (40 boundaries: 0.01,
-0.15, … also present), a scrape without `+Inf` lines, one without `+Inf` and `_count` for a series, a counter
-reset (the API server restarted between the scrapes).
-
-`fetch` is tested over the kit's fake API server (the real `Cluster`), with the warm store
-(`outpost.cluster.warm`) seeded as an earlier run in the same instance would have left it; the timing of real
-runs against a real local server is tests/functional/test_apiserver_latency_warm.py.
+`scrape1`/`scrape2` are two real v1.37 scrapes ~5 s apart, trimmed to the request families; the other variants
+are text edits of them named by what they simulate (the older 40-boundary bucket set, no `+Inf`, no `+Inf` nor
+`_count`, a counter reset). `fetch` runs over the kit's fake API server with the warm store seeded as an earlier
+run would leave it; real timing is tests/functional/test_apiserver_latency_warm.py.
 """
 
 from __future__ import annotations

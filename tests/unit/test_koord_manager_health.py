@@ -1,13 +1,9 @@
 """koord-manager-health over states captured from the real koord-manager v1.6.0 in the sandbox: `/readyz` only
-(upstream registers no `/healthz`), through the pod proxy, the real fetch on the kit's fake API server, then
-evaluate.
+(upstream registers no `/healthz`), through the pod proxy on the kit's fake API server.
 
-What the captures prove: a healthy manager is ok; frozen (SIGSTOPped: the port accepts, nothing answers, the proxy
-gave no answer within capture.py's 5 s) is failed with every pod named as not answering, because the API server
-itself still answers (the check's docstring: a pod that hangs is not ready; none ready = failed); killed and kept in
-CrashLoopBackOff is failed with the API server's own 503 for each pod; faults aimed at kruise-manager leave this
-check ok. The koordinator-system captures also hold koord-scheduler and koord-descheduler pods, which this check must
-never ask: only the Deployment's own selector counts.
+Healthy is ok; frozen fails naming every pod as not answering (the API server itself still answers); CrashLoopBackOff
+fails with the API server's 503 per pod; kruise faults leave it ok; the koord-scheduler and descheduler pods in the
+captures are never asked (only the Deployment's selector counts).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""kruise-manager-health over states captured from the real kruise-manager v1.8.0 in the sandbox: the real fetch
-through the real `Cluster` on the kit's fake API server (Deployment, pods, the pod proxy's captured answers), then
-evaluate. `/readyz` only by default: kruise-manager v1.8.0 registers no healthz check, so its `/healthz` answers 404
-(the fixtures' kruise `/healthz` answers are the real manager's, see tests/unit/fixtures/managers/capture.py).
+"""kruise-manager-health over states captured from the real kruise-manager v1.8.0 in the sandbox, through the real
+`Cluster` on the kit's fake API server. `/readyz` only by default: v1.8.0 registers no healthz check (404).
 
-What the captures prove: a healthy manager is ok; scaled to 0 is failed; killed and kept in CrashLoopBackOff
-(`manager_down_kruise`) is failed with the API server's own 503 for each pod named; a stolen Lease is invisible
-here (the restarted manager is ready, merely not leading: leader-leases' job); faults aimed at koord-manager leave
-this check ok. The real failure body (500 `[-]webhook-ready failed: reason withheld` / `healthz check failed`,
-docs/contracts.md) is served on top of the healthy capture, since no fault makes the real manager give it.
-
-Also covers what `outpost.checks.manager_pods` does for both manager checks: the Deployment's selector,
-terminating pods, degraded vs failed, the optional body match, and what is `error`.
+Healthy is ok, scaled to 0 and CrashLoopBackOff are failed (the API server's 503 named per pod), a stolen Lease
+is invisible here (leader-leases' job), koord faults leave it ok; the real failure body is served over the
+healthy capture, since no fault makes the manager give it. Also covers `outpost.checks.manager_pods`.
 """
 
 from __future__ import annotations

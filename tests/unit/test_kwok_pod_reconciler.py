@@ -1,21 +1,11 @@
-"""kwok-pod-reconciler: the status it writes against the status kwok wrote, and its fetch (it writes) through the
-real `ClusterWriter` against a small in-memory API that enforces what the real one does for this job:
-`fieldSelector=status.phase`, metadata-only lists answered with metadata only, JSON merge patches (RFC 7386) of
-pods/status with a resourceVersion precondition (409), `dryRun=All` (nothing persisted), 404 for pods that are
-gone, and the pod status validation the job's patch must pass (`k8s.io/kubernetes@v1.37.2,
-pkg/apis/core/validation/validation.go`, validatePodIPs and validateHostIPs: 422).
+"""kwok-pod-reconciler: the status it writes against the status kwok wrote, and its fetch through the real
+`ClusterWriter` against a small in-memory API enforcing what the real one does for this job (field selectors,
+metadata-only lists, merge patches of pods/status with a resourceVersion precondition, dryRun, 404, and the pod
+IP validation of k8s.io/kubernetes@v1.37.2 `pkg/apis/core/validation/validation.go`: 422).
 
-Real JSON throughout:
-- kwok's own result: Running pods captured from the sandbox, whose status kwok v0.8.0's pod-ready stage wrote
-  (`workload-checks/pods.be.healthy.json`; the hostNetwork koordlet and kruise-daemon pods of the node
-  fixtures, `fixtures/nodes/healthy`), and the nodes they ran on;
-- a Pending pod: the API server's answer to a pod create in the sandbox (`webhooks/healthy/
-  dry_run.openkruise.body`: status `{phase: Pending, qosClass}`, with OpenKruise's `KruisePodReady` readiness
-  gate). A pod's Pending predecessor is its captured metadata and spec with that status; binding adds
-  `spec.nodeName` and `PodScheduled` True, as the API server's binding subresource does (built from
-  `k8s.io/kubernetes@v1.37.2, pkg/registry/core/pod/storage/storage.go`, setPodNodeAndMetadata);
-- init containers and dual-stack node addresses were never captured: built from the upstream Go types
-  (`k8s.io/api@v0.37.2, core/v1/types.go`: Container.restartPolicy, NodeAddress).
+Real JSON throughout: Running pods whose status kwok v0.8.0 wrote, a Pending pod from the sandbox's dry-run
+create, binding as `pkg/registry/core/pod/storage/storage.go` does it; init containers and dual-stack addresses,
+never captured, are built from k8s.io/api@v0.37.2 `core/v1/types.go`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """leader-leases over the Leases and candidate pods captured from the real managers in the sandbox (kruise-manager
-v1.8.0; koord-manager, koord-scheduler, koord-descheduler v1.6.0, each holding its Lease as client-go writes it,
-`<pod>_<uuid>`): held, renewed within leaseDurationSeconds + slack, a duration within the bound, and some candidate
-pod left to renew them, matched by pod name or, for hostNetwork pods, by node name.
+v1.8.0; koord-manager, koord-scheduler, koord-descheduler v1.6.0, holders `<pod>_<uuid>` as client-go writes them).
 
-What the captures prove, each judged at the moment it was taken:
-- `healthy`: all four Leases held by one of their own running pods and fresh: ok;
-- `scaled_to_zero_kruise`: kruise-manager's Lease still fresh (renewed 1 s before) but no pod left to renew it:
-  failed at once, before it expires;
-- `lease_stolen_kruise`: holder `outpost-fault-thief`, 3600 s: failed on the duration alone, from the first run,
-  while the manager's pods are Running and Ready (kruise-manager-health is ok on the same capture);
-- `manager_down_kruise`, `manager_down_koord`, `manager_frozen_koord`: the manager's Lease not renewed within
-  15 s + 10 s slack: failed naming the last holder. Its pods are NotReady (CrashLoopBackOff, or frozen) but phase
-  Running, so they are still candidates and the holder is still matched to its pod: the verdict rests on renewTime.
-Omitted fields, clock skew, an absent Lease, a deleted leader pod, hostNetwork holders and several problems at once
-are edits of the captured `healthy` state (`edited`, `host_network`).
+The captures prove: healthy is ok; scaled to zero fails at once, before the Lease expires; a stolen Lease (3600 s)
+fails on its duration from the first run while the manager's pods are Ready; a manager down or frozen fails on
+renewTime naming the last holder, its NotReady but Running pods still candidates. Omitted fields, skew, absent
+Leases and hostNetwork holders are edits of the `healthy` capture.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 #!/usr/bin/env python3
 """Renders OpenKruise's and Koordinator's own install objects for the sandbox, from their pinned release modules.
 
-    infra/sandbox/go/render_upstream.py           write outpost_sandbox/manifests/upstream/*.yaml
-    infra/sandbox/go/render_upstream.py --check   render into a temporary directory and fail if the committed
-                                                  files differ (the pins in versions.env moved, or someone edited them)
-
-What it does, per system: `go mod download` the release module pinned in versions.env (the same zip build.sh
-builds the manager from), run kustomize (pinned too) over the module's `config/default`, exactly as upstream's
-`make deploy` does, then apply the few changes listed in each overlay below, every one with its reason. Nothing
-else is edited: CRDs, RBAC, namespaces and their labels, Services, webhook configurations (failurePolicy Fail,
-as config/ ships them), Deployments and their replica counts are upstream's.
-
-Why config/ and not the Helm charts: the module zip is reachable wherever the managers build (the Go module
-proxy); the charts live elsewhere. Where config/default is a developer setting that no installed cluster runs,
-the overlay takes the value of the release's Helm chart instead (koordinator-sh/charts versions/v1.6.0,
-openkruise/charts versions/kruise/1.8.0), and says so.
-
-Needs: go (the same toolchain as build.sh) and the Go module proxy. Output is deterministic (sorted keys).
+`render_upstream.py` writes outpost_sandbox/manifests/upstream/*.yaml; `--check` fails if the committed files
+differ. Per system it downloads the release module pinned in versions.env and runs pinned kustomize over its
+`config/default` as `make deploy` does, then applies only the overlay changes below, each with its reason. It uses
+config/ rather than the Helm charts because the module zip is reachable through the Go module proxy; where
+config/ holds a developer setting, the overlay takes the chart's value (charts versions/v1.6.0, kruise/1.8.0).
+Needs go and the Go module proxy; output is deterministic.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """`outpost demo`: the main job on the embedded default, end to end, readable by a person.
 
-1. `outpost sandbox up` (real etcd, kube-apiserver, controller-manager, scheduler, kwok nodes, with
-   Koordinator, OpenKruise and KWOK objects installed the way upstream ships them);
-2. a local Vigilmon stand-in starts, and every check of the `local` environment runs once as the
-   read-only probe identity, pinging its heartbeat only when healthy;
-3. one fault is injected (`outpost sandbox break etcd-down`), the run shows the failure and the silence (no ping), and
-   the fault is healed and seen healthy again.
-The sandbox is left running so the user can explore it (`outpost sandbox down` stops it).
+It brings the sandbox up, runs every `local` check once as the probe identity against a local Vigilmon
+stand-in, breaks `etcd-down` to show the failure and the silence (no ping), heals and shows health again.
+The sandbox is left running to explore (`outpost sandbox down` stops it).
 """
 
 from __future__ import annotations

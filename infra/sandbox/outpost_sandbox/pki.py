@@ -1,25 +1,10 @@
 """Every certificate the sandbox and its tests use: one CA builder, one leaf builder, one file writer.
 
-Three sets of key material come from here:
-- the control plane's (`PKI`, under `<state>/pki`): one CA, the API server's serving certificates,
-  client certificates, the service-account key pair and the static token file;
-- the webhook and backend TLS (`issue_service_set`, under `<state>/backends/pki`): a CA whose PEM
-  goes into the webhook configurations' caBundle, serving pairs per Service, plus for TLS faults
-  the same names signed by an unrelated CA and an already-expired pair;
-- a throw-away CA and 127.0.0.1 serving pair for the functional tests' local HTTPS servers
-  (`localhost_tls`).
-
-Guarantees:
-- Every leaf is signed by a CA made here, so a client that trusts only that CA verifies every
-  endpoint; nothing is self-signed ad hoc. Leaves carry digitalSignature, their extended key usage
-  and the issuer's key identifier; CAs carry keyCertSign and their own key identifier.
-- The API server's *public* serving certificate (`apiserver.crt`, what probes see on 127.0.0.1)
-  is separate from its *internal* one (`apiserver-internal.crt`, chosen by SNI `localhost`), so a
-  fault that makes the public certificate expire breaks the observer, not the control plane.
-- Private keys and the token file are written 0600 and never printed; tokens are random per
-  sandbox, so a leaked sandbox token is worth nothing elsewhere.
-- Writes are atomic (temp file + rename): a reader (the API server reloading its serving files,
-  the backend daemon) never sees half a key.
+Control-plane PKI, webhook and backend TLS (with an unrelated CA and an expired pair for faults), and a throw-away
+127.0.0.1 pair for functional tests. Every leaf is signed by a CA made here, never self-signed. The API server's
+public serving certificate is separate from its internal one (SNI `localhost`), so a certificate fault breaks the
+observer, not the control plane. Keys and tokens are 0600, random per sandbox, never printed, and written
+atomically so a reloading reader never sees half a key.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Start, identify and stop the sandbox's long-running processes.
 
-Guarantees:
-- Each process runs in its own session (so it outlives the `outpost sandbox up` that started it,
-  and a Ctrl-C in that terminal does not reach it) with stdout+stderr appended to
-  `<state>/logs/<name>.log`.
-- A record `<state>/run/<name>.json` holds its pid *and* kernel start time. A process counts as
-  ours only when both match, so a recycled pid is never reported alive and never signalled:
-  `stop` ends exactly the processes this sandbox started, nothing matched by name.
+Each runs in its own session (it outlives `up`, and Ctrl-C does not reach it), logging to `<state>/logs`.
+Its record holds pid and kernel start time, and a process is ours only when both match, so a recycled pid is
+never signalled and `stop` ends exactly what this sandbox started.
 """
 
 from __future__ import annotations

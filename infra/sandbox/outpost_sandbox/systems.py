@@ -1,30 +1,11 @@
 """Koordinator and OpenKruise installed into the sandbox as a cluster runs them: the real managers, upstream's objects.
 
-`install(kubeconfig, state_dir)` is called by the launcher once the control plane is Ready;
-`uninstall(state_dir)` by `outpost sandbox down`. What is installed:
-- upstream's own objects, rendered from each release's config/ (`manifests/upstream/`, made by
-  infra/sandbox/go/render_upstream.py): every CRD, the namespaces with their labels, ServiceAccounts and RBAC,
-  Services, webhook configurations (failurePolicy Fail, as config/ ships them), the manager Deployments;
-- the process node (`outpost_sandbox.kubelet`), on which the real scheduler places those Deployments' pods and
-  which runs each as the real manager binary: kruise-manager, koord-manager, koord-scheduler,
-  koord-descheduler. They write their own webhook certificates and caBundles, take their leader Leases, create
-  the NodeMetrics, and the API server calls their webhooks on their pod IPs (`--enable-aggregator-routing`);
-- the backend daemon (`outpost_sandbox.backends`) for what needs a real node: koordlet's NodeMetric status and
-  metrics port, kruise-daemon's /healthz, the example LS workload, and the overload fault's seat holder;
-- the sandbox's own objects (`manifests/*.yaml`): example workloads, the documented ClusterColocationProfile,
-  the overload fault's plumbing. They are applied once the webhooks admit pods (both pod webhooks fail closed).
-
-Guarantees:
-- `install` returns only when every manager and workload Deployment and both DaemonSets are fully ready, every
-  manager answers /readyz through the pod proxy, both webhook Services answer through the service proxy, every
-  leader Lease is held by a running pod of its manager, every node has a NodeMetric that the backend daemon has
-  reported into (koordlet's part), and a dry-run pod comes back mutated by both real webhooks; otherwise it
-  raises `SystemsError` naming what is not ready. It is idempotent (apply is server-side; running daemons are
-  replaced).
-- `uninstall` stops exactly the daemons it started (pid checked against the command line), every manager
-  process the process node started, and removes the network namespaces; all idempotent.
-- The backend network is one per machine: `install` refuses (naming the other state dir) while another
-  sandbox's daemon runs, and `uninstall` never removes the network from under it.
+`install` applies upstream's rendered objects, starts the process node (which runs the real managers) and the
+backend daemon (what needs a real node), then the sandbox's own objects once the fail-closed webhooks admit pods
+(docs/contracts.md "Sandbox"). It returns only when every manager is ready, leading and mutating a dry-run pod,
+every DaemonSet ready and every NodeMetric reported, else raises `SystemsError` naming what is not; it is
+idempotent. `uninstall` stops exactly what it started. The backend network is machine-wide, so `install` refuses
+while another sandbox's daemon runs and `uninstall` never removes it from under one.
 """
 
 from __future__ import annotations

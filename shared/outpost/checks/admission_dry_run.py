@@ -1,67 +1,38 @@
 """admission-dry-run: does each system's mutating webhook really mutate a pod the API server admits?
 
-Why: no health endpoint shows that a pod webhook mutates; only an admission that really runs does. This check
-creates one pod per configured system with `dryRun=All` through `Cluster.dry_run_create` (the seam cannot leave
-`dryRun` out: the admission chain runs, nothing is stored), all systems at once, and asserts the mutation the
-system's webhook must make. The pod webhooks' failurePolicy depends on the install: `Fail` in both releases'
-config/ and in OpenKruise's chart (openkruise/charts versions/kruise/1.8.0/templates/webhookconfiguration.yaml),
-`Ignore` by default in Koordinator's chart (koordinator-sh/charts versions/v1.6.0/values.yaml
-`webhookConfiguration.failurePolicy.pods`). A broken `Fail` webhook refuses the pod, a broken `Ignore` one lets
-it through unmutated; both are failures here.
+No health endpoint shows that a pod webhook mutates; only a real admission does. So the check creates one pod per
+configured system with `dryRun=All` (`Cluster.dry_run_create` cannot leave it out: nothing is stored), all at
+once, and asserts the mutation the system's webhook owes. A broken `Fail` webhook (both config/, OpenKruise's
+chart) refuses the pod, a broken `Ignore` one (Koordinator's chart, `webhookConfiguration.failurePolicy.pods`)
+admits it unmutated; both are failures here.
 
-Per system (parameter `systems`; defaults are upstream's, each configurable):
-- OpenKruise: kruise-manager's pod webhook adds the readiness gate `KruisePodReady` only to a pod whose controller
-  ownerReference has the API group apps.kruise.io (any kind or version), or to every pod with the alpha feature
-  gate KruisePodReadinessGate, off by default (github.com/openkruise/kruise@v1.8.0,
-  pkg/webhook/pod/mutating/pod_readiness.go, pkg/util/pods.go `IsPodOwnedByKruise`,
-  pkg/features/kruise_features.go). So the dry-run pod names a controller owner (`pod_owner`, default CloneSet
-  apps.kruise.io/v1alpha1 `outpost-dry-run` with a fixed uid). The owner need not exist, and only
-  `blockOwnerDeletion` (not set) would need rights on it (k8s.io/kubernetes@v1.37.2,
-  plugin/pkg/admission/gc/gc_admission.go).
-- Koordinator: koord-manager mutates a pod only as the ClusterColocationProfiles that select it say; without one it
-  changes nothing (`outpost.kube.colocation`). The check lists the profiles, reads the probe namespace's labels
-  (for their namespaceSelector) and asserts what the profiles that certainly apply write: labels (qosClass and
-  koordinatorPriority included), annotations, schedulerName and priorityClassName. The dry-run pod carries the
-  label of upstream's documented profile `colocation-profile-example`, `koordinator.sh/enable-colocation=true`;
-  that profile selects on the same label of the namespace. When no profile certainly applies (none exists, none
-  selects, or only ones with probability below 100, which may skip the pod) the result is `error`: nothing in the
-  cluster would mutate the pod, so the webhook is not observed. The line names the pod's and the namespace's labels
-  and what each profile misses.
-- A case may state the mutation itself instead (`want_labels`, `want_annotations`, `want_readiness_gates`,
-  `want_containers`, `want_scheduler_name`, `want_priority_class_name`); with `colocation_profiles` they add to
-  what the profiles say.
+Per system (`systems`; upstream's defaults):
+- OpenKruise: kruise-manager adds the readiness gate `KruisePodReady` only to a pod whose controller owner is in
+  apps.kruise.io (github.com/openkruise/kruise@v1.8.0 `pkg/webhook/pod/mutating/pod_readiness.go`,
+  `pkg/util/pods.go` IsPodOwnedByKruise; the KruisePodReadinessGate gate is off by default), so the pod names one
+  (`pod_owner`, default CloneSet `outpost-dry-run`); it need not exist, as `blockOwnerDeletion` is not set;
+- Koordinator: koord-manager mutates only as the ClusterColocationProfiles selecting the pod say
+  (`outpost.kube.colocation`). The pod carries the label of upstream's `colocation-profile-example`,
+  `koordinator.sh/enable-colocation=true`, and the check asserts what the profiles that certainly apply write.
+  If none certainly applies (none, none selecting, or only ones with probability below 100) it is `error`: nothing
+  would mutate the pod, so the webhook is not observed; the line names the labels and what each profile misses;
+- a case may state the mutation itself (`want_labels`, `want_annotations`, `want_readiness_gates`,
+  `want_containers`, `want_scheduler_name`, `want_priority_class_name`), added to the profiles' with
+  `colocation_profiles`.
 
-Hung webhooks: the API server ends a webhook call at the earliest of the webhook's `timeoutSeconds` (10 s when
-unset, as in both config/; 30 s in both charts), the request's deadline, which the `timeout` query parameter sets
-(k8s.io/apiserver@v0.37.2, pkg/endpoints/filters/request_deadline.go), and the create handler's own 34 s
-(pkg/endpoints/handlers/create.go, `requestTimeoutUpperBound` in rest.go); the call's context derives from theirs
-(pkg/admission/plugin/webhook/mutating/dispatcher.go). Only the webhook's own timeout names it: with failurePolicy
-`Fail` the answer is 500 `failed calling webhook "NAME": ... context deadline exceeded`, with `Ignore` the pod is
-admitted unmutated after that many seconds (the failure line says so). When the request's deadline comes first,
-the create handler's finisher (pkg/endpoints/handlers/finisher/finisher.go) and the timeout filter
-(pkg/server/filters/timeout.go), woken by the same context while the webhook call still unwinds, answer 504
-`Timeout: request did not complete within requested timeout - context deadline exceeded` or `... within the
-allotted timeout`, naming no webhook. So a `timeout` at or below a webhook's timeoutSeconds never gets it named:
-the create is sent with `timeout=admission_timeout_seconds` (default 32 s: above both upstream timeoutSeconds,
-below the handler's 34 s), shortened to what the run's deadline leaves, and the check waits `timeout_seconds` for
-the answer. A 504 Timeout naming no webhook is `error`: every dry-run pod passes both systems' pod webhooks, so the
-answer cannot say which system (or the API server itself) held it; the line lists the pod webhooks of the read
-configurations with their timeoutSeconds. That is all a hung koord-manager installed from its chart ever shows:
-its mutating and validating pod webhooks are both `Ignore` with 30 s, called one after the other, 60 s together,
-past the handler's 34 s.
+Hung webhooks (k8s.io/apiserver@v0.37.2; docs/contracts.md "Kubernetes API server"): only a webhook's own
+`timeoutSeconds` running out names it (Fail: 500 `failed calling webhook "NAME"`; Ignore: admitted unmutated). If
+the request's `timeout` runs out first the answer is a 504 naming no webhook, and the create handler stops every
+create at 34 s. So the create is sent with `timeout=admission_timeout_seconds` (default 32 s: above both
+upstreams' timeoutSeconds, below 34 s), shortened to what the deadline leaves. A 504 naming no webhook is `error`,
+listing the pod webhooks with their timeouts: it cannot say which system held it (a hung chart-installed
+koord-manager always ends so: two `Ignore` 30 s webhooks in a row pass 34 s).
 
-Verdicts:
-- admitted and mutated as wanted = healthy for that system;
-- admitted without (all of) the mutation = failed, naming what is missing, the profile that wanted it, and the
-  configuration's pod webhooks that should have done it (or that the configuration is gone);
-- refused by a webhook (denied, or failurePolicy `Fail` with the webhook down, timing out or untrusted: the API
-  server's `Status` names it) = failed, naming the webhook and its configuration;
-- admitted, but nothing would mutate the pod (no applying ClusterColocationProfile) = error, as above;
-- our identity refused (401/403 from RBAC), rate limited (429), redirected, a 504 or any other refusal naming no
-  webhook, a malformed answer, or no answer at all = error (not observed), never ok.
-
-The probe identity may `create pods` only in its own namespace (`outpost.rbac`, default `outpost-probe`),
-and only ever sends dry runs; the e2e tests list that namespace after a run to prove nothing was stored.
+Verdicts: admitted and mutated = healthy; admitted without (all of) the mutation = failed, naming what is missing,
+the profile that wanted it and the webhooks that should have done it; refused by a webhook (the `Status` names it)
+= failed; nothing would mutate the pod = error; our identity refused, 429, a redirect, a 504 or other refusal
+naming no webhook, a malformed or missing answer = error, never ok. The probe may `create pods` only in its own
+namespace (default `outpost-probe`), dry runs only; the e2e tests prove nothing is stored.
 """
 
 from __future__ import annotations

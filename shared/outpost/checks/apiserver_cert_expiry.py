@@ -1,23 +1,10 @@
 """apiserver-cert-expiry: how long until the API server's serving certificate chain expires?
 
-Reads the chain the API server presents in a TLS handshake made with the cluster's own trust and
-credential (`Cluster.tls_probe`, the cluster seam; no HTTP request), and judges the certificate
-that expires first (leaf, intermediates and the trust anchor alike: whichever expires first breaks
-every client first) against `threshold_days` (21 by default). Issuer, SANs and every certificate of
-the chain go into `details`.
-
-Verification stays on. An expired certificate fails verification, so the verified handshake cannot
-show it; the check then:
-- is `failed` because verification failed with OpenSSL's "certificate has expired" (code 10), and
-  only then reads the chain from a second, unverified handshake (no credential presented, nothing
-  sent, closed at once: `outpost.cluster.tls`) to NAME the expiry ("expired 1.0 days ago") and its
-  subject. What that chain says never changes the verdict: a chain that looks valid there (a
-  stranger's server, a proxy in between) still leaves the result `failed` with the verification
-  error, and the details say the chain is unverified;
-- any other verification failure (unknown CA, wrong host name, not yet valid) is `error`: the
-  certificate we could read is not one we trust, so its expiry is not an observation of the API
-  server (`apiserver-triage` classifies it as `tls`, failed);
-- no TCP connection or a handshake that fails for another reason is `error` (could not observe).
+It reads the chain presented in a handshake with the cluster's own trust and credential (`Cluster.tls_probe`)
+and judges the certificate that expires first, whichever it is, against `threshold_days` (21). Verification stays
+on. An expired certificate fails it (OpenSSL code 10): `failed`, and only then a second, unverified handshake
+reads the chain to name the expiry; that chain never changes the verdict. Any other verification failure, no
+connection or a failed handshake is `error`: a certificate we do not trust is no observation of the API server.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """apiserver-health: is the Kubernetes API server live and ready?
 
-Reads `/livez?verbose` and `/readyz?verbose` and judges by status code (docs/contracts.md
-"Kubernetes API server": the body is for people). Every readyz check line goes into `details`; each
-failing line becomes one error. A 200 whose body is not the API server's verbose health report (e.g. a
-load balancer's page) is not taken as healthy: it is an `error`, because we did not observe the API
-server. The same rule holds for every health endpoint in Outpost unless a check documents otherwise:
-a 3xx (a redirect, which is never followed) or a 429 (rate limited) is "could not observe" (`error`),
-not "unhealthy" (`failed`). Only a body's head is read (`outpost.kube.health`): a 200 whose body goes past
-it (a million lines) is not judged healthy (`error`); a non-200 one is judged by its status and the lines
-of its head.
+`/livez?verbose` and `/readyz?verbose` are judged by status code (docs/contracts.md "Kubernetes API server"),
+each failing readyz line one error. As for every health endpoint, a 200 that is not the API server's report (a
+load balancer's page), one longer than the head read (`outpost.kube.health`), a 3xx or a 429 are `error`: the
+API server was not observed.
 """
 
 from __future__ import annotations

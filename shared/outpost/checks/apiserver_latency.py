@@ -1,44 +1,23 @@
 """apiserver-latency: is a quantile (p99 by default) of API request latency, per verb, under its threshold?
 
-Reads the API server's own histogram `apiserver_request_duration_seconds` from `/metrics` (the probe
-identity needs `get` on that non-resource URL and nothing more; `outpost.rbac`). The text is parsed
-by `prometheus_client`'s parser and the quantile computed as PromQL's `histogram_quantile` does
-(`outpost.kube.histograms`: interpolation inside buckets, `+Inf` handling, common boundaries when
-bucket sets differ).
+It reads `apiserver_request_duration_seconds` from `/metrics` (the probe needs `get` on that URL only) and
+computes the quantile as PromQL's `histogram_quantile` (`outpost.kube.histograms`).
 
-What is measured:
-- by default, the requests served BETWEEN two scrapes. In a warm instance (a function kept in memory since an
-  earlier run, the usual case on a schedule) they are this run's one scrape and the one the previous run kept
-  (`outpost.cluster.warm`, keyed by `Cluster.identity`, `metrics_path` and `metric`): the window is the real time
-  between them (about the schedule interval) and the run does not wait. Otherwise (a cold start; nothing kept;
-  kept more than `max_previous_age_seconds` (0: always) or less than `MIN_WINDOW_SECONDS` ago) two scrapes
-  `cold_interval_seconds` apart are taken, as they always were. `details.window` is the window's length, and
-  `details.previous_scrape` says which it was: `warm (kept N s ago)` or `cold (waited X s)`. Every successful
-  fetch keeps its scrape (the parsed series of `metric` only: the text is several MB on a real API server);
-  `cumulative: true` takes one scrape and everything since the API server started instead;
-- why a separate, shorter cold wait (3 s): with warm runs the common case, the cold wait is paid once per new
-  instance and only buys a window as short as before, so it is kept small; `interval_seconds`, its older name,
-  is still accepted and, when set, is the cold wait (a configuration that set it chose a window for its traffic).
-  Setting both is refused: which one wins would be a guess;
-- the cold wait must fit in the run's deadline: a configuration whose wait does not fit in
-  `cluster.deadline_seconds` (minus `DEADLINE_MARGIN_SECONDS` for the two scrapes) is refused by
-  `outpost validate` (validation context `deadline_seconds`), and a cold run whose remaining deadline no
-  longer fits it is `error` before it waits;
-- `WATCH`, `WATCHLIST` and `CONNECT` and the streaming subresources (`log`, `exec`, `attach`,
-  `portforward`, `proxy`) are excluded: their duration is the stream's lifetime, not latency
-  (docs/contracts.md "Kubernetes API server"); both lists are parameters;
-- series are summed per verb over every resource, scope and group.
+The window is the requests served BETWEEN two scrapes. Warm (the usual case on a schedule), they are this run's
+and the one the previous run kept (`outpost.cluster.warm`), so the window is about the schedule interval and the
+run does not wait. Cold (nothing kept, or kept longer than `max_previous_age_seconds` or less than
+`MIN_WINDOW_SECONDS` ago), two scrapes `cold_interval_seconds` (3 s) apart: paid once per instance, so kept short;
+its older name `interval_seconds` is still accepted, both together refused. `details.window` and
+`details.previous_scrape` say which; `cumulative: true` judges everything since the API server started. The cold
+wait must fit `cluster.deadline_seconds` (`outpost validate` refuses it otherwise, a run that cannot fit is
+`error`). Streams (`WATCH`, `WATCHLIST`, `CONNECT`, `log`, `exec`, `attach`, `portforward`, `proxy`; both lists
+parameters) are excluded: their duration is a lifetime, not latency. Series are summed per verb.
 
-Counter resets and bucket-set changes between the two scrapes (the API server restarted or was
-upgraded within the window, kept scrape or not) fall back, per series, to the second scrape's counts, which are
-what it served since it restarted (as Prometheus' `increase()` does); the series are named in
-`details.resets`. A kept scrape is a saving, never a source of truth: a scrape without the metric is not kept
-(the next run is cold rather than judging everything since start as its window). A series without `+Inf` uses
-its `_count`; without either it is named in `details.incomplete` and left out. A verb with fewer than
-`min_requests` requests in the window is reported, not judged; if no verb can be judged at all, or the metric
-is absent, the result is `error` (nothing observed), never `ok`.
-
-`failed` names each verb over its threshold: `apiserver verb LIST: observed p99 7.2 s (want <= 5 s)`.
+A counter reset or changed bucket set between the scrapes (a restart or upgrade) uses the second scrape's counts,
+as `increase()` does, named in `details.resets`; a scrape without the metric is not kept. A series without `+Inf`
+uses its `_count`, without either it is named in `details.incomplete`. A verb under `min_requests` is reported,
+not judged; no judgeable verb, or no metric, is `error`, never ok. `failed` names each verb over its threshold:
+`apiserver verb LIST: observed p99 7.2 s (want <= 5 s)`.
 """
 
 from __future__ import annotations

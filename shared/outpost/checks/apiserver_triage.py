@@ -1,30 +1,15 @@
 """apiserver-triage: when the API server is unwell, which rung of the ladder breaks?
 
-The ladder, each step timed, each step only when the one before it held:
-1. TCP connect to the API server's address (DNS included),
-2. TLS handshake, verified with the cluster's trust and presenting its client credential
-   (steps 1 and 2: `Cluster.tls_probe`, the cluster seam, inside the run's deadline; no request),
-3. `GET /readyz?verbose` (exempt from Priority and Fairness, so it answers under overload),
-4. a real `LIST` with `limit=1` (`/api/v1/namespaces` by default) as the probe identity, which
-   Priority and Fairness does judge;
-5. only when the LIST failed: `/readyz` again, because "overloaded" means the LIST fails WHILE
-   `/readyz` is 200, and a dependency that just went away (etcd) fails the LIST before `/readyz`
-   notices.
+Each step timed, each only when the one before held: (1) TCP connect, (2) TLS handshake with the cluster's trust
+and client credential (`Cluster.tls_probe`, no request), (3) `GET /readyz?verbose` (exempt from Priority and
+Fairness), (4) a real `LIST` with `limit=1` as the probe, which APF does judge, (5) only if the LIST failed,
+`/readyz` again: "overloaded" means the LIST fails WHILE `/readyz` is 200, and a lost etcd fails the LIST first.
 
-Classes (`details.class`, with every step's timing in `details.steps`):
-- `network`: TCP connect fails (refused, unreachable, DNS, timeout), or a later request cannot
-  connect;
-- `tls`: the handshake fails (expired or untrusted certificate, wrong name, timeout);
-- `not-ready`: `/readyz` is not 200 (its failing lines named, e.g. `etcd`), or does not answer
-  in time, before or right after a failed LIST, or the LIST answers 5xx although `/readyz` is 200;
-- `overloaded`: the LIST answers 429, or times out, while `/readyz` is 200: the TCP check and
-  `/readyz` of the tutorials pass while every real request is rejected (docs/contracts.md
-  "Kubernetes API server");
-- `healthy`: the LIST answered 200 with a list.
-Every class but `healthy` is `failed`; `healthy` with a LIST slower than `slow_list_ms` is
-`degraded`. Fail closed: 401/403 (the probe identity is refused), a redirect, a 429 on `/readyz`
-(a health endpoint is exempt from rate limiting; a 429 there is not the API server's verdict) or a
-200 LIST that is not a list are `error`, as is a deadline that runs out.
+Classes (`details.class`; timings in `details.steps`): `network`, `tls`, `not-ready` (`/readyz` not 200 or
+silent, failing lines named, or a 5xx LIST while it is 200), `overloaded` (the LIST gets 429 or times out while
+`/readyz` is 200: what the tutorials' TCP and readyz checks miss), `healthy`. All but healthy are `failed`; a LIST
+slower than `slow_list_ms` is `degraded`. 401/403, a redirect, a 429 on `/readyz` (it is exempt, so that is not
+the API server's verdict), a 200 LIST that is no list, or a spent deadline are `error`.
 """
 
 from __future__ import annotations

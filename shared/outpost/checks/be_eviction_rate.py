@@ -1,23 +1,12 @@
 """be-eviction-rate: is Koordinator evicting best-effort (BE) pods faster than allowed?
 
-koordlet reports each eviction as a Warning Event on the pod, reason `evictPodSuccess`, message
-`evict Pod:NS/NAME, reason: <why>, ...` (docs/contracts.md "Upstream facts": Koordinator). This check
-reads those Events server-side filtered (`fieldSelector=reason=...`, paginated) and counts the ones whose
-last occurrence falls inside `window_seconds`; more than `max_evictions` fails, any is `degraded` (named).
-
-Guarantees and why:
-- the window must be shorter than the API server's event TTL (`event_ttl_seconds`, upstream default 1 h):
-  Events older than the TTL are deleted, so a longer window would silently undercount. The parameters
-  refuse such a window;
-- Events are read as core/v1 (`/api/v1/events`) or events.k8s.io/v1 (`api` parameter); both shapes are
-  mapped onto one view, and "last occurrence" is the first of series.lastObservedTime, lastTimestamp,
-  eventTime, firstTimestamp, creationTimestamp that is set (each writer fills a different subset);
-- only Events about Pods count, and only BE pods (`koordinator.sh/qosClass=BE`): a pod that still exists
-  is judged by its label; an evicted pod is usually gone by the time we look, and its QoS can no longer
-  be read, so it counts unless `count_unresolved_pods` is false (`details.unresolved_pods` says how many);
-- an Event with `count` N counts N evictions (an aggregated Event is N evictions, not one); an Event dated
-  in the future (clock skew) is inside the window;
-- `details.by_reason` groups evictions by koordlet's reason (memory, CPU, other), from the message.
+koordlet reports each eviction as a Warning Event `evictPodSuccess` on the pod (docs/contracts.md "Koordinator").
+Those Events, filtered on the server, count when last seen within `window_seconds`: more than `max_evictions`
+fails, any is `degraded`. The window must be shorter than the event TTL (`event_ttl_seconds`, 1 h upstream),
+since older Events are deleted and would be undercounted. Both Event APIs map onto one view, "last seen" being the
+first time field set (writers fill different ones); an Event with `count` N is N evictions; a future one is
+inside the window. Only BE pods count, but an evicted pod is usually gone, so an unresolvable one counts unless
+`count_unresolved_pods` is false. `details.by_reason` groups them by koordlet's reason.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """What koordlet-coverage and kruise-daemon-coverage share: "does every node that should run this
 agent have a ready pod of it?", judged node by node (not a check of its own).
 
-Guarantees:
-- the nodes judged are the `NodeSelection` (default: real nodes; KWOK fake nodes opt-in, since kwok
-  marks every pod bound to a fake node Ready whether or not the agent could run there:
-  `outpost.kube.nodes`; virtual-kubelet and cordoned nodes left out), whatever the DaemonSet
-  currently targets: a node the DaemonSet stopped targeting is still a node without the agent
-  (`outpost.kube.daemons`);
-- no node selected is `error` (nothing was observed that could be judged), with the exclusions
-  counted and the way to opt fake nodes in, so the cause and the remedy are visible;
-- the DaemonSet absent is `failed`, said as such (with the check's hint, e.g. the feature gate
-  that removes it), never "0 of 0 ready"; a DaemonSet with nothing desired while nodes are selected
-  is a failure line of its own;
-- each node without a ready pod is one error line for the first ten, then one line counting the
-  rest; `details` count the selected, covered and uncovered nodes per class.
+Nodes are the `NodeSelection` whatever the DaemonSet targets now, since a node it stopped targeting still lacks
+the agent (`outpost.kube.daemons`). No node selected is `error`, counting exclusions and saying how to opt fake
+nodes in; an absent DaemonSet is `failed` with the check's hint, never "0 of 0 ready", and one desiring nothing
+while nodes are selected is its own failure. Uncovered nodes are named (first ten, then a count).
 """
 
 from __future__ import annotations

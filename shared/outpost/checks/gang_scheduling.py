@@ -1,86 +1,43 @@
 """gang-scheduling: does a Koordinator gang really fail to schedule, or has one really lost its quorum, now?
 
-A gang is a PodGroup (`scheduling.sigs.k8s.io/v1alpha1`, docs/contracts.md "Upstream facts": Koordinator) or a
-set of pods naming one by annotation. The rules come from koord-scheduler (github.com/koordinator-sh/koordinator@v1.6.0;
-`coscheduling/` stands for its `pkg/scheduler/plugins/coscheduling/`) and the kube-scheduler it embeds
-(k8s.io/kubernetes@v1.28.7).
+A gang is a PodGroup (`scheduling.sigs.k8s.io/v1alpha1`) or pods naming one by annotation, with koord-scheduler's
+rules (github.com/koordinator-sh/koordinator@v1.6.0, `coscheduling/` = `pkg/scheduler/plugins/coscheduling/`; the
+kube-scheduler it embeds is k8s.io/kubernetes@v1.28.7). A PodGroup's status is not current: koord never sees a
+finished pod, so v1.6.0 never writes `Failed` or `Finished`, and its counters stay stale after a member fails
+until another event (docs/contracts.md "Koordinator", PodGroup). So verdicts about NOW come from the member pods,
+and from the phase only where it can be current:
+- **stuck** (failed): members wait unbound past `stuck_after_seconds` (default 600 s, koord's `defaultTimeout`,
+  which neither shipped config overrides; or the gang's own longer `scheduleTimeoutSeconds` / annotation
+  `gang.scheduling.koordinator.sh/waiting-time`), either at least (minMember - `scheduled`) of them while
+  `PreScheduling`/`Scheduling`, or any that koord-scheduler found unschedulable (`PodScheduled=False`,
+  `Unschedulable` or `SchedulerError`, not koord's own "gang child pod not collect enough" hold). A member waits
+  since its `PodScheduled=False` transition or, never tried, since creation; members of a `Scheduled`, `Running`
+  or `Finished` PodGroup are beyond quorum;
+- **incomplete** (failed only with `fail_incomplete`): fewer than minMember members wait untried, held by koord;
+  listed in `details.incomplete` (Pending PodGroups without waiting members: `details.pending_without_members`);
+- **member failed** (failed): a member turned `Failed` within `failed_window_seconds` (default 3600 s; at its
+  newest container `finishedAt` or `Ready=False` transition, neither recorded counts as recent) and the Running
+  plus Succeeded members are fewer than minMember, koord's quorum rule; still at minMember `degraded`; older
+  failures in `details.stale_failed`. The window must outlast the monitor's grace (11-12 min at 5 min) so a
+  failure alerts once, then clears;
+- **PodGroup Failed** (failed), for a status something other than koord v1.6.0 writes: the newest managedFields
+  entry owning `status.phase` within the window (unrecorded counts as recent) and running + succeeded < minMember;
+- `Unknown` is `degraded`; a phase upstream does not define is `error`, unless a failure is also seen.
 
-What a PodGroup's status says, and what it does not (`coscheduling/controller/podgroup.go`, syncHandler; the CRD
-`config/crd/bases/scheduling.sigs.k8s.io_podgroups.yaml` has no status subresource, so anyone who writes the
-object can write its status):
-- koord counts a gang's pods from its pod informer, which never holds a terminated pod: it lists and watches
-  `status.phase!=Succeeded,status.phase!=Failed` (k8s.io/kubernetes@v1.28.7, `pkg/scheduler/scheduler.go`
-  newPodInformer, kept by `cmd/koord-scheduler/app/options/options.go`). A member that fails or succeeds is a
-  delete to koord (`coscheduling/core/gang_cache.go` onPodDelete, "Delete pod from gang"), its `failed` and
-  `succeeded` counters stay 0, and so koord v1.6.0 never writes `Failed` or `Finished`;
-- the controller handles no pod delete (NewPodGroupController registers Add and Update only): after a member
-  fails, the status keeps its phase and counters (measured: `Running`, 3 running of 3) until another event of
-  that gang or a restart recomputes them from the members left (`Scheduling`, 2 running, 2 scheduled);
-- `Pending`: fewer than minMember pods exist (or minMember is 0); a PodGroup whose pods all went is reset to
-  `Pending` keeping its counters and `scheduleStartTime` (set once, on the first `Scheduling`, never reset), so
-  neither measures a wait. Then `PreScheduling`, `Scheduling` while fewer than minMember are bound
-  (`scheduled`), `Scheduled`, `Running` once minMember run;
-- `Unknown` is defined (`apis/thirdparty/scheduler-plugins/pkg/apis/scheduling/v1alpha1/types.go`), never written.
+Members are found as `coscheduling/util/gang_helper.go` GetGangNameByPod finds them (label
+`pod-group.scheduling.sigs.k8s.io`, its deprecated `/name` form, else annotation `gang.scheduling.koordinator.sh/name`,
+in the pod's namespace); a PodGroup of that name wins, else the pods' `min-available` declares the gang, and a gang
+koord never initialises counts minMember 1. Only waiting and failed pods of `scheduler_names` (default
+`koord-scheduler`) are judged; running and succeeded members count whatever their scheduler. Pods held by
+`schedulingGates` or being deleted do not wait.
 
-So verdicts about NOW come from the member pods, and from the phase only where it can be current:
-- **stuck** (failed): members of one gang wait unbound past its bound, either at least (minMember - koord's
-  `scheduled` while `PreScheduling`/`Scheduling`) of them (whatever the reason, including no scheduler acting),
-  or any that koord-scheduler tried and found unschedulable (`PodScheduled=False`, reason `Unschedulable` or
-  `SchedulerError`, whose message is not koord's own "gang child pod not collect enough" hold). The bound is
-  `stuck_after_seconds`, default 600 s: koord's gang wait time (`pkg/scheduler/apis/config/v1/defaults.go`
-  `defaultTimeout`; neither `config/manager/scheduler-config.yaml` nor koordinator-sh/charts
-  `versions/v1.6.0/templates/koord-scheduler-config.yaml` sets `CoschedulingArgs`), or the gang's own longer
-  wait time (`spec.scheduleTimeoutSeconds`, annotation `gang.scheduling.koordinator.sh/waiting-time`: Permit
-  holds assumed members that long, `coscheduling/core/core.go`). A member waits since its `PodScheduled=False`
-  transition (kept while it stays False: v1.28.7 `pkg/api/v1/pod/util.go` UpdatePodCondition) or, never tried,
-  since creation. Members of a PodGroup in `Scheduled`, `Running` or `Finished` are beyond its quorum;
-- **incomplete** (failed only with `fail_incomplete`): fewer than minMember members wait and koord has not tried
-  them; it holds such a gang (the kustomize config's PreEnqueue leaves no condition, the Helm chart's PreFilter
-  writes "gang child pod not collect enough"). Listed in `details.incomplete`; Pending PodGroups without
-  waiting members in `details.pending_without_members`;
-- **member failed** (failed): a member pod turned `Failed` within `failed_window_seconds` (default 3600 s) and
-  the gang's Running (not being deleted) plus Succeeded members are fewer than minMember, koord's own quorum
-  rule (syncHandler). It failed at the newest `finishedAt` of its terminated containers or its `Ready=False`
-  transition (the kubelet's `PodFailed`, v1.28.7 `pkg/kubelet/status/generate.go`); neither recorded counts as
-  recent (fail closed). Still at minMember: `degraded` (named). Older: listed in `details.stale_failed`, since a
-  failed pod stays until its owner deletes it. The window must outlast the monitor's grace (schedule x
-  tolerated misses + margin: 11-12 min at 5 min) so that a failure alerts once, then clears;
-- **PodGroup Failed** (failed), for PodGroups whose status something other than koord v1.6.0 writes `Failed`,
-  when no member failed recently: the newest managedFields entry owning `status.phase` is within the window
-  (the API server moves an entry's time only when its manager changes the object; unrecorded counts as recent)
-  and its running + succeeded < minMember; still at minMember `degraded`, older listed as stale;
-- `Unknown` is `degraded` (named); a phase upstream does not define is `error`, unless a failure is also seen.
+Cost, besides the PodGroups: every run one paginated LIST of pods with `status.phase!=Running,status.phase!=Succeeded`
+(one read of the scope where two `=` LISTs would read it twice; `status.phase` is a selectable field, not an index,
+k8s.io/kubernetes@v1.37.2 `pkg/registry/core/pod/strategy.go`); only while a judged member failed recently, one LIST
+per such namespace of its Running and Succeeded pods (the counters are stale), not narrowed by label since a
+member may be named by annotation. Scope both with `namespace` where the gangs live in one namespace.
 
-Gang members are found as koord-scheduler finds them (`coscheduling/util/gang_helper.go` GetGangNameByPod):
-label `pod-group.scheduling.sigs.k8s.io` (a PodGroup), else the deprecated label
-`pod-group.scheduling.sigs.k8s.io/name`, else annotation `gang.scheduling.koordinator.sh/name`
-(`apis/extension/coscheduling.go`), in the pod's namespace. A PodGroup of that name wins
-(`coscheduling/core/gang_cache.go` onPodGroupAdd); otherwise the gang is declared by its pods, with their
-`gang.scheduling.koordinator.sh/min-available` (or the deprecated label `.../min-available`). A gang koord never
-initialises (a pod labelled for a PodGroup that does not exist, or without a valid min-available:
-`coscheduling/core/gang.go` tryInitByPodConfig) never schedules: its minMember counts as 1. Only waiting and
-failed pods of `scheduler_names` (default `koord-scheduler`, the profile both configs above declare) are judged;
-running and succeeded members count whatever their scheduler, as koord's gang cache takes every pod. Pods held
-by their own `schedulingGates` (`PodScheduled` reason `SchedulingGated`) and pods being deleted do not wait.
-
-Cost, besides the PodGroups:
-- every run, one LIST of pods with `fieldSelector=status.phase!=Running,status.phase!=Succeeded` (Pending,
-  Failed, Unknown), paginated. `status.phase` is a selectable field, not an index (k8s.io/kubernetes@v1.37.2,
-  `pkg/registry/core/pod/strategy.go`), so the API server reads every pod in scope for it and sends the selected
-  ones: one read, where a `=Pending` and a `=Failed` LIST would read the scope twice for the same pods (`!=` is
-  what kube-scheduler's own informer selects with). It also sends Failed pods, which stay until their owner
-  deletes them or PodGC passes 12,500 terminated pods (`pkg/controller/podgc/config/v1alpha1/defaults.go`);
-- only while a judged member failed within the window (by the probe's clock at fetch; evaluate, later, calls a
-  recent failure whose namespace was not read `error`), one LIST per such namespace with
-  `fieldSelector=status.phase!=Pending,status.phase!=Failed,status.phase!=Unknown`: its Running and Succeeded
-  pods, because the PodGroup's counters are stale (above). A namespaced LIST reads only that namespace's pods
-  (k8s.io/apiserver@v0.37.2, `pkg/storage/cacher/watch_cache.go`, OrderedListPrefix). It is not narrowed by
-  label: koord puts a pod in a gang by label or by annotation, annotations cannot be selected, and a running
-  member missed would turn a degraded gang into a false failure.
-Scope both with `namespace` where the gangs live in one namespace; the probe then needs `list pods` only there.
-
-The PodGroup API not being served (no CRD: HTTP 404) is `error`, never "no gangs, all fine". A timestamp in the
-future (clock skew) counts as "just now", never as "stuck" or "stale".
+The PodGroup API not being served (404) is `error`, never "no gangs"; a future timestamp counts as "just now".
 """
 
 from __future__ import annotations

@@ -1,29 +1,17 @@
 """koord-manager-health: does every koord-manager pod answer `/readyz` on its health port?
 
-Upstream (docs/contracts.md "Upstream facts", Koordinator): Deployment `koord-manager` in
-`koordinator-system` (label `koord-app=koord-manager`), health port 8000 (`--health-probe-addr`
-default), on no Service, so each pod is asked through the pod proxy,
-`/api/v1/namespaces/koordinator-system/pods/POD:8000/proxy/readyz`. The tutorial's `koordinator-manager`
-Deployment and `/healthz` on 8080 do not exist upstream; both are parameters for clusters set up that way.
+Upstream (docs/contracts.md "Koordinator"): Deployment `koordinator-system/koord-manager`, health port 8000 on no
+Service, so each pod is asked through the pod proxy. The tutorial's `koordinator-manager` and `/healthz` on 8080
+do not exist upstream; both are parameters. Its only check, `webhook-ready`, exists while the default-on gate
+`WebhookFramework` is on (koordinator@v1.6.0 `cmd/koord-manager/main.go`, `pkg/features/features.go`), and
+controller-runtime mounts only endpoints with checks, so with the gate off every path of 8000 is 404 and this
+check (like upstream's own readinessProbe) fails every pod: turn the gate on, or disable the check and rely on
+leader-leases (the metrics port would only prove the process serves HTTP).
 
-What the port serves (`github.com/koordinator-sh/koordinator@v1.6.0, cmd/koord-manager/main.go`): no
-liveness check at all, so `/healthz` answers 404; the one readiness check, `webhook-ready`, is added only
-when the feature gate `WebhookFramework` is on, which it is by default (`pkg/features/features.go`:
-`WebhookFramework: {Default: true, PreRelease: Beta}`). controller-runtime mounts only endpoints that have
-checks (`sigs.k8s.io/controller-runtime@v0.16.5, pkg/manager/internal.go` `addHealthProbeServer`), so a
-manager started with `--feature-gates=WebhookFramework=false` answers 404 on every path of port 8000,
-`/readyz` included: this check fails every pod of such a cluster, and so does upstream's own
-readinessProbe (`httpGet` `readyz` on 8000, `koordinator-sh/charts versions/v1.6.0/templates/
-koord-manager.yaml`). There the operator turns the gate back on, or, if running without the webhooks is
-intended, disables this check (`enabled: false`) and relies on `leader-leases` for the manager; pointing
-`paths` at the metrics port (`port: 8080`, `paths: [/metrics]`, `expect_body: null`) would prove only
-that the process serves HTTP.
-
-Verdict (shared with kruise-manager-health, `outpost.checks.manager_pods`): every pod ready = ok; some =
-degraded, naming the failing pods; none, no pod at all (scaled to 0) or no Deployment = failed. A pod that
-hangs or answers later than `timeout_seconds` (2 s) is not ready. The body must be controller-runtime's
-`ok` by default (`expect_body`), so a 200 from something else on the port (another process bound
-to 8000 in the pod's network) is not taken for readiness; `expect_body: null` judges by status code alone.
+Verdict (shared with kruise-manager-health, `outpost.checks.manager_pods`): all ready = ok, some = degraded
+naming the others, none, no pod or no Deployment = failed. A pod that hangs past `timeout_seconds` (2 s) is not
+ready; the body must be controller-runtime's `ok` (`expect_body`, null to judge by status alone), so another
+process on the port is not taken for readiness.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """koordlet-coverage: every schedulable node that should run a koordlet has a ready koordlet pod.
 
-Judged by comparing nodes with pods (`outpost.checks.daemon_coverage`), not by the DaemonSet's
-counters: when the DaemonSet stops targeting a node, `desiredNumberScheduled` shrinks with it and
-"N of N ready" stays true, yet that node runs no koordlet (no NodeMetric, no QoS enforcement).
-Upstream: DaemonSet `koordinator-system/koordlet`, pods labelled `koord-app=koordlet`, tolerating
-every taint (`koordinator-sh/charts versions/v1.6.0/templates/koordlet.yaml`; the tutorial's
-`app=koordlet` selects nothing).
-
-Which nodes count is a parameter (`nodes`, `outpost.kube.nodes.NodeSelection`): real nodes by
-default. A KWOK fake node is opt-in: koordlet cannot run on it, and the koordlet pod the DaemonSet
-binds to it is made Running and Ready by kwok's pod-ready stage
-(`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-ready.yaml`), so its "ready" proves nothing.
-virtual-kubelet nodes run no DaemonSets and are left out. No node selected is `error` (its message
-says how to opt fake nodes in); the DaemonSet absent, or desiring no pod while nodes are selected,
-is `failed`.
+Judged node by node (`outpost.checks.daemon_coverage`): when the DaemonSet stops targeting a node its counters
+still read "N of N ready" while that node has no koordlet (no NodeMetric, no QoS enforcement). Upstream:
+`koordinator-system/koordlet`, pods `koord-app=koordlet` (the tutorial's `app=koordlet` selects nothing),
+tolerating every taint (koordinator-sh/charts versions/v1.6.0 `templates/koordlet.yaml`). Real nodes by default;
+fake nodes are opt-in, since kwok's pod-ready stage makes their koordlet Ready regardless.
 """
 
 from __future__ import annotations

@@ -1,33 +1,18 @@
 """kruise-daemon-coverage: every node that should run kruise-daemon has a ready one; optionally,
 each answers `/healthz` on 10221.
 
-Judged by comparing nodes with pods (`outpost.checks.daemon_coverage`), not by the DaemonSet's
-counters. Upstream: DaemonSet `kruise-system/kruise-daemon`, pods labelled `control-plane=daemon`,
-hostNetwork, `/healthz` on `:10221` answering 200 `ok` (`github.com/openkruise/kruise@v1.8.0,
-cmd/daemon/main.go` `--addr`, `pkg/daemon/util/healthz.go`); the Helm chart keeps it off nodes
-labelled `type=virtual-kubelet` (`openkruise/charts versions/kruise/1.8.0/values.yaml`
-`daemon.affinity`), and virtual nodes are not judged by default. Nodes judged: real nodes by
-default (`outpost.kube.nodes.NodeSelection`); a KWOK fake node is opt-in, because kwok makes the
-kruise-daemon pod bound to it Ready whether or not anything runs. When OpenKruise runs with the
-feature gate `KruiseDaemon=false` the DaemonSet does not exist: that is reported as such and is
-`failed`, never "healthy" (image pre-download, container restart and in-place update then do not
-work).
+Judged by nodes against pods (`outpost.checks.daemon_coverage`), not the DaemonSet's counters. Upstream
+(openkruise/kruise@v1.8.0 `cmd/daemon/main.go`, `pkg/daemon/util/healthz.go`): DaemonSet `kruise-system/kruise-daemon`,
+pods `control-plane=daemon`, hostNetwork, `/healthz` on `:10221`; the chart keeps it off `type=virtual-kubelet`
+nodes. Real nodes by default; fake nodes are opt-in, since kwok makes their pods Ready regardless. With the gate
+`KruiseDaemon=false` the DaemonSet does not exist: `failed`, never healthy (pre-download, restarts and in-place
+updates then do not work).
 
-Per-node `/healthz` (opt-in, `probe_healthz`): through the API server's node proxy
-(`/api/v1/nodes/NODE:10221/proxy/healthz`), only for nodes whose kruise-daemon pod is ready and whose
-class is in `healthz_classes` (default real only), at most `healthz_concurrency` at once; `details`
-count probed and unprobed nodes per class. A fake node is never asked by default: the node proxy
-dials the node's address, and kwok gives a fake node the kwok controller's own (its pod IP in-cluster:
-`sigs.k8s.io/kwok@v0.8.0, kustomize/kwok/deployment.yaml` `--node-ip=$(POD_IP)`, written by
-`kustomize/stage/node/fast/node-initialize.yaml` `NodeIP`) or, under `kwokctl scale node`, a
-TEST-NET-1 address from 192.0.2.1 up (`kustomize/kwokctl/resource/node.yaml` `nodeIPs`), where no
-kruise-daemon listens: every fake node would fail. `probe_healthz` with no selected node of those
-classes is `error` (nothing could be asked). Opt-in because it needs `get nodes/proxy`, which also
-reaches every kubelet's API: `outpost rbac` generates the separate ClusterRole
-`outpost-probe-node-proxy`, with a warning, only for an environment that turns `probe_healthz` on.
-Answers are classified by `outpost.cluster.probes`: a non-2xx answer, a reset or a hang (while the
-API server itself answers) is the node's daemon failing; 401/403 (the role not bound), 429 or a dead
-API server is `error`.
+`probe_healthz` (opt-in) asks each ready pod's node through the node proxy, for nodes in `healthz_classes` (real
+only by default: a fake node's address is kwok's own or TEST-NET-1, where no daemon listens;
+sigs.k8s.io/kwok@v0.8.0 `kustomize/kwok/deployment.yaml`), at most `healthz_concurrency` at once; none to ask is
+`error`. Opt-in because `get nodes/proxy` also reaches every kubelet: `outpost rbac` grants it in a separate,
+warned ClusterRole. Answers are classified by `outpost.cluster.probes`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """kruise-manager-health: does every kruise-controller-manager pod answer `/readyz` on its health port?
 
-Upstream (docs/contracts.md "Upstream facts", OpenKruise): Deployment `kruise-controller-manager` in
-`kruise-system` (label `control-plane=controller-manager`), health port 8000 (`--health-probe-addr`
-default), on no Service (the tutorial's health on 8080 through a Service does not exist upstream), so
-each pod is asked through the pod proxy, `/api/v1/namespaces/kruise-system/pods/POD:8000/proxy/readyz`.
-The manager registers one readiness check, `webhook-ready`, and no liveness check
-(`github.com/openkruise/kruise@v1.8.0, main.go`: only `mgr.AddReadyzCheck("webhook-ready", ...)`), and
-controller-runtime mounts only the endpoints that have checks (`sigs.k8s.io/controller-runtime@v0.18.6,
-pkg/manager/internal.go` `addHealthProbeServer`), so `/healthz` answers 404 on every healthy pod: it is
-not asked by default. Healthy is 200 `ok`; a failing check is 500 `[-]webhook-ready failed: reason
-withheld`. controller-runtime's verbose and failure bodies end `healthz check passed/failed` on `/readyz` too
-(same module, `pkg/healthz/healthz.go` `writeStatusesAsText`): such a body does not mean `/healthz`
-was asked.
-
-Verdict (shared with koord-manager-health, `outpost.checks.manager_pods`): a pod is healthy when every
-path answers 2xx with the body `ok` (`expect_body`; null judges by status code only, as upstream's
-contract allows); every pod healthy = ok; some = degraded naming the failing pods and endpoints; none,
-no pod (scaled to 0) or no Deployment = failed. A pod that hangs or answers later than
-`timeout_seconds` (2 s) is unhealthy.
+Upstream (docs/contracts.md "OpenKruise"): Deployment `kruise-system/kruise-controller-manager`, health port 8000
+on no Service (the tutorial's 8080 Service does not exist), so each pod is asked through the pod proxy. It
+registers only the readiness check `webhook-ready` (openkruise/kruise@v1.8.0 `main.go`) and controller-runtime
+mounts only endpoints with checks (controller-runtime@v0.18.6 `pkg/manager/internal.go`), so `/healthz` is 404 on
+a healthy pod and is not asked by default. Bodies ending `healthz check passed/failed` come from `/readyz` too.
+Verdict as koord-manager-health (`outpost.checks.manager_pods`), body `ok` expected, 2 s timeout.
 """
 
 from __future__ import annotations

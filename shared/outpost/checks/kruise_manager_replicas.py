@@ -1,13 +1,8 @@
 """kruise-manager-replicas: does kruise-controller-manager have enough ready replicas?
 
-Reads the Deployment (`kruise-system/kruise-controller-manager` upstream, docs/contracts.md "Upstream
-facts") and compares `status.readyReplicas` with `min_ready`. The API server omits zero counts from
-JSON, so an absent `readyReplicas` is 0 ready replicas (the tutorial's `jsonpath ... || echo 0` pattern
-reads it as a script error and pings "healthy"), never "unknown".
-
-Verdict: the Deployment absent = failed, naming it; fewer ready than `min_ready` = failed (e.g. scaled to
-0); at or above `min_ready` but below the desired `spec.replicas` = degraded (a replica is missing, the
-manager still runs); all desired ready = ok. A malformed Deployment or an unreadable answer is `error`.
+It compares the Deployment's `status.readyReplicas` with `min_ready`; an omitted count is 0 (the tutorial's
+`jsonpath ... || echo 0` reads it as a script error and pings). Absent or below `min_ready` = failed; below
+`spec.replicas` = degraded; all ready = ok; a malformed answer = `error`.
 """
 
 from __future__ import annotations

@@ -1,43 +1,21 @@
 """kwok-node-consistency: every KWOK fake node is Ready and its node Lease is being renewed.
 
-Which nodes: those carrying the annotation `kwok.x-k8s.io/node=fake` (kwok's own marker; the
-tutorial's label selector selects nothing by default). The selector is a parameter, label or
-annotation; nodes it does not select are never judged. Zero selected nodes is `error` (a selector
-that matches nothing would otherwise report "all fine" forever) unless `allow_no_nodes` says that
-an empty simulated cluster is expected.
+Nodes are selected by kwok's own annotation `kwok.x-k8s.io/node=fake` by default (the tutorial's label selects
+nothing); zero selected is `error` unless `allow_no_nodes`. Liveness is the node Lease, renewed every quarter of
+its duration (sigs.k8s.io/kwok@v0.8.0 `pkg/kwok/controllers/controller.go`), not `lastHeartbeatTime`, which kwok
+refreshes only every 10-20 minutes with Leases on. A Lease is stale past min(its own `leaseDurationSeconds`,
+`max_lease_duration_seconds`), or when renewed more than `max_future_skew_seconds` (10 s) ahead.
 
-Liveness is the node Lease in `kube-node-lease`, renewed every quarter of its duration
-(`sigs.k8s.io/kwok@v0.8.0, pkg/kwok/controllers/controller.go` `renewInterval := leaseDuration / 4`),
-not the Ready condition's `lastHeartbeatTime` (with Leases on, kwok refreshes that only every 10-20
-minutes). A Lease is stale when its `renewTime` is older than its own `leaseDurationSeconds`, bounded
-by `max_lease_duration_seconds`; a Lease whose own duration exceeds the bound is itself a finding. A
-`renewTime` more than `max_future_skew_seconds` ahead (default 10 s, `outpost.kube.timestamps.FUTURE_SKEW_SECONDS`)
-is stale too, named with how far ahead: no clock is that far off, and a holder that stopped would hide until then.
+Why a bound: the holder writes the duration. The sandbox's node-lease-stale fault takes the Lease for a day, and
+kwok then stops renewing it (`node_lease_controller.go` tryAcquireOrRenew) while it looks alive; the node
+lifecycle controller does not trust the duration either. So an over-long Lease is named at once. Why 600 s: real
+durations are 40 s (kwok's in-cluster config), 200 s (kwokctl's 40 s x `heartbeatFactor` 5) and 40/160/400 s
+(the sandbox's tiers); 600 s passes them all with room, is 144 times shorter than the day, and is the longest a
+stopped kwok may stay invisible (ten one-minute runs). A stopped kwok shows only once Leases age past their
+duration: its /healthz always answers ok, and nothing else says it is gone.
 
-- Why the bound: the Lease's duration is written by whoever holds it. The sandbox's node-lease-stale
-  fault hands the Lease to a foreign holder with `leaseDurationSeconds: 86400`: kwok acquires only a
-  node Lease whose `renewTime + leaseDurationSeconds` has passed (`node_lease_controller.go`
-  `tryAcquireOrRenew`), so with a day's duration it stops renewing the Lease and playing the node's
-  stages. Judged only against its own duration, that Lease would look alive for a day. Kubernetes'
-  node lifecycle controller does not trust the duration either: it judges node Leases by its own
-  grace period. So a Lease is stale past min(own duration, bound), and one whose duration exceeds the
-  bound is named at once: the first run after that fault, before the Lease is stale by any clock.
-- Why 600 s: real durations vary by install. kwok's in-cluster config uses 40 s
-  (`kustomize/kwok/kwok.yaml` and `charts/kwok/conf/kwok.yaml` `nodeLeaseDurationSeconds: 40`);
-  kwokctl multiplies its 40 s default by `heartbeatFactor` 5, giving 200 s
-  (`pkg/apis/config/v1alpha1/zz_generated.defaults.go`, `pkg/kwokctl/cmd/create/cluster/cluster.go`
-  `mutationHeartbeat`); the sandbox's size tiers use 40, 160 and 400 s
-  (`infra/sandbox/outpost_sandbox/cluster.py` `SCALE_PROFILES`). 600 s passes all of them with room
-  for one more tier, and is still 144 times shorter than the foreign day-long Lease. It is also the
-  longest a stopped kwok may stay invisible to this one-minute check (ten runs); a cluster tuned
-  past it sets the bound to its own duration.
-- kwok stopped (kwok-down) is visible only once the Leases age: right after kwok stops, the newest
-  renewal is at most a quarter of the duration old and every node is still Ready. No API object says "kwok is
-  gone" (its /healthz always answers ok), so the first run that can see it is `leaseDurationSeconds`
-  after the last renewal; the node lifecycle controller turns the nodes NotReady a little later.
-
-Each NotReady node and each stale, missing or over-long Lease is named (first ten per kind, and the
-count); `details` count the selected nodes, the Ready ones and the fresh Leases.
+Each NotReady node and stale, missing or over-long Lease is named (first ten per kind, with the count); `details`
+count the selected nodes, Ready ones and fresh Leases.
 """
 
 from __future__ import annotations

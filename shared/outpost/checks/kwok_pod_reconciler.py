@@ -1,50 +1,27 @@
 """kwok-pod-reconciler: the KWOK tutorial's reconcile job, done safely. A job, run like a check.
 
-The tutorial's script patches EVERY Pending pod of the cluster to Running, with admin rights, and pings
-its heartbeat whatever happened. This job advances only what KWOK itself would have advanced, leaves each
-pod exactly where kwok would have left it, and pings only when the run completed:
-
-- opt-in (`CheckSpec.opt_in`): it does nothing unless the configuration enables it;
-- it writes under an identity of its own (the check's `cluster_auth`; the sandbox's `outpost-reconciler`),
-  whose RBAC is exactly what it declares: list nodes, list pods, patch pods/status (`outpost.rbac`);
-- it moves only the pods kwok's `pod-ready` stage would move (`sigs.k8s.io/kwok@v0.8.0,
-  kustomize/stage/pod/fast/pod-ready.yaml`: Pending, not being deleted, Ready not True), bound
-  (`spec.nodeName` set) to a node the fake-node selector selects (annotation `kwok.x-k8s.io/node=fake` by
-  default), and Pending for at least `min_pending_seconds` (a healthy kwok moves a pod within seconds; the
-  job must not race it). Never a pod on any other node, never an unbound pod;
-- it writes the status that stage writes, because the stage never matches the pod again (it is no longer
-  Pending): whatever the job leaves is what the pod keeps, even after kwok returns. Phase `Running`,
-  `startTime`; conditions `Initialized`, `Ready`, `ContainersReady` and one per `spec.readinessGates`
-  entry, all True with `lastTransitionTime`, merged by type into the pod's own as kwok's strategic merge
-  patch merges them (`sigs.k8s.io/kwok@v0.8.0, pkg/utils/lifecycle/next.go`: a Pod's statusTemplate is
-  sent as one); a running, ready status per container, and per init container a running one (sidecar,
-  `restartPolicy: Always`) or a terminated `Completed` one; `hostIP`/`hostIPs` from the node's
-  addresses as kwok picks them (`sigs.k8s.io/kwok@v0.8.0, pkg/kwok/controllers/node_controller.go`,
-  getNodeHostIPs: InternalIP before ExternalIP, at most one per IP family). A pod on a node with no such
-  address is left alone (noted): kwok would fall back to its `--node-ip` flag, which the job cannot see;
-- `podIP`: a hostNetwork pod gets the host IPs, as kwok gives it (`sigs.k8s.io/kwok@v0.8.0,
-  pkg/kwok/controllers/pod_controller.go`, funcPodIPsWith). Any other pod gets none: kwok allocates pod IPs
-  from its `--cidr` pool (or the node's podCIDR) in its own memory, so an address chosen here could be
-  handed out again by kwok. Such a pod is Ready (its ReplicaSet, Deployment and PodDisruptionBudget count
-  it) but is no Service endpoint, since the EndpointSlice controller skips pods without an IP
-  (`k8s.io/endpointslice@v0.37.2, util/controller_utils.go`, ShouldPodBeInEndpoints), and nothing gives
-  it one later; deleting it lets its owner recreate it for kwok;
-- after a move, kwok's other stages still apply as to the pods it moved itself: `pod-complete` finishes a
-  Running pod owned by a Job (its template indexes `status.containerStatuses` per container, which this
-  status has), `pod-delete` deletes a pod once it is being deleted
-  (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-complete.yaml, pod-delete.yaml`);
-- each write is ONE merge patch of the pod's `status` subresource carrying the pod's
-  `metadata.resourceVersion` as a precondition: a pod that changed since it was listed (kwok came back, it
-  was recreated) gets a 409 and is left alone for the next run; a pod gone meanwhile (404) is skipped. The
-  precondition is also what makes replacing the condition list safe: it was merged into the version read.
-  The API server's answer is checked (phase Running, Ready True, same node) before a pod counts as moved.
-  A second run finds nothing to do (idempotent);
-- at most `max_pods` pods per run (the rest are counted in `details.left_for_next_run`);
-- `dry_run`: the same patches with `dryRun=All` (admitted, validated, authorised, persisted nowhere);
-- a write that fails otherwise (403, 422, 5xx, timeout, deadline) stops the run: the result is `error`
-  naming the pod and the cause, with the pods already moved listed in `details` (no ping).
-
-The result says how many pods were moved and names them (`details.moved`, the summary's first few).
+The tutorial's script patches EVERY Pending pod to Running with admin rights and pings whatever happened. This
+job advances only what kwok itself would have, leaves each pod exactly where kwok would, and pings only when the
+run completed (all citations sigs.k8s.io/kwok@v0.8.0):
+- opt-in, under an identity of its own (`cluster_auth`; the sandbox's `outpost-reconciler`) holding only list
+  nodes, list pods, patch pods/status;
+- it moves only pods the `pod-ready` stage would (`kustomize/stage/pod/fast/pod-ready.yaml`: Pending, not being
+  deleted, Ready not True), bound to a node the fake-node selector selects, and Pending for at least
+  `min_pending_seconds` so it never races a healthy kwok; never an unbound pod or one on another node;
+- it writes the status that stage writes, since the stage never matches the pod again: Running, `startTime`,
+  conditions (including each readiness gate) merged by type as kwok's patch merges them (`pkg/utils/lifecycle/
+  next.go`), container and init-container statuses, and `hostIP(s)` as kwok picks them (`node_controller.go`
+  getNodeHostIPs); a node without such an address is left alone, since kwok would use a `--node-ip` it cannot see;
+- `podIP` only for hostNetwork pods (`pod_controller.go` funcPodIPsWith): kwok allocates other pod IPs in its
+  own memory, so one chosen here could be handed out twice. Such a pod is Ready but no Service endpoint
+  (k8s.io/endpointslice@v0.37.2 ShouldPodBeInEndpoints); deleting it lets its owner recreate it for kwok.
+  kwok's `pod-complete` and `pod-delete` stages still apply to moved pods;
+- each write is ONE merge patch of `status` with the pod's resourceVersion as precondition: a changed pod gets a
+  409 and waits for the next run, a gone one (404) is skipped, and the precondition makes replacing the
+  condition list safe. The answer is checked before a pod counts as moved; a second run finds nothing;
+- at most `max_pods` a run (the rest in `details.left_for_next_run`); `dry_run` sends the same with `dryRun=All`;
+- any other failed write stops the run as `error` naming the pod, listing those already moved (no ping).
+The result names the pods moved (`details.moved`).
 """
 
 from __future__ import annotations

@@ -1,62 +1,30 @@
 """leader-leases: is every leader-election Lease held by a running candidate and renewed in time?
 
-A manager whose leader is wedged, or that lost its Lease to someone else (alive, answering `/readyz`, but not
-leading), stops reconciling without any health endpoint saying so; its leader-election Lease says it.
+A manager whose leader is wedged, or that lost its Lease (alive, `/readyz` ok, not leading), stops reconciling
+with no health endpoint saying so; its Lease says it. Defaults are upstream's Leases with the selectors of the
+pods that may hold them (docs/contracts.md "Upstream facts"): `kruise-system/kruise-manager`
+(`control-plane=controller-manager`, kruise@v1.8.0 `main.go`) and `koordinator-system/koordinator-manager`,
+`koord-scheduler`, `koord-descheduler` (`koord-app=...`, koordinator@v1.6.0 `cmd/koord-manager/main.go` and the
+scheduler and descheduler configs in `config/manager/` and the v1.6.0 chart).
 
-Upstream Leases (the list is a parameter), each with the label selector of the pods that may hold it, fixed
-alike in the Helm charts and in `config/`:
-- `kruise-system/kruise-manager`, `control-plane=controller-manager` (`github.com/openkruise/kruise@v1.8.0,
-  main.go`: `--leader-election-id` default `kruise-manager`, `--leader-election-namespace` default
-  `kruise-system`; `openkruise/charts versions/kruise/1.8.0/templates/manager.yaml`);
-- `koordinator-system/koordinator-manager`, `koord-app=koord-manager`
-  (`github.com/koordinator-sh/koordinator@v1.6.0, cmd/koord-manager/main.go`: `LeaderElectionID:
-  "koordinator-manager"`, `--leader-election-namespace` default `koordinator-system`);
-- `koordinator-system/koord-scheduler`, `koord-app=koord-scheduler`, and `koordinator-system/koord-descheduler`,
-  `koord-app=koord-descheduler`: the `leaderElection.resourceName`/`resourceNamespace` of their
-  KubeSchedulerConfiguration and DeschedulerConfiguration (same module, `config/manager/scheduler-config.yaml`,
-  `config/manager/descheduler-config.yaml`; `koordinator-sh/charts versions/v1.6.0/templates/
-  koord-scheduler-config.yaml`, `koord-descheduler-config.yaml`), pod labels in `config/manager/scheduler.yaml`,
-  `descheduler.yaml` and the chart's `koord-scheduler.yaml`, `koord-descheduler.yaml`.
+A holder is `<hostname>_<uuid>` (controller-runtime `pkg/leaderelection/leader_election.go`; kube-scheduler's
+`makeLeaderElectionConfig`), the hostname being the pod's name, or the node's with `hostNetwork` (the charts'
+`*.hostNetwork`), which the kubelet names its Node after (k8s.io/component-helpers@v0.37.2 `GetHostname`). So a
+holder matches a candidate (a Running, non-terminating pod of `holder_selector`) by pod name, or node name for
+hostNetwork pods; with `--hostname-override` it cannot match: give such a Lease no `holder_selector`.
 
-Who holds it: every one of them writes holderIdentity `<hostname>_<uuid>` (`sigs.k8s.io/controller-runtime@v0.18.6`
-and `@v0.16.5, pkg/leaderelection/leader_election.go`; koord-scheduler through `k8s.io/kubernetes@v1.28.7,
-cmd/kube-scheduler/app/options/options.go` and koord-descheduler through its own
-`cmd/koord-descheduler/app/options/options.go`, both `makeLeaderElectionConfig`). A pod's hostname is its
-name; with `hostNetwork: true` (both charts' `manager.hostNetwork`, `scheduler.hostNetwork`,
-`descheduler.hostNetwork` values) it is the node's, which the kubelet names its Node after, lowercased
-(`k8s.io/component-helpers@v0.37.2, node/util/hostname.go` `GetHostname`). So a holder is matched to a
-candidate (a Running, non-terminating pod of `holder_selector`) by pod name, or by node name for candidates
-with hostNetwork. A node whose Node name is not its hostname (`--hostname-override`) cannot be matched: give
-such a Lease no `holder_selector`.
+The duration is bounded because the holder writes it and the others wait that long before taking over (client-go
+`leaderelection.go` isLeaseValid): a Lease stolen for 3600 s (the sandbox's fault) makes the real manager exit
+and restart not leading for an hour while the Lease looks fresh. Every upstream duration is 15 s (kruise's
+`defaultLeaseDuration`, controller-runtime's, component-base@v0.28.7 `RecommendedDefaultLeaderElectionConfiguration`);
+`max_lease_duration_seconds` (60 s) leaves room for a longer one and is 60 times shorter than the theft.
 
-Why a bound on the duration: `leaseDurationSeconds` is written by the holder, and the other candidates
-wait that long after they last saw it renewed before they take over (`k8s.io/client-go@v0.30.10,
-tools/leaderelection/leaderelection.go` `tryAcquireOrRenew`, `isLeaseValid`). A Lease taken over with a
-long duration (the sandbox's Lease theft: holder `outpost-fault-thief`, 3600 s, renewed once) makes the
-real manager lose the election and exit; it restarts ready but not leading until the hour is over, while
-the Lease looks fresh and merely held by a non-candidate. So a Lease whose own duration exceeds
-`max_lease_duration_seconds` is failed on its own, from the first run: its holder announced that nobody
-would notice it stop for that long (the reasoning of kwok-node-consistency's bound). Every upstream
-duration is 15 s: kruise `main.go` `defaultLeaseDuration`; koord-manager sets none, so controller-runtime's
-(`@v0.16.5, pkg/manager/internal.go` `defaultLeaseDuration`); koord-scheduler and koord-descheduler
-default theirs (`k8s.io/kubernetes@v1.28.7, pkg/scheduler/apis/config/v1/defaults.go`, koordinator
-`pkg/descheduler/apis/config/v1alpha2/defaults.go`) with `k8s.io/component-base@v0.28.7,
-config/v1alpha1/defaults.go` `RecommendedDefaultLeaderElectionConfiguration`; client-go has no default of
-its own and documents 15 s as core clients' (`leaderelection.go`); neither chart nor `config/` sets one.
-60 s is four times that, room for a cluster that lengthens it, and still 60 times shorter than the theft.
-
-Per Lease:
-- absent = failed ("lease NS/NAME: not found"): nobody ever took the leadership, or it is a wrong name;
-- no `holderIdentity` = failed: released (a manager that shut down cleanly) and not taken by anyone;
-- `renewTime` older than `leaseDurationSeconds + slack_seconds` = failed, naming the last holder: any
-  candidate may take the lock by now, so a lease still this old means nobody leads; no duration or no
-  `renewTime` at all is failed the same way (it cannot be fresh);
-- `leaseDurationSeconds` above `max_lease_duration_seconds` = failed, naming holder and duration;
-- with a `holder_selector`: no candidate = failed ("nobody can renew it", e.g. scaled to 0, before the Lease
-  has had time to expire); a holder that is no candidate while others run = degraded (a failover is due).
-A renewTime in the future is fresh within `max_future_skew_seconds` (clock skew, default 10 s,
-`outpost.kube.timestamps.FUTURE_SKEW_SECONDS`; its age is kept, negative, in `details`); further ahead it is failed,
-naming the Lease and how far ahead: a holder that stopped with a renewal a day ahead would hide for a day.
+Per Lease: absent = failed; no `holderIdentity` = failed (released, not taken); `renewTime` older than
+`leaseDurationSeconds + slack_seconds`, or no duration or renewTime = failed naming the last holder; a duration
+above `max_lease_duration_seconds` = failed; with a `holder_selector`, no candidate = failed (nobody can renew it,
+e.g. scaled to 0, before it expires) and a holder that is no candidate while others run = degraded. A renewTime
+in the future is fresh within `max_future_skew_seconds` (10 s, its negative age in `details`), failed beyond it:
+a holder that stopped a day ahead would hide for a day.
 """
 
 from __future__ import annotations

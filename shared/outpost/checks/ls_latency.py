@@ -1,19 +1,11 @@
 """ls-latency: do the latency-sensitive (LS) workloads answer, as expected and in time?
 
-Each configured endpoint is one GET, timed: through the API server's service or pod proxy
-(`proxy_path`, with the probe identity), or to a plain `url` (an ingress, a load balancer: sent with
-no credential at all, see `outpost.cluster.plain`). Per endpoint: the expected status code, and two
-response-time thresholds: slower than `degraded_ms` is `degraded`, slower than `failed_ms` (or no
-answer within it) is `failed`, as is any other status than the expected one (`expected_status`, 200 by
-default: another 2xx fails too). Every endpoint's code and time go into `details`.
-
-What is "could not observe" (`error`) rather than the workload's fault, following the health-endpoint
-rule of docs/contracts.md: 401/403 (our identity), 429 (rate limited), a redirect (never followed)
-unless it is the expected status, and, for proxied endpoints, a timeout or connection failure while
-the API server itself does not answer `GET /version` (a dead API server is not a slow workload).
-A proxied 502/503 ("error trying to reach service": no endpoints, connection refused) is the workload
-not answering: `failed`. The request timeout of an endpoint is its `failed_ms`, since a later answer
-fails anyway; endpoints are probed one after the other within the run's deadline.
+Each endpoint is one timed GET through the service or pod proxy (`proxy_path`) or to a plain `url` sent with no
+credential (`outpost.cluster.plain`). Another status than `expected_status` (200), or slower than `failed_ms`, is
+`failed`; slower than `degraded_ms` is `degraded`; codes and times go in `details`. As for every health endpoint
+(docs/contracts.md), 401/403, 429, an unexpected redirect, or a proxied timeout while the API server itself is
+silent are `error`; a proxied 502/503 is the workload not answering, `failed`. Endpoints are probed in turn, each
+timing out at its `failed_ms`.
 """
 
 from __future__ import annotations

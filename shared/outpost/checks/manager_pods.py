@@ -1,23 +1,12 @@
 """What koord-manager-health and kruise-manager-health share: every pod of a manager Deployment, its
 health endpoints asked through the API server's pod proxy, one verdict.
 
-Why through the pod proxy: upstream exposes the managers' health port (8000) on no Service
-(docs/contracts.md "Upstream facts"), and a Service would hide which replica is sick anyway.
-
-Guarantees:
-- the pods are the Deployment's own: those matching its `spec.selector` (read from the Deployment, not
-  assumed); terminating ones are left out (a pod on its way out of a rollout says nothing about the manager),
-  and so are finished ones (phase Succeeded/Failed, e.g. an evicted pod kept until garbage collection: its
-  ReplicaSet has already replaced it); both are listed in `details`;
-- each pod's every configured path is probed (`outpost.cluster.probes`: bounded concurrency, a timeout
-  per request, the run's deadline over all) and judged by status code, plus the body when `expect_body`
-  is set (controller-runtime answers exactly `ok`, so a 200 with another body is something else on the
-  port: unhealthy);
-- a pod is healthy only if every path is; all pods healthy = ok; some = degraded, each failing
-  endpoint named; none healthy, no pod at all (e.g. scaled to 0) or the Deployment absent = failed;
-- a hang or an answer slower than `timeout_seconds` is an unhealthy pod (the API server answered a
-  control request, so the silence is the pod's); 401/403/429/3xx, the API server silent, a malformed
-  object are `error` (raised by `fetch`).
+Through the pod proxy, because upstream exposes the health port on no Service, and a Service would hide the sick
+replica. The pods are those of the Deployment's own `spec.selector`, less terminating and finished ones (listed
+in `details`). Every path of every pod is probed (`outpost.cluster.probes`) and judged by status, and by body
+with `expect_body` (controller-runtime answers exactly `ok`). All healthy = ok, some = degraded naming each
+failing endpoint, none, no pod or no Deployment = failed; a pod that hangs is unhealthy (the API server answered
+a control request); 401/403/429/3xx, a silent API server or a malformed object are `error`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """node-utilization: no selected node above LoadAwareScheduling's CPU threshold, and the mean CPU
 utilisation of the selected nodes within its bounds.
 
-Utilisation of a node = CPU in use / allocatable CPU. Source: Koordinator's NodeMetrics
-(`status.nodeMetric.nodeUsage.resources.cpu`, default) or the resource metrics API (`metrics.k8s.io`,
-metrics-server) by parameter. Nodes judged: the same `NodeSelection` as koordlet-coverage, real nodes
-by default (a KWOK fake node's NodeMetric has no usage: no koordlet reports it).
-
-Per node: 65 % is LoadAwareScheduling's default CPU `usageThresholds`
-(`github.com/koordinator-sh/koordinator@v1.6.0, pkg/scheduler/apis/config/v1beta3/defaults.go`
-`defaultUsageThresholds`; the Helm chart and `config/manager/scheduler-config.yaml` set the same): its
-Filter rejects a node whose rounded usage percentage exceeds it (`pkg/scheduler/plugins/loadaware/
-load_aware.go` `filterNodeUsage`), so new pods stop landing there. Each such node is named and the
-result is `degraded` (first ten, and the count). The scheduler also adds the estimated usage of pods
-it placed since the last report; a probe sees only the report.
-
-Mean: it is a per-node filter, not a target for a cluster's mean, and upstream sets no lower bound,
-so a healthy cluster at any load below the threshold is `ok`. The mean fails above `upper_percent`
-(default: the node threshold: most nodes are then filtered out) or below `lower_percent` (default
-none; a co-location target such as the tutorial's 60 % is an opt-in).
-
-A report older than `max_sample_age_seconds` (default 180 s, Koordinator's NodeMetric expiry:
-`outpost.kube.nodes.NODEMETRIC_EXPIRY_SECONDS`) does not describe the node now: it is left out and
-counted in `details` (nodemetric-freshness names it). No usable report for any selected node, the
-metrics API not served, or no node selected is `error`: the probe observed no utilisation at all.
+Utilisation = CPU in use / allocatable, from NodeMetrics (default) or `metrics.k8s.io`; nodes are the
+`NodeSelection`, real by default. Per node, 65 % is LoadAwareScheduling's default `usageThresholds`
+(koordinator@v1.6.0 `pkg/scheduler/apis/config/v1beta3/defaults.go`, as the chart and config/ set it): its Filter
+rejects a node above it (`loadaware/load_aware.go` filterNodeUsage), so each such node is named, `degraded`.
+That is a per-node filter, not a target for the mean, and upstream has no lower bound: the mean fails only above
+`upper_percent` (default the node threshold) or below `lower_percent` (default none; the tutorial's 60 % is
+opt-in). A report older than `max_sample_age_seconds` (180 s, the NodeMetric expiry) is left out and counted; no
+usable report, no API or no node selected is `error`.
 """
 
 from __future__ import annotations

@@ -1,34 +1,18 @@
 """nodemetric-freshness: each selected node's NodeMetric was updated within the expiry.
 
-Only koordlet writes a NodeMetric's `status` (`status.updateTime` with the node's usage) every
-`reportIntervalSeconds`, 60 s by default and at least 30 s
-(`github.com/koordinator-sh/koordinator@v1.6.0, pkg/koordlet/statesinformer/impl/states_nodemetric.go`
-`defaultReportIntervalSeconds`, `sync`; the interval koord-manager writes into each NodeMetric's spec
-comes from `pkg/util/sloconfig/colocation_config.go` `MetricReportIntervalSeconds: 60`). koord-manager
-creates a spec-only NodeMetric for every Node (`pkg/slo-controller/nodemetric/nodemetric_controller.go`
-`Reconcile` → `initNodeMetric`), so a NodeMetric without status is a node whose koordlet never
-reported.
+Only koordlet writes a NodeMetric's `status`, every `reportIntervalSeconds` (60 s; koordinator@v1.6.0
+`pkg/koordlet/statesinformer/impl/states_nodemetric.go`), while koord-manager creates a spec-only NodeMetric for
+every Node (`pkg/slo-controller/nodemetric`): one without status is a node whose koordlet never reported.
 
-Expiry, 180 s by default: the code default of every NodeMetric consumer's `nodeMetricExpirationSeconds`
-(LoadAwareScheduling: `pkg/scheduler/apis/config/v1beta3/defaults.go` and `v1/defaults.go`;
-LowNodeLoad: `pkg/descheduler/apis/config/v1alpha2/defaults.go`), i.e. three missed koordlet reports, so
-one late or rate-limited report never trips it. The shipped koord-scheduler configurations set 300 s
-with `filterExpiredNodeMetrics: false` (`koordinator-sh/charts versions/v1.6.0/templates/
-koord-scheduler-config.yaml`, `config/manager/scheduler-config.yaml`): the scheduler stops scoring on a
-NodeMetric only after 300 s, but LowNodeLoad (its chart config, when enabled, leaves the field unset)
-and any scheduler run with code defaults stop at 180 s. The stricter bound names a stopped koordlet
-a run earlier; a koordlet restart that skips one extra report fails at most one run, which the
-heartbeat's tolerated misses absorb. Set `expiry_seconds: 300` to alarm only where the shipped
-scheduler does.
+Expiry 180 s: the code default of every consumer's `nodeMetricExpirationSeconds` (LoadAwareScheduling,
+LowNodeLoad: `pkg/scheduler/apis/config/v1beta3/defaults.go`, `pkg/descheduler/apis/config/v1alpha2/defaults.go`),
+three missed reports. The shipped scheduler configs set 300 s with `filterExpiredNodeMetrics: false`; the stricter
+bound names a stopped koordlet a run earlier, and one extra missed report fails at most one run, which the
+heartbeat's tolerated misses absorb. `expiry_seconds: 300` alarms only where the shipped scheduler does.
 
-The nodes judged are the same `NodeSelection` as koordlet-coverage: real nodes by default. A KWOK
-fake node is opt-in: no koordlet runs there, so its NodeMetric never gets a status and it would fail
-here forever. A NodeMetric older than the expiry, without `status.updateTime`, or missing for a
-selected node is named (first ten, and the count); NodeMetrics of nodes not selected are ignored.
-An updateTime in the future is fresh within `max_future_skew_seconds` (clock skew between koordlet's node
-and this probe); further ahead it is stale, named with how far ahead (a koordlet that stopped would hide until
-then). No node selected (the message says how to opt fake nodes in), or the NodeMetric API not served, is
-`error`.
+Nodes judged: `NodeSelection`, real nodes by default (a fake node's NodeMetric never gets a status). A NodeMetric
+expired, without `status.updateTime` or missing is named (first ten, and the count); an updateTime more than
+`max_future_skew_seconds` ahead is stale, named with how far. No node selected, or the API not served, is `error`.
 """
 
 from __future__ import annotations

@@ -1,56 +1,27 @@
 """webhook-cert-expiry: do the admission webhooks' CA bundles and serving certificates outlive the threshold?
 
-Two things expire, and either one stops admission (or, with failurePolicy Ignore, silently skips it):
-- the `caBundle` of every webhook of each configured Mutating/ValidatingWebhookConfiguration
-  (Koordinator's and OpenKruise's by default): the CA the API server trusts for that webhook. Always judged;
-- the serving certificate the webhook presents. The API server does not show it to its clients: its
-  service proxy terminates TLS itself (and does not verify the backend), so no outside-in handshake
-  reaches the webhook's certificate. Two sources can show it:
-  - keyless, `cert_manager_certificates` (default none): a cert-manager `Certificate`
-    (`cert-manager.io/v1`) by namespace and name, whose `status.notAfter` is "the expiration time of the
-    certificate stored in the secret named by this resource in spec.secretName"
-    (`github.com/cert-manager/cert-manager`, `pkg/apis/certmanager/v1/types_certificate.go`
-    `CertificateStatus.NotAfter`). The object holds no key material, so this is granted `get` by name
-    without a warning. Use it where cert-manager issues the webhook's certificate (its cainjector then
-    fills the caBundle from the annotation `cert-manager.io/inject-ca-from: NS/NAME`). A Certificate not
-    found (or no cert-manager installed), or one without `status.notAfter` (never issued), is `failed`;
-  - opt-in, `read_serving_secrets: true` (default **false**): the certificate Secret the manager
-    generated, by name only (`serving_secrets`). A Secret GET returns the whole object, the private
-    keys included, and RBAC cannot grant one data key: with the opt-in the probe identity holds the
-    webhooks' private keys (`get` on exactly those resourceNames, in their namespaces), and `outpost rbac`
-    warns so. Neither Koordinator v1.6.0 nor OpenKruise v1.8.0 uses cert-manager (each manager signs its
-    own), so for them this is the only source of the serving certificate; by default it is not read and the
-    check judges the caBundles (the `admission-dry-run` check catches a serving certificate the API server
-    no longer accepts, as a refused or unmutated dry-run create).
+Either expiring stops admission (or, with failurePolicy Ignore, silently skips it):
+- the `caBundle` of every webhook of each configured Mutating/ValidatingWebhookConfiguration: always judged;
+- the serving certificate, which no outside-in handshake reaches (the API server's proxy terminates TLS), from:
+  - keyless `cert_manager_certificates` (default none): a cert-manager `Certificate`'s `status.notAfter`
+    (cert-manager `pkg/apis/certmanager/v1/types_certificate.go`), granted by name without a warning since it holds
+    no key; not found or never issued is `failed`;
+  - opt-in `read_serving_secrets: true` (default false): the manager's certificate Secret by name
+    (`serving_secrets`). A Secret GET returns the private keys too, and RBAC cannot grant one key, so `outpost
+    rbac` warns. Koordinator v1.6.0 and OpenKruise v1.8.0 sign their own (no cert-manager), so for them this is
+    the only source; by default admission-dry-run catches a serving certificate the API server refuses.
 
-  Upstream's Secrets (the `serving_secrets` default): `kruise-system/kruise-webhook-certs`
-  (`github.com/openkruise/kruise@v1.8.0, pkg/webhook/util/util.go` `GetSecretName`) and
-  `koordinator-system/koordinator-webhook-certs` (`github.com/koordinator-sh/koordinator@v1.6.0,
-  pkg/webhook/util/util.go` `GetSecretName`; the Helm chart creates it under that name,
-  `koordinator-sh/charts versions/v1.6.0/templates/koord-manager.yaml`); both names follow the manager's
-  `SECRET_NAME` environment variable. Both managers write the same six keys, `ca-cert.pem`, `ca-key.pem`,
-  `cert.pem`, `key.pem`, `tls.crt` (= `cert.pem`) and `tls.key` (= `key.pem`)
-  (`pkg/webhook/util/writer/secret.go` `certsToSecret`, `writer/certwriter.go` in both modules), and
-  inject `ca-cert.pem` into every `caBundle`. The pair comes from each manager's own self-signed CA (CN
-  `webhook-cert-ca`, `k8s.io/client-go@v0.30.10` (v0.28.7 for Koordinator), `util/cert/cert.go`
-  `NewSelfSignedCACert`: 10 years) and a leaf valid 10 years (`pkg/webhook/util/generator/selfsigned.go`
-  `NewSignedCert`, both modules), so a healthy install shows about 3650 days left. Both regenerate a pair
-  due within about six months (kruise `pkg/webhook/util/util.go` `GetRenewBeforeTime`, koord
-  `pkg/webhook/util/writer/certwriter.go` `validCert`), far before the threshold: a finding means that
-  renewal is broken or the pair was put there by something else. `cert.pem` is read, `tls.crt` when it is
-  absent. `fetch` keeps the one certificate value it needs and drops the object at once; no other key's
-  value is stored, logged, put in a result or quoted in an error (certificate parsing never quotes its
-  input).
+Upstream's Secrets (`serving_secrets` default, both following the manager's `SECRET_NAME`):
+`kruise-system/kruise-webhook-certs` and `koordinator-system/koordinator-webhook-certs` (`pkg/webhook/util/util.go`
+GetSecretName in kruise@v1.8.0 and koordinator@v1.6.0; docs/contracts.md "Upstream facts"). Both hold a 10-year
+self-signed CA (CN `webhook-cert-ca`) and leaf and renew within about six months, so a healthy install shows about
+3650 days and a finding means renewal is broken. `cert.pem` is read (else `tls.crt`); no other key's value is kept,
+logged or quoted. Params are strict: `serving_secrets` without the opt-in, or the opt-in with none, is refused.
 
-Params are strict: `serving_secrets` other than `[]` without `read_serving_secrets: true` is refused (it would
-read nothing, silently), and so is the opt-in with no Secret named.
-
-Judgement (`threshold_days`, 21 by default): every certificate of a bundle counts (a bundle often
-holds the old and new CA during a rotation) and the earliest `notAfter` is judged. A caBundle that
-is empty (for a service-referenced webhook), not base64 or not a PEM certificate is `failed` and
-named, never skipped; so are a configuration, Certificate or Secret that does not exist, and a Secret without a
-certificate key. 401/403 (e.g. the Secret's RBAC not granted) are `error`; so is a Certificate whose
-`status.notAfter` is not an RFC 3339 time with a zone (a malformed object, named).
+Judgement (`threshold_days`, 21): the earliest `notAfter` of a bundle's certificates (a rotation holds two). A
+caBundle empty, not base64 or not a PEM certificate, a missing configuration, Certificate or Secret, or a Secret
+without a certificate is `failed` and named; 401/403 (the Secret's RBAC not granted) and a `status.notAfter`
+without a zone are `error`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """The one check body behind koord-webhook and kruise-webhook: does a system's admission webhook answer, and is
 it wired to the API server?
 
-Koordinator and OpenKruise ship the same shape (docs/contracts.md "Upstream facts"): a Service on 443 → 9876
-over HTTPS whose `/healthz` answers 200 (OpenKruise with an empty body), and a Mutating- and a
-ValidatingWebhookConfiguration calling that Service. The two checks differ only in names, so each is a thin
-module (its `Params` defaults and its `CheckSpec`) over this one: `fetch` reads, `evaluate` judges with the
-pure `outpost.kube.webhooks`.
-
-What is observed, and how it is judged:
-- `/healthz` through the API server's service proxy with the `https:` prefix (a TLS-only backend answers a
-  plain-HTTP proxy with a reset); the answer is classified by `outpost.cluster.probes`: 2xx healthy; 5xx, a
-  4xx from the proxy, or no answer within `timeout_seconds` while the API server answers otherwise = failed
-  naming the Service; 401/403/429/3xx or an API server that does not answer = error (not observed);
-- the Service exists and exposes `port`, and has at least one ready endpoint (EndpointSlices, or Endpoints
-  where the Service has no slice);
-- every configured webhook configuration exists and has a webhook calling that Service on `port`.
-Each missing piece is its own error line; any of them makes the result `failed`. A read that fails (other
-than a 404, which is "absent" and judged) raises: `error`, never `ok`.
-
-Why a health answer is not enough: a webhook whose configuration was deleted still answers `/healthz`, while
-the API server no longer calls it (and the pod webhooks' failurePolicy `Ignore` hides that from everyone).
+Both systems ship a Service on 443 -> 9876 over HTTPS answering `/healthz` and Mutating/Validating configurations
+calling it (docs/contracts.md "Upstream facts"), so each check is a thin module over this one. Observed:
+`/healthz` through the service proxy with `https:`, classified by `outpost.cluster.probes`; the Service, its port
+and a ready endpoint; every configuration calling that Service on that port (`outpost.kube.webhooks`). Each
+missing piece is its own line and makes the result `failed`; a failed read other than 404 is `error`. A health
+answer is not enough: a webhook whose configuration was deleted still answers, while the API server no longer
+calls it (and failurePolicy `Ignore` hides that).
 """
 
 from __future__ import annotations

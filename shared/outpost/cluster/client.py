@@ -1,27 +1,10 @@
 """The one way Outpost talks to a Kubernetes API server.
 
-Guarantees:
-- reads only: this client has GET, plus one write-shaped request that cannot write:
-  `dry_run_create` always sends `dryRun=All`, so the admission chain runs and nothing is persisted
-  (admission-dry-run). The write identity of `kwok-pod-reconciler` is a separate client;
-- https only (a credential never crosses a network in clear) and TLS verification always on;
-- one wall-clock `Deadline` per run bounds every request end to end: DNS, connect, TLS, headers and
-  body (`outpost.bounded` caps each socket operation at what is left, so a trickling server cannot
-  stretch a request), with the per-request connect/read timeouts inside it;
-- every response body is read in chunks and decoded by us (identity or one gzip layer, as Go's net/http
-  client; stacked or other codings are refused), counted as it arrives against `max_response_bytes` per
-  response and `max_run_bytes` for the whole run (every request and every LIST page of this `Cluster`,
-  which is built per run), so neither one answer, nor a compression bomb, nor a LIST whose pages never end
-  can exhaust a function's memory or time (the error names the path and the setting to raise);
-- JSON is parsed so that a body nested deeper than the parser can go is `MalformedResponse`, not a crash;
-- our own request stays small (a bearer token over `MAX_TOKEN_BYTES` is refused before anything is sent),
-  and a server refusing it as too large or malformed (431, 413, 414, 411, 415) is `ClusterRequestRefused`:
-  `error`, never read as the server's health;
-- every transport failure becomes a `ClusterError` subclass whose one-line message names the
-  cluster, the request path and the cause; 401/403 are always `ClusterAuthError`;
-- LISTs are paginated with `limit`/`continue`, and can ask for metadata only
-  (PartialObjectMetadataList) when a check needs just names and labels;
-- tokens never appear in messages (httpx's own exception text carries no headers, and we add none).
+Reads only (plus `dry_run_create`, always `dryRun=All`), https only with verification on, every request bounded
+end to end by the run's one `Deadline` and every body counted against `max_response_bytes` and `max_run_bytes`,
+so neither a slow server, a compression bomb nor endless pages can exhaust a function. Every failure is a
+`ClusterError` naming cluster, path and cause, never a token; a refusal of our own request (411/413/414/415/431)
+is `ClusterRequestRefused`, never the server's health. See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -293,20 +276,13 @@ class Cluster:
     ) -> Response:
         """POST `obj` to the collection at `path` with `dryRun=All`, always: admitted, never persisted.
 
-        The API server runs authentication, authorization and the whole admission chain (mutating and
-        validating webhooks included) and answers with the object as it would have been stored. There
-        is no way to leave `dryRun` out: this is not a writer. The answer is returned for the caller to
-        judge (201 with the mutated object, or the refusal), except 401/403 for our own identity, which
-        raise `ClusterAuthError` as every request does; a 400/403 whose `Status` says an admission
-        webhook denied the request is returned, because that is the webhook speaking, not RBAC.
-
-        `timeout` may exceed the configured read timeout (never the deadline): the API server answers
-        only after every matching webhook answered or timed out (up to each one's `timeoutSeconds`).
-        `server_timeout` (whole seconds) is sent as the request's `timeout` query parameter: the API
-        server's request context, and with it every webhook call, ends then (k8s.io/apiserver@v0.37.2,
-        pkg/endpoints/filters/request_deadline.go; its --request-timeout, 60 s by default, caps it, and the
-        create handler stops at 34 s anyway, pkg/endpoints/handlers/create.go). Wait longer than it
-        (`timeout`) to read the API server's own answer.
+        The API server runs authentication, authorization and every admission webhook and answers with the object
+        as it would be stored; the caller judges it (201 or the refusal). 401/403 for our identity raise
+        `ClusterAuthError`; a 400/403 whose `Status` names a denying webhook is returned (the webhook speaking).
+        `server_timeout` is sent as the `timeout` query parameter, which ends the request context and every
+        webhook call (k8s.io/apiserver@v0.37.2 `pkg/endpoints/filters/request_deadline.go`; the create handler
+        stops at 34 s regardless); `timeout`, our read timeout, may exceed the configured one (never the
+        deadline) so the API server's own answer can be read.
         """
         params: list[tuple[str, str | int]] = [("dryRun", "All")]
         if server_timeout is not None:

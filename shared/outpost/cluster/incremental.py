@@ -1,46 +1,10 @@
 """Reading a collection incrementally: a warm instance follows the changes instead of listing everything again.
 
-A run reads a collection (nodes, an agent's pods, NodeMetrics, node Leases) as a list of reduced records, each
-object cut down by a reducer to the facts its check judges. The first run of an instance LISTs it (paginated, as
-`Cluster.iter_pages_as`) and keeps, in `outpost.cluster.warm`, the records by namespace/name and the LIST's
-resourceVersion. A later run in the same instance:
-
-1. asks for the collection's current resourceVersion with a LIST that selects no object (`metadata.name=-`): a
-   consistent read, so it is at least every write made before the run started (the "target");
-2. watches from the kept resourceVersion with bookmarks (`allowWatchBookmarks=true&timeoutSeconds=3`) and
-   applies each ADDED, MODIFIED and DELETED to the records, until an event or a bookmark is at or past the target.
-   The API server's watch cache sends a bookmark 2 s before the watch's timeout with the cache's current
-   resourceVersion (k8s.io/apiserver@v0.37.2 pkg/storage/cacher/cache_watcher.go `nextBookmarkTime`, case (a),
-   dispatched on a timer of about a second, cacher.go `dispatchEvents`), so a timeout of 3 s brings one within
-   about a second; 2 s brings none (measured: docs/contracts.md "Incremental reads");
-3. judges the records as they stand at that resourceVersion, and keeps them for the next run.
-
-A check reading several collections reads them with `read_collections`, which does step 1 and sends step 2's
-watch for each before it follows any: the server schedules each bookmark from when its own watch opened, so the
-run waits about a second in all, not a second per collection.
-
-Fail closed: any doubt relists, which re-anchors the state, and the check judges the LIST as it always did:
-nothing kept (cold start), state older than `cluster.incremental_max_age_seconds`, `410 Gone` or any ERROR event,
-a status other than 200 (a 403 too: an identity that may list but not watch), a stream that breaks, stalls or
-ends before reaching the target, a resourceVersion that is not a decimal number, events out of order. After a 410
-the next run follows again; after any other of these the collection is LISTed for `LIST_ONLY_RUNS` runs (ten
-times that after a 403), so a server that cannot be followed costs a failed watch once in a while, not every run.
-Errors that a LIST would meet as well are not relisted around: 401, the deadline, the run's byte budget, a
-malformed object (`MalformedResponse` naming it), which the check reports as `error`.
-
-Cost decides, per collection: a watch's events arrive uncompressed, one whole object per change; an object that
-changes every few seconds (a node Lease renewed every 10 s) costs more to follow than to list every minute. After
-each catch-up the bytes it received are compared with the last LIST's bytes as decoded, because parsing is what a
-run pays for (CPU and wall time, the function's bill) and what the API server encodes: two catch-ups in a row that
-each parse more (one alone may be a rollout), or one that could not finish, leave the collection to LISTs for the
-next `LIST_ONLY_RUNS` runs; then it is followed again. On the wire a gzip'd LIST can be the smaller: a kubelet
-writes its Node's status at least every 5 minutes (`NodeStatusReportFrequency`, k8s.io/kubernetes@v1.37.2
-pkg/kubelet/apis/config/v1beta1/defaults.go), so 5,000 nodes send about a thousand whole Nodes (5 KB each) a
-minute to a watch: some 5 MB, against a LIST's 1.2 MB gzip'd and 25 MB decoded. They are followed, for a fifth of
-the parsing, at up to four times the bytes on the wire; a node Lease (renewed every 10 s) is not.
-Events of a view with a msgspec mirror (nodes, pods, NodeMetrics) are decoded into the mirror, as LIST pages are
-(`outpost.kube.fast_outlines`); an event the mirror refuses, an ERROR among them, is decoded by the view.
-`Cluster.reads` says, per collection, how it was read and why (the result's `details.reads`).
+The first run LISTs and keeps the reduced records and resourceVersion (`outpost.cluster.warm`); later runs watch
+from there with bookmarks up to a consistent-read target, so the records judged equal a LIST at that version.
+Fail closed: any doubt (410, an ERROR event, a broken or stalled stream, odd resourceVersions, a 403) relists,
+and a collection that costs more to follow than to list is listed for a while. docs/contracts.md "Incremental
+reads" has the protocol, the fallbacks and the costs, with their upstream citations (k8s.io/apiserver@v0.37.2).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Reading nodes and a DaemonSet's pods for the node checks, page by page, reduced as they arrive.
 
-Guarantees: nodes, pods and usage reports are read with paginated LISTs, or followed with a watch by a warm
-instance (`outpost.cluster.incremental`, same records either way; a check reading two collections reads them
-with `read_collections`, so their watches run side by side) (the cluster's `page_size`), pods only in
-one namespace and by label selector (never every pod of the cluster); each page is validated straight from its
-bytes into outline views (`NodeOutline`, `PodOutline`, `NodeMetricOutline`: only the fields judged are built)
-and each item reduced to its facts (`NodeFacts`, `DaemonPod`) as soon as it is read, so memory grows with the
-number of nodes by a small record each, not by whole API objects. A wrong type in any item is
-`MalformedResponse` (the check could not observe), never a silently skipped node.
+Collections are LISTed in pages or followed by a warm instance (`outpost.cluster.incremental`, same records
+either way), pods only in one namespace by label. Each page is validated into outline views and each item
+reduced to its facts at once, so memory grows by a small record per node, not whole objects. A wrong type in
+any item is `MalformedResponse`, never a silently skipped node.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """A GET to a plain URL, outside the Kubernetes API: no cluster credential ever goes with it.
 
-Why: a check may watch an endpoint a workload publishes itself (an ingress, a load balancer) rather than
-one reached through the API server's proxy. Sending the cluster's bearer token there would hand a
-cluster credential to whoever answers that URL, so this client is separate from `Cluster` and has no
-credential at all.
-
-Guarantees:
-- no `Authorization` header, no cookies, no environment proxies (`trust_env=False`); a URL carrying
-  userinfo (`https://user:pass@host`) is refused before anything is sent;
-- `http://` and `https://` only; https is verified against the system trust store (never turned off);
-- bounded like every Outpost request: the run's `Deadline` caps DNS, connect, TLS, each read and write
-  (`outpost.bounded`), the per-request timeout sits inside it, the body is read and decoded by
-  `outpost.bounded.read_body` (identity or one gzip layer) and refused past `max_response_bytes`; redirects
-  are never followed (the status is the observation);
-- failures are `ClusterTimeout` / `ClusterUnreachable` / `ResponseTooLarge` naming the URL without its query
-  string (which may carry a token), never a header.
+A check may watch an endpoint a workload publishes itself; sending the cluster's token there would hand it to
+whoever answers, so this client is separate from `Cluster` and has no credential: no Authorization, cookies or
+environment proxies, userinfo refused, https verified against the system store. It is bounded like every request
+(deadline, `read_body`, `max_response_bytes`), follows no redirect, and its errors name the URL without its query.
 """
 
 from __future__ import annotations

@@ -1,41 +1,10 @@
 """Health endpoints behind the API server's proxy: GET many, classify each answer the Outpost way.
 
-Checks that judge a component by its health endpoint (manager pods' `:8000/readyz`, webhook Services'
-`/healthz`, node daemons' `:10221/healthz`) reach it only through the API server's pod, service or node
-proxy (docs/contracts.md "Kubernetes API server"). What comes back mixes two speakers: the target's own
-answer, relayed, and the API server's answer about the proxying itself. This module tells them apart once,
-for every check:
-
-| what came back                                              | verdict      | the check reports  |
-|-------------------------------------------------------------|--------------|--------------------|
-| 2xx (and the expected body, when one is asked for)          | `HEALTHY`    |                    |
-| 2xx with another body                                       | `UNHEALTHY`  | the target: failed |
-| 5xx, and 4xx other than 401/403/429 (the target said so, or | `UNHEALTHY`  | the target: failed |
-|   the API server could not reach it: 502/503 "error trying  |              |                    |
-|   to reach service", 404 pod gone, 400 no address)          |              |                    |
-| no answer in time / connection error, while the API server  | `UNHEALTHY`  | the target: failed |
-|   itself answers a control request (`GET /version`)         |              |                    |
-| 401/403 (our identity), 429 (rate limited), 3xx (redirect,  | `UNOBSERVED` | error              |
-|   never followed), 431/413/414/411/415 (our own request     |              |                    |
-|   refused: `ClusterRequestRefused`), the API server itself  |              |                    |
-|   not answering, the run's deadline spent, a body over the  |              |                    |
-|   size cap or the run's byte budget, a refused encoding     |              |                    |
-
-Why the control request: a read timeout on a proxied path means either "the target hangs" (the API
-server is still waiting for it) or "the API server hangs". Only the first is the target's fault; we say
-so only after the API server has answered something else promptly. A backend that hangs (the sandbox's
-`backend-hang`) or answers later than the per-target timeout (`backend-slow`) is therefore unhealthy;
-a dead API server is `error`, never a wall of "unhealthy" targets.
-
-Guarantees:
-- every target is probed at most once, with at most `concurrency` requests in flight, each bounded by
-  `timeout` and all by the run's one `Deadline` (the `Cluster` caps every request at what is left);
-  worker threads are joined before `probe_all` returns (nothing outlives the call);
-- `probe_all` returns one `ProbeOutcome` per target, in the order given; with `raise_unobserved`
-  (the default) it raises `ClusterError` naming the first target it could not observe (and how many
-  more), because a check must not judge a set of targets it saw only in part;
-- `classify` is pure: (status, body, expected body) -> (verdict, one-line detail), and reads only a body's
-  head (a preview, a Status message, the expected body), so a million-line answer costs what its head costs.
+A proxied answer mixes the target's reply and the API server's word about reaching it; `classify` (pure) tells
+them apart once for every check (table: docs/contracts.md "Kubernetes API server"). A timeout counts against the
+target only after the API server answers a control `GET /version`, so a dead API server is `error`, never a
+wall of unhealthy targets. `probe_all` probes each target once, bounded by `concurrency`, `timeout` and the run's
+`Deadline`, joins its threads, and by default raises `ClusterError` if any target went unobserved.
 """
 
 from __future__ import annotations

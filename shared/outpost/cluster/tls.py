@@ -1,29 +1,10 @@
 """The TCP connect and TLS handshake to the API server, observed on their own (no HTTP request).
 
-Why: `apiserver-triage` must tell "the network does not reach the API server" from "TLS fails" from
-"the API server answers but is not ready", and `apiserver-cert-expiry` must read the certificate
-chain the API server presents. httpx folds connect and handshake into one request and keeps the
-peer's certificates to itself, so this seam does the two steps directly, with what the `Cluster`
-uses for every request: the same server address, the same `ssl.SSLContext` (the cluster's CA, and
-the client certificate when the credential is one) and the run's `Deadline` (DNS, connect and
-handshake are capped by `outpost.bounded`'s network backend, exactly like a request).
-
-Guarantees:
-- nothing is sent but the TLS handshake: no HTTP request, no bearer token; the connection is
-  closed right after the handshake;
-- verification is never turned off for the observation: `chain_verified` is True only after a
-  handshake that verified the chain and the host name with the cluster's own trust;
-- when that verified handshake fails because a certificate has EXPIRED (OpenSSL code 10; not for an
-  unknown CA or a wrong name), and only when the caller asks (`read_unverified_chain=True`), a SECOND
-  handshake is made without
-  verification, with a fresh context that holds no client certificate, solely to READ the chain the
-  server presents so the caller can name the cause ("expired 1.0 days ago"). Nothing is sent over
-  that connection beyond the handshake and it is closed at once; its chain is marked
-  `chain_verified=False` and must never turn a failed verification into a healthy verdict (the
-  checks judge the failed verification first, and use the chain only to describe it);
-- every failure is data (`tcp_error`, `tls_error` with OpenSSL's verify code and message), never an
-  exception: the ladder that calls this judges each rung itself. Only a run whose deadline has
-  already passed raises `ClusterTimeout`.
+apiserver-triage must tell network from TLS from readiness failures, and apiserver-cert-expiry must read the
+presented chain; httpx hides both, so this does the two steps with the `Cluster`'s address, SSL context and
+`Deadline`. Only the handshake is sent. `chain_verified` is True only after full verification; for an EXPIRED
+certificate alone, on request, a second unverified handshake without client certificate reads the chain to name
+the cause, and it must never make a verdict healthy. Failures are data; only a spent deadline raises.
 """
 
 from __future__ import annotations

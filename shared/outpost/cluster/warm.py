@@ -1,19 +1,10 @@
 """What a warm function instance remembers between runs: one process-wide store, keyed by cluster and purpose.
 
-Why: a scheduled function is usually invoked again in the same process (Lambda and Cloud Functions keep an
-instance for minutes after a run), so what one run observed can spare the next run most of its reads (a
-collection's reduced state and resourceVersion, `outpost.cluster.incremental`; apiserver-latency's previous
-scrape). A `Cluster` is built per run; this store outlives it.
-
-Guarantees:
-- entries are keyed by the cluster's identity (`Cluster.identity`: name, server and credential kind, never a
-  credential) and a caller's key, so two clusters, or two identities on one cluster, never share state;
-- bounded: at most `MAX_ENTRIES` entries (the least recently kept go first), and an entry older than the age its
-  owner gives `recall` is dropped rather than returned;
-- one owner at a time: `recall` hands an entry over (it leaves the store until kept again);
-- only the runner's process holds it: nothing is written to disk, and a cold start begins empty, which every
-  owner treats as "read in full" (the store is a saving, never a source of truth on its own);
-- `forget` empties it (tests, and a run that must not trust what came before).
+Platforms reuse an instance for minutes, so one run's observations (incremental collections, apiserver-latency's
+scrape) can spare the next most reads; a `Cluster` is per run, this store outlives it. Keys include the cluster's
+identity (never a credential), so identities never share state; at most `MAX_ENTRIES`, aged entries dropped;
+`recall` hands an entry over to one owner at a time. Nothing goes to disk: it is a saving, never a source of
+truth, and a cold start reads in full.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Write access to a cluster, for the few callers that must change it.
 
-`Cluster` is read-only by construction, and every check gets one. Writing is a separate, explicit
-capability: the `kwok-pod-reconciler` job (under a write identity of its own) and the sandbox's
-machinery (installing objects, staging faults) use `ClusterWriter`. It adds verbs on top of the
-same request path (`Cluster._send`), so a write keeps every guarantee of a read: TLS verification,
-timeouts capped by the deadline, one-line errors naming verb, path and cluster, never a token.
-
-Every write verb returns the object the API server answered with, and raises `ClusterResponseError`
-(with the status code) for any answer it did not expect; `delete` treats 404 as done.
+`Cluster` is read-only by construction; writing is a separate capability for the `kwok-pod-reconciler` job
+(under its own identity) and the sandbox. It sends through the same `Cluster._send`, so a write keeps every
+guarantee of a read (TLS, deadline, one-line errors without a token). Any unexpected answer raises
+`ClusterResponseError`; `delete` treats 404 as done.
 """
 
 from __future__ import annotations

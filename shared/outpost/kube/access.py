@@ -1,23 +1,10 @@
 """What a check asks of the API server, in RBAC's own terms: the vocabulary of `CheckSpec.access`.
 
-Each check declares, as a function of its parameters, every request its `fetch` may send: a verb on a
-resource (with its API group, namespace and, where the check knows it, the object name) or a GET of a
-non-resource URL. `outpost.rbac` turns the declarations of the enabled checks into Roles and ClusterRoles,
-so the probe identity holds exactly what the enabled checks read and nothing else.
-
-Guarantees:
-- the attributes are the ones the API server's authorizer sees (`RequestInfo`): a proxy request's
-  resource is `services/proxy`, `pods/proxy` or `nodes/proxy` and its name is the whole path segment
-  (`https:koordinator-webhook-service:443`), which is what `resourceNames` must list;
-- `of_path` derives the attributes of any request path the same way, so a configured path (an LS
-  endpoint's proxy path, the triage LIST) is declared from the very string the check will request;
-- paths the bootstrap role `system:public-info-viewer` grants every identity (`/healthz`, `/livez`,
-  `/readyz`, `/version` and below) are declared but marked `public`: granting them again would be a
-  rule whose removal changes nothing;
-- `when` says that a request is made only in some situations (a fallback, an answer that names
-  objects): such a grant is needed, but a healthy cluster may not exercise it.
-
-Pure: no I/O.
+Attributes are the ones the API server's authorizer sees (`RequestInfo`: a proxy request's name is the whole
+segment, `https:NAME:PORT`), and `of_path` derives them from the very path a check requests, so `outpost.rbac`
+grants exactly what is read. Paths `system:public-info-viewer` already grants are marked `public` (granting them
+again changes nothing); `when` marks requests made only in some situations, which a healthy cluster may not
+exercise. Pure.
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
-"""X.509 certificates as checks judge them: PEM bundles and DER chains → subject, issuer, validity, SANs.
+"""X.509 certificates as checks judge them: PEM bundles and DER chains -> subject, issuer, validity, SANs.
 
-Pure (no I/O). Shared by `apiserver-cert-expiry` (the chain the API server presents in its TLS
-handshake, as DER) and `webhook-cert-expiry` (webhook `caBundle`s, base64 PEM, and the serving
-certificate of a webhook, PEM).
-
-Guarantees:
-- PEM is framed exactly as Go's `encoding/pem` `Decode` frames it (`pem_decode`, a line-for-line port of
-  go1.26 `src/encoding/pem/pem.go`; tests/unit/kube/test_upstream_pem.py ports `pem_test.go`): text before,
-  between and after blocks is skipped; a block whose BEGIN or END line is malformed (`-----END CERTIFICATE----`,
-  `-----END CERTIFICATE----- trailing`, a different END type, a missing END), whose headers lack the blank
-  line before END, or whose body is not standard padded base64 (spaces, tabs, CR and LF ignored) is no block
-  at all, and Decode moves on to the next BEGIN;
-- a `caBundle` is judged as the API server judges it (`parse_ca_bundle`, `parse_base64_pem_bundle`): its
-  webhook client builds the CA pool with `x509.CertPool.AppendCertsFromPEM` (`k8s.io/apiserver@v0.37.2`
-  `pkg/util/webhook/client.go` hookClientConfig -> `k8s.io/client-go@v0.37.2` `transport/transport.go`
-  rootCertPool; admission validation calls the same through `pkg/util/webhook/validation.go`
-  ValidateCABundle), which walks `pem.Decode` and trusts every block of type CERTIFICATE WITHOUT headers
-  that `x509.ParseCertificate` accepts, skipping everything else silently. The bundle is REJECTED ("unable
-  to load root certificates", every call to the webhook fails) exactly when no certificate is trusted: the
-  reason is client-go's `createErrorParsingCAData` text. Otherwise the trusted certificates are returned (a
-  bundle often holds the old and the new CA during a rotation) and the earliest `notAfter` among them is
-  what matters: whichever trusted certificate expires first breaks trust first. A certificate the API
-  server skips is not judged, because it is not trusted;
-- `parse_pem_bundle`/`parse_base64_pem_chain` read a serving certificate (PEM from a Secret) strictly: the
-  same framing, every CERTIFICATE block must parse, at least one must be there;
-- something that is not a certificate (empty, not base64, not PEM, no trusted certificate) raises
-  `NotACertificate` with the reason, never the content: a mislabelled field could hold a private key, so
-  not one byte of the input is quoted. PEM blocks of other types (e.g. a private key in the same file) are
-  skipped, never parsed;
-- DER is parsed by `cryptography`, not by Go's `crypto/x509`: a certificate one accepts and the other
-  refuses (Go refuses e.g. negative serial numbers) can still be judged differently;
-- times are timezone-aware UTC.
-
-`cryptography` is imported when a certificate is first parsed, not when this module is loaded: it is
-the `certificates` extra (pyproject.toml), installed in a bundle only when an enabled check parses
-certificates (`CheckSpec.extras`, `outpost.packaging`), so every other bundle stays lean.
+Pure. PEM is framed as Go's `encoding/pem` Decode (a port of go1.26 `pem.go`, tests in test_upstream_pem.py); a
+`caBundle` is trusted as the API server trusts it (client-go@v0.37.2 `transport/transport.go` rootCertPool):
+rejected exactly when nothing is trusted, judged by the earliest trusted `notAfter` (docs/contracts.md "Parsing
+as upstream"). Errors never quote the input (it could be a private key). `cryptography` is imported on first
+use: it is the `certificates` extra, bundled only for checks that need it.
 """
 
 from __future__ import annotations

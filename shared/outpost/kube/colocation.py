@@ -1,36 +1,10 @@
 """Koordinator's ClusterColocationProfile, and what koord-manager's pod webhook writes from it into a new pod.
 
-koord-manager mutates a created pod only through the profiles that select it
-(`github.com/koordinator-sh/koordinator@v1.6.0, pkg/webhook/pod/mutating/cluster_colocation_profile.go`); without one
-nothing changes (a pod that already asks for batch resources gets only the annotation
-`node.koordinator.sh/extended-resource-spec`, `extended_resource_spec.go`). This module predicts, from the profiles
-and the namespace's labels, what the admitted pod must carry, the way that handler decides:
-
-- selection: a profile whose `namespaceSelector` or `selector` is absent or empty selects every pod; one that does
-  not parse selects too (the handler skips a profile only when its selector parsed and did not match); matchLabels
-  alone compare by equality, unvalidated (`pkg/util/selector.go`, `GetFastLabelSelector`);
-- probability (`shouldSkipProfile`): absent = 100; an integer or `"N%"` (anything else makes the handler fail, so the
-  webhook refuses every pod the profile selects); `<= 0` never applies, `>= 100` always, `1..99` applies with chance
-  `(N+1)/100` (`rand.Intn(100) > N` skips);
-- what a profile writes (`doMutateByColocationProfile`, in this order): `labels`, `annotations`, `labelKeysMapping`,
-  `annotationKeysMapping`, `schedulerName`, label `koordinator.sh/qosClass` from `qosClass`, `priorityClassName`
-  (with `priority` and `preemptionPolicy` from that PriorityClass), label `koordinator.sh/priority` from
-  `koordinatorPriority`, then `patch` (a strategic merge patch over the whole pod);
-- several profiles apply in the order of koord-manager's informer cache, which is not a stable order
-  (`pkg/webhook/pod/mutating/webhooks.go` hands the handler `mgr.GetClient()`), so a key that two applying profiles
-  write differently may end with either value.
-
-What is predicted, and why not more: the labels and annotations a profile sets (qosClass and koordinatorPriority
-included), `schedulerName` and `priorityClassName`, each with every value an applying profile may leave. Not predicted:
-`priority`/`preemptionPolicy` (they come from the PriorityClass, which the probe does not read); the rewrite of
-cpu/memory into `kubernetes.io/batch-*`/`mid-*` (`mutatePodResourceSpec`: it depends on that priority value, on the
-profile annotation `config.koordinator.sh/skip-update-resources` and on the manager's feature gate
-`ColocationProfileSkipMutatingResources`, which no API shows; it runs in the same pass right after the fields above,
-so those already prove the profile was applied); keys written by a keys mapping (their value is whatever the pod
-carried at that moment); anything else a patch changes. A patch that sets a predicted key to a plain string replaces
-that profile's value; one that deletes it, sets a non-string or carries a `$` directive there makes it unpredictable.
-
-Pure: no I/O.
+Pure. Predicts, from the profiles and the namespace's labels, the labels, annotations, `schedulerName` and
+`priorityClassName` an admitted pod must carry, deciding selection, probability and write order as
+koordinator@v1.6.0 `pkg/webhook/pod/mutating/cluster_colocation_profile.go` does; every value an applying
+profile may leave is allowed, since profiles apply in no stable order. What is not predicted and why:
+docs/contracts.md "Koordinator", Mutation.
 """
 
 from __future__ import annotations

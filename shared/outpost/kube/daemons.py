@@ -1,16 +1,8 @@
 """DaemonSet coverage, judged by comparing nodes with pods (not by the DaemonSet's own counters).
 
-Why: a DaemonSet's status only counts the nodes it currently targets. When its node affinity,
-node selector or tolerations stop matching a node (a label changed, a taint appeared), the pod
-leaves that node and `desiredNumberScheduled` shrinks with it: "19 of 19 ready" while node n7 runs
-no agent at all. The truth is per node: does each node that should run the agent have a ready pod
-of it?
-
-Guarantees (pure, no I/O):
-- `DaemonPod` keeps of a pod what coverage needs (name, node, Ready, terminating, phase);
-- `coverage` puts every judged node in exactly one of: covered (some pod on it is Ready and not
-  terminating), not ready (pods on it, none Ready), missing (no pod on it); pods on nodes that are
-  not judged are ignored; names come out sorted.
+A DaemonSet's status counts only the nodes it currently targets: when a label or taint stops it matching node n7,
+`desiredNumberScheduled` shrinks and it reads "19 of 19 ready" while n7 runs no agent. So `coverage` (pure) puts
+every judged node in exactly one of covered (a Ready, non-terminating pod), not ready, or missing.
 """
 
 from __future__ import annotations

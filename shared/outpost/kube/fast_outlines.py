@@ -1,22 +1,11 @@
 """msgspec mirrors of the node-wide outline views (NodeOutline, PodOutline, NodeMetricOutline), for their LIST pages
 and watch events.
 
-Why: a 5,000-node LIST decoded into these and reduced costs 2-5x less CPU than into the pydantic views, and less
-peak memory (tests/bench/decoders.py); a warm run's watch events (about a thousand whole Nodes a minute at 5,000
-nodes) are most of what it parses (`outpost.cluster.incremental`).
-
-Guarantees (tests/unit/test_fast_outlines.py):
-- a mirror has its view's fields (same JSON names) and the properties the reducers read, so `outline_facts`,
-  `daemon_pod` and `nodemetric_usage` give equal records from either;
-- it accepts less than its view, never more: msgspec's strict mode (a value of the declared JSON type, nothing
-  coerced: `"true"`, `"1e3"`, `"null"` or an epoch number are refused, where pydantic's lax mode accepts some);
-  a key the view would also read by its Python name (`node_name`: views populate by name) refuses the item; an
-  AwareDatetime needs a zone. Whatever a mirror refuses, a decoder raises `Refused`, and the caller decodes
-  that page or event with the view: errors stay the view's `MalformedResponse`, lenient values read as they do today;
-- NodeMetric `updateTime`, the one time whose value a reducer keeps, has digits past the microsecond truncated as
-  pydantic does (msgspec would round them); other times only have to be present or absent for the reducers.
-Known difference: a page nested deeper than pydantic-core's 200 levels but within the interpreter's recursion
-limit decodes here (Go's API server allows 10,000); deeper still is `Refused`, as is invalid UTF-8 anywhere.
+They decode a 5,000-node LIST for 2-5x less CPU than the pydantic views (tests/bench/decoders.py). A mirror gives
+the reducers equal records and accepts less than its view, never more (strict types, aware datetimes); whatever
+it refuses raises `Refused` and the caller decodes with the view, so errors stay `MalformedResponse`. NodeMetric
+`updateTime` is truncated past the microsecond as pydantic does. Known difference: pages nested deeper than
+pydantic-core's 200 levels but within recursion limits decode here.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Health endpoint bodies: `[+]name ok` / `[-]name failed: reason withheld` lines.
 
-kube-apiserver's `/livez?verbose`/`/readyz?verbose` and every controller-runtime manager
-(koord-manager, kruise-controller-manager `:8000/healthz`, `/readyz`) write this format. The status
-code is the verdict (docs/contracts.md "Kubernetes API server"); the lines say which part failed.
-Lines that are not health lines ("readyz check failed", "livez check passed") are skipped; an empty
-list means "no report".
-
-Bounded: only the head of a body is read, at most `MAX_HEALTH_BYTES` and `MAX_HEALTH_LINES` (a real report
-is a few KiB: kube-apiserver's verbose `/readyz` has about 50 lines), so an answer of a million lines costs
-what its head costs. `read_health_body` says whether the body went past the head (`truncated`): a check must
-never judge such an answer healthy (fail closed), since the lines it did not read may be failing ones.
+kube-apiserver's verbose `/livez`/`/readyz` and controller-runtime managers write this format; the status code is
+the verdict (docs/contracts.md "Kubernetes API server"), the lines say what failed. Only the head of a body is read
+(`MAX_HEALTH_BYTES`, `MAX_HEALTH_LINES`), so a million lines cost what the head costs; a `truncated` body must
+never be judged healthy, since the unread lines may be failing ones.
 """
 
 from __future__ import annotations

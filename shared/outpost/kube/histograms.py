@@ -1,39 +1,10 @@
 """Prometheus histograms from a `/metrics` scrape: parsing, deltas between scrapes, quantiles.
 
-Pure (no I/O). The text is parsed by `prometheus_client.parser` (the maintained parser of the
-Prometheus text format), never by hand; this module only does the arithmetic.
-
-Guarantees (upstream: `github.com/prometheus/prometheus@v0.316.0` (Prometheus v3.16.0), `promql/quantile.go`
-`BucketQuantile`, `promql/engine.go` `resetHistograms`, `model/textparse/openmetricsparse.go`
-`normalizeFloatsInLabelValues`, `scrape/scrape.go`; tests/unit/kube/test_upstream_histograms.py ports its tables):
-- `le` is read as Go's `strconv.ParseFloat` reads it (`go_parse_float`: `+Inf`, `inf`, `1e0`, `.2`, `0x1p-2`,
-  digit-separating `_`; no surrounding whitespace, no `+nan`). A bucket whose `le` does not parse, is out of
-  float64 range, or is NaN is IGNORED, as PromQL's histogram_quantile ignores it (with a warning there; named in
-  `Series.ignored` here), never sorted among the others;
-- two buckets of one series whose `le` parse to the same number (`le="1"` and `le="1.0"`) are one series to
-  Prometheus (it normalises `le` at scrape time), and a scrape keeps the FIRST sample of a series it has already
-  seen (`ErrDuplicateSampleForTimestamp`): so does `parse_histogram`; a repeated `_count` likewise;
-- `delta(before, after)` subtracts per series (a series = one label set without `le`), the way
-  Prometheus' `increase()` treats counters: a series whose buckets or count went DOWN (the API server
-  restarted: a counter reset), or whose bucket boundaries changed (an upgrade changed the bucket
-  set: it restarted too), contributes its `after` values, i.e. what it counted since the reset, and
-  is named in `Delta.resets`; a series that appeared between the scrapes contributes all of its
-  counts (it did not exist at the first scrape);
-- series are summed bucket by bucket over the boundaries they all share (`+Inf` always among them):
-  summing cumulative counts at a common boundary is exact, so a mix of old and new bucket sets is
-  coarsened, never mis-added;
-- a series without a `+Inf` bucket uses its `_count` as `+Inf` (the same number by definition of a
-  Prometheus histogram; PromQL would answer NaN for it); without either it is dropped and named in
-  `incomplete`, never guessed;
-- `bucket_quantile(q, buckets)` is `BucketQuantile` line for line (sort by bound, `+Inf` required, buckets of
-  one bound coalesced by adding, `ensureMonotonicAndIgnoreSmallDeltas` with tolerance 1e-12, NaN for fewer
-  than two buckets or no observations, linear interpolation, the lower edge 0 for a positive first bucket,
-  the highest finite bound when the rank falls into `+Inf`);
-- `quantile(q, buckets)` is what a check may judge: that value, or None whenever it is not a finite number
-  (NaN: no `+Inf`, fewer than two buckets, no observations, NaN counts; -Inf from a `le="-Inf"` bucket) or the
-  histogram's total is not a positive number (Prometheus still interpolates over a negative or NaN total).
-  None is "no value": a caller must never read it as within a threshold. A q outside [0, 1] raises
-  ValueError (PromQL answers -Inf/+Inf, which a comparison would misjudge).
+Pure; `prometheus_client.parser` parses, this module does the arithmetic as Prometheus v3.16.0 does
+(`promql/quantile.go` BucketQuantile ported line for line; tables in test_upstream_histograms.py). Deltas treat
+a decrease or a changed bucket set as a counter reset, sum only shared boundaries (exact), and name what they
+drop. `quantile` returns None for anything not finite: a caller must never read "no value" as within a
+threshold. Details and differences from PromQL: docs/contracts.md "Parsing as upstream".
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """Node classification and scheduling facts, for coverage checks ("which nodes should run this DaemonSet?").
 
-Guarantees:
-- `classify`: a node is `fake` when it carries the KWOK annotation `kwok.x-k8s.io/node=fake` (the
-  marker kwok itself uses; a label selector cannot find it), `virtual` when labelled
-  `type=virtual-kubelet` (virtual-kubelet nodes run no DaemonSets), `real` otherwise;
-- `tolerates` follows Kubernetes toleration semantics exactly (operator Exists/Equal, an empty key
-  with Exists tolerates every taint, an empty effect matches every effect), so a DaemonSet that
-  tolerates everything (koordlet) is expected on tainted nodes too, and one that does not is not;
-- `NodeFacts` is what the node checks keep of a Node (name, class, cordoned, Ready, allocatable CPU,
-  labels, annotations): a node is reduced to it as soon as it is read, so a check over 5,000 nodes
-  holds 5,000 small records, not 5,000 API objects;
-- `NodeSelection` is the one definition of "which nodes a node check judges", shared by
-  koordlet-coverage, kruise-daemon-coverage, nodemetric-freshness and node-utilization: node classes
-  (default real only), an optional label selector, cordoned nodes out unless asked for. KWOK fake
-  nodes are opt-in: no agent runs on one, yet kwok's pod-ready stage makes every pod bound to it
-  Running and Ready (`sigs.k8s.io/kwok@v0.8.0, kustomize/stage/pod/fast/pod-ready.yaml`), so its
-  "ready koordlet" proves nothing; and only koordlet writes a NodeMetric's status, while
-  koord-manager creates a spec-only NodeMetric for every node, fake ones included
-  (`github.com/koordinator-sh/koordinator@v1.6.0, pkg/slo-controller/nodemetric/nodemetric_controller.go`
-  `Reconcile` → `initNodeMetric`; `pkg/koordlet/statesinformer/impl/states_nodemetric.go` `sync` sets
-  `UpdateTime`), so a fake node's NodeMetric is never fresh. virtual-kubelet nodes run no DaemonSets and
-  report no NodeMetric. `select_nodes` says why each other node was left out, counted by reason, and
-  counts the selected ones per class; a selection of nothing is for the check to call `error` (it
-  observed no node it could judge), with `nothing_selected` saying why and how to opt fake nodes in;
-- `MetadataSelector` (label or annotation, `outpost.kube.selectors`) picks the nodes of
-  kwok-node-consistency (the KWOK annotation by default), through the same `select_nodes`;
-- `UsageSample` is one node's CPU usage report, from a Koordinator NodeMetric (`status.updateTime`,
-  `status.nodeMetric.nodeUsage.resources.cpu`) or from metrics.k8s.io (`timestamp`, `usage.cpu`);
-  a usage that is absent or not a quantity is None (judged as "no usable sample"), not 0.
+A node is `fake` (KWOK annotation `kwok.x-k8s.io/node=fake`), `virtual` (`type=virtual-kubelet`) or `real`;
+`tolerates` follows Kubernetes toleration semantics exactly. `NodeSelection` is the one definition of which
+nodes a node check judges. Fake nodes are opt-in because nothing there proves an agent runs: kwok makes every
+bound pod Ready (kwok@v0.8.0 `stage/pod/fast/pod-ready.yaml`) and koord-manager creates a NodeMetric no koordlet
+ever fills (koordinator@v1.6.0 `pkg/slo-controller/nodemetric`). Nodes are reduced to `NodeFacts` on read; an
+empty selection is the check's `error`, and a usage that is absent or not a quantity is None, never 0.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Typed, read-only views of the Kubernetes objects checks read.
 
-Why: the API server omits zero values from JSON (`numberReady`, `readyReplicas`, `availableReplicas`
-are simply absent when 0), so `raw["status"]["numberAvailable"]` is a KeyError exactly when the truth
-is "none available", and the check would report "internal error" instead of `failed`.
-
-Guarantees:
-- an omitted field is its Kubernetes zero value (0, "", False, [], {}, None for timestamps), except
-  where Kubernetes itself defaults otherwise (Deployment `spec.replicas` 1, webhook service port 443,
-  webhook `failurePolicy` Fail, `timeoutSeconds` 10);
-- unknown fields are ignored (newer API versions add fields), views are frozen;
-- a field of the WRONG type (`"numberReady": "x"`) is not zero: `parse` raises `MalformedResponse`
-  naming the object and the field path, because that is "could not observe" (`error`), never `ok`;
-- unknown enum-like values (a pod phase we have not heard of) are kept as strings for the check to judge.
-Pure: no I/O.
+The API server omits zero values (`numberReady` absent means 0), so raw dict access fails exactly when the truth
+is "none". Here an omitted field is its zero value or Kubernetes' own default, unknown fields are ignored, and a
+field of the WRONG type raises `MalformedResponse` naming object and path ("could not observe", never ok).
+Unknown enum-like values stay strings for the check to judge. Pure.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Where Kubernetes objects live on the API server: kinds, collection and object paths, proxy paths.
 
-Guarantees:
-- a path is built only from a known `Kind`; a namespaced kind without a namespace, a cluster-scoped
-  kind given one, or a name that could escape its path segment ("", "..", "a/b") is a `ValueError`,
-  so a typo in configuration fails at the first use instead of reading some other object;
-- proxy paths carry the `https:` scheme prefix when asked: a backend that only speaks TLS (every
-  webhook) answers a plain-HTTP proxy with a reset, which would read as "webhook down" although it
-  is healthy (docs/contracts.md "Upstream facts"):
-
-    /api/v1/namespaces/NS/services/[https:]NAME[:PORT]/proxy/PATH
-    /api/v1/namespaces/NS/pods/[https:]NAME[:PORT]/proxy/PATH
-    /api/v1/nodes/[https:]NAME[:PORT]/proxy/PATH
-
-Pure: no I/O; `outpost.cluster` does the requests.
+Paths are built only from a known `Kind`, and a wrong scope or a name that could escape its segment ("", "..",
+"a/b") is a `ValueError`, so a configuration typo fails instead of reading another object. Proxy paths take the
+`https:` prefix when asked: a TLS-only backend answers plain HTTP with a reset, which would read as "down"
+(forms: docs/contracts.md "Kubernetes API server"). Pure.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """Kubernetes resource quantities (`500m`, `2`, `1.5Gi`, `1e3`, `64Mi`) as exact decimals, read as the API
 server's Go client reads them.
 
-Upstream: `k8s.io/apimachinery@v0.37.2`, `pkg/api/resource/quantity.go` (`ParseQuantity`,
-`parseQuantityString`, `Quantity.UnmarshalJSON`, `ScaledValue`) and `suffix.go`; its test tables are ported in
-tests/unit/kube/test_upstream_quantity.py with the values the real `resource.ParseQuantity` returned.
-
-Guarantees:
-- the grammar is upstream's: an optional sign, digits with an optional `.` and fraction (`1.`, `.5`, `1.G` are
-  quantities), then one suffix: decimal SI `n u m "" k M G T P E`, binary `Ki Mi Gi Ti Pi Ei`, or a decimal
-  exponent `e`/`E` with an optional sign and digits (`1e3`, `1.3E+6`; the exponent is Go's int32, so it wraps
-  as upstream's does). Anything else (`1.1.M`, `0.1mi`, `1K`, `1i`, `-3.01e-`, `""`) is a ValueError that
-  quotes the text, so a malformed capacity is "could not observe", never zero;
-- surrounding whitespace is trimmed first, as `UnmarshalJSON` does (`strings.TrimSpace`: Go's Unicode
-  spaces) for every quantity in an API object; whitespace INSIDE is refused;
-- the value is exact (Decimal built from the digits, never through a float or a 28-digit context), then
-  rounded as upstream rounds: a non-zero magnitude with more than nine fractional digits is rounded UP
-  (away from zero) to the next nano (`0.1n` is `1n`, `-3.001n` is `-4n`); a binary-suffixed magnitude above
-  2^63-1 is capped there (`9Ei`, `9223372036854775807Ki`), a decimal one is not (upstream caps only BinarySI);
-- `cpu_millis`/`memory_bytes` are `MilliValue()`/`Value()`: the value in millis / units rounded up, i.e. away
-  from zero (`100u` is 1m, `-1.5` is -2); unlike Go's int64 they do not wrap beyond 2^63-1 (upstream's
-  `Value()` of `9223372036854775808` is -9223372036854775808).
+A port of k8s.io/apimachinery@v0.37.2 `pkg/api/resource/quantity.go` (tables in test_upstream_quantity.py): the
+same grammar, whitespace trimmed as `UnmarshalJSON` does, exact Decimal values rounded away from zero to the
+nano, BinarySI capped at 2^63-1. A malformed quantity is a ValueError quoting it, so a bad capacity is "could not
+observe", never zero. Unlike Go's int64, `cpu_millis`/`memory_bytes` never wrap (docs/contracts.md).
 """
 
 from __future__ import annotations

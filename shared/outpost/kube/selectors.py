@@ -1,27 +1,10 @@
 """Label selectors as Kubernetes defines them, and metadata selectors for "label or annotation".
 
-Guarantees:
-- `LabelSelector` reads the API shape (`matchLabels`, `matchExpressions` with In, NotIn, Exists,
-  DoesNotExist), matches locally exactly as the API server does, and renders the `labelSelector`
-  query string (equality for matchLabels, set-based syntax for expressions), so a check may filter on
-  the server or locally with the same result;
-- an EMPTY selector matches EVERYTHING (Kubernetes semantics for `{}`; a DaemonSet or webhook with no
-  selector applies to every object). Callers that mean "nothing" must not pass an empty selector;
-- `parse_label_selector` reads the string form (as written in configuration, and as the API server reads
-  the `labelSelector` query parameter) with upstream's own lexer and parser, ported token for token
-  (`k8s.io/apimachinery@v0.37.2`, `pkg/labels/selector.go` `Lexer`, `Parser`, `NewRequirement`): `=`, `==`,
-  `!=`, `in (...)`, `notin (...)`, `key`, `!key`, `>`, `<`; empty values (`x=`, `x in (a,,b)`, `x in ()` is
-  the value ""); `in`/`notin` are values where a value is expected; spaces, tabs, CR and LF separate tokens.
-  Whatever upstream refuses (`x=a||y=b`, `x==a==b`, `!x=a`, `x<a`, a trailing `,`) is a ValueError quoting
-  the text, rather than a guess. tests/unit/kube/test_upstream_selectors.py ports upstream's test tables;
-- keys and values are validated as upstream validates them (`pkg/api/validate/content/kube.go` `IsLabelKey`,
-  `IsLabelValue`, `dns.go` `IsDNS1123Subdomain`): name part 1-63 characters, optional prefix a lowercase
-  DNS subdomain of at most 253 characters, value at most 63 characters; a whole-string match (Python's `$`
-  would also accept a trailing newline, Go's does not);
-- `Gt`/`Lt` (string form only, as upstream: the object form `matchExpressions` has no such operators) take
-  one int64 value and match a label whose value is an int64 (`strconv.ParseInt`) beyond it;
-- `MetadataSelector` picks objects by a label OR an annotation (KWOK fake nodes are marked by the
-  annotation `kwok.x-k8s.io/node=fake`, which no label selector can select).
+`parse_label_selector` ports k8s.io/apimachinery@v0.37.2 `pkg/labels/selector.go` Lexer and Parser token for
+token (tables in test_upstream_selectors.py) and refuses what upstream refuses, so local matching and the
+rendered `labelSelector` query agree with the API server. An EMPTY selector matches EVERYTHING, as in
+Kubernetes: callers meaning "nothing" must not pass one. `MetadataSelector` also selects by annotation, which
+KWOK's fake-node marker needs. Differences from upstream: docs/contracts.md "Parsing as upstream".
 """
 
 from __future__ import annotations

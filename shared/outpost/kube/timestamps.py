@@ -1,12 +1,8 @@
 """Kubernetes timestamps: RFC 3339 `Time` (seconds) and `MicroTime` (microseconds), always UTC-aware.
 
-Guarantees:
-- `parse_time` accepts what the API server writes (`2026-12-03T11:00:00Z`, `...00.123456Z`) and any
-  RFC 3339 offset; None or "" is None (an omitted timestamp), anything else unparseable is ValueError;
-- ages are computed against a `now` passed in, never the clock, so every verdict is reproducible;
-  a negative age means the object's clock is ahead of ours (skew): the sign is kept and the caller
-  decides, because silently clamping to zero would make a skewed timestamp look fresh; past
-  `FUTURE_SKEW_SECONDS` ahead, checks judge it not fresh.
+Ages are computed against a `now` passed in, so verdicts are reproducible. A negative age (the writer's clock is
+ahead) keeps its sign for the caller, because clamping to zero would make a skewed timestamp look fresh; past
+`FUTURE_SKEW_SECONDS` checks judge it not fresh.
 """
 
 from __future__ import annotations

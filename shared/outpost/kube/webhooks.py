@@ -1,22 +1,10 @@
 """Is an admission webhook wired to its Service? The pure judgement behind koord-webhook and kruise-webhook.
 
-A webhook server works for the API server only when four things hold together (docs/contracts.md
-"Upstream facts"): the Service exists and exposes the port the configurations call (443 → 9876 for both
-Koordinator and OpenKruise), it has at least one ready endpoint, each of the system's Mutating- and
-ValidatingWebhookConfigurations exists, and that configuration's webhooks call this Service on that port.
-Each piece can break alone (a configuration deleted by a bad upgrade, a Service renamed, endpoints gone
-while the pods are not ready), and each is named on its own line in the form of `outpost.kube.messages`.
-
-Guarantees:
-- every problem is one line naming the object: `mutatingwebhookconfiguration X: not found (want ...)`,
-  `service NS/NAME: observed 0 ready endpoints (want >= 1)`;
-- ready endpoints come from the Service's EndpointSlices when it has any (label
-  `kubernetes.io/service-name`), otherwise from its Endpoints object; addresses are counted once even when
-  several slices carry them; a slice endpoint whose `ready` is unset counts as ready, as the API says;
-- a configuration that exists but has no webhook calling this Service is named with the services it does
-  call, because "points elsewhere" and "missing" need different fixes.
-
-Pure: objects in, lines out; `outpost.checks.webhook_wiring` does the reading.
+A webhook works only when its Service exposes the called port, has a ready endpoint (EndpointSlices, else
+Endpoints; unset `ready` counts as ready, as the API says), and each configuration exists and calls that Service
+on that port (docs/contracts.md "Upstream facts"). Each piece breaks alone, so each problem is one line naming
+its object; a configuration calling other services names them, since "points elsewhere" and "missing" need
+different fixes. `outpost.checks.webhook_wiring` does the reading.
 """
 
 from __future__ import annotations

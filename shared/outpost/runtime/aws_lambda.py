@@ -1,17 +1,9 @@
 """AWS Lambda adapter: `make_handler(check)` returns the `handler(event, context)` of one check's function.
 
-Guarantees:
-- settings are loaded when `make_handler` runs (module import = cold start); a ConfigError raises there;
-- an EventBridge scheduled event runs the check and reports: ok/degraded return the result dict;
-  failed/error raise `CheckUnhealthy`, so Lambda's Errors metric counts the run (serverless.yml sets
-  `maximumRetryAttempts: 0`, so the asynchronous invocation is not re-run);
-- a Function URL (payload 2.0) or API Gateway (REST, payload 1.0) request gets a proxy response
-  `{"statusCode", "headers", "body"}`: 200 ok/degraded, 503 failed/error, 400 malformed, 405 wrong method;
-- any other event raises `InvocationError` (a failed invocation naming what was wrong);
-- in the Lambda runtime (`$AWS_LAMBDA_RUNTIME_API` set, the entry module imported on the main thread), SIGTERM
-  (sent at shutdown when extensions are registered) and SIGINT end the process at once: plugins killed, one
-  log line, exit 143/130, no heartbeat after the signal (`runtime.common.stop_at_signals`). Elsewhere (a test
-  importing the handler) the process's own signal handling is left alone.
+Settings load at import (cold start). A scheduled event's failed/error raises `CheckUnhealthy` so Lambda's Errors
+metric counts it (serverless.yml sets no retries); HTTP events get proxy responses as docs/contracts.md "Exit
+codes and platform mapping"; anything else is an `InvocationError`. In the Lambda runtime SIGTERM/SIGINT end the
+process at once with no ping after them; elsewhere (tests) signal handling is left alone.
 """
 
 from __future__ import annotations

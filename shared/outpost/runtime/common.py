@@ -1,18 +1,9 @@
 """What the Lambda and GCF adapters share: cold-start settings, and result -> outcome mapping.
 
-Guarantees:
-- settings are loaded once per process (cold start) from `$OUTPOST_CONFIG` / `$OUTPOST_ENV`; a bad
-  configuration raises `ConfigError` with every bad field path when the entry module is imported, so the
-  platform reports a failed start instead of a function that runs and stays silent for an unclear reason;
-- the check named by an entry module must exist in the catalogue and be configured and enabled in the
-  environment: a function deployed for a check the environment does not run is a configuration error;
-- HTTP outcome: 200 for ok/degraded, 503 for failed/error, 400 for a malformed request, 405 for a method
-  other than GET/POST; every body is JSON, errors as `{"error": "..."}`; bodies pass the log redaction guard;
-- scheduled outcome: the result dict for ok/degraded; `CheckUnhealthy` raised for failed/error, so the
-  platform's error metrics count the run (retries are turned off in deployment, not here);
-- a stop (SIGTERM from the platform, SIGINT) ends the process at once where `stop_at_signals` was installed:
-  credential plugins are killed with their process groups, one JSON log line names the signal and the check,
-  the exit status is 128 + the signal (143 for SIGTERM, 130 for SIGINT), and no heartbeat is sent after it.
+Settings load once per process from `$OUTPOST_CONFIG`/`$OUTPOST_ENV`, and a bad configuration or a check the
+environment does not enable raises at import, so the platform reports a failed start rather than a function that
+stays silent. Outcomes follow docs/contracts.md "Exit codes and platform mapping" (scheduled failed/error raise
+`CheckUnhealthy` so error metrics count them). `stop_at_signals` ends the process at a stop with no ping after it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Invocation shapes, parsed into pydantic models at the edge of each runtime.
 
-Guarantees:
-- an AWS event is exactly one of: an EventBridge scheduled event (`source: aws.events`, `detail-type:
-  Scheduled Event`), a Lambda Function URL / API Gateway HTTP API payload v2.0, or an API Gateway REST
-  (payload v1.0) event; anything else raises `InvocationError` (HTTP 400 or a failed invocation), it is never
-  guessed at;
-- every HTTP request, whichever platform it came through, becomes one `HttpRequest` (method, query pairs,
-  body bytes), and its on-demand options are parsed by one function, `parse_options`, so the Lambda and
-  the GCF adapters accept and refuse exactly the same requests;
-- options: only `report` (bool, default true), from the query (`?report=false`) or a JSON object body
-  (`{"report": false}`); an unknown key, a repeated or non-boolean value, a body that is not a JSON object,
-  or the option given in both places is refused with a one-line reason;
-- a body is refused before it is parsed when it is larger than `MAX_BODY_BYTES` (64 KiB) or nests deeper
-  than `MAX_BODY_DEPTH` (32) arrays/objects (a linear scan, no recursion: a body nested 100,000 levels deep
-  is a 400, not a RecursionError or a 500), or is not UTF-8; a key repeated in any object of it is refused
-  naming its path (JSON parsers keep the last one silently: `{"report": false, "report": true}` would ping);
-- types are strict everywhere, the event's own fields included: a bool is only `true`/`false` (not 0, 1 or
-  "false"), a string only a string; the refusal names the field's path.
+An AWS event is exactly a scheduled EventBridge event, a payload v2.0 or a REST v1.0 event, never guessed.
+Every HTTP request becomes one `HttpRequest` and its options go through one `parse_options`, so Lambda and GCF
+accept and refuse the same requests. Only `report` is an option. Bodies over 64 KiB, nested over 32 levels
+(a linear scan, no recursion), not UTF-8 or repeating a key are refused with their reason, since a parser
+keeping the last `report` would ping; types are strict, event fields included.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Google Cloud Functions adapter: `make_target(check)` returns a functions-framework HTTP function.
 
-Guarantees:
-- settings are loaded when `make_target` runs (module import = cold start); a ConfigError raises there, so
-  the functions-framework refuses to start rather than serving a function that cannot work;
-- Cloud Scheduler's POST (optional JSON body) and an on-demand GET run the check; the response is
-  `(json body, status, headers)`: 200 ok/degraded, 503 failed/error (Cloud Scheduler records the job run
-  as failed), 400 malformed, 405 for other methods; at most `MAX_BODY_BYTES` + 1 of a body is read (a
-  larger one is refused, 400, without reading the rest into memory);
-- served by functions-framework's production server (gunicorn, whose workers import nothing of ours: the
-  master loads the module, then forks them), each worker's SIGTERM and SIGINT end it at once, exit 143/130:
-  plugins killed, one log line, no heartbeat after the signal. gunicorn's own SIGTERM is a graceful stop that
-  lets a request in flight finish (and ping) for up to its graceful timeout; the platform sends SIGTERM when
-  it stops the instance, so a stop must not be followed by a ping. The handlers are installed by wrapping
-  gunicorn's `Worker.init_signals` (it runs in each worker's main thread, after fork): functions-framework
-  offers no hook of its own. Under another server (`--debug`'s werkzeug, a test) signals are left alone.
-
-flask is imported for type checking only: the Lambda bundle imports this module's siblings without it.
+Settings load at import (cold start), so a bad configuration stops the server from starting rather than serving
+a function that cannot work. Outcomes as docs/contracts.md "Exit codes and platform mapping"; a body is read at
+most to `MAX_BODY_BYTES` + 1. Under gunicorn each worker's SIGTERM/SIGINT ends it at once, wrapping
+`Worker.init_signals` (functions-framework has no hook): gunicorn's graceful stop would let a run in flight ping
+after the platform stopped the instance. flask is imported for type checking only (the Lambda bundle lacks it).
 """
 
 from __future__ import annotations

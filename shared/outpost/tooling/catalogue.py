@@ -1,22 +1,11 @@
 """`python -m outpost.tooling.catalogue`: every file that lists the checks, written from the registry.
 
-A check is its module (its `CheckSpec`, docstring and `Params`), its registry row, its unit test and its e2e test.
-Everything else that names checks is written here from those, so it cannot disagree with them
-(docs/adding-a-check.md):
-
-- docs/checks.md, between its `generated` markers: the catalogue and jobs tables (`fails_when` is their one
-  source) and one section per check (its metadata, its module docstring, its parameters with their defaults);
-- functions/<check>/main.py for every check and job, the entry module the deploy layout requires (and none for
-  a name the registry no longer has);
-- the example environments (infra/environments/*.yaml): a registered check missing from one gets an entry in
-  that environment's pattern (`ENTRY_PATTERNS`); an entry already there is never rewritten, since it may carry
-  per-environment params, schedules and comments;
-- tests/unit/golden/rbac_local.yaml: what `outpost rbac --env local` prints;
-- docs/runbooks.md, whole: every failure class of every check (its `runbooks`) and of a run that could not observe
-  (`outpost.runbook.COULD_NOT_OBSERVE`), with the cause and the next command a paged person gets.
-
-`--check` writes nothing and exits 1 naming each file out of step; tests/unit/test_generated.py makes the same
-comparison in memory, so `make check` fails until this command has been run.
+A check is its module (`CheckSpec`, docstring, `Params`), registry row and tests; everything else naming checks is
+written from those so it cannot disagree (docs/adding-a-check.md): docs/checks.md's generated regions (tables,
+and per check its module docstring and parameters), functions/<check>/main.py, missing entries in the example
+environments (existing ones are never rewritten), tests/unit/golden/rbac_local.yaml, and docs/runbooks.md (every
+failure class of every check and of a run that could not observe). `--check` writes
+nothing and exits 1 naming each stale file, as tests/unit/test_generated.py does in memory.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""`outpost.kube.histograms` against Prometheus's own histogram_quantile tests:
-`github.com/prometheus/prometheus@v0.316.0` (Prometheus v3.16.0) `promql/quantile_test.go`
-(TestBucketQuantile_ForcedMonotonicity, verbatim) and `promql/promqltest/testdata/histograms.test` (every classic
-`histogram_quantile` evaluation whose input a /metrics scrape can carry: testhistogram, testhistogram2,
-testhistogram3, request_duration_seconds aggregated by le / instance / job, nonmonotonic_bucket, mixed_bucket,
-empty_bucket, const_histogram, the malformed and NaN `le` cases). The series are loaded at the evaluation time's
-values (a rate over them gives the same quantile: it scales every bucket alike).
+"""`outpost.kube.histograms` against Prometheus's own histogram_quantile tests (prometheus@v0.316.0, v3.16.0):
+`promql/quantile_test.go` verbatim and every classic evaluation of `promql/promqltest/testdata/histograms.test`
+whose input a /metrics scrape can carry.
 
-EDGE and GO_FLOATS were computed by upstream's code itself (a Go program holding `BucketQuantile`,
-`coalesceBuckets`, `ensureMonotonicAndIgnoreSmallDeltas` and `almost.Equal` copied from v0.316.0, and Go 1.26's
-`strconv.ParseFloat`, which `promql/engine.go` resetHistograms uses for `le`), recorded as static tables.
-
-Deliberate differences (docs/contracts.md "API server latency histograms"):
-- `quantile()` (what a check judges) answers None, never NaN or ±Inf: where BucketQuantile is NaN, where a
-  `le="-Inf"` bucket makes it -Inf, and where the histogram's total is not a positive finite number (Prometheus
-  still interpolates over a negative or NaN total); a q outside [0, 1] raises instead of answering ±Inf;
-- a series without `+Inf` takes its `_count` as `+Inf` (PromQL: NaN), see the module doc;
-- within ONE scrape two `le` of one series that parse to the same number are one series, the first kept (as
-  Prometheus's scrape keeps it); BucketQuantile's adding of equal bounds applies to series summed by a query.
+EDGE and GO_FLOATS were computed by upstream's own code (BucketQuantile and helpers copied from v0.316.0, Go
+1.26's ParseFloat), recorded as static tables. Deliberate differences (docs/contracts.md "Parsing as upstream"):
+`quantile()` answers None, never NaN or ±Inf; a series without `+Inf` uses its `_count`; two `le` of one scrape
+that parse equal are one series, the first kept, as Prometheus's scrape keeps it.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""`outpost.kube.certificates` PEM framing and caBundle trust against upstream: Go 1.26 `src/encoding/pem/pem.go`
-Decode with its tests `src/encoding/pem/pem_test.go` (TestGetLine, TestDecode, TestBadDecode,
-TestDecodeStrangeCases, TestJustEnd, TestMissingEndTrailer, TestCVE202224675), and what the API server does with
-a webhook's caBundle: `k8s.io/apiserver@v0.37.2` `pkg/util/webhook/client.go` (hookClientConfig: CAData =
-caBundle) -> `k8s.io/client-go@v0.37.2` `transport/transport.go` rootCertPool, which refuses the bundle when
-Go's `crypto/x509` `CertPool.AppendCertsFromPEM` (`src/crypto/x509/cert_pool.go`) trusts nothing; that
-function walks pem.Decode and trusts each block of type CERTIFICATE without headers that ParseCertificate accepts.
+"""`outpost.kube.certificates` PEM framing and caBundle trust against upstream: Go 1.26 `encoding/pem` Decode with
+`pem_test.go`'s tests, and the API server's caBundle path (k8s.io/client-go@v0.37.2 `transport/transport.go`
+rootCertPool over `x509.CertPool.AppendCertsFromPEM`).
 
-BUNDLES and PEM_DATA_BLOCKS were computed by the real Go code (a program calling pem.Decode,
-x509.CertPool.AppendCertsFromPEM, x509.ParseCertificate and client-go's transport.TLSConfigFor, the call
-`ValidateCABundle` makes), recorded as static tables: the tests need no Go. The two CA certificates are public
-test certificates made for these tables (no key is kept).
-
-Deliberate differences (docs/contracts.md "Certificates"):
-- PEM_DATA is pem_test.go's pemData with its encrypted RSA key block replaced by a block of the same shape
-  (the same headers, a harmless body), so no key material is checked in;
-- TestCVE202224675 repeats its line 10^5 times, not 10^7 (the point, no recursion and no blow-up, holds);
-- DER is parsed by `cryptography`, not Go's x509 (a certificate one refuses and the other accepts can differ).
+BUNDLES and PEM_DATA_BLOCKS were computed by the real Go code and recorded as static tables; the CA certificates
+are public test certificates (no key kept). Deliberate differences: pemData's encrypted key block is replaced by
+a harmless block of the same shape (no key material checked in); TestCVE202224675 repeats 10^5 times, not 10^7;
+DER is parsed by `cryptography`, not Go's x509.
 """
 
 from __future__ import annotations

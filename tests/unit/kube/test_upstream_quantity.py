@@ -1,23 +1,10 @@
-"""`outpost.kube.quantity` against upstream's own test tables: `k8s.io/apimachinery@v0.37.2`,
-`pkg/api/resource/quantity_test.go` TestQuantityParse (its table, negated and with an explicit `+`, as the test
-itself runs it, and its invalid inputs), TestParseQuantityString and TestJSONWhitespace; `quantity.go`
-ParseQuantity / UnmarshalJSON / MilliValue / Value.
+"""`outpost.kube.quantity` against upstream's own test tables: k8s.io/apimachinery@v0.37.2
+`pkg/api/resource/quantity_test.go` (TestQuantityParse, TestParseQuantityString, TestJSONWhitespace).
 
-Every expected value is what the REAL `resource.ParseQuantity` of v0.37.2 returned (a Go program, run once;
-recorded here as static tables, the tests need no Go): the exact value (`AsDec().String()`), the Format, and
-`MilliValue()`/`Value()`. Rows whose source is "outpost" are added edge cases: rounding to the nano, the
-BinarySI cap, int32 exponent wrap-around, bare suffixes, lone signs and dots, huge and tiny numbers, whitespace.
-
-Deliberate differences (docs/contracts.md "Resource quantities"), marked where a table meets them:
-- `parse_quantity` reads a quantity as `UnmarshalJSON` does (every quantity outpost reads is a JSON field): it
-  trims Go's Unicode whitespace first, so TestQuantityParse's invalid `" 1"`/`"1 "` are 1 here, as in
-  TestJSONWhitespace;
-- `cpu_millis`/`memory_bytes` (MilliValue/Value) are Python integers: they do not wrap past int64 as Go's do, and
-  a negative value always rounds away from zero (upstream rounds its int64 form away from zero but its
-  arbitrary-precision form toward +infinity: `-1.5` is -2 but `-0.1n` is +1 there). Both only for values no
-  API server accepts as a resource (negative, or beyond 2^63 milli-units); the tables compare them where
-  upstream's answer is a non-negative int64 it did not wrap.
-- no canonical string form (outpost reports numbers, never re-serialises quantities).
+Expected values are what the real `resource.ParseQuantity` returned (a Go program run once, recorded as static
+tables); rows marked "outpost" are added edge cases. Deliberate differences, marked where a table meets them
+(docs/contracts.md "Parsing as upstream"): whitespace is trimmed as `UnmarshalJSON` does, millis/units never wrap
+past int64 and negatives round away from zero, and there is no canonical string form.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""`outpost.kube.selectors` against upstream's own test tables: `k8s.io/apimachinery@v0.37.2`,
-`pkg/labels/selector_test.go` (TestSelectorParse, TestDeterministicParse, TestSetSelectorParser, TestLexer,
-TestLexerSequence, TestParserLookahead, TestSelectorMatches, TestRequirementSelectorMatching,
-TestRequirementConstructor, TestToString) and `pkg/apis/meta/v1/helpers.go` (LabelSelectorAsSelector).
+"""`outpost.kube.selectors` against upstream's own test tables: k8s.io/apimachinery@v0.37.2
+`pkg/labels/selector_test.go` and `pkg/apis/meta/v1/helpers.go` (LabelSelectorAsSelector).
 
-Every expected value below is what the REAL upstream code returned (a Go program calling `labels.Parse`,
-`Selector.Matches` and `labels.NewRequirement` from k8s.io/apimachinery v0.37.2), recorded as static tables: the
-tests need no Go. Rows whose source is "outpost" are edge cases added here (key and value length limits, prefix
-rules, whitespace, empty values, Gt/Lt integers, NUL bytes), their expectation computed by the same program.
-
-Deliberate differences (docs/contracts.md "Label selectors"), marked where a table meets them:
-- the project's model has no Equals/DoubleEquals/NotEquals operators: `a=b`/`a==b` is In with one value and
-  `a!=b` NotIn with one value (the same matches); so upstream's "exact match needs exactly one value" is not a
-  constructor rule here (TestRequirementConstructor x5), and the rendered query normalises `==` to `=`;
-- requirements keep their written order (upstream sorts by key; a conjunction is the same set): the tables
-  compare them sorted.
+Expected values are what the real `labels.Parse`, `Selector.Matches` and `labels.NewRequirement` returned (a Go
+program, recorded as static tables); rows marked "outpost" are added edge cases computed the same way. Deliberate
+differences (docs/contracts.md "Parsing as upstream"): `=`/`==`/`!=` are In/NotIn with one value (so `==` renders
+as `=`), and requirements keep their written order (tables compare them sorted).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The sandbox machinery's access to its API server, through the product's one Kubernetes client.
 
-Guarantees: every request goes through `outpost.cluster.ClusterWriter` (credentials from the
-kubeconfig by `outpost.cluster.auth.build_credentials`, TLS verification always on, per-request
-read timeouts, no overall deadline), so the sandbox has no HTTP client, kubeconfig reader or
-error mapping of its own. Every failure is a `SandboxApiError` whose one-line message names the
-verb, the path and the status, never a credential (`status` is the HTTP status, 0 when there was
-no answer). The backend daemon's asyncio loops use the same client from worker threads
-(`AsyncKube`). Checks reach the cluster through `outpost.cluster`, never through this module.
+Every request goes through `outpost.cluster.ClusterWriter`, so the sandbox has no HTTP client, kubeconfig reader
+or error mapping of its own; failures are one-line `SandboxApiError`s (verb, path, status; 0 for no answer),
+never a credential. `AsyncKube` serves the backend daemon's asyncio loops. Checks never use this module.
 """
 
 from __future__ import annotations

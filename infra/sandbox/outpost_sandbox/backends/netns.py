@@ -1,16 +1,9 @@
 """The sandbox backend network: namespace `outpost-sbx` on a veth pair, owning every pod and node IP.
 
-Why: the API server refuses to proxy to loopback or link-local addresses, so the stand-in backends
-must sit behind ordinary addresses. The namespace side claims kwok's whole pod range (10.244.0.0/16)
-and the node range (10.245.0.0/16) as local (`ip route add local ... dev lo`), so one process bound to
-0.0.0.0 inside it answers for every KWOK pod and node IP; the host reaches them through routes via the
-veth peer. Service ClusterIPs need no route: nothing dials them (the API server calls webhooks and proxies
-to Services on their endpoints, `--enable-aggregator-routing`), as without kube-proxy. The process node's
-pods have networks of their own (`outpost_sandbox.kubelet.podnet`), more specific routes than these.
-
-Guarantees: `up()` is idempotent (each step is skipped if already in place); `down()` removes the
-namespace, the veth pair and the host routes, and is idempotent too; each failure is a one-line
-`NetnsError` naming the command that failed.
+The API server will not proxy to loopback or link-local addresses, so stand-ins sit behind ordinary ones: the
+namespace claims kwok's pod (10.244.0.0/16) and node (10.245.0.0/16) ranges as local, so one process on 0.0.0.0
+answers them all. ClusterIPs need no route (the API server dials endpoints). `up()`/`down()` are idempotent;
+failures are one-line `NetnsError`s naming the command.
 """
 
 from __future__ import annotations

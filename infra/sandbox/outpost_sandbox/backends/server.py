@@ -1,25 +1,11 @@
 """The sandbox backend daemon: what needs a real node, for pods kwok (or the process node) runs without a process.
 
-The managers are real (the process node runs them, `outpost_sandbox.kubelet`); what this daemon stands in for
-cannot run here: koordlet (cgroups, a container runtime: it answers koordlet's metrics port and writes
-koordlet's part of every NodeMetric, its status), kruise-daemon (its /healthz on 10221), the example LS
-workload, and the overload fault's seat-holding webhook.
-
-What it guarantees:
-- One process, listening on 0.0.0.0 inside the `outpost-sbx` namespace (which owns every KWOK pod and
-  node IP), answers for all those pods. It tells them apart by the local address and port a connection
-  reached: the pod with that IP (or, for hostNetwork pods, that node IP) whose annotation
-  `outpost.sandbox/ports` names a role for that port. A port no pod claims is reset, like a
-  closed port; so a pod that the real controllers removed stops answering for real.
-- Answers follow upstream: kruise-daemon's controller-runtime health bodies (200 `ok`; 500 `[-]CHECK failed:
-  reason withheld`), Prometheus text on the metrics port.
-- Behaviour per target (healthy, down, 500, hang, slow, wrong body) comes from `behaviour.json`, re-read
-  whenever it changes; a malformed file keeps the last good behaviour and is logged.
-- While up, it writes koordlet's report (status.updateTime and the node's usage) into every NodeMetric that
-  koord-manager created, never its spec and never one that does not exist; during the overload fault it keeps
-  the starved priority level's only seat occupied with a bounded loopback load (at most `APF_WORKERS`
-  concurrent dry-run requests).
-Nothing it logs contains a credential.
+It stands in for koordlet (metrics port and NodeMetric status), kruise-daemon's /healthz, the example LS workload
+and the overload fault's seat holder: one process in `outpost-sbx` that tells pods apart by the local address and
+port a connection reached (annotation `outpost.sandbox/ports`); an unclaimed port is reset, so a pod the real
+controllers removed stops answering. Answers follow upstream's formats; per-target behaviour comes from
+`behaviour.json` (a malformed file keeps the last good one). It writes only the status of NodeMetrics
+koord-manager created, and logs no credential.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Faults of the real managers (kruise-manager, koord-manager, koord-scheduler, koord-descheduler).
 
-What a real manager allows is done to it for real, through the process node's kubelet or the API:
-- down: every replica's process killed and kept from starting (CrashLoopBackOff), as a manager that crashes on
-  start; its pods turn NotReady at once (the kubelet sees the process gone), so its endpoints go;
-- frozen: every replica's process stopped with SIGSTOP (a wedged process: the port accepts, nothing answers),
-  until its readiness probe has failed and its Lease has expired;
-- Lease stolen: its leader Lease taken over by a foreign holder for an hour; the real manager loses leadership,
-  exits, is restarted by the kubelet, and is ready but not leading until the Lease expires;
-- webhook certificates expiring or deleted, while the manager is down (a running manager replaces any
-  certificate expiring within 6 months at once: github.com/openkruise/kruise@v1.8.0
-  pkg/webhook/util/writer/certwriter.go with util.go GetRenewBeforeTime, and
-  github.com/koordinator-sh/koordinator@v1.6.0 pkg/webhook/util/writer/certwriter.go validCert). Healing lets
-  it start: it generates a new CA and certificate into its Secret and republishes the caBundles, for real.
-A caBundle or webhook configuration corrupted under a running manager is restored by it within a second (its
-configuration informer rebuilds the webhooks from their `template` annotation), so that is no fault here.
-
-Guarantees: apply returns once the fault is observable by every check the catalogue says it fails (a killed
-manager's Lease expired, a frozen one's pods NotReady); heal returns once the manager is ready, leading and its
-webhooks mutate again (`systems.wait_managers`).
+Done for real: down (killed, held in CrashLoopBackOff), frozen (SIGSTOP), Lease stolen, webhook certificates
+expiring or deleted while the manager is down, since a running one replaces any certificate expiring within 6
+months (kruise@v1.8.0 and koordinator@v1.6.0 `pkg/webhook/util/writer/certwriter.go`) and restores a corrupted
+caBundle within a second. Apply returns once every check the catalogue names can see the fault; heal once the
+manager is ready, leading and mutating again (`systems.wait_managers`).
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """The process node's kubelet: one real-looking node whose pods run the real upstream managers as processes.
 
-What it does, as a kubelet does for its node:
-- registers Node `NODE_NAME` (InternalIP `NODE_IP`, no KWOK annotation: kwok leaves it and its pods alone),
-  renews its Lease in kube-node-lease every 10 s and reports it Ready, so the real node lifecycle controller
-  judges it like any node;
-- runs every pod the real scheduler binds to it: a pod whose image is an upstream binary the sandbox built
-  (`images`) runs as a process (`runtime`) in a network namespace owning the pod IP (`podnet`), with its
-  ServiceAccount token, projected/configMap/secret/emptyDir volumes, its env and args; any other pod is a
-  stand-in, reported Running without a process (the DaemonSets' hostNetwork agents, answered by the backend
-  daemon on this node's IP);
-- restarts an exited container with the kubelet's CrashLoopBackOff (first restart at once, then 10 s doubling,
-  capped at `BACKOFF_MAX_S`: KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod, lowered from
-  upstream's 300 s so that a heal does not wait out minutes); the managers exit when they lose their Lease or
-  the API server, as in a cluster;
-- mirrors each container's readiness probe (httpGet/tcpSocket, with the probe's own period, timeout and
-  thresholds) into the pod's Ready condition, and a dead process at once, so EndpointSlices (and therefore the
-  API server's webhook calls, `--enable-aggregator-routing`) follow the process;
-- on a pod's deletion stops the process (SIGTERM, then SIGKILL after the grace period), removes its network
-  and finalises the delete; a pod that vanished is cleaned up the same way;
-- relays each pod's `localhost:<api port>` to the API server's internal endpoint (`runtime` says why).
-Sandbox faults reach it through `faults.json` in its directory: pods matched there are held down (killed, and
-reported CrashLoopBackOff) or frozen (SIGSTOP, then SIGCONT when the fault goes).
-
-Guarantees: it never touches a pod bound to another node, never signals a process it did not record
-(`procs.ProcessTable`: pid and kernel start time), adopts the processes, IPs and restart counts of a previous
-instance instead of restarting them, and keeps running through API outages (every loop retries). Tokens are
-written to the pods' token files only, never logged.
+It registers and leases its Node like a kubelet, runs every pod bound to it (an upstream binary the sandbox built
+as a process in the pod's own network, `runtime`/`podnet`; any other pod as a Running stand-in), restarts exited
+containers with CrashLoopBackOff (capped at `BACKOFF_MAX_S`, below upstream's 300 s so a heal is quick), and
+mirrors readiness probes into Ready so EndpointSlices follow the process (docs/contracts.md "Sandbox"). Faults
+arrive via `faults.json`. It never touches another node's pods or a process it did not record (pid + start time),
+adopts a previous instance's processes, survives API outages, and never logs a token.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Pod networks on the process node: one network namespace per pod, owning the pod's IP.
 
-Why a namespace per pod: the managers bind 0.0.0.0 on fixed ports (8000, 8080, 8090, 9876), so two replicas can
-only run side by side each in its own network, as in a cluster; and the API server must reach each by the pod IP
-it finds in the EndpointSlice (webhooks, `--enable-aggregator-routing`) or in the pod proxy, with no kube-proxy.
-
-Plan (the node's pod range is `POD_RANGE`, outside kwok's 10.244.0.0/16 and the backend network's ranges):
-- the namespace `osbx-pod-<n>` holds `eth0` with the pod IP as a /32 and a default route via `GATEWAY`;
-- its peer `osbxp<n>` stays on the host with `GATEWAY` as a /32 and a /32 route to the pod IP. A /32 beats
-  the backend network's routes, and the host answers ARP for `GATEWAY` on every peer (it is a local address);
-- `<n>` is the pod IP's host part, so names stay within the 15 characters a link name may have.
-
-Guarantees: `create` is idempotent (an interrupted setup is completed, never duplicated) and `delete` removes the
-namespace, the veth pair and its route, also idempotent; every failure is a one-line `PodNetError` naming the
-command. `listening_socket` binds a TCP socket inside a pod's namespace for the API relay (the daemon's
-thread returns to its own namespace at once).
+The managers bind fixed ports on 0.0.0.0, so replicas need a network each, and the API server must reach each by
+its pod IP without kube-proxy. Each pod gets `osbx-pod-<n>` with the IP as a /32 behind a host veth `osbxp<n>`
+(its /32 route beats the backend network's; `<n>` keeps link names within 15 characters). `create` and `delete`
+are idempotent; failures are one-line `PodNetError`s naming the command.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The process node's container runtime: a pod's one container run as a host process, as a container would run.
 
-A container here is the real upstream binary (`images.py`), started from the pod spec as a kubelet would:
-- in the pod's network namespace (`podnet`), its UTS namespace named after the pod (so a leader-election
-  holder identity is `<pod name>_<uuid>`, as in a cluster), and a private mount namespace;
-- chrooted into a per-pod root that holds only what a distroless image would: the binary at the path of the
-  container's `command[0]`, `/etc/hosts` (localhost and the pod), a fresh `/tmp`, `/proc`, `/dev`, and every
-  volume at its mountPath (the ServiceAccount token is the kube-api-access volume the API server's admission
-  adds to every pod). Two replicas never share a file (each writes its webhook certificates under its own /tmp);
-- with the container's `args`, its `env` (values and field references resolved) and the variables a kubelet
-  adds for in-cluster configuration. `KUBERNETES_SERVICE_HOST` is `localhost`, relayed by the daemon to the API
-  server's internal endpoint, the one the control plane's own components use (the certificate faults change
-  only what outside observers see, as the sandbox promises).
-
-Guarantees: `start` returns the pid of a process in its own session whose stdout/stderr append to the pod's log;
-the pid and kernel start time are recorded (`procs.ProcessTable`), so `stop`, `signal` and `alive` act only on
-that process, also after the daemon restarted. What a pod asks for that this runtime cannot do (a volume type,
-an unknown field reference) is a `ContainerConfigError` naming it, reported as CreateContainerConfigError.
+The real upstream binary runs in the pod's network namespace, a UTS namespace named after the pod (Lease holders
+read `<pod>_<uuid>` as in a cluster) and a private mount namespace, chrooted into a distroless-like root holding
+its volumes, with the pod's args, env and in-cluster variables (`KUBERNETES_SERVICE_HOST=localhost`, relayed to
+the API server's internal endpoint so certificate faults reach only outside observers). Its pid and start time
+are recorded, so `stop`/`signal`/`alive` act only on it; what cannot be run is a `ContainerConfigError`.
 """
 
 from __future__ import annotations
