@@ -69,8 +69,20 @@ def monitor(settings: Settings, name: str) -> dict[str, Any]:
         "alert_channels": alert_channels(settings, tier),
         "group": group_of(spec.layer),
         "system": spec.system,
-        "description": f"{spec.system}: {spec.fails_when}",
+        "description": description(settings, name),
     }
+
+
+def description(settings: Settings, name: str) -> str:
+    """What the person paged reads first: what fails the check, the ways it fails (its runbooks' titles), and where
+    the object and the next command are (a missed heartbeat carries neither: the run's log and a rerun do)."""
+    spec = registry.get(name)
+    ways = "; ".join(entry.title[:1].lower() + entry.title[1:] for entry in spec.runbooks) or "see the runbook"
+    return (
+        f"{spec.system}: fails when {spec.fails_when}. Silence means one of: {ways}; or the probe could not observe "
+        f"(API server, credential, deadline). The function's log, or `outpost run {name} --env "
+        f"{settings.environment}`, names the object and the next command; docs/runbooks.md#{name}"
+    )
 
 
 def document(settings: Settings) -> dict[str, Any]:

@@ -334,6 +334,10 @@ def test_monitors_cover_every_enabled_check_with_grace_from_the_schedule(tmp_pat
         expected = ["pagerduty", "slack-platform-eng"] if spec.severity == "critical" else ["slack-platform-eng"]
         assert monitor["alert_channels"] == expected
         assert monitor["group"] == LAYER_GROUPS[spec.layer]
+        # The person paged reads what fails it, each way it fails, and where the next command is.
+        assert spec.fails_when in monitor["description"]
+        assert all(entry.title[1:] in monitor["description"] for entry in spec.runbooks)
+        assert f"docs/runbooks.md#{name}" in monitor["description"]
     grouped = {name for group in data["status_page"]["groups"] for name in group["monitors"]}
     assert grouped == {m["name"] for m in data["monitors"]}
     order = [group["name"] for group in data["status_page"]["groups"]]
