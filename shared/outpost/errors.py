@@ -31,7 +31,12 @@ class ClusterError(OutpostError):
 
 
 class ClusterAuthError(ClusterError):
-    """The API server refused our identity (401/403) or credentials could not be obtained."""
+    """Credentials could not be obtained (a malformed kubeconfig or token, an exec plugin or cloud token call that
+    failed or hung), or the API server refused them (`AuthRefused`)."""
+
+
+class AuthRefused(ClusterAuthError):
+    """The API server answered 401 or 403 to our identity: a credential expired or rotated, or RBAC too narrow."""
 
 
 class ClusterTimeout(ClusterError):

@@ -12,6 +12,7 @@ import string
 from dataclasses import dataclass
 
 from outpost.errors import (
+    AuthRefused,
     ClusterAuthError,
     ClusterError,
     ClusterTimeout,
@@ -64,6 +65,14 @@ AUTH_REFUSED = Runbook(
     "a 401 is an expired or rotated token or kubeconfig; a 403 is a ClusterRole without the verb the check needs",
     "outpost rbac --env {environment} | kubectl auth reconcile --dry-run=server -f -",
     "docs/rbac.md",
+)
+NO_CREDENTIAL = Runbook(
+    "no-credential",
+    "The probe could not obtain its credential",
+    "the kubeconfig or token is malformed or unreadable, or the exec plugin or cloud token call (aws eks get-token, "
+    "gke-gcloud-auth-plugin, the function's own identity) failed, hung or was refused: the line names which",
+    "outpost run {check} --env {environment} --json",
+    "docs/configuration.md (cluster.auth)",
 )
 TIMED_OUT = Runbook(
     "timed-out",
@@ -126,6 +135,7 @@ INTERNAL = Runbook(
 
 COULD_NOT_OBSERVE: tuple[Runbook, ...] = (
     AUTH_REFUSED,
+    NO_CREDENTIAL,
     TIMED_OUT,
     UNREACHABLE,
     UNEXPECTED_ANSWER,
@@ -141,8 +151,10 @@ def for_error(error: BaseException | None) -> Runbook:
     """The class of a run that raised `error` (None: stopped before it observed)."""
     if error is None:
         return STOPPED
-    if isinstance(error, ClusterAuthError):
+    if isinstance(error, AuthRefused):
         return AUTH_REFUSED
+    if isinstance(error, ClusterAuthError):
+        return NO_CREDENTIAL
     if isinstance(error, ClusterTimeout):
         return TIMED_OUT
     if isinstance(error, ClusterUnreachable):

@@ -96,7 +96,7 @@ def test_hanging_credential_plugin_is_bounded_by_the_deadline(tmp_path: Path) ->
     assert result.status is Status.ERROR
     assert "no credentials within the deadline of 1.5 s (the plugin was killed)" in result.summary
     assert result.reported is False
-    assert [step.failure for step in result.next_steps] == ["auth-refused"]
+    assert [step.failure for step in result.next_steps] == ["no-credential"]
 
 
 def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
@@ -105,8 +105,8 @@ def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
     assert result.status is Status.ERROR
     assert result.summary.startswith("kubeconfig credentials: ")
     (step,) = result.next_steps
-    assert step.failure == "auth-refused"
-    assert step.command.startswith("outpost rbac --env ")
+    assert step.failure == "no-credential"
+    assert step.command.startswith("outpost run apiserver-health --env ")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from outpost import redaction, runbook
 from outpost.errors import (
+    AuthRefused,
     ClusterAuthError,
     ClusterRequestRefused,
     ClusterResponseError,
@@ -78,7 +79,8 @@ def test_a_credential_in_a_filled_in_name_is_scrubbed() -> None:
 @pytest.mark.parametrize(
     ("error", "failure"),
     [
-        (ClusterAuthError("GET /api/v1/nodes: 403 Forbidden"), "auth-refused"),
+        (AuthRefused("GET /api/v1/nodes: 403 Forbidden"), "auth-refused"),
+        (ClusterAuthError("kubeconfig credentials: exec plugin exited with status 1"), "no-credential"),
         (ClusterTimeout("deadline of 20 s ran out"), "timed-out"),
         (ClusterUnreachable("connect: connection refused"), "unreachable"),
         (ResponseTooLarge("over max_response_bytes"), "too-large"),

@@ -30,6 +30,7 @@ from outpost.cluster.deadline import Deadline
 from outpost.cluster.tls import TlsProbe, probe_tls
 from outpost.config import ClusterSettings
 from outpost.errors import (
+    AuthRefused,
     ClusterAuthError,
     ClusterError,
     ClusterRequestRefused,
@@ -374,7 +375,7 @@ class Cluster:
                 code,
             )
         if answer.status_code in (401, 403) and not (admission_denials and admission_webhook_named(answer.text)):
-            raise ClusterAuthError(f"{where}: HTTP {answer.status_code} {_text_reason(answer.text)}")
+            raise AuthRefused(f"{where}: HTTP {answer.status_code} {_text_reason(answer.text)}")
         return answer
 
     def _read_body(self, response: httpx.Response, where: str) -> bytes:
@@ -626,7 +627,7 @@ class Cluster:
                     status,
                 )
             if status == 401:
-                raise ClusterAuthError(f"{where}: HTTP 401 {_text_reason(text)}")
+                raise AuthRefused(f"{where}: HTTP 401 {_text_reason(text)}")
             raise WatchBroken(f"{where}: HTTP {status} {_text_reason(text)}".rstrip(), forbidden=status == 403)
         coding = response.headers.get("Content-Encoding", "").strip().lower()
         if coding not in ("", "identity"):
