@@ -73,7 +73,8 @@ def test_koordlet_missing_fault_is_caught_although_the_daemonset_says_all_ready(
     assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
     assert failures(result) == ["node-without-pod"]
     assert result.next_steps[0].command == (
-        "kubectl -n koordinator-system get daemonset koordlet -o wide && kubectl describe node kwok-node-0"
+        "kubectl -n koordinator-system get daemonsets --field-selector metadata.name=koordlet -o wide && "
+        "kubectl describe node kwok-node-0"
     )
     assert "kwok-node-0" in result.summary
     assert result.details["uncovered_count"] == 1

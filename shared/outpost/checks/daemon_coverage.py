@@ -39,6 +39,8 @@ from outpost.runbook import Runbook
 
 # The failure classes of every coverage check, declared once: `{namespace}`, `{daemonset}` and `{selector}` are the
 # check's DaemonSet and pod selector, `{node}` and `{pod}` the node and agent pod a line names.
+# The DaemonSet's row (desired, ready, node selector), by field selector: it exits 0, empty, when the DaemonSet is gone.
+DAEMONSET_ROW = "kubectl -n {namespace} get daemonsets --field-selector metadata.name={daemonset} -o wide"
 DAEMONSET_ABSENT = Runbook(
     "daemonset-absent",
     "The agent's DaemonSet does not exist",
@@ -62,7 +64,7 @@ NODE_WITHOUT_POD = Runbook(
     "the DaemonSet no longer targets the node (its nodeSelector or affinity stopped matching the node's labels, or "
     "the node has a taint it does not tolerate), or the pod was deleted and not recreated (the DaemonSet "
     "controller in kube-controller-manager is not running)",
-    "kubectl -n {namespace} get daemonset {daemonset} -o wide && kubectl describe node {node}",
+    f"{DAEMONSET_ROW} && kubectl describe node {{node}}",
     "kubectl -n {namespace} describe daemonset {daemonset}",
 )
 POD_NOT_READY = Runbook(
@@ -78,7 +80,7 @@ MANY_NODES_UNCOVERED = Runbook(
     "More nodes than the ones named have no ready pod of the agent",
     "the same cause as the nodes named before this line, on many nodes at once: the DaemonSet's template, "
     "selector or image was changed, or a taint was put on a whole node pool",
-    "kubectl -n {namespace} get daemonset {daemonset} -o wide && kubectl -n {namespace} get pods -l {selector} -o wide",
+    f"{DAEMONSET_ROW} && kubectl -n {{namespace}} get pods -l {{selector}} -o wide",
     "kubectl -n {namespace} describe daemonset {daemonset}",
 )
 NOTHING_SELECTED = Runbook(

@@ -42,6 +42,7 @@ from pydantic import Field
 from outpost.checks.base import CheckSpec
 from outpost.checks.daemon_coverage import (
     COVERAGE_RUNBOOKS,
+    DAEMONSET_ROW,
     DaemonCoverageData,
     DaemonCoverageParams,
     coverage_result,
@@ -79,7 +80,7 @@ MANY_HEALTHZ_FAILING = Runbook(
     "More nodes than the ones named fail kruise-daemon's health endpoint",
     "the same cause as the nodes named before this line, on many nodes: a kruise-daemon release or configuration "
     "that fails everywhere, or a network policy or firewall between the API server and the nodes' port",
-    "kubectl -n {namespace} get daemonset {daemonset} -o wide && kubectl -n {namespace} get pods -l {selector} -o wide",
+    f"{DAEMONSET_ROW} && kubectl -n {{namespace}} get pods -l {{selector}} -o wide",
     "kubectl -n {namespace} describe daemonset {daemonset}",
 )
 HEALTHZ_NOTHING_ELIGIBLE = Runbook(
