@@ -17,7 +17,7 @@ from kit import FakeApiServer, fake_cluster
 from outpost.checks import be_eviction_rate
 from outpost.checks.be_eviction_rate import BeEvictionData, BeEvictionRateParams, PodQos, koordlet_reason
 from outpost.kube import Event, core_event_shape, parse_items
-from outpost.result import Status
+from outpost.result import Result, Status
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
 NOW = datetime(2026, 12, 3, 13, 35, 20, tzinfo=UTC)
@@ -69,6 +69,12 @@ def event(
     return raw
 
 
+def failures(result: Result) -> list[str]:
+    """Each error line's failure class, checking that every line has its step."""
+    assert len(result.next_steps) == len(result.errors)
+    return [step.failure for step in result.next_steps]
+
+
 @pytest.mark.parametrize(
     ("raw", "status", "summary"),
     [
@@ -104,6 +110,13 @@ def test_evaluate(raw: list[dict[str, Any]], status: Status, summary: str) -> No
     result = judge(raw)
     assert result.status is status, result
     assert summary in result.summary
+    lines = failures(result)
+    if status is Status.FAILED:
+        assert lines[0] == "evictions-above-limit"
+        assert result.next_steps[0].command == (
+            "kubectl get events -A --field-selector reason=evictPodSuccess --sort-by=.lastTimestamp"
+        )
+    assert set(lines[1:] if status is Status.FAILED else lines) <= {"pod-evicted"}
 
 
 def test_failure_names_the_pods_and_groups_by_reason() -> None:
@@ -117,6 +130,11 @@ def test_failure_names_the_pods_and_groups_by_reason() -> None:
     )
     assert result.details["evictions"] == 7
     assert result.details["events_in_window"] == 7
+    assert failures(result) == ["evictions-above-limit"] + ["pod-evicted"] * 7
+    pod = result.errors[1].split(":")[0].removeprefix("pod default/")
+    assert result.next_steps[1].command == (
+        f"kubectl -n default get events --field-selector involvedObject.name={pod},reason=evictPodSuccess -o wide"
+    )
 
 
 def test_other_reasons_are_grouped_as_other() -> None:
@@ -211,3 +229,13 @@ def test_core_event_shape_maps_events_k8s_io_names() -> None:
     assert "note" not in shaped
     core = evictions()[0]
     assert core_event_shape(core) == core  # a core/v1 Event passes through unchanged
+
+
+def test_evictions_past_the_tenth_are_counted_in_one_line_with_its_step() -> None:
+    params = BeEvictionRateParams(namespace="default")
+    result = judge([event(f"e{i:02d}") for i in range(12)], params=params)
+    assert result.errors[-1] == "... and 2 more eviction Events"
+    assert failures(result) == ["evictions-above-limit"] + ["pod-evicted"] * 10 + ["more-evictions"]
+    assert result.next_steps[-1].command == (
+        "kubectl get events -n default --field-selector reason=evictPodSuccess --sort-by=.lastTimestamp"
+    )

@@ -691,8 +691,16 @@ def test_evaluate(
         assert result.errors == []
     else:
         assert any(line.startswith(named) or named in line for line in result.errors), result.errors
+    assert len(result.next_steps) == len(result.errors)  # every line has its step
     for key, value in details.items():
         assert result.details[key] == value, (key, result.details[key])
+
+
+def test_an_incomplete_gang_points_at_a_member_whose_owner_did_not_create_the_rest() -> None:
+    result = judge(groups("train-short"), members("train-short"), INCOMPLETE)
+    assert [step.failure for step in result.next_steps] == ["gang-incomplete"]
+    first = result.errors[0].split("): pod ")[1].split(" ")[0]
+    assert result.next_steps[0].command == f"kubectl -n batch describe pod {first}"
 
 
 def test_everything_at_once_names_each_problem_once() -> None:
@@ -721,6 +729,26 @@ def test_everything_at_once_names_each_problem_once() -> None:
     )
     for ref in stuck + failed + ["podgroup batch/train-spare-lost", "podgroup batch/train-spare-crashed"]:
         assert sum(line.startswith(ref + ":") for line in result.errors) == 1, ref
+    # each line's step: its failure class, and a command naming the member pod or PodGroup the line names first
+    assert len(result.next_steps) == len(result.errors)
+    steps = {line.split(":")[0]: step for line, step in zip(result.errors, result.next_steps, strict=True)}
+    assert {ref: step.failure for ref, step in steps.items()} == {
+        **dict.fromkeys(stuck, "gang-stuck"),
+        "podgroup batch/train-crash-untimed": "podgroup-failed",  # the PodGroup's phase, no recent member failure
+        "podgroup batch/train-crashed": "podgroup-failed",
+        "podgroup batch/train-lost": "quorum-lost",
+        "gang batch/ann-lost": "quorum-lost",
+        "podgroup batch/train-exploded": "gang-unjudgeable",
+        "podgroup batch/train-spare-crashed": "podgroup-failed",
+        "podgroup batch/train-spare-lost": "member-failed",
+        "podgroup batch/train-unknown": "podgroup-unknown",
+    }
+    assert steps["podgroup batch/train-stuck"].command == "kubectl -n batch describe pod train-stuck-0"
+    assert steps["podgroup batch/train-lost"].command == "kubectl -n batch describe pod train-lost-2"
+    assert steps["podgroup batch/train-crashed"].command == (
+        "kubectl -n batch get podgroup train-crashed -o yaml --show-managed-fields"
+    )
+    assert steps["podgroup batch/train-exploded"].command == "kubectl -n batch get podgroups,pods -o wide"
     assert result.details["by_phase"] == {
         "(unset)": 1,
         "Exploded": 1,
@@ -780,6 +808,7 @@ def test_a_recent_failure_whose_quorum_was_not_read_is_error_not_ok() -> None:
         "namespace batch were not read (the probe's clock went back?): pod train-lost-2 failed "
         "40 s ago (container worker exited 1, Error)"
     ]
+    assert [step.failure for step in result.next_steps] == ["gang-unjudgeable"]
 
 
 def _terminated(name: str, finished: str | None, exit_code: int = 1) -> dict[str, Any]:
@@ -904,6 +933,9 @@ def test_many_stuck_gangs_are_listed_ten_then_counted() -> None:
     assert result.details["stuck"] == 13
     assert len(result.errors) == 11
     assert result.errors[-1] == "... and 3 more"
+    assert [step.failure for step in result.next_steps] == ["gang-stuck"] * 10 + ["more-gangs"]
+    assert result.next_steps[0].command == "kubectl -n batch describe pod g00-ann-stuck-0"
+    assert result.next_steps[-1].command.startswith("kubectl get podgroups -A -o wide && kubectl get pods -A ")
 
 
 def test_phase_time_is_the_newest_managed_fields_entry_owning_status_phase() -> None:

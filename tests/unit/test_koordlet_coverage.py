@@ -47,6 +47,12 @@ def run(d: DaemonCoverageData, state: str = "healthy", **params: Any) -> Result:
     return koordlet_coverage.evaluate(d, KoordletCoverageParams(**params), captured_at(state))
 
 
+def failures(result: Result) -> list[str]:
+    """Each error line's failure class, checking that every line has its step."""
+    assert len(result.next_steps) == len(result.errors)
+    return [step.failure for step in result.next_steps]
+
+
 def test_healthy_sandbox_is_ok_with_classes_counted_apart() -> None:
     result = run(data("healthy"), **SANDBOX)
     assert result.status is Status.OK, result.errors
@@ -65,6 +71,11 @@ def test_koordlet_missing_fault_is_caught_although_the_daemonset_says_all_ready(
     result = run(d, "koordlet-missing", **SANDBOX)
     assert result.status is Status.FAILED
     assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
+    assert failures(result) == ["node-without-pod"]
+    assert result.next_steps[0].command == (
+        "kubectl -n koordinator-system get daemonsets --field-selector metadata.name=koordlet -o wide && "
+        "kubectl describe node kwok-node-0"
+    )
     assert "kwok-node-0" in result.summary
     assert result.details["uncovered_count"] == 1
 
@@ -74,6 +85,8 @@ def test_daemonset_absent_is_failed_and_said() -> None:
     assert result.status is Status.FAILED
     assert result.errors[0] == f"{DS}: absent; want one ready koordlet pod on each of 5 selected nodes"
     assert result.summary.startswith(f"{DS} absent")
+    assert failures(result)[0] == "daemonset-absent"
+    assert result.next_steps[0].command == "kubectl -n koordinator-system get daemonsets,pods -o wide"
     assert result.details["daemonset_present"] is False
 
 
@@ -84,6 +97,8 @@ def test_nothing_desired_while_nodes_exist_is_a_failure_not_zero_of_zero() -> No
     assert result.status is Status.FAILED
     assert any("observed desiredNumberScheduled 0 (want 5" in e for e in result.errors)
     assert sum("has no pod" in e for e in result.errors) == 5
+    assert failures(result) == ["nothing-desired"] + ["node-without-pod"] * 5
+    assert result.next_steps[0].command == "kubectl -n koordinator-system describe daemonset koordlet"
 
 
 def test_pod_not_ready_or_terminating_is_named_with_its_state() -> None:
@@ -98,6 +113,12 @@ def test_pod_not_ready_or_terminating_is_named_with_its_state() -> None:
     assert len(result.errors) == 2
     assert all(any(n in e for n in nodes) and "has no ready pod (pod " in e for e in result.errors)
     assert any("terminating" in e for e in result.errors)
+    assert failures(result) == ["pod-not-ready"] * 2
+    named = {pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]}
+    assert {
+        step.command.removeprefix("kubectl -n koordinator-system describe pod ") for step in result.next_steps
+    } == named
+    assert all(step.see.startswith("kubectl -n koordinator-system logs koordlet-") for step in result.next_steps)
 
 
 def test_virtual_and_cordoned_nodes_are_not_judged_unless_selected() -> None:
@@ -168,6 +189,8 @@ def test_first_ten_nodes_named_then_counted() -> None:
     assert node_lines[0] == f"{DS}: node n00 has no pod"
     assert result.errors[-1] == f"{DS}: 15 more nodes without a ready pod (25 of 25 in all)"
     assert "(+15 more, 25 in all)" in result.summary
+    assert failures(result) == ["node-without-pod"] * 10 + ["many-nodes-uncovered"]
+    assert "kubectl -n koordinator-system get pods -l koord-app=koordlet -o wide" in result.next_steps[-1].command
     assert result.details["uncovered_count"] == 25
     assert len(result.details["uncovered"]) == 10
 
@@ -203,6 +226,8 @@ def test_no_node_selected_is_error(state: str, params: dict[str, Any], summary: 
     assert result.status is Status.ERROR
     assert result.summary == summary
     assert result.errors == [summary]
+    assert failures(result) == ["nothing-selected"]
+    assert result.next_steps[0].command == "kubectl get nodes -o wide --show-labels"
 
 
 def test_no_node_at_all_is_error() -> None:

@@ -69,6 +69,12 @@ def run(d: KruiseDaemonData, params: KruiseDaemonCoverageParams | None = None, s
     return kruise_daemon_coverage.evaluate(d, params or COVERAGE, captured_at(state))
 
 
+def failures(result: Result) -> list[str]:
+    """Each error line's failure class, checking that every line has its step."""
+    assert len(result.next_steps) == len(result.errors)
+    return [step.failure for step in result.next_steps]
+
+
 def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:
     plain = run(KruiseDaemonData(coverage_data("healthy")))
     assert plain.status is Status.OK, plain.errors
@@ -90,6 +96,8 @@ def test_kruise_daemon_missing_fault() -> None:
     result = run(KruiseDaemonData(coverage_data("kruise-daemon-missing")), state="kruise-daemon-missing")
     assert result.status is Status.FAILED
     assert result.errors == [f"{DS}: node kwok-node-0 has no pod"]
+    assert failures(result) == ["node-without-pod"]
+    assert "kubectl describe node kwok-node-0" in result.next_steps[0].command
     targets = healthz_targets(coverage_data("kruise-daemon-missing"), PROBING)
     assert [t.path for t in targets] == [f"/api/v1/nodes/kwok-node-{i}:10221/proxy/healthz" for i in range(1, 5)]
 
@@ -100,6 +108,9 @@ def test_daemonset_absent_says_feature_gate() -> None:
     assert result.summary == (
         f"{DS} absent (is OpenKruise running with feature gate KruiseDaemon=false?): no kruise-daemon on 5 nodes"
     )
+    assert failures(result) == ["daemonset-absent"] + ["node-without-pod"] * 5
+    assert result.next_steps[0].command == "kubectl -n kruise-system get daemonsets,pods -o wide"
+    assert "KruiseDaemon=false" in result.next_steps[0].cause
 
 
 @pytest.mark.parametrize(
@@ -116,6 +127,14 @@ def test_healthz_failing_on_every_node(answers: str, detail: str) -> None:
     assert result.errors[0].startswith(f"{DS}: node kwok-node-0 :10221/healthz: {detail}")
     assert result.summary.startswith("kruise-daemon :10221/healthz failing on 5 of 5 probed nodes: node kwok-node-0")
     assert len(result.details["healthz"]["failing"]) == 5
+    assert failures(result) == ["healthz-failing"] * 5
+    pod = document("healthy", "kruise_daemon_pods")
+    on_node_0 = next(p["metadata"]["name"] for p in pod if p["spec"]["nodeName"] == "kwok-node-0")
+    assert result.next_steps[0].command == (
+        "kubectl -n kruise-system get pods -l control-plane=daemon -o wide --field-selector spec.nodeName=kwok-node-0"
+        f" && kubectl -n kruise-system describe pod {on_node_0}"
+    )
+    assert result.next_steps[0].see == f"kubectl -n kruise-system logs {on_node_0} --tail=200"
 
 
 def test_body_match_is_optional() -> None:
@@ -207,6 +226,8 @@ def test_healthz_of_no_eligible_node_is_error() -> None:
         "(real): no :10221/healthz to ask; add fake to healthz_classes only where something "
         "answers for fake nodes"
     )
+    assert failures(result) == ["healthz-nothing-eligible"]
+    assert result.next_steps[0].command == "kubectl get nodes -o wide --show-labels"
 
 
 def test_fetch_probes_only_when_opted_in_and_only_covered_nodes() -> None:

@@ -38,6 +38,12 @@ def run(d: KwokNodeData, state: str = "healthy", skew: float = 0, **params: Any)
     )
 
 
+def failures(result: Result) -> list[str]:
+    """Each error line's failure class, checking that every line has its step."""
+    assert len(result.next_steps) == len(result.errors)
+    return [step.failure for step in result.next_steps]
+
+
 def test_healthy_sandbox_is_ok() -> None:
     result = run(data("healthy"))
     assert result.status is Status.OK, result.errors
@@ -56,6 +62,8 @@ def test_node_lease_stale_fault_is_caught_on_the_first_run_by_the_duration_bound
         "lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds 86400, holder outpost-sandbox-fault "
         "(want <= 600 s: a holder that stopped renewing would look alive for 86400 s)"
     ]
+    assert failures(result) == ["lease-too-long"]
+    assert result.next_steps[0].command == "kubectl -n kube-node-lease get lease kwok-node-0 -o yaml"
     # ... and once 600 s have passed without renewal it is stale as well
     later = run(d, "node-lease-stale", skew=600)
     assert any(
@@ -105,6 +113,8 @@ def test_kwok_down_is_invisible_right_after_the_stop_and_caught_after_the_lease_
     assert result.details["stale_lease_count"] == 5
     assert result.errors[0].startswith("lease kube-node-lease/kwok-node-0: observed renewTime 41.4 s ago, holder vm_")
     assert result.errors[0].endswith("(want within 40 s, its leaseDurationSeconds)")
+    assert failures(result) == ["lease-stale"] * 5
+    assert result.next_steps[0].command == "kubectl -n kube-node-lease get lease kwok-node-0 -o yaml"
 
 
 def test_not_ready_missing_and_timeless() -> None:
@@ -126,6 +136,12 @@ def test_not_ready_missing_and_timeless() -> None:
         e.startswith("lease kube-node-lease/kwok-node-4: observed no leaseDurationSeconds") for e in result.errors
     )
     assert result.summary.startswith("KWOK fake nodes (5): 2 not Ready (kwok-node-1, kwok-node-2); ")
+    assert failures(result) == ["node-not-ready", "node-not-ready", "lease-absent", "lease-stale", "lease-too-long"]
+    assert [step.command for step in result.next_steps[:3]] == [
+        "kubectl describe node kwok-node-1",
+        "kubectl describe node kwok-node-2",
+        "kubectl describe node kwok-node-0",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -175,6 +191,8 @@ def test_zero_selected_is_error_unless_allowed() -> None:
     result = run(data("healthy"), **params)  # the tutorial's label selector selects nothing
     assert result.status is Status.ERROR
     assert result.summary.startswith("nodes: none selected by label kwok.x-k8s.io/node=fake (5 nodes read)")
+    assert failures(result) == ["no-fake-nodes"]
+    assert result.next_steps[0].command == "kubectl get nodes -o wide --show-labels"
     assert run(data("healthy"), allow_no_nodes=True, **params).status is Status.OK
 
 
@@ -197,3 +215,19 @@ def test_fetch_over_kit_label_selector_goes_to_the_server() -> None:
     node_lists = [r for r in api.requests if r.path == "/api/v1/nodes"]
     assert {r.param("labelSelector") for r in node_lists} == {None, "type=kwok"}
     assert any(r.path == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases" for r in api.requests)
+
+
+def test_past_ten_per_kind_the_rest_are_counted_with_a_step_over_all_of_them() -> None:
+    template_node = document("healthy", "nodes")[0]
+    template_lease = document("kwok-down-after-lease-duration", "node_leases")[0]
+    names = [f"kwok-node-{i:02d}" for i in range(12)]
+    nodes = [copy.deepcopy(template_node) | {"metadata": {**template_node["metadata"], "name": n}} for n in names]
+    for node in nodes:
+        node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+    leases = [copy.deepcopy(template_lease) | {"metadata": {**template_lease["metadata"], "name": n}} for n in names]
+    result = run(data("healthy", nodes=nodes, leases=leases), "kwok-down-after-lease-duration")
+    assert result.errors[10] == "2 more nodes not Ready (12 in all)"
+    assert result.errors[-1] == "2 more stale node Leases (12 in all)"
+    steps = failures(result)
+    assert steps == ["node-not-ready"] * 10 + ["many-not-ready"] + ["lease-stale"] * 10 + ["many-leases-stale"]
+    assert result.next_steps[-1].command.startswith("kubectl -n kube-node-lease get leases -o custom-columns=")

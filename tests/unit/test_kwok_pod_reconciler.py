@@ -568,6 +568,8 @@ def test_node_without_address_is_left_to_kwok() -> None:
         "pod default/b: node kwok-node-1 reports no InternalIP or ExternalIP: kwok would use "
         "its --node-ip, which this job cannot see (left to kwok)"
     ]
+    assert [step.failure for step in result.next_steps] == ["pod-left-alone"]
+    assert result.next_steps[0].command == "kubectl -n default get pods --field-selector metadata.name=b -o wide"
     assert api.pods[("default", "b")]["status"]["phase"] == "Pending"
 
 
@@ -597,6 +599,7 @@ def test_bounded_per_run() -> None:
     assert result.details["moved"] == ["default/p0", "default/p1"]
     assert result.details["left_for_next_run"] == 3
     assert "3 more pod(s) over max_pods 2, left for the next run" in result.errors
+    assert [step.failure for step in result.next_steps] == ["left-for-next-run"]
 
 
 @pytest.mark.parametrize(
@@ -624,21 +627,29 @@ def test_params_limit_what_is_listed(params: dict[str, Any], moved: list[str], n
 
 
 @pytest.mark.parametrize(
-    ("code", "status", "why"),
+    ("code", "status", "why", "failure"),
     [
-        pytest.param(404, Status.DEGRADED, "gone before it was patched", id="404"),
-        pytest.param(409, Status.DEGRADED, "changed since it was listed (left for the next run)", id="409"),
-        pytest.param(403, Status.ERROR, "patching status to Running failed: ", id="403"),
-        pytest.param(422, Status.ERROR, "patching status to Running failed: ", id="422"),
-        pytest.param(500, Status.ERROR, "patching status to Running failed: ", id="500"),
+        pytest.param(404, Status.DEGRADED, "gone before it was patched", "pod-left-alone", id="404"),
+        pytest.param(
+            409,
+            Status.DEGRADED,
+            "changed since it was listed (left for the next run)",
+            "pod-left-alone",
+            id="409",
+        ),
+        pytest.param(403, Status.ERROR, "patching status to Running failed: ", "write-failed", id="403"),
+        pytest.param(422, Status.ERROR, "patching status to Running failed: ", "write-failed", id="422"),
+        pytest.param(500, Status.ERROR, "patching status to Running failed: ", "write-failed", id="500"),
     ],
 )
-def test_refused_writes(code: int, status: Status, why: str) -> None:
+def test_refused_writes(code: int, status: Status, why: str, failure: str) -> None:
     api = api_with(created_pod("a"))
     api.refuse_patch = code
     result = run(api)
     assert result.status is status
     assert result.errors[0].startswith(f"pod default/a: {why}")
+    assert [step.failure for step in result.next_steps] == [failure]
+    assert result.next_steps[0].command == "kubectl -n default get pods --field-selector metadata.name=a -o wide"
     if status is Status.ERROR:
         assert f"HTTP {code}" in result.errors[0]
     assert result.details["moved"] == []
@@ -693,6 +704,7 @@ def test_the_answer_must_be_a_ready_pod_on_its_node(answer: Callable[[dict[str, 
     result = run(api)
     assert result.status is Status.ERROR
     assert result.errors == [f"pod default/a: the API server answered {said} (want Running, Ready True on kwok-node-0)"]
+    assert [step.failure for step in result.next_steps] == ["write-failed"]
     assert result.details["moved"] == []
     assert len(api.writes()) == 1  # the run stopped at the first doubt
 
@@ -715,6 +727,7 @@ def test_no_fake_node_is_error() -> None:
     result = run(api)
     assert result.status is Status.ERROR
     assert "no node selected by annotation kwok.x-k8s.io/node=fake" in result.summary
+    assert [step.failure for step in result.next_steps] == ["no-fake-nodes"]
 
 
 def test_read_only_client_is_refused() -> None:

@@ -37,20 +37,21 @@ def judge(*observations: Observation) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("state", "status", "message"),
+    ("state", "status", "message", "failure"),
     [
-        ("healthy", Status.OK, None),
+        ("healthy", Status.OK, None, None),
         (
             "backend-500",
             Status.FAILED,
             "ls endpoint ls-web (service default/ls-web:80 /): observed HTTP 500 'internal server error' in 8 ms "
             "(want HTTP 200 within 500 ms)",
+            "endpoint-down",
         ),
-        ("backend-down", Status.FAILED, "observed HTTP 503 'error trying to reach service: read tcp"),
-        ("backend-slow", Status.FAILED, "observed HTTP 200 in 3007 ms (want within 2000 ms)"),
+        ("backend-down", Status.FAILED, "observed HTTP 503 'error trying to reach service: read tcp", "endpoint-down"),
+        ("backend-slow", Status.FAILED, "observed HTTP 200 in 3007 ms (want within 2000 ms)", "endpoint-too-slow"),
     ],
 )
-def test_evaluate_captured(state: str, status: Status, message: str | None) -> None:
+def test_evaluate_captured(state: str, status: Status, message: str | None, failure: str | None) -> None:
     result = judge(observed(state))
     assert result.status is status, result
     if message is None:
@@ -58,36 +59,71 @@ def test_evaluate_captured(state: str, status: Status, message: str | None) -> N
         assert "1 LS endpoint(s) answered as expected" in result.summary
     else:
         assert any(message in line for line in result.errors), result.errors
+        (step,) = result.next_steps
+        assert step.failure == failure
+        assert step.command == "kubectl -n default describe service ls-web"
+        assert step.see == "kubectl -n default logs service/ls-web --tail=200"
     (endpoint,) = result.details["endpoints"]
     assert endpoint["status_code"] == captured(state)["status"]
     assert endpoint["elapsed_ms"] == captured(state)["elapsed_ms"]
 
 
+SHOP = LsEndpoint(name="shop", url="https://shop.example/health?token=abc")
+POD = LsEndpoint(name="p", proxy_path="/api/v1/namespaces/shop/pods/https:web-0:8443/proxy/healthz")
+
+
 @pytest.mark.parametrize(
-    ("obs", "status", "message"),
+    ("obs", "status", "message", "failure"),
     [
-        (Observation(WEB, 200, 800, "ok"), Status.DEGRADED, "observed HTTP 200 in 800 ms (want HTTP 200 within 500"),
-        (Observation(WEB, 200, 500, "ok"), Status.OK, None),
-        (Observation(WEB, 204, 5, ""), Status.FAILED, "observed HTTP 204"),
-        (Observation(WEB, 429, 5, ""), Status.ERROR, "HTTP 429 rate limited"),
-        (Observation(WEB, 302, 5, ""), Status.ERROR, "HTTP 302 redirect (not followed)"),
-        (Observation(WEB, no_answer="no answer within 2000 ms"), Status.FAILED, "observed no answer within 2000 ms"),
-        (Observation(WEB, unobserved="GET ...: HTTP 403"), Status.ERROR, "not observed: GET ...: HTTP 403"),
-        (Observation(LsEndpoint(name="w", proxy_path=PROXY, expected_status=302), 302, 5, ""), Status.OK, None),
+        (
+            Observation(WEB, 200, 800, "ok"),
+            Status.DEGRADED,
+            "observed HTTP 200 in 800 ms (want HTTP 200 within 500",
+            "endpoint-slow",
+        ),
+        (Observation(WEB, 200, 500, "ok"), Status.OK, None, None),
+        (Observation(WEB, 204, 5, ""), Status.FAILED, "observed HTTP 204", "endpoint-down"),
+        (Observation(WEB, 429, 5, ""), Status.ERROR, "HTTP 429 rate limited", "endpoint-not-observed"),
+        (Observation(WEB, 302, 5, ""), Status.ERROR, "HTTP 302 redirect (not followed)", "endpoint-not-observed"),
+        (
+            Observation(WEB, no_answer="no answer within 2000 ms"),
+            Status.FAILED,
+            "observed no answer within 2000 ms",
+            "endpoint-down",
+        ),
+        (
+            Observation(WEB, unobserved="GET ...: HTTP 403"),
+            Status.ERROR,
+            "not observed: GET ...: HTTP 403",
+            "endpoint-not-observed",
+        ),
+        (Observation(LsEndpoint(name="w", proxy_path=PROXY, expected_status=302), 302, 5, ""), Status.OK, None, None),
         (
             Observation(LsEndpoint(name="w", proxy_path=PROXY, expect_body="ready"), 200, 5, "ok\n"),
             Status.FAILED,
             "without 'ready' in the body",
+            "endpoint-down",
         ),
+        (Observation(SHOP, 200, 3000, "ok"), Status.FAILED, "in 3000 ms (want within 2000 ms)", "url-failing"),
+        (Observation(SHOP, 200, 900, "ok"), Status.DEGRADED, "in 900 ms", "url-slow"),
+        (Observation(SHOP, 301, 5, ""), Status.ERROR, "HTTP 301 redirect", "url-not-observed"),
+        (Observation(POD, 500, 5, "boom"), Status.FAILED, "observed HTTP 500 'boom'", "endpoint-down"),
     ],
 )
-def test_evaluate_table(obs: Observation, status: Status, message: str | None) -> None:
+def test_evaluate_table(obs: Observation, status: Status, message: str | None, failure: str | None) -> None:
     result = judge(obs)
     assert result.status is status, result
     if message is None:
         assert result.errors == []
     else:
         assert any(message in line for line in result.errors), result.errors
+        (step,) = result.next_steps
+        assert step.failure == failure
+        assert step.command == {
+            WEB: "kubectl -n default describe service ls-web",
+            SHOP: "curl -sS -i --max-time 10 'https://shop.example/health' | head -n 20",
+            POD: "kubectl -n shop describe pod web-0",
+        }.get(obs.endpoint, "kubectl -n default describe service ls-web")
 
 
 def test_one_failing_endpoint_among_several_fails_and_names_it() -> None:
@@ -104,6 +140,7 @@ def test_failure_outranks_unobserved_and_slow() -> None:
     result = judge(Observation(slow, 200, 900, "ok"), Observation(lost, unobserved="x"), observed("backend-500"))
     assert result.status is Status.FAILED
     assert len(result.errors) == 3
+    assert [step.failure for step in result.next_steps] == ["endpoint-down", "endpoint-not-observed", "endpoint-slow"]
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
 
 
 @pytest.mark.parametrize(
-    ("state", "params", "status", "mean", "text"),
+    ("state", "params", "status", "mean", "text", "failure"),
     [
         (
             "healthy",
@@ -49,6 +49,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             Status.OK,
             62.0,
             "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within <= 65 %; no node above 65 %",
+            None,
         ),
         (
             "healthy",
@@ -56,6 +57,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             Status.OK,
             62.0,
             "mean CPU utilisation of 5 nodes (NodeMetric) 62.0 %, within 60 to 65 %; no node above 65 %",
+            None,
         ),
         # upstream has no lower bound: a quiet cluster is healthy unless a co-location target is opted into
         (
@@ -64,6 +66,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             Status.OK,
             20.0,
             "mean CPU utilisation of 5 nodes (NodeMetric) 20.0 %, within <= 65 %; no node above 65 %",
+            None,
         ),
         (
             "node-utilization-low",
@@ -72,6 +75,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             20.0,
             "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 20.0 % (want 60 to 65 %); below the lower "
             "bound, e.g. kwok-node-0 20 %, kwok-node-1 20 %, kwok-node-2 20 %",
+            "mean-below-bound",
         ),
         (
             "node-utilization-high",
@@ -80,6 +84,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             90.0,
             "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want <= 65 %); above the upper "
             "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %",
+            "mean-above-bound",
         ),
         (
             "node-utilization-high",
@@ -88,6 +93,7 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             90.0,
             "nodes: observed mean CPU utilisation of 5 nodes (NodeMetric) 90.0 % (want 60 to 65 %); above the upper "
             "bound, e.g. kwok-node-0 90 %, kwok-node-1 90 %, kwok-node-2 90 %",
+            "mean-above-bound",
         ),
         # a real cluster at 45 % and 55 %, judged by its real nodes: healthy with the defaults
         (
@@ -96,14 +102,21 @@ def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **param
             Status.OK,
             50.0,
             "mean CPU utilisation of 2 nodes (NodeMetric) 50.0 %, within <= 65 %; no node above 65 %",
+            None,
         ),
     ],
 )
-def test_captured_states(state: str, params: dict[str, Any], status: Status, mean: float, text: str) -> None:
+def test_captured_states(
+    state: str, params: dict[str, Any], status: Status, mean: float, text: str, failure: str | None
+) -> None:
     result = run(data(state), state, **params)
     assert result.status is status, result.errors
     assert result.details["mean_percent"] == mean
     assert (result.summary if status is Status.OK else result.errors[0]) == text
+    assert len(result.next_steps) == len(result.errors)
+    if failure:
+        assert result.next_steps[0].failure == failure
+        assert result.next_steps[0].command.startswith("kubectl get nodemetrics.slo.koordinator.sh -o custom-columns=")
 
 
 def test_high_fault_also_names_every_node_above_the_load_aware_threshold() -> None:
@@ -114,6 +127,10 @@ def test_high_fault_also_names_every_node_above_the_load_aware_threshold() -> No
         for i in range(5)
     ]
     assert result.details["above_threshold_count"] == 5
+    assert [step.failure for step in result.next_steps] == ["mean-above-bound"] + ["node-above-threshold"] * 5
+    assert [step.command for step in result.next_steps[1:]] == [
+        f"kubectl describe node kwok-node-{i}" for i in range(5)
+    ]
 
 
 def metrics_at(percents: list[float]) -> list[dict[str, Any]]:
@@ -144,6 +161,7 @@ def test_nodes_above_the_load_aware_threshold_are_named(
     assert result.status is status, result.errors
     assert list(result.details["above_threshold"]) == named
     assert [e.split(":")[0] for e in result.errors] == [f"node {n}" for n in named]
+    assert [step.command for step in result.next_steps] == [f"kubectl describe node {n}" for n in named]
     if status is Status.DEGRADED:
         assert result.summary.startswith(f"{len(named)} of 5 nodes above the ")
         assert "(LoadAwareScheduling filters them out)" in result.summary
@@ -174,6 +192,7 @@ def test_many_nodes_above_threshold_first_ten_named() -> None:
     assert result.status is Status.DEGRADED
     assert len(result.errors) == 11
     assert result.errors[-1] == "nodes: 2 more above 65 % CPU (12 in all)"
+    assert [step.failure for step in result.next_steps] == ["node-above-threshold"] * 10 + ["many-above-threshold"]
     assert result.summary.startswith(
         "12 of 12 nodes above the 65 % CPU threshold (LoadAwareScheduling filters "
         "them out): n00 90 %, n01 90 %, n02 90 % (+9 more); mean CPU utilisation"
@@ -216,6 +235,7 @@ def test_no_usable_report_is_error() -> None:
     everything_stale = run(data("healthy"), skew=3600, **SANDBOX)
     assert everything_stale.status is Status.ERROR
     assert everything_stale.summary == "no usable NodeMetric CPU report for any of 5 selected nodes (5 stale report)"
+    assert [step.failure for step in everything_stale.next_steps] == ["no-usable-report"]
     no_cpu = copy.deepcopy(document("healthy", "nodemetrics"))
     for metric in no_cpu:
         del metric["status"]["nodeMetric"]
@@ -240,6 +260,8 @@ def test_real_cluster_fake_nodes_have_no_usage_to_judge() -> None:
         "KWOK fake nodes are left out by default (no agent runs on them); to judge "
         "them, set nodes.classes to [real, fake]"
     )
+    assert [step.failure for step in nothing.next_steps] == ["nothing-selected"]
+    assert nothing.next_steps[0].command == "kubectl get nodes -o wide --show-labels"
 
 
 def test_metrics_k8s_source() -> None:

@@ -37,6 +37,12 @@ def run(d: NodeMetricFreshnessData, state: str = "healthy", skew: float = 0, **p
     )
 
 
+def failures(result: Result) -> list[str]:
+    """Each error line's failure class, checking that every line has its step."""
+    assert len(result.next_steps) == len(result.errors)
+    return [step.failure for step in result.next_steps]
+
+
 def test_healthy_sandbox_is_ok() -> None:
     result = run(data("healthy"), **SANDBOX)
     assert result.status is Status.OK, result.errors
@@ -51,6 +57,11 @@ def test_nodemetric_stale_fault_names_the_node() -> None:
     assert result.errors[0].startswith("nodemetric kwok-node-0: observed updateTime 6")  # backdated 600 s
     assert result.errors[0].endswith("s ago (want within 180 s)")
     assert result.details["stale"] == ["kwok-node-0"]
+    assert failures(result) == ["nodemetric-stale"]
+    assert result.next_steps[0].command == (
+        "kubectl get nodemetrics.slo.koordinator.sh kwok-node-0 -o wide && kubectl -n koordinator-system get pods "
+        "-l koord-app=koordlet -o wide --field-selector spec.nodeName=kwok-node-0"
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,6 +90,8 @@ def test_an_update_time_far_in_the_future_is_named_stale() -> None:
     assert result.status is Status.FAILED
     assert result.errors[0].startswith("nodemetric kwok-node-0: observed updateTime 863")
     assert result.errors[0].endswith(" s in the future (at most 30 s ahead of this probe's clock) (want within 180 s)")
+    assert failures(result) == ["nodemetric-ahead"] * 5
+    assert result.next_steps[0].command == "kubectl get nodemetrics.slo.koordinator.sh kwok-node-0 -o yaml"
 
 
 @pytest.mark.parametrize(
@@ -120,6 +133,8 @@ def test_missing_and_timeless_nodemetrics_are_named() -> None:
         "nodemetric kwok-node-0: absent for node kwok-node-0 (want one per selected node)",
     ]
     assert result.details["missing"] == ["kwok-node-0"]
+    assert failures(result) == ["nodemetric-stale", "nodemetric-absent"]
+    assert result.next_steps[1].command.startswith("kubectl get node kwok-node-0 -o wide && ")
 
 
 def test_nodemetrics_of_unselected_nodes_are_ignored_and_no_selection_is_error() -> None:
@@ -136,6 +151,8 @@ def test_nodemetrics_of_unselected_nodes_are_ignored_and_no_selection_is_error()
         "KWOK fake nodes are left out by default (no agent runs on them); to judge them, set "
         "nodes.classes to [real, fake]"
     )
+    assert failures(result) == ["nothing-selected"]
+    assert result.next_steps[0].command == "kubectl get nodes -o wide --show-labels"
 
 
 def test_many_stale_first_ten_named() -> None:
@@ -146,6 +163,8 @@ def test_many_stale_first_ten_named() -> None:
     result = run(data("nodemetric-stale", metrics=metrics, nodes=nodes), "nodemetric-stale", **SANDBOX)
     assert len(result.errors) == 11
     assert result.errors[-1] == "nodemetrics: 2 more stale (12 in all)"
+    assert failures(result) == ["nodemetric-stale"] * 10 + ["many-stale"]
+    assert "kubectl get nodemetrics.slo.koordinator.sh -o wide" in result.next_steps[-1].command
     assert "(+2 more, 12 in all)" in result.summary
 
 

@@ -33,9 +33,37 @@ from outpost.kube import (
     parse,
     parse_items,
 )
-from outpost.result import Result
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
 
 NAME = "be-eviction-rate"
+# koord-manager's ConfigMap (koordinator-sh/charts v1.6.0): its resource-threshold-config holds the eviction
+# thresholds koordlet applies (memoryEvictThresholdPercent, cpuEvictBESatisfaction*).
+THRESHOLDS = "kubectl -n koordinator-system get configmap slo-controller-config -o yaml"
+EVICTIONS_ABOVE_LIMIT = Runbook(
+    "evictions-above-limit",
+    "koordlet evicts best-effort pods faster than allowed",
+    "LS pods' usage grew on the nodes named below (memory above memoryEvictThresholdPercent, or BE CPU satisfaction "
+    "below cpuEvictBESatisfactionLowerPercent), or more batch (BE) pods are scheduled than the nodes' spare "
+    "resources hold; the Events' reasons say which",
+    "kubectl get events {scope} --field-selector reason={reason} --sort-by=.lastTimestamp",
+    THRESHOLDS,
+)
+POD_EVICTED = Runbook(
+    "pod-evicted",
+    "koordlet evicted a best-effort pod",
+    "the node of the pod ran short of the resource the reason names (memory, or CPU for BE pods) because of LS "
+    "pods' usage; one eviction is the QoS working, many are a node or a batch workload sized wrong",
+    "kubectl -n {namespace} get events --field-selector involvedObject.name={pod},reason={reason} -o wide",
+    THRESHOLDS,
+)
+MORE_EVICTIONS = Runbook(
+    "more-evictions",
+    "More eviction Events than the ones named",
+    "as for the evictions named before this line: many BE pods evicted at once, usually from the same nodes",
+    "kubectl get events {scope} --field-selector reason={reason} --sort-by=.lastTimestamp",
+    THRESHOLDS,
+)
 _MESSAGE = re.compile(r"evict Pod:\s*(?P<pod>[^,\s]+)\s*,\s*reason:\s*(?P<reason>[^,]+)")
 LISTED = 10
 
@@ -151,7 +179,7 @@ def reason_group(reason: str, groups: dict[str, list[str]]) -> str:
 
 def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) -> Result:
     by_reason: dict[str, int] = {}
-    counted: list[tuple[str, int, str]] = []  # (line, occurrences, group)
+    counted: list[tuple[Finding, int, str]] = []  # (line, occurrences, group)
     unresolved = 0
     not_be = 0
     outside = 0
@@ -179,7 +207,9 @@ def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) 
         by_reason[group] = by_reason.get(group, 0) + occurrences
         when = seen.isoformat() if seen is not None else "undated"
         times = f" x{occurrences}" if occurrences > 1 else ""
-        counted.append((f"pod {namespace}/{subject.name}: evicted{times} ({reason}) at {when}", occurrences, group))
+        line = f"pod {namespace}/{subject.name}: evicted{times} ({reason}) at {when}"
+        finding = POD_EVICTED.at(line, namespace=namespace, pod=subject.name, reason=params.reason)
+        counted.append((finding, occurrences, group))
     total = sum(n for _, n, _ in counted)
     details: dict[str, Any] = {
         "path": data.path,
@@ -193,8 +223,10 @@ def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) 
         "not_best_effort": not_be,
         "pod_lookups_skipped": data.lookups_skipped,
     }
+    scope = {"scope": f"-n {params.namespace}" if params.namespace else "-A", "reason": params.reason}
     lines = [line for line, _, _ in counted]
-    listed = lines[:LISTED] + ([f"... and {len(lines) - LISTED} more eviction Events"] if len(lines) > LISTED else [])
+    more = MORE_EVICTIONS.at(f"... and {len(lines) - LISTED} more eviction Events", **scope)
+    listed = lines[:LISTED] + ([more] if len(lines) > LISTED else [])
     grouped = ", ".join(f"{group} {count}" for group, count in sorted(by_reason.items()))
     window = f"{params.window_seconds // 60} min" if params.window_seconds % 60 == 0 else f"{params.window_seconds} s"
     if total > params.max_evictions:
@@ -202,7 +234,7 @@ def evaluate(data: BeEvictionData, params: BeEvictionRateParams, now: datetime) 
             f"{params.qos_value} pods: observed {total} {params.reason} in the last {window} "
             f"(want at most {params.max_evictions}): {grouped}"
         )
-        return Result.failed(NAME, head, [head, *listed], details)
+        return Result.failed(NAME, head, [EVICTIONS_ABOVE_LIMIT.at(head, **scope), *listed], details)
     if total:
         summary = (
             f"{total} {params.qos_value} eviction(s) in the last {window} "
@@ -223,4 +255,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(EVICTIONS_ABOVE_LIMIT, POD_EVICTED, MORE_EVICTIONS),
 )

@@ -25,7 +25,71 @@ from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import NodeFacts, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.objects import DaemonSet, parse
 from outpost.kube.paths import DAEMON_SETS, NODES, PODS, object_path
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
+
+# The failure classes of every coverage check, declared once: `{namespace}`, `{daemonset}` and `{selector}` are the
+# check's DaemonSet and pod selector, `{node}` and `{pod}` the node and agent pod a line names.
+# The DaemonSet's row (desired, ready, node selector), by field selector: it exits 0, empty, when the DaemonSet is gone.
+DAEMONSET_ROW = "kubectl -n {namespace} get daemonsets --field-selector metadata.name={daemonset} -o wide"
+DAEMONSET_ABSENT = Runbook(
+    "daemonset-absent",
+    "The agent's DaemonSet does not exist",
+    "the agent is not installed: OpenKruise runs with feature gate KruiseDaemon=false (no kruise-daemon), the "
+    "Koordinator chart was installed without koordlet, or the DaemonSet was deleted; or the parameters name another "
+    "namespace or DaemonSet than the chart's",
+    "kubectl -n {namespace} get daemonsets,pods -o wide",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+NOTHING_DESIRED = Runbook(
+    "nothing-desired",
+    "The agent's DaemonSet targets none of the judged nodes",
+    "its nodeSelector or node affinity was edited to match no node, or a taint it does not tolerate is on every "
+    "node; the DaemonSet's own counters then read 0 of 0 ready",
+    "kubectl -n {namespace} describe daemonset {daemonset}",
+    "kubectl get nodes --show-labels",
+)
+NODE_WITHOUT_POD = Runbook(
+    "node-without-pod",
+    "A node has no pod of the agent",
+    "the DaemonSet no longer targets the node (its nodeSelector or affinity stopped matching the node's labels, or "
+    "the node has a taint it does not tolerate), or the pod was deleted and not recreated (the DaemonSet "
+    "controller in kube-controller-manager is not running)",
+    f"{DAEMONSET_ROW} && kubectl describe node {{node}}",
+    "kubectl -n {namespace} describe daemonset {daemonset}",
+)
+POD_NOT_READY = Runbook(
+    "pod-not-ready",
+    "The agent's pod on a node is not ready",
+    "the agent crashes or fails its readiness probe (image pull, the node's runtime or cgroup paths, its "
+    "certificates), or the pod is being deleted and its replacement has not started",
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} logs {pod} --all-containers --tail=200",
+)
+MANY_NODES_UNCOVERED = Runbook(
+    "many-nodes-uncovered",
+    "More nodes than the ones named have no ready pod of the agent",
+    "the same cause as the nodes named before this line, on many nodes at once: the DaemonSet's template, "
+    "selector or image was changed, or a taint was put on a whole node pool",
+    f"{DAEMONSET_ROW} && kubectl -n {{namespace}} get pods -l {{selector}} -o wide",
+    "kubectl -n {namespace} describe daemonset {daemonset}",
+)
+NOTHING_SELECTED = Runbook(
+    "nothing-selected",
+    "No node is of the classes and labels the check judges",
+    "every node is a KWOK fake or virtual node, which are left out by default, or the parameters' nodes.label_selector "
+    "matches no node, or every node is cordoned",
+    "kubectl get nodes -o wide --show-labels",
+    "docs/checks.md#{check}",
+)
+COVERAGE_RUNBOOKS = (
+    DAEMONSET_ABSENT,
+    NOTHING_DESIRED,
+    NODE_WITHOUT_POD,
+    POD_NOT_READY,
+    MANY_NODES_UNCOVERED,
+    NOTHING_SELECTED,
+)
 
 
 class DaemonCoverageParams(Params):
@@ -74,22 +138,35 @@ def declared_access(params: DaemonCoverageParams) -> list[access.Access]:
 class CoverageVerdict:
     """The coverage judgement before a check adds its own findings (e.g. per-node /healthz)."""
 
-    errors: list[str]
+    errors: list[Finding]
     details: dict[str, Any]
     summary: str
-    unobservable: str | None = None  # set: the result is `error` with this cause
+    unobservable: Finding | None = None  # set: the result is `error` with this cause
     covered: tuple[str, ...] = ()
 
 
+def runbook_names(params: DaemonCoverageParams, check: str, **more: str) -> dict[str, str]:
+    """The names a coverage runbook is filled in with: the check's DaemonSet, pod selector and `more`."""
+    return {
+        "check": check,
+        "namespace": params.namespace,
+        "daemonset": params.daemonset,
+        "selector": params.pod_selector,
+        **more,
+    }
+
+
 def judge_coverage(
-    data: DaemonCoverageData, params: DaemonCoverageParams, agent: str, absent_hint: str = ""
+    data: DaemonCoverageData, params: DaemonCoverageParams, check: str, agent: str, absent_hint: str = ""
 ) -> CoverageVerdict:
     ds_ref = ref("DaemonSet", params.daemonset, params.namespace)
+    names = runbook_names(params, check)
     selected = select_nodes(data.nodes, params.nodes)
     details: dict[str, Any] = {"daemonset": ds_ref, "selection": params.nodes.describe(), **selected.details()}
     if not selected.nodes:
         cause = f"{ds_ref}: {nothing_selected(params.nodes, selected)}"
-        return CoverageVerdict([cause], details, cause, unobservable=cause)
+        finding = NOTHING_SELECTED.at(cause, **names)
+        return CoverageVerdict([finding], details, cause, unobservable=finding)
 
     cover = coverage(selected.nodes, data.pods)
     uncovered = cover.uncovered
@@ -108,11 +185,12 @@ def judge_coverage(
     details["missing"] = list(cover.missing[:FIRST_NAMED])
     details["not_ready"] = {node: why for node, why in cover.not_ready[:FIRST_NAMED]}
 
-    errors: list[str] = []
+    errors: list[Finding] = []
     n = len(selected.nodes)
     if data.daemonset is None:
         hint = f" ({absent_hint})" if absent_hint else ""
-        errors.append(f"{ds_ref}: absent{hint}; want one ready {agent} pod on each of {n} selected nodes")
+        line = f"{ds_ref}: absent{hint}; want one ready {agent} pod on each of {n} selected nodes"
+        errors.append(DAEMONSET_ABSENT.at(line, **names))
         details["daemonset_present"] = False
     else:
         status = data.daemonset.status
@@ -123,24 +201,33 @@ def judge_coverage(
             "available": status.number_available,
         }
         if status.desired_number_scheduled == 0:
-            errors.append(
+            line = (
                 f"{ds_ref}: observed desiredNumberScheduled 0 (want {n}: one per selected node); "
                 "the DaemonSet targets none of the selected nodes"
             )
+            errors.append(NOTHING_DESIRED.at(line, **names))
     why = dict(cover.not_ready)
+    # The pod a not-ready line is about: the first by name on its node (the one `why` names first).
+    first_pod: dict[str, str] = {}
+    for pod in sorted(data.pods, key=lambda p: p.name):
+        first_pod.setdefault(pod.node_name, pod.name)
     for node in uncovered[:FIRST_NAMED]:
-        state = f"no ready pod ({why[node]})" if node in why else "no pod"
-        errors.append(f"{ds_ref}: node {node} has {state}")
+        if node in why:
+            line = f"{ds_ref}: node {node} has no ready pod ({why[node]})"
+            errors.append(POD_NOT_READY.at(line, **names, node=node, pod=first_pod[node]))
+        else:
+            errors.append(NODE_WITHOUT_POD.at(f"{ds_ref}: node {node} has no pod", **names, node=node))
     if len(uncovered) > FIRST_NAMED:
-        errors.append(
+        line = (
             f"{ds_ref}: {len(uncovered) - FIRST_NAMED} more nodes without a ready pod ({len(uncovered)} of {n} in all)"
         )
+        errors.append(MANY_NODES_UNCOVERED.at(line, **names))
     if data.daemonset is None:
         summary = f"{ds_ref} absent{' (' + absent_hint + ')' if absent_hint else ''}: no {agent} on {n} nodes"
     elif uncovered:
         summary = f"{agent} not ready on {len(uncovered)} of {n} nodes: {first_named(list(uncovered))}"
     elif errors:
-        summary = errors[0]
+        summary = errors[0].line
     else:
         summary = f"{agent} ready on all {n} selected nodes ({_by_class(selected.by_class)})"
     return CoverageVerdict(errors, details, summary, covered=cover.covered)
@@ -150,17 +237,24 @@ def _by_class(by_class: Mapping[str, int]) -> str:
     return ", ".join(f"{count} {cls}" for cls, count in by_class.items())
 
 
+def unobservable_result(check: str, cause: Finding, details: dict[str, Any]) -> Result:
+    """`error`: nothing could be judged; the cause is the one line, with its step."""
+    return Result(
+        check=check,
+        status=Status.ERROR,
+        summary=cause.line,
+        errors=[cause.line],
+        next_steps=[cause.next],
+        details=details,
+    )
+
+
 def coverage_result(check: str, verdict: CoverageVerdict) -> Result:
     if verdict.unobservable:
-        return Result(
-            check=check,
-            status=Status.ERROR,
-            summary=verdict.unobservable,
-            errors=[verdict.unobservable],
-            details=verdict.details,
-        )
-    status = Status.FAILED if verdict.errors else Status.OK
-    return Result(check=check, status=status, summary=verdict.summary, errors=verdict.errors, details=verdict.details)
+        return unobservable_result(check, verdict.unobservable, verdict.details)
+    if verdict.errors:
+        return Result.failed(check, verdict.summary, verdict.errors, verdict.details)
+    return Result.ok(check, verdict.summary, verdict.details)
 
 
 def evaluator(
@@ -169,6 +263,6 @@ def evaluator(
     """A check's `evaluate` for plain coverage (no extra findings)."""
 
     def evaluate(data: DaemonCoverageData, params: DaemonCoverageParams, now: datetime) -> Result:
-        return coverage_result(check, judge_coverage(data, params, agent, absent_hint))
+        return coverage_result(check, judge_coverage(data, params, check, agent, absent_hint))
 
     return evaluate

@@ -64,9 +64,77 @@ from outpost.kube import (
     parse_label_selector,
 )
 from outpost.kube.objects import ContainerTerminated, PodSchedulingOutline
-from outpost.result import Result, Status
+from outpost.result import Finding, NextStep, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "gang-scheduling"
+# koord-scheduler's Deployment in koordinator-sh/charts v1.6.0: its log says why a gang's members were refused.
+SCHEDULER_LOGS = "kubectl -n koordinator-system logs deployment/koord-scheduler --tail=200"
+GANG_STUCK = Runbook(
+    "gang-stuck",
+    "A gang's members wait to be scheduled past the gang's wait time",
+    "the nodes cannot hold minMember members at once (CPU, memory or batch resources, node affinity, taints, an "
+    "ElasticQuota used up: the pod's FailedScheduling events say which), or koord-scheduler is not running or not "
+    "leading, so pods with schedulerName koord-scheduler are never tried",
+    "kubectl -n {namespace} describe pod {pod}",
+    SCHEDULER_LOGS,
+)
+QUORUM_LOST = Runbook(
+    "quorum-lost",
+    "A gang's members failed and fewer than minMember still run",
+    "a member pod failed (its container exited non-zero, was OOM-killed, or its node went away); the gang's "
+    "workload must restart it or the whole gang, koord-scheduler does not",
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} logs {pod} --all-containers --tail=200",
+)
+MEMBER_FAILED = Runbook(
+    "member-failed",
+    "A gang member failed while minMember members still run",
+    "a member beyond the quorum failed (its container exited non-zero or was OOM-killed): the gang goes on, one "
+    "more failure breaks it",
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} logs {pod} --all-containers --tail=200",
+)
+PODGROUP_FAILED = Runbook(
+    "podgroup-failed",
+    "A PodGroup's status was set to Failed",
+    "something other than koord-scheduler v1.6.0 (which never writes Failed) wrote the status: another "
+    "coscheduling controller or a client; its managedFields name who",
+    "kubectl -n {namespace} get podgroup {name} -o yaml --show-managed-fields",
+    "kubectl -n {namespace} get pods -l pod-group.scheduling.sigs.k8s.io={name} -o wide",
+)
+PODGROUP_UNKNOWN = Runbook(
+    "podgroup-unknown",
+    "A PodGroup's phase is Unknown",
+    "something other than koord-scheduler (which never writes Unknown) wrote the status",
+    "kubectl -n {namespace} get podgroup {name} -o yaml --show-managed-fields",
+    "kubectl -n {namespace} get pods -l pod-group.scheduling.sigs.k8s.io={name} -o wide",
+)
+GANG_INCOMPLETE = Runbook(
+    "gang-incomplete",
+    "Fewer members than minMember exist, and koord-scheduler holds them",
+    "the workload created fewer pods than the gang's minMember (its parallelism or replicas below it, a quota or "
+    "LimitRange refused the rest, or they are held by schedulingGates); its controller is named under "
+    "Controlled By",
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+GANG_UNJUDGEABLE = Runbook(
+    "gang-unjudgeable",
+    "A gang is in a state Outpost cannot judge",
+    "a PodGroup phase upstream does not define, pods without creationTimestamp, or a failed member whose "
+    "namespace's running pods were not read (the probe's clock went back)",
+    "kubectl -n {namespace} get podgroups,pods -o wide",
+    "docs/checks.md#gang-scheduling",
+)
+MORE_GANGS = Runbook(
+    "more-gangs",
+    "More gangs than the ones named are in the same state",
+    "as for the gangs named before this line: many gangs at once points at koord-scheduler or the cluster's "
+    "capacity rather than one workload",
+    "kubectl get podgroups {scope} -o wide && kubectl get pods {scope} --field-selector status.phase=Pending -o wide",
+    SCHEDULER_LOGS,
+)
 KNOWN_PHASES = ("Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", "Finished", "Failed", "Unknown")
 """Every phase upstream's PodGroup defines (`PodGroupPhase`)."""
 QUORUM_PHASES = ("Scheduled", "Running", "Finished")
@@ -363,6 +431,11 @@ class Gang:
     def context(self) -> str:
         return self.note or (_counts(self.pod_group) if self.pod_group else "")
 
+    @property
+    def name(self) -> str:
+        """The gang's (and its PodGroup's) name: the last part of `ref`, as names hold no `/`."""
+        return self.ref.rpartition("/")[2]
+
 
 @dataclass
 class Gangs:
@@ -472,6 +545,17 @@ def _listed(lines: list[str]) -> list[str]:
     return [*lines[:LISTED], f"... and {len(lines) - LISTED} more"]
 
 
+def _listed_findings(findings: list[Finding], more: NextStep) -> list[Finding]:
+    """`_listed` for lines with their steps: the line counting the rest carries `more`."""
+    if len(findings) <= LISTED:
+        return findings
+    return [*findings[:LISTED], Finding(f"... and {len(findings) - LISTED} more", more)]
+
+
+def _lines(findings: list[Finding]) -> list[str]:
+    return [finding.line for finding in findings]
+
+
 def _counts(group: PodGroup) -> str:
     s = group.status
     return (
@@ -485,23 +569,29 @@ def _named(described: list[str]) -> str:
     return named + (f"; +{len(described) - MEMBERS_NAMED} more" if len(described) > MEMBERS_NAMED else "")
 
 
+def _members_ordered(members: list[Member]) -> list[Member]:
+    return sorted(members, key=lambda m: (not m.tried, -(m.waited or 0.0), m.name))
+
+
 def _members(members: list[Member]) -> str:
-    ordered = sorted(members, key=lambda m: (not m.tried, -(m.waited or 0.0), m.name))
-    return _named([m.describe() for m in ordered])
+    return _named([m.describe() for m in _members_ordered(members)])
+
+
+def _failures_ordered(failed: list[FailedMember]) -> list[FailedMember]:
+    return sorted(failed, key=lambda m: (m.age is not None, m.age or 0.0, m.name))  # newest first
 
 
 def _failures(failed: list[FailedMember]) -> str:
-    ordered = sorted(failed, key=lambda m: (m.age is not None, m.age or 0.0, m.name))  # newest first
-    return _named([m.describe() for m in ordered])
+    return _named([m.describe() for m in _failures_ordered(failed)])
 
 
 @dataclass
 class Verdicts:
-    failed: list[str] = field(default_factory=list)
-    stuck: list[str] = field(default_factory=list)
-    unjudgeable: list[str] = field(default_factory=list)
-    degraded: list[str] = field(default_factory=list)
-    incomplete: list[str] = field(default_factory=list)
+    failed: list[Finding] = field(default_factory=list)
+    stuck: list[Finding] = field(default_factory=list)
+    unjudgeable: list[Finding] = field(default_factory=list)
+    degraded: list[Finding] = field(default_factory=list)
+    incomplete: list[Finding] = field(default_factory=list)
     beyond_quorum: list[str] = field(default_factory=list)
     stale_failed: list[str] = field(default_factory=list)
     pending_without_members: list[str] = field(default_factory=list)
@@ -519,23 +609,34 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
     timeless = [m for m in gang.members if m.waited is None]
     if timeless:
         verdicts.unjudgeable.append(
-            f"{gang.ref}: member(s) {', '.join(m.name for m in timeless)} carry no "
-            "creationTimestamp or PodScheduled time, wait not observed"
+            GANG_UNJUDGEABLE.at(
+                f"{gang.ref}: member(s) {', '.join(m.name for m in timeless)} carry no "
+                "creationTimestamp or PodScheduled time, wait not observed",
+                namespace=gang.namespace,
+            )
         )
     overdue = [m for m in gang.members if m.waited is not None and m.waited > gang.bound]
     if not overdue:
         return
     wanted = max(gang.min_member - gang.bound_members, 1)
+    first = {"namespace": gang.namespace, "pod": _members_ordered(overdue)[0].name}  # the first the line names
     if len(overdue) >= wanted or any(m.tried for m in overdue):
         verdicts.stuck.append(
-            f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than {int(gang.bound)} s "
-            f"(want minMember {max(gang.min_member, 1)} scheduled within it; {gang.context}): {_members(overdue)}"
+            GANG_STUCK.at(
+                f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than "
+                f"{int(gang.bound)} s (want minMember {max(gang.min_member, 1)} scheduled within it; "
+                f"{gang.context}): {_members(overdue)}",
+                **first,
+            )
         )
     elif len(gang.members) < wanted:
         verdicts.incomplete.append(
-            f"{gang.ref}: observed {len(gang.members)} member(s) waiting, fewer than the {wanted} minMember still "
-            f"needs, held by koord-scheduler until the workload creates the rest ({gang.context}): "
-            f"{_members(overdue)}"
+            GANG_INCOMPLETE.at(
+                f"{gang.ref}: observed {len(gang.members)} member(s) waiting, fewer than the {wanted} minMember "
+                f"still needs, held by koord-scheduler until the workload creates the rest ({gang.context}): "
+                f"{_members(overdue)}",
+                **first,
+            )
         )
     # Otherwise the gang is complete and its younger members have not waited the bound yet.
 
@@ -553,23 +654,33 @@ def _judge_failed_members(gang: Gang, counted: bool, params: GangSchedulingParam
         return False
     if not counted:
         verdicts.unjudgeable.append(
-            f"{gang.ref}: {len(recent)} member(s) failed within "
-            f"{params.failed_window_seconds} s but the running members of namespace "
-            f"{gang.namespace} were not read (the probe's clock went back?): "
-            f"{_failures(recent)}"
+            GANG_UNJUDGEABLE.at(
+                f"{gang.ref}: {len(recent)} member(s) failed within "
+                f"{params.failed_window_seconds} s but the running members of namespace "
+                f"{gang.namespace} were not read (the probe's clock went back?): "
+                f"{_failures(recent)}",
+                namespace=gang.namespace,
+            )
         )
         return True
     quorum = f"{gang.running} running + {gang.succeeded} succeeded of minMember {gang.min_member}"
     context = f"; {gang.context}" if gang.context else ""
+    newest = {"namespace": gang.namespace, "pod": _failures_ordered(recent)[0].name}  # the first the line names
     if gang.running + gang.succeeded >= gang.min_member:
         verdicts.degraded.append(
-            f"{gang.ref}: observed {len(recent)} failed member(s), {quorum}: minMember still "
-            f"met{context}: {_failures(recent)}"
+            MEMBER_FAILED.at(
+                f"{gang.ref}: observed {len(recent)} failed member(s), {quorum}: minMember still "
+                f"met{context}: {_failures(recent)}",
+                **newest,
+            )
         )
     else:
         verdicts.failed.append(
-            f"{gang.ref}: observed {len(recent)} failed member(s), {quorum} (want running + "
-            f"succeeded >= minMember{context}): {_failures(recent)}"
+            QUORUM_LOST.at(
+                f"{gang.ref}: observed {len(recent)} failed member(s), {quorum} (want running + "
+                f"succeeded >= minMember{context}): {_failures(recent)}",
+                **newest,
+            )
         )
     return True
 
@@ -579,6 +690,7 @@ def _judge_phase(
 ) -> None:
     phase = group.status.phase
     s = group.status
+    names = {"namespace": group.namespace, "name": group.name}
     if phase == "Failed":
         if failure_judged:
             return  # its members said more, and more recently, than the phase
@@ -592,19 +704,32 @@ def _judge_phase(
             )
         elif s.running + s.succeeded >= group.spec.min_member:
             verdicts.degraded.append(
-                f"{group.ref}: observed phase Failed {when} ({counts}): minMember still met, a member beyond it failed"
+                PODGROUP_FAILED.at(
+                    f"{group.ref}: observed phase Failed {when} ({counts}): minMember still met, a member beyond it "
+                    "failed",
+                    **names,
+                )
             )
         else:
             verdicts.failed.append(
-                f"{group.ref}: observed phase Failed {when} ({counts}) (want running + succeeded >= minMember)"
+                PODGROUP_FAILED.at(
+                    f"{group.ref}: observed phase Failed {when} ({counts}) (want running + succeeded >= minMember)",
+                    **names,
+                )
             )
     elif phase == "Unknown":
         verdicts.degraded.append(
-            f"{group.ref}: observed phase Unknown ({_counts(group)}), which koord-scheduler never writes"
+            PODGROUP_UNKNOWN.at(
+                f"{group.ref}: observed phase Unknown ({_counts(group)}), which koord-scheduler never writes", **names
+            )
         )
     elif phase and phase not in KNOWN_PHASES:
         verdicts.unjudgeable.append(
-            f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines ({', '.join(KNOWN_PHASES)})"
+            GANG_UNJUDGEABLE.at(
+                f"{group.ref}: observed phase {phase!r}, not a PodGroup phase upstream defines "
+                f"({', '.join(KNOWN_PHASES)})",
+                **names,
+            )
         )
     elif phase in ("", "Pending") and members == 0:
         verdicts.pending_without_members.append(group.ref)
@@ -639,7 +764,7 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
         "not_attributed_pods": gangs.not_attributed,
         "failed": len(verdicts.failed),
         "stuck": len(verdicts.stuck),
-        "incomplete": _listed(verdicts.incomplete),
+        "incomplete": _listed(_lines(verdicts.incomplete)),
         "beyond_quorum": _listed(verdicts.beyond_quorum),
         "stale_failed": _listed(verdicts.stale_failed),
         "pending_without_members": _listed(verdicts.pending_without_members),
@@ -648,6 +773,11 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
         "scheduler_names": list(params.scheduler_names),
     }
     scope = f"{len(data.pod_groups)} PodGroup(s) and {annotation_gangs} gang(s) without one"
+    more = MORE_GANGS.step(scope=f"-n {params.namespace}" if params.namespace else "-A")
+
+    def listed(findings: list[Finding]) -> list[Finding]:
+        return _listed_findings(findings, more)
+
     if failing:
         parts = [
             f"{len(verdicts.stuck)} gang(s) stuck waiting" if verdicts.stuck else "",
@@ -660,20 +790,23 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
             NAME,
             f"{' and '.join(p for p in parts if p)} of {scope}",
             (
-                _listed(verdicts.stuck)
-                + _listed(verdicts.failed)
-                + (_listed(verdicts.incomplete) if params.fail_incomplete else [])
-                + _listed(verdicts.unjudgeable)
-                + _listed(verdicts.degraded)
+                listed(verdicts.stuck)
+                + listed(verdicts.failed)
+                + (listed(verdicts.incomplete) if params.fail_incomplete else [])
+                + listed(verdicts.unjudgeable)
+                + listed(verdicts.degraded)
             ),
             details,
         )
     if verdicts.unjudgeable:
+        lines = listed(verdicts.unjudgeable) + listed(verdicts.degraded)
         return Result(
             check=NAME,
             status=Status.ERROR,
-            summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: {verdicts.unjudgeable[0]}",
-            errors=_listed(verdicts.unjudgeable) + _listed(verdicts.degraded),
+            summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: "
+            f"{verdicts.unjudgeable[0].line}",
+            errors=_lines(lines),
+            next_steps=[finding.next for finding in lines],
             details=details,
         )
     notes = [
@@ -685,8 +818,8 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     if verdicts.degraded:
         return Result.degraded(
             NAME,
-            f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0]}",
-            _listed(verdicts.degraded),
+            f"{len(verdicts.degraded)} of {scope} worth reading: {verdicts.degraded[0].line}",
+            listed(verdicts.degraded),
             details,
         )
     summary = (
@@ -709,4 +842,14 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(
+        GANG_STUCK,
+        QUORUM_LOST,
+        MEMBER_FAILED,
+        PODGROUP_FAILED,
+        PODGROUP_UNKNOWN,
+        GANG_INCOMPLETE,
+        GANG_UNJUDGEABLE,
+        MORE_GANGS,
+    ),
 )

@@ -12,7 +12,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from outpost.checks.base import CheckSpec
-from outpost.checks.daemon_coverage import DaemonCoverageParams, declared_access, evaluator, fetch_coverage
+from outpost.checks.daemon_coverage import (
+    COVERAGE_RUNBOOKS,
+    DaemonCoverageParams,
+    declared_access,
+    evaluator,
+    fetch_coverage,
+)
 
 NAME = "koordlet-coverage"
 
@@ -39,4 +45,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=COVERAGE_RUNBOOKS,
 )

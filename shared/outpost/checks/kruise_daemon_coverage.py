@@ -26,11 +26,15 @@ from pydantic import Field
 
 from outpost.checks.base import CheckSpec
 from outpost.checks.daemon_coverage import (
+    COVERAGE_RUNBOOKS,
+    DAEMONSET_ROW,
     DaemonCoverageData,
     DaemonCoverageParams,
     coverage_result,
     fetch_coverage,
     judge_coverage,
+    runbook_names,
+    unobservable_result,
 )
 from outpost.checks.daemon_coverage import (
     declared_access as coverage_access,
@@ -41,10 +45,37 @@ from outpost.kube import access
 from outpost.kube.daemons import coverage
 from outpost.kube.messages import FIRST_NAMED, ref
 from outpost.kube.nodes import NodeClass, select_nodes
-from outpost.result import Result, Status
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
 
 NAME = "kruise-daemon-coverage"
 ABSENT_HINT = "is OpenKruise running with feature gate KruiseDaemon=false?"
+
+HEALTHZ_FAILING = Runbook(
+    "healthz-failing",
+    "A node's kruise-daemon does not answer its health endpoint",
+    "kruise-daemon on the node is wedged or restarting (its CRI socket or the node's runtime is unavailable), or "
+    "something else holds its port on the host network; an answer with no body match is a changed endpoint",
+    "kubectl -n {namespace} get pods -l {selector} -o wide --field-selector spec.nodeName={node} && "
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} logs {pod} --tail=200",
+)
+MANY_HEALTHZ_FAILING = Runbook(
+    "many-healthz-failing",
+    "More nodes than the ones named fail kruise-daemon's health endpoint",
+    "the same cause as the nodes named before this line, on many nodes: a kruise-daemon release or configuration "
+    "that fails everywhere, or a network policy or firewall between the API server and the nodes' port",
+    f"{DAEMONSET_ROW} && kubectl -n {{namespace}} get pods -l {{selector}} -o wide",
+    "kubectl -n {namespace} describe daemonset {daemonset}",
+)
+HEALTHZ_NOTHING_ELIGIBLE = Runbook(
+    "healthz-nothing-eligible",
+    "probe_healthz is on but no judged node is of a class whose health endpoint is asked",
+    "the cluster's nodes are all KWOK fake nodes (no kruise-daemon listens at their addresses) while "
+    "healthz_classes is real only: turn probe_healthz off or select real nodes",
+    "kubectl get nodes -o wide --show-labels",
+    "docs/checks.md#kruise-daemon-coverage",
+)
 
 
 class KruiseDaemonCoverageParams(DaemonCoverageParams):
@@ -84,6 +115,7 @@ class HealthzPlan:
 
     targets: tuple[ProbeTarget, ...]
     class_of: Mapping[str, str]  # target ref -> node class
+    node_of: Mapping[str, str]  # target ref -> node name
     eligible: int  # selected nodes of a probed class, covered or not
     not_probed: Mapping[str, int]  # covered nodes of a class not in healthz_classes, per class
 
@@ -98,6 +130,7 @@ def healthz_plan(data: DaemonCoverageData, params: KruiseDaemonCoverageParams) -
     covered = set(coverage(selected, data.pods).covered)
     targets: list[ProbeTarget] = []
     class_of: dict[str, str] = {}
+    node_of: dict[str, str] = {}
     not_probed: dict[str, int] = {}
     for node in selected:
         if node.name not in covered:
@@ -118,8 +151,9 @@ def healthz_plan(data: DaemonCoverageData, params: KruiseDaemonCoverageParams) -
         )
         targets.append(target)
         class_of[target.ref] = node.node_class.value
+        node_of[target.ref] = node.name
     eligible = sum(1 for node in selected if node.node_class in params.healthz_classes)
-    return HealthzPlan(tuple(targets), class_of, eligible, not_probed)
+    return HealthzPlan(tuple(targets), class_of, node_of, eligible, not_probed)
 
 
 def healthz_targets(data: DaemonCoverageData, params: KruiseDaemonCoverageParams) -> list[ProbeTarget]:
@@ -144,7 +178,7 @@ def _classes(classes: tuple[NodeClass, ...]) -> str:
 
 
 def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: datetime) -> Result:
-    verdict = judge_coverage(data.coverage, params, "kruise-daemon", ABSENT_HINT)
+    verdict = judge_coverage(data.coverage, params, NAME, "kruise-daemon", ABSENT_HINT)
     if verdict.unobservable or not params.probe_healthz:
         return coverage_result(NAME, verdict)
     label = healthz_label(params)
@@ -157,7 +191,7 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
             f"healthz_classes ({_classes(params.healthz_classes)}): no {label} to ask; add fake to "
             "healthz_classes only where something answers for fake nodes"
         )
-        return Result(check=NAME, status=Status.ERROR, summary=cause, errors=[cause], details=details)
+        return unobservable_result(NAME, HEALTHZ_NOTHING_ELIGIBLE.at(cause, **runbook_names(params, NAME)), details)
     failing = [outcome for outcome in data.healthz if not outcome.healthy]
     by_class: dict[str, dict[str, int]] = {cls.value: {"probed": 0, "healthy": 0} for cls in params.healthz_classes}
     for outcome in data.healthz:
@@ -172,10 +206,20 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
         "not_probed": dict(plan.not_probed),
         "failing": [o.as_detail() for o in failing[:FIRST_NAMED]],
     }
-    errors = list(verdict.errors)
-    errors += [f"{ds_ref}: {outcome.message}" for outcome in failing[:FIRST_NAMED]]
+    names = runbook_names(params, NAME)
+    # The serving pod of each node: the one that should have answered (probed nodes are covered).
+    serving: dict[str, str] = {}
+    for pod in sorted(data.coverage.pods, key=lambda p: p.name):
+        if pod.serving:
+            serving.setdefault(pod.node_name, pod.name)
+    errors: list[Finding] = list(verdict.errors)
+    for outcome in failing[:FIRST_NAMED]:
+        node = plan.node_of[outcome.target.ref]
+        line = f"{ds_ref}: {outcome.message}"
+        errors.append(HEALTHZ_FAILING.at(line, **names, node=node, pod=serving[node]))
     if len(failing) > FIRST_NAMED:
-        errors.append(f"{ds_ref}: {len(failing) - FIRST_NAMED} more nodes failing {label} ({len(failing)} in all)")
+        line = f"{ds_ref}: {len(failing) - FIRST_NAMED} more nodes failing {label} ({len(failing)} in all)"
+        errors.append(MANY_HEALTHZ_FAILING.at(line, **names))
     skipped = "".join(f", {count} {cls} not probed" for cls, count in plan.not_probed.items())
     summary = verdict.summary
     if failing and not verdict.errors:
@@ -186,9 +230,9 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
         summary += (
             f"; {label} healthy on all {len(data.healthz)} {_classes(params.healthz_classes)} nodes probed{skipped}"
         )
-    return Result(
-        check=NAME, status=Status.FAILED if errors else Status.OK, summary=summary, errors=errors, details=details
-    )
+    if errors:
+        return Result.failed(NAME, summary, errors, details)
+    return Result.ok(NAME, summary, details)
 
 
 def declared_access(params: KruiseDaemonCoverageParams) -> list[access.Access]:
@@ -211,4 +255,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(*COVERAGE_RUNBOOKS, HEALTHZ_FAILING, MANY_HEALTHZ_FAILING, HEALTHZ_NOTHING_ELIGIBLE),
 )

@@ -36,9 +36,81 @@ from outpost.kube.objects import Lease
 from outpost.kube.paths import LEASES, NODES, collection_path
 from outpost.kube.selectors import MetadataSelector
 from outpost.kube.timestamps import future_skew_parameter
-from outpost.result import Result
+from outpost.result import Finding, NextStep, Result
+from outpost.runbook import Runbook
 
 NAME = "kwok-node-consistency"
+
+# kwok's in-cluster install runs Deployment kube-system/kwok-controller (sigs.k8s.io/kwok@v0.8.0,
+# kustomize/kwok/deployment.yaml); under kwokctl it is a process or container of the cluster kwokctl made.
+KWOK_LOGS = "kubectl -n kube-system logs deployment/kwok-controller --tail=200 (kwokctl: kwokctl logs kwok-controller)"
+LEASE_TABLE = (
+    "kubectl -n {namespace} get leases -o custom-columns=NAME:.metadata.name,HOLDER:.spec.holderIdentity,"
+    "RENEWED:.spec.renewTime,DURATION:.spec.leaseDurationSeconds"
+)
+NODE_NOT_READY = Runbook(
+    "node-not-ready",
+    "A KWOK fake node is not Ready",
+    "kwok-controller stopped or lost the node's Lease, so nobody plays the node's stages and the node lifecycle "
+    "controller marks it NotReady/Unknown; or a stage configuration sets a condition it should not",
+    "kubectl describe node {node}",
+    KWOK_LOGS,
+)
+LEASE_STALE = Runbook(
+    "lease-stale",
+    "A KWOK fake node's Lease is not renewed in time",
+    "kwok-controller stopped or is wedged (it renews every quarter of the duration), or another holder took the "
+    "Lease; a renewTime ahead of now is a holder with a skewed clock",
+    "kubectl -n {namespace} get lease {node} -o yaml",
+    KWOK_LOGS,
+)
+LEASE_ABSENT = Runbook(
+    "lease-absent",
+    "A KWOK fake node has no Lease",
+    "kwok-controller never took the node (it does not manage nodes of this selector, or it is not running), or "
+    "the Lease was deleted and nobody re-created it",
+    "kubectl describe node {node}",
+    KWOK_LOGS,
+)
+LEASE_TOO_LONG = Runbook(
+    "lease-too-long",
+    "A KWOK fake node's Lease announces a duration nobody would wait out",
+    "a client other than kwok-controller holds the Lease with a long (or no) leaseDurationSeconds: kwok takes a "
+    "node Lease back only after renewTime + duration, so the node is not played until then; deleting the Lease "
+    "lets kwok re-acquire it at once",
+    "kubectl -n {namespace} get lease {node} -o yaml",
+    "sigs.k8s.io/kwok pkg/kwok/controllers/node_lease_controller.go (tryAcquireOrRenew)",
+)
+MANY_NOT_READY = Runbook(
+    "many-not-ready",
+    "More KWOK fake nodes than the ones named are not Ready",
+    "kwok-controller is down or overloaded: it plays every fake node's stages",
+    "kubectl get nodes -o wide",
+    KWOK_LOGS,
+)
+MANY_LEASES_STALE = Runbook(
+    "many-leases-stale",
+    "More KWOK fake node Leases than the ones named are stale or absent",
+    "kwok-controller is down, or too slow for the number of nodes (raise its node-lease parallelism or duration)",
+    LEASE_TABLE,
+    KWOK_LOGS,
+)
+MANY_LEASES_TOO_LONG = Runbook(
+    "many-leases-too-long",
+    "More KWOK fake node Leases than the ones named announce an over-long duration",
+    "a client other than kwok-controller took many node Leases, or kwok runs with nodeLeaseDurationSeconds above "
+    "max_lease_duration_seconds (raise the bound to it)",
+    LEASE_TABLE,
+    "sigs.k8s.io/kwok kustomize/kwok/kwok.yaml (nodeLeaseDurationSeconds)",
+)
+NO_FAKE_NODES = Runbook(
+    "no-fake-nodes",
+    "No node is selected as a KWOK fake node",
+    "kwok-controller has not created or taken any node, or the selector is not the one the nodes carry (kwok marks "
+    "its nodes with annotation kwok.x-k8s.io/node=fake; the tutorial's label type=kwok is not set by kwok)",
+    "kubectl get nodes -o wide --show-labels",
+    KWOK_LOGS,
+)
 
 
 class KwokNodeConsistencyParams(Params):
@@ -82,10 +154,11 @@ def declared_access(params: KwokNodeConsistencyParams) -> list[access.Access]:
     ]
 
 
-def _named(errors: list[str], lines: list[str], what: str) -> None:
+def _named(errors: list[Finding], lines: list[Finding], what: str, more: NextStep) -> None:
+    """The first lines, then one line counting the rest, with the step `more`."""
     errors.extend(lines[:FIRST_NAMED])
     if len(lines) > FIRST_NAMED:
-        errors.append(f"{len(lines) - FIRST_NAMED} more {what} ({len(lines)} in all)")
+        errors.append(Finding(f"{len(lines) - FIRST_NAMED} more {what} ({len(lines)} in all)", more))
 
 
 def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetime) -> Result:
@@ -104,51 +177,61 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
             NAME,
             f"nodes: none selected by {params.selector} ({selected.total} nodes read); "
             "set allow_no_nodes if that is expected",
+            NO_FAKE_NODES.step(),
             **details,
         )
     leases = {lease.name: lease for lease in data.leases}
     bound = params.max_lease_duration_seconds
     not_ready: list[str] = []
-    stale: list[str] = []
-    long_held: list[str] = []
+    stale: list[Finding] = []
+    long_held: list[Finding] = []
     for node in selected.nodes:
         if not node.is_ready:
             not_ready.append(node.name)
         lease = leases.get(node.name)
         lease_ref = ref("Lease", node.name, params.lease_namespace)
+        names = {"namespace": params.lease_namespace, "node": node.name}
         if lease is None:
-            stale.append(f"{lease_ref}: absent (want a node Lease renewed within its duration)")
+            line = f"{lease_ref}: absent (want a node Lease renewed within its duration)"
+            stale.append(LEASE_ABSENT.at(line, **names))
             continue
         duration = lease.spec.lease_duration_seconds
         holder = lease.spec.holder_identity or "no holder"
         age = lease.age_seconds(now)
         limit = min(duration, bound) if duration > 0 else bound
         if age is None:
-            stale.append(f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)")
+            line = f"{lease_ref}: observed no renewTime, holder {holder} (want renewed within {limit:g} s)"
+            stale.append(LEASE_STALE.at(line, **names))
         elif age < -params.max_future_skew_seconds:
-            stale.append(
+            line = (
                 f"{lease_ref}: observed renewTime {-age:.1f} s in the future, holder {holder} (want at most "
                 f"{params.max_future_skew_seconds:g} s ahead of this probe's clock: a holder that stopped "
                 "would hide until then)"
             )
+            stale.append(LEASE_STALE.at(line, **names))
         elif age > limit:
             own = "its leaseDurationSeconds" if duration and duration <= bound else "max_lease_duration_seconds"
-            stale.append(
-                f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} (want within {limit:g} s, {own})"
-            )
+            line = f"{lease_ref}: observed renewTime {age:.1f} s ago, holder {holder} (want within {limit:g} s, {own})"
+            stale.append(LEASE_STALE.at(line, **names))
         if duration > bound:
-            long_held.append(
+            line = (
                 f"{lease_ref}: observed leaseDurationSeconds {duration}, holder {holder} "
                 f"(want <= {bound:g} s: a holder that stopped renewing would look alive for {duration} s)"
             )
+            long_held.append(LEASE_TOO_LONG.at(line, **names))
         elif duration <= 0:
-            long_held.append(f"{lease_ref}: observed no leaseDurationSeconds, holder {holder} (want 1..{bound:g} s)")
+            line = f"{lease_ref}: observed no leaseDurationSeconds, holder {holder} (want 1..{bound:g} s)"
+            long_held.append(LEASE_TOO_LONG.at(line, **names))
     ready_facts = {node.name: node for node in selected.nodes}
-    not_ready_lines = [f"node {name}: observed {ready_facts[name].ready_text} (want Ready=True)" for name in not_ready]
-    errors: list[str] = []
-    _named(errors, not_ready_lines, "nodes not Ready")
-    _named(errors, stale, "stale node Leases")
-    _named(errors, long_held, "node Leases with an over-long duration")
+    not_ready_lines = [
+        NODE_NOT_READY.at(f"node {name}: observed {ready_facts[name].ready_text} (want Ready=True)", node=name)
+        for name in not_ready
+    ]
+    errors: list[Finding] = []
+    table = {"namespace": params.lease_namespace}
+    _named(errors, not_ready_lines, "nodes not Ready", MANY_NOT_READY.step())
+    _named(errors, stale, "stale node Leases", MANY_LEASES_STALE.step(**table))
+    _named(errors, long_held, "node Leases with an over-long duration", MANY_LEASES_TOO_LONG.step(**table))
     n = len(selected.nodes)
     details.update(
         {
@@ -168,7 +251,9 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
             parts.append(f"{len(stale)} with a stale Lease")
         if long_held:
             parts.append(f"{len(long_held)} with a Lease duration over {bound:g} s")
-        return Result.failed(NAME, f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0]}", errors, details)
+        return Result.failed(
+            NAME, f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0].line}", errors, details
+        )
     return Result.ok(NAME, f"all {n} KWOK fake nodes Ready with their Leases renewed in time", details)
 
 
@@ -184,4 +269,14 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(
+        NODE_NOT_READY,
+        LEASE_STALE,
+        LEASE_ABSENT,
+        LEASE_TOO_LONG,
+        MANY_NOT_READY,
+        MANY_LEASES_STALE,
+        MANY_LEASES_TOO_LONG,
+        NO_FAKE_NODES,
+    ),
 )

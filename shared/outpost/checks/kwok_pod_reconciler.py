@@ -53,8 +53,46 @@ from outpost.kube import (
     parse,
 )
 from outpost.result import Result, Status
+from outpost.runbook import Runbook
 
 NAME = "kwok-pod-reconciler"
+
+# By field selector, so that it exits 0 and shows nothing rather than failing when the pod is gone meanwhile.
+THE_POD = "kubectl -n {namespace} get pods --field-selector metadata.name={pod} -o wide"
+WRITE_FAILED = Runbook(
+    "write-failed",
+    "The reconciler's write of a pod's status failed or was answered wrongly",
+    "403: the reconciler's own identity lacks patch on pods/status (outpost rbac grants it to that identity "
+    "only); 422: a validating webhook or the API server's validation refused the status; 5xx or a timeout: the API "
+    "server is in trouble; an answer other than Running and Ready on the same node: a mutating webhook or another "
+    "controller rewrote the status",
+    THE_POD,
+    "docs/rbac.md",
+)
+NO_FAKE_NODES = Runbook(
+    "no-fake-nodes",
+    "No node is selected as a KWOK fake node, so nothing can be reconciled",
+    "kwok-controller has not created or taken any node, or the fake-node selector is not the one the nodes carry "
+    "(kwok marks its nodes with annotation kwok.x-k8s.io/node=fake)",
+    "kubectl get nodes -o wide --show-labels",
+    "docs/checks.md#kwok-pod-reconciler",
+)
+POD_LEFT_ALONE = Runbook(
+    "pod-left-alone",
+    "A Pending pod on a fake node was left for kwok or for the next run",
+    "its node reports no InternalIP or ExternalIP (kwok would use its own --node-ip, which the job cannot see), or "
+    "the pod changed or went away between the job's read and its write (kwok came back, or its owner recreated it)",
+    THE_POD,
+    "kubectl -n kube-system logs deployment/kwok-controller --tail=200",
+)
+LEFT_FOR_NEXT_RUN = Runbook(
+    "left-for-next-run",
+    "More Pending pods on fake nodes than a run moves",
+    "kwok-controller is down or far behind, so Pending pods pile up beyond max_pods per run; the next runs move "
+    "the rest",
+    "kubectl get pods -A --field-selector status.phase=Pending -o wide",
+    "kubectl -n kube-system logs deployment/kwok-controller --tail=200",
+)
 NAMED_IN_SUMMARY = 5
 STAGE_CONDITIONS = ("Initialized", READY, "ContainersReady")
 """The conditions kwok's pod-ready stage sets True, in its template's order."""
@@ -105,6 +143,8 @@ class ReconcileData:
     already_ready: int = 0
     left_for_next_run: int = 0
     failure: str | None = None
+    failed_pod: str = ""
+    """`namespace/name` of the pod `failure` is about."""
 
 
 def pending_since(pod: Pod) -> datetime | None:
@@ -291,10 +331,10 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
             if error.status_code == 409:
                 data.skipped.append(Skipped(who, "changed since it was listed (left for the next run)"))
                 continue
-            data.failure = f"pod {who}: patching status to Running failed: {error}"
+            data.failure, data.failed_pod = f"pod {who}: patching status to Running failed: {error}", who
             break
         except ClusterError as error:
-            data.failure = f"pod {who}: patching status to Running failed: {error}"
+            data.failure, data.failed_pod = f"pod {who}: patching status to Running failed: {error}", who
             break
         after = parse(Pod, answer, f"PATCH {path}")
         ready = find_condition(after.status.conditions, READY)
@@ -304,6 +344,7 @@ def fetch(cluster: Cluster, params: KwokPodReconcilerParams) -> ReconcileData:
                 f"{ready.status if ready else '(none)'} on node {after.node_name or '(none)'} "
                 f"(want Running, Ready True on {pod.node_name})"
             )
+            data.failed_pod = who
             break
         data.moved.append(who)
     return data
@@ -318,6 +359,12 @@ def declared_access(params: KwokPodReconcilerParams) -> list[access.Access]:
         access.patch(PODS, "status", namespace, when="a Pending pod on a fake node is due") for namespace in scopes
     ]
     return needed
+
+
+def _pod_names(who: str) -> dict[str, str]:
+    """`namespace/name` as the names a runbook is filled in with."""
+    namespace, _, pod = who.partition("/")
+    return {"namespace": namespace, "pod": pod}
 
 
 def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime) -> Result:
@@ -348,14 +395,19 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
             status=Status.ERROR,
             summary=f"{data.failure} (after {verb} {len(data.moved)})",
             errors=[data.failure],
+            next_steps=[WRITE_FAILED.step(**_pod_names(data.failed_pod))],
             details=details,
         )
     if data.fake_nodes == 0:
         why = f"no node selected by {params.fake_nodes}: nothing to reconcile, and the selector may be wrong"
-        return Result.error(NAME, f"{NAME}: {why}", **details)
-    notes = [f"pod {s.pod}: {s.why}" for s in data.skipped]
+        return Result.error(NAME, f"{NAME}: {why}", NO_FAKE_NODES.step(), **details)
+    notes = [POD_LEFT_ALONE.at(f"pod {s.pod}: {s.why}", **_pod_names(s.pod)) for s in data.skipped]
     if data.left_for_next_run:
-        notes.append(f"{data.left_for_next_run} more pod(s) over max_pods {params.max_pods}, left for the next run")
+        notes.append(
+            LEFT_FOR_NEXT_RUN.at(
+                f"{data.left_for_next_run} more pod(s) over max_pods {params.max_pods}, left for the next run"
+            )
+        )
     if notes:
         return Result.degraded(NAME, f"{done}; {len(notes)} note(s)", notes, details)
     return Result.ok(NAME, done, details)
@@ -374,4 +426,5 @@ CHECK = CheckSpec(
     access=declared_access,
     writes=True,
     opt_in=True,
+    runbooks=(WRITE_FAILED, NO_FAKE_NODES, POD_LEFT_ALONE, LEFT_FOR_NEXT_RUN),
 )

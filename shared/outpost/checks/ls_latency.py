@@ -24,9 +24,71 @@ from outpost.cluster.plain import check_url, safe_url
 from outpost.cluster.probes import CONTROL_PATH, api_server_answers
 from outpost.errors import ClusterAuthError, ClusterError, ClusterTimeout, ClusterUnreachable
 from outpost.kube import access
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "ls-latency"
+
+# Proxied endpoints name a Service or a pod: `{kind}` is `service` or `pod`, `{name}` its name (no scheme or port).
+LOOK = "kubectl -n {namespace} describe {kind} {name}"
+LOGS = "kubectl -n {namespace} logs {kind}/{name} --tail=200"
+# A plain URL names no cluster object: its answer (status line and headers, or curl's error) is what to look at.
+ASK_URL = "curl -sS -i --max-time 10 '{url}' | head -n 20"
+ENDPOINT_DOWN = Runbook(
+    "endpoint-down",
+    "An LS endpoint does not answer, or answers with another status or body than expected",
+    "no answer or a proxied 502/503: the Service has no ready endpoints (its pods not Ready, crashing, or its "
+    "selector matches none) or the pod is not running; another status or body: the workload itself errors",
+    LOOK,
+    LOGS,
+)
+ENDPOINT_TOO_SLOW = Runbook(
+    "endpoint-too-slow",
+    "An LS endpoint answers later than its failure threshold",
+    "the LS pods are starved of CPU (throttled at their limits, or best-effort pods on the same nodes not "
+    "suppressed by koordlet) or overloaded; nodes above LoadAwareScheduling's threshold (node-utilization) point "
+    "at the nodes",
+    LOOK,
+    LOGS,
+)
+ENDPOINT_SLOW = Runbook(
+    "endpoint-slow",
+    "An LS endpoint answers slower than its degraded threshold",
+    "as endpoint-too-slow, less far along: CPU contention with best-effort pods on the same nodes, or load",
+    LOOK,
+    LOGS,
+)
+ENDPOINT_NOT_OBSERVED = Runbook(
+    "endpoint-not-observed",
+    "An LS endpoint could not be observed",
+    "the probe's identity lacks services/proxy or pods/proxy (401/403), the API server rate limits (429) or does "
+    "not answer itself, the endpoint redirects, or the run's deadline was spent on the endpoints before it",
+    LOOK,
+    "docs/rbac.md",
+)
+URL_FAILING = Runbook(
+    "url-failing",
+    "An LS URL does not answer, answers with another status or body, or answers too late",
+    "the ingress or load balancer in front of the workload has no healthy backend, the workload errors, or it is "
+    "starved of CPU or overloaded",
+    ASK_URL,
+    "the ingress or load balancer's logs for that host",
+)
+URL_SLOW = Runbook(
+    "url-slow",
+    "An LS URL answers slower than its degraded threshold",
+    "CPU contention with best-effort pods on the workload's nodes, or load, or the path through the load balancer",
+    ASK_URL,
+    "the ingress or load balancer's logs for that host",
+)
+URL_NOT_OBSERVED = Runbook(
+    "url-not-observed",
+    "An LS URL could not be observed",
+    "it is rate limited (429) or redirects (redirects are not followed: point the endpoint at the final URL), or "
+    "the run's deadline was spent before it",
+    ASK_URL,
+    "docs/checks.md#ls-latency",
+)
 _PROXY_PATH = re.compile(
     r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
     r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$"
@@ -174,31 +236,63 @@ def declared_access(params: LsLatencyParams) -> list[access.Access]:
     return needed
 
 
-def _judge(obs: Observation) -> tuple[Status, str | None]:
-    """(verdict, one-line message) for one endpoint; the message is None when it is fine."""
+def _runbook_names(endpoint: LsEndpoint) -> dict[str, str]:
+    """The names an endpoint's runbook is filled in with: its Service or pod, or its URL."""
+    if endpoint.url is not None:
+        return {"url": safe_url(endpoint.url)}
+    match = _PROXY_PATH.match(endpoint.proxy_path or "")
+    assert match is not None  # validated by LsEndpoint
+    parts = match["target"].split(":")  # [scheme:]name[:port]
+    name = parts[1] if len(parts) > 1 and parts[0] in ("http", "https") else parts[0]
+    return {"namespace": match["ns"], "kind": "service" if match["kind"] == "services" else "pod", "name": name}
+
+
+def _finding(obs: Observation, status: Status, line: str, too_slow: bool) -> Finding:
+    """`line` with the step of its class: by verdict, and by whether the endpoint is a cluster object or a URL."""
+    proxied = obs.endpoint.url is None
+    if status is Status.ERROR:
+        runbook = ENDPOINT_NOT_OBSERVED if proxied else URL_NOT_OBSERVED
+    elif status is Status.DEGRADED:
+        runbook = ENDPOINT_SLOW if proxied else URL_SLOW
+    elif not proxied:
+        runbook = URL_FAILING
+    else:
+        runbook = ENDPOINT_TOO_SLOW if too_slow else ENDPOINT_DOWN
+    return runbook.at(line, **_runbook_names(obs.endpoint))
+
+
+def _judge(obs: Observation) -> tuple[Status, Finding | None]:
+    """(verdict, one-line message with its step) for one endpoint; the message is None when it is fine."""
+    status, line, by_time = _verdict(obs)
+    if line is None:
+        return status, None
+    return status, _finding(obs, status, line, too_slow=by_time and status is Status.FAILED)
+
+
+def _verdict(obs: Observation) -> tuple[Status, str | None, bool]:
+    """(verdict, one-line message, whether only its time is wrong) for one endpoint; no message when it is fine."""
     e = obs.endpoint
     want = f"want HTTP {e.expected_status} within {e.degraded_ms} ms"
     if obs.unobserved is not None:
-        return Status.ERROR, f"{e.ref}: not observed: {obs.unobserved}"
+        return Status.ERROR, f"{e.ref}: not observed: {obs.unobserved}", False
     if obs.no_answer is not None or obs.status_code is None:
-        return Status.FAILED, f"{e.ref}: observed {obs.no_answer or 'no answer'} ({want})"
+        return Status.FAILED, f"{e.ref}: observed {obs.no_answer or 'no answer'} ({want})", False
     code, ms = obs.status_code, obs.elapsed_ms or 0
     if code != e.expected_status:
         if code == 429:
-            return Status.ERROR, f"{e.ref}: HTTP 429 rate limited, latency not observed"
+            return Status.ERROR, f"{e.ref}: HTTP 429 rate limited, latency not observed", False
         if 300 <= code < 400:
-            return Status.ERROR, f"{e.ref}: HTTP {code} redirect (not followed), latency not observed"
+            return Status.ERROR, f"{e.ref}: HTTP {code} redirect (not followed), latency not observed", False
         said = _preview(obs.body)
-        return Status.FAILED, f"{e.ref}: observed HTTP {code} {said!r} in {ms} ms ({want})"
+        return Status.FAILED, f"{e.ref}: observed HTTP {code} {said!r} in {ms} ms ({want})", False
     if e.expect_body is not None and e.expect_body not in obs.body:
-        return Status.FAILED, (
-            f"{e.ref}: observed HTTP {code} without {e.expect_body!r} in the body ({_preview(obs.body)!r})"
-        )
+        line = f"{e.ref}: observed HTTP {code} without {e.expect_body!r} in the body ({_preview(obs.body)!r})"
+        return Status.FAILED, line, False
     if ms > e.failed_ms:
-        return Status.FAILED, f"{e.ref}: observed HTTP {code} in {ms} ms (want within {e.failed_ms} ms)"
+        return Status.FAILED, f"{e.ref}: observed HTTP {code} in {ms} ms (want within {e.failed_ms} ms)", True
     if ms > e.degraded_ms:
-        return Status.DEGRADED, f"{e.ref}: observed HTTP {code} in {ms} ms ({want})"
-    return Status.OK, None
+        return Status.DEGRADED, f"{e.ref}: observed HTTP {code} in {ms} ms ({want})", True
+    return Status.OK, None, False
 
 
 def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Result:
@@ -223,18 +317,23 @@ def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Res
     failed, unobserved, slow = by[Status.FAILED], by[Status.ERROR], by[Status.DEGRADED]
     if failed:
         return Result.failed(
-            NAME, f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0]}", failed + unobserved + slow, details
+            NAME,
+            f"{len(failed)} of {total} LS endpoint(s) failing: {failed[0].line}",
+            failed + unobserved + slow,
+            details,
         )
     if unobserved:
+        lines = unobserved + slow
         return Result(
             check=NAME,
             status=Status.ERROR,
-            summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0]}",
-            errors=unobserved + slow,
+            summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0].line}",
+            errors=[finding.line for finding in lines],
+            next_steps=[finding.next for finding in lines],
             details=details,
         )
     if slow:
-        return Result.degraded(NAME, f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0]}", slow, details)
+        return Result.degraded(NAME, f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0].line}", slow, details)
     slowest = max((obs.elapsed_ms or 0) for obs in data.observations)
     return Result.ok(NAME, f"{total} LS endpoint(s) answered as expected (slowest {slowest} ms)", details)
 
@@ -251,4 +350,13 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(
+        ENDPOINT_DOWN,
+        ENDPOINT_TOO_SLOW,
+        ENDPOINT_SLOW,
+        ENDPOINT_NOT_OBSERVED,
+        URL_FAILING,
+        URL_SLOW,
+        URL_NOT_OBSERVED,
+    ),
 )

@@ -34,11 +34,66 @@ from outpost.kube.nodes import (
     select_nodes,
 )
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES
-from outpost.result import Result
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
 
 NAME = "node-utilization"
 Source = Literal["nodemetric", "metrics.k8s.io"]
 LOAD_AWARE_CPU_THRESHOLD = 65.0
+
+# Each node's reported CPU usage beside its allocatable: what the check judged, for every node at once.
+USAGE_TABLE = (
+    "kubectl get nodemetrics.slo.koordinator.sh -o custom-columns=NODE:.metadata.name,"
+    "CPU_USED:.status.nodeMetric.nodeUsage.resources.cpu,UPDATED:.status.updateTime"
+)
+NODE_ABOVE_THRESHOLD = Runbook(
+    "node-above-threshold",
+    "A node's CPU utilisation is above LoadAwareScheduling's threshold",
+    "pods on the node use far more CPU than they request (a hot LS service, BE pods without batch limits), so "
+    "koord-scheduler's LoadAwareScheduling filters the node out and new pods land elsewhere; LowNodeLoad in "
+    "koord-descheduler, when enabled, moves pods off it",
+    "kubectl describe node {node}",
+    "kubectl get nodemetrics.slo.koordinator.sh {node} -o yaml (status.podsMetric: usage per pod)",
+)
+MANY_ABOVE_THRESHOLD = Runbook(
+    "many-above-threshold",
+    "More nodes than the ones named are above LoadAwareScheduling's threshold",
+    "the cluster as a whole runs short of CPU: more nodes, or fewer or smaller pods, are needed",
+    USAGE_TABLE,
+    "kubectl get nodes -o custom-columns=NODE:.metadata.name,CPU:.status.allocatable.cpu",
+)
+MEAN_ABOVE_BOUND = Runbook(
+    "mean-above-bound",
+    "The nodes' mean CPU utilisation is above the upper bound",
+    "the cluster runs short of CPU: most nodes are filtered out by LoadAwareScheduling and new pods stay Pending "
+    "or crowd the rest; add nodes or reduce the load",
+    USAGE_TABLE,
+    "kubectl get pods -A --field-selector status.phase=Pending",
+)
+MEAN_BELOW_BOUND = Runbook(
+    "mean-below-bound",
+    "The nodes' mean CPU utilisation is below the co-location target",
+    "batch (BE) workloads are not running or not scheduled: koord-manager does not compute batch resources "
+    "(colocation disabled in slo-controller-config) or the batch jobs stopped",
+    USAGE_TABLE,
+    "kubectl -n koordinator-system get configmap slo-controller-config -o yaml",
+)
+NO_USABLE_REPORT = Runbook(
+    "no-usable-report",
+    "No selected node has a usable CPU usage report",
+    "koordlet reports on no node (not running, or NodeMetrics older than max_sample_age_seconds), or with source "
+    "metrics.k8s.io, metrics-server is not running",
+    USAGE_TABLE + " && kubectl -n koordinator-system get pods -l koord-app=koordlet -o wide",
+    "docs/checks.md#node-utilization",
+)
+NOTHING_SELECTED = Runbook(
+    "nothing-selected",
+    "No node is of the classes and labels the check judges",
+    "every node is a KWOK fake or virtual node, which are left out by default (no koordlet reports their usage), "
+    "or the parameters' nodes.label_selector matches no node, or every node is cordoned",
+    "kubectl get nodes -o wide --show-labels",
+    "docs/checks.md#node-utilization",
+)
 
 
 class NodeUtilizationParams(Params):
@@ -131,7 +186,7 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
         **selected.details(),
     }
     if not selected.nodes:
-        return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
+        return Result.error(NAME, nothing_selected(params.nodes, selected), NOTHING_SELECTED.step(), **details)
     by_node = {sample.node: sample for sample in data.samples}
     unusable: dict[str, list[str]] = {"no report": [], "stale report": [], "no cpu usage": [], "no allocatable cpu": []}
     per_node: dict[str, float] = {}
@@ -158,6 +213,7 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
             NAME,
             f"no usable {source} CPU report for any of {len(selected.nodes)} selected nodes "
             f"({', '.join(f'{len(v)} {k}' for k, v in unusable.items() if v)})",
+            NO_USABLE_REPORT.step(),
             **details,
         )
     mean = sum(per_node.values()) / len(per_node)
@@ -176,20 +232,28 @@ def evaluate(data: NodeUtilizationData, params: NodeUtilizationParams, now: date
             "above_threshold": {n: round(per_node[n], 1) for n in above[:FIRST_NAMED]},
         }
     )
-    node_lines = [
-        f"node {n}: observed CPU utilisation {per_node[n]:.1f} % ({source}) (want <= {threshold:g} %: "
-        "LoadAwareScheduling filters the node out above it)"
+    node_lines: list[Finding] = [
+        NODE_ABOVE_THRESHOLD.at(
+            f"node {n}: observed CPU utilisation {per_node[n]:.1f} % ({source}) (want <= {threshold:g} %: "
+            "LoadAwareScheduling filters the node out above it)",
+            node=n,
+        )
         for n in above[:FIRST_NAMED]
     ]
     if len(above) > FIRST_NAMED:
-        node_lines.append(f"nodes: {len(above) - FIRST_NAMED} more above {threshold:g} % CPU ({len(above)} in all)")
+        node_lines.append(
+            MANY_ABOVE_THRESHOLD.at(
+                f"nodes: {len(above) - FIRST_NAMED} more above {threshold:g} % CPU ({len(above)} in all)"
+            )
+        )
     what = f"mean CPU utilisation of {len(per_node)} nodes ({source})"
     low = params.lower_percent is not None and mean < params.lower_percent
     if low or mean > params.upper:
         side, extreme = ("below the lower bound", lowest) if low else ("above the upper bound", highest)
         named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in extreme[:3])
         line = f"nodes: observed {what} {mean:.1f} % (want {params.want()}); {side}, e.g. {named}"
-        return Result.failed(NAME, line, [line, *node_lines], details)
+        mean_line = (MEAN_BELOW_BOUND if low else MEAN_ABOVE_BOUND).at(line)
+        return Result.failed(NAME, line, [mean_line, *node_lines], details)
     if above:
         named = ", ".join(f"{n} {per_node[n]:.0f} %" for n in above[:3])
         more = f" (+{len(above) - 3} more)" if len(above) > 3 else ""
@@ -214,4 +278,12 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(
+        NODE_ABOVE_THRESHOLD,
+        MANY_ABOVE_THRESHOLD,
+        MEAN_ABOVE_BOUND,
+        MEAN_BELOW_BOUND,
+        NO_USABLE_REPORT,
+        NOTHING_SELECTED,
+    ),
 )

@@ -38,9 +38,65 @@ from outpost.kube.nodes import (
 )
 from outpost.kube.paths import NODE_METRICS, NODES
 from outpost.kube.timestamps import future_skew_parameter
-from outpost.result import Result
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
 
 NAME = "nodemetric-freshness"
+
+# koordlet's and koord-manager's upstream namespace and pod labels (koordinator-sh/charts v1.6.0): the line names a
+# node, the agent that should report for it is found by these.
+KOORDLET = "-n koordinator-system get pods -l koord-app=koordlet -o wide"
+NODEMETRIC_STALE = Runbook(
+    "nodemetric-stale",
+    "A node's NodeMetric is not updated by koordlet",
+    "koordlet on the node is not running, crashlooping or cannot reach the API server (it writes status every "
+    "60 s), or was never scheduled there (see koordlet-coverage); no status.updateTime at all is a koordlet that "
+    "never reported",
+    f"kubectl get nodemetrics.slo.koordinator.sh {{node}} -o wide && kubectl {KOORDLET} --field-selector "
+    "spec.nodeName={node}",
+    "kubectl -n koordinator-system logs --tail=200 $(kubectl -n koordinator-system get pods -l koord-app=koordlet "
+    "--field-selector spec.nodeName={node} -o name)",
+)
+NODEMETRIC_AHEAD = Runbook(
+    "nodemetric-ahead",
+    "A node's NodeMetric updateTime is ahead of the probe's clock",
+    "the node's clock runs ahead (NTP not synchronised on it) or the probe's clock runs behind; a koordlet that "
+    "stopped would look fresh until that time",
+    "kubectl get nodemetrics.slo.koordinator.sh {node} -o yaml",
+    "kubectl describe node {node}",
+)
+NODEMETRIC_ABSENT = Runbook(
+    "nodemetric-absent",
+    "A node has no NodeMetric",
+    "koord-manager creates one per Node: its slo-controller is not running or not leading (see "
+    "koord-manager-health and leader-leases), or the node joined moments ago",
+    "kubectl get node {node} -o wide && kubectl -n koordinator-system get pods -l koord-app=koord-manager -o wide",
+    "kubectl -n koordinator-system logs deployment/koord-manager --tail=200",
+)
+MANY_STALE = Runbook(
+    "many-stale",
+    "More NodeMetrics than the ones named are stale",
+    "koordlet stopped reporting on many nodes at once: the DaemonSet was changed or removed, or the API server "
+    "rejects or throttles koordlet's updates",
+    "kubectl get nodemetrics.slo.koordinator.sh -o wide && kubectl " + KOORDLET,
+    "kubectl -n koordinator-system describe daemonset koordlet",
+)
+MANY_ABSENT = Runbook(
+    "many-absent",
+    "More nodes than the ones named have no NodeMetric",
+    "koord-manager's slo-controller is not running or not leading, so no node gets a NodeMetric",
+    "kubectl get nodemetrics.slo.koordinator.sh -o wide && "
+    "kubectl -n koordinator-system get pods -l koord-app=koord-manager -o wide",
+    "kubectl -n koordinator-system logs deployment/koord-manager --tail=200",
+)
+NOTHING_SELECTED = Runbook(
+    "nothing-selected",
+    "No node is of the classes and labels the check judges",
+    "every node is a KWOK fake or virtual node, which are left out by default (no koordlet reports for them), or "
+    "the parameters' nodes.label_selector matches no node, or every node is cordoned",
+    "kubectl get nodes -o wide --show-labels",
+    "docs/checks.md#nodemetric-freshness",
+)
 
 
 class NodeMetricFreshnessParams(Params):
@@ -88,10 +144,10 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
         **selected.details(),
     }
     if not selected.nodes:
-        return Result.error(NAME, nothing_selected(params.nodes, selected), **details)
+        return Result.error(NAME, nothing_selected(params.nodes, selected), NOTHING_SELECTED.step(), **details)
     by_node = {metric.node: metric for metric in data.metrics}
     missing: list[str] = []
-    stale: list[tuple[str, str]] = []
+    stale: list[tuple[str, str, Runbook]] = []
     skewed: list[str] = []
     oldest = 0.0
     for node in selected.names:
@@ -101,15 +157,16 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             continue
         age = metric.age_seconds(now)
         if age is None:
-            stale.append((node, "observed no status.updateTime, koordlet has not reported"))
+            stale.append((node, "observed no status.updateTime, koordlet has not reported", NODEMETRIC_STALE))
         elif age > params.expiry_seconds:
-            stale.append((node, f"observed updateTime {age:.1f} s ago"))
+            stale.append((node, f"observed updateTime {age:.1f} s ago", NODEMETRIC_STALE))
         elif age < -params.max_future_skew_seconds:
             stale.append(
                 (
                     node,
                     f"observed updateTime {-age:.1f} s in the future (at most "
                     f"{params.max_future_skew_seconds:g} s ahead of this probe's clock)",
+                    NODEMETRIC_AHEAD,
                 )
             )
             skewed.append(node)
@@ -120,26 +177,29 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
             "fresh": len(selected.nodes) - len(missing) - len(stale),
             "stale_count": len(stale),
             "missing_count": len(missing),
-            "stale": [n for n, _ in stale[:FIRST_NAMED]],
+            "stale": [n for n, _, _ in stale[:FIRST_NAMED]],
             "missing": missing[:FIRST_NAMED],
             "oldest_fresh_age_seconds": round(oldest, 1),
             "future_update_time": skewed[:FIRST_NAMED],
         }
     )
     want = f"want within {params.expiry_seconds:g} s"
-    errors = [f"nodemetric {node}: {why} ({want})" for node, why in stale[:FIRST_NAMED]]
+    errors: list[Finding] = [
+        runbook.at(f"nodemetric {node}: {why} ({want})", node=node) for node, why, runbook in stale[:FIRST_NAMED]
+    ]
     if len(stale) > FIRST_NAMED:
-        errors.append(f"nodemetrics: {len(stale) - FIRST_NAMED} more stale ({len(stale)} in all)")
+        errors.append(MANY_STALE.at(f"nodemetrics: {len(stale) - FIRST_NAMED} more stale ({len(stale)} in all)"))
     errors += [
-        f"nodemetric {node}: absent for node {node} (want one per selected node)" for node in missing[:FIRST_NAMED]
+        NODEMETRIC_ABSENT.at(f"nodemetric {node}: absent for node {node} (want one per selected node)", node=node)
+        for node in missing[:FIRST_NAMED]
     ]
     if len(missing) > FIRST_NAMED:
-        errors.append(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)")
+        errors.append(MANY_ABSENT.at(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)"))
     n = len(selected.nodes)
     if errors:
         parts = []
         if stale:
-            parts.append(f"{len(stale)} stale: {first_named([s for s, _ in stale])}")
+            parts.append(f"{len(stale)} stale: {first_named([s for s, _, _ in stale])}")
         if missing:
             parts.append(f"{len(missing)} missing: {first_named(missing)}")
         return Result.failed(NAME, f"NodeMetrics of {n} nodes: " + "; ".join(parts), errors, details)
@@ -162,4 +222,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(NODEMETRIC_STALE, NODEMETRIC_AHEAD, NODEMETRIC_ABSENT, MANY_STALE, MANY_ABSENT, NOTHING_SELECTED),
 )
