@@ -42,7 +42,7 @@ from platform_artifacts import (
     served_cloud_function,
 )
 
-from kit.bundles import Built, clean_venv, package, unpack
+from kit.bundles import Built, clean_venv, distribution_versions, package, unpack
 from outpost.packaging import host_architecture
 from outpost_sandbox import faults
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
@@ -157,8 +157,12 @@ def lambda_running(
         yield running
 
 
-def test_lambda_function_is_what_serverless_deploys(lambda_build: LambdaBuild) -> None:
+def test_lambda_function_is_what_serverless_deploys(lambda_build: LambdaBuild, lambda_runtime: Path) -> None:
     function = lambda_function(lambda_build.built.stage, CHECK)
+    # The runtime's environment holds the runtime interface client alone: the product and its dependencies can only
+    # come from the task root, as on Lambda.
+    installed = set(distribution_versions(lambda_runtime)) - {"pip", "setuptools"}
+    assert installed == {"awslambdaric", "simplejson", "snapshot-restore-py"}, sorted(installed)
     assert function.handler == "functions/be_eviction_rate/main.handler"
     assert function.environment == {"OUTPOST_CONFIG": f"infra/environments/{AWS_ENVIRONMENT}.yaml"}
     assert function.name == f"outpost-{AWS_ENVIRONMENT}-{CHECK}"
