@@ -51,8 +51,9 @@ terraform-cli:
 	       "tests/functional/test_gcp_deployment.py needs it for terraform fmt -check on infra/gcp"; exit 1; }
 
 # Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok and the real managers
-# (kruise-manager; koord-manager, koord-scheduler, koord-descheduler, from their release zips) into a cache
-# outside the repo (~/.cache/outpost); a no-op when the pinned versions are already built (cold: about 13 min on 2 cores).
+# (kruise-manager; koord-manager, koord-scheduler, koord-descheduler, from their release zips), and the Lambda Runtime
+# Interface Emulator the e2e tests run the Lambda bundle behind, into a cache outside the repo (~/.cache/outpost);
+# a no-op when the pinned versions are already built (cold: about 13 min on 2 cores).
 sandbox-binaries: system-packages
 	infra/sandbox/go/build.sh >/dev/null
 

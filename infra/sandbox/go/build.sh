@@ -9,6 +9,13 @@
 # The cache key is a hash of every go.mod/go.sum here and of this script, so binaries are
 # rebuilt exactly when a pin (or the way they are built) changes, and reused otherwise.
 # Go's own module and build caches (GOMODCACHE, GOCACHE) are reused too.
+# >>> rie
+# The Lambda Runtime Interface Emulator (LAMBDA_RIE_VERSION; the tests run the Lambda bundle behind it) is built
+# the same way, as the main module of its verified download, into <cache>/bin/rie-<key>/. Its key hashes only
+# the lines between `>>> rie` and `<<< rie` markers in versions.env and in this script, and the key above leaves
+# exactly those lines out: a bump of either rebuilds only the emulator, and adding it rebuilt nothing else.
+#   build.sh rie    build (or reuse) only the emulator and print its path; `build.sh` builds it too
+# <<< rie
 #
 # patches/<module>@<version>.patch fixes an upstream module we cannot yet take a fixed release of.
 # A module directory whose build uses a patched module is built from a copy (under the cache) whose
@@ -29,6 +36,34 @@ patches=$(cd "$here" && if [ -d patches ]; then find patches -name '*.patch' | s
 # shellcheck disable=SC2086 # one path per line, no spaces
 key=$(cd "$here" && cat versions.env build.sh kube/go.mod kube/go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum $patches \
   | sha256sum | cut -c1-16)
+# >>> rie
+# The key again, without the emulator's lines (see the header).
+without_rie() { sed '/^# >>> rie/,/^# <<< rie/d' "$@"; }
+only_rie() { sed -n '/^# >>> rie/,/^# <<< rie/p' "$@"; }
+# shellcheck disable=SC2086 # one path per line, no spaces
+key=$(cd "$here" && { without_rie versions.env build.sh; cat kube/go.mod kube/go.sum etcd/go.mod etcd/go.sum \
+  kwok/go.mod kwok/go.sum $patches; } | sha256sum | cut -c1-16)
+rie_dir="$cache_root/bin/rie-$(cd "$here" && only_rie versions.env build.sh | sha256sum | cut -c1-16)"
+rie="$rie_dir/aws-lambda-rie"
+build_rie() { # the emulator as the main module of its verified download (its own go.mod and go.sum hold)
+  local module=github.com/aws/aws-lambda-runtime-interface-emulator dir src log
+  [ -x "$rie" ] && return 0
+  mkdir -p "$rie_dir"
+  log="$rie_dir/build.log"
+  src="$rie_dir/src"
+  { dir=$(go mod download -json "$module@$LAMBDA_RIE_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') \
+    && rm -rf "$src" && cp -r "$dir" "$src" && chmod -R u+w "$src" \
+    && (cd "$src" && GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+        go build -trimpath -ldflags "-s -w" -o "$rie.tmp" ./cmd/aws-lambda-rie); } > "$log" 2>&1 || {
+    echo "build.sh: building aws-lambda-rie ($module@$LAMBDA_RIE_VERSION) failed; last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  }
+  rm -rf "$src"
+  mv "$rie.tmp" "$rie"
+}
+if [ "${1:-}" = rie ]; then build_rie; echo "$rie"; exit 0; fi
+# <<< rie
 bindir="$cache_root/bin/$key"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl
           kruise-manager koord-manager koord-scheduler koord-descheduler)
@@ -37,6 +72,9 @@ mode=${1:-build}
 case $mode in build | test) ;; *) echo "usage: build.sh [test]" >&2; exit 64 ;; esac
 
 complete() { local b; for b in "${binaries[@]}"; do [ -x "$bindir/$b" ] || return 1; done; [ -f "$bindir/.complete" ]; }
+# >>> rie
+if [ "$mode" = build ] && complete; then build_rie; fi
+# <<< rie
 if [ "$mode" = build ] && complete; then echo "$bindir"; exit 0; fi
 
 mkdir -p "$bindir"
@@ -146,4 +184,7 @@ rm -rf "$bindir/src"/*@*  # the unpacked release trees (hundreds of MB); Go's ca
 printf '{"github.com/openkruise/kruise": "%s", "github.com/koordinator-sh/koordinator": "%s"}\n' \
   "$KRUISE_VERSION" "$KOORDINATOR_VERSION" > "$bindir/versions.json"
 touch "$bindir/.complete"
+# >>> rie
+build_rie
+# <<< rie
 echo "$bindir"
