@@ -29,7 +29,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
 
 
 @pytest.mark.parametrize(
-    ("livez", "readyz", "status", "summary_part", "error_parts"),
+    ("livez", "readyz", "status", "summary_part", "error_parts", "failure"),
     [
         pytest.param(
             captured("healthy_livez", "/livez"),
@@ -37,6 +37,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
             Status.OK,
             "live and ready",
             [],
+            None,
             id="healthy",
         ),
         pytest.param(
@@ -49,6 +50,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
                 "apiserver /readyz: etcd failed: reason withheld",
                 "apiserver /readyz: etcd-readiness failed: reason withheld",
             ],
+            "check-failing",
             id="etcd-down",
         ),
         pytest.param(
@@ -57,6 +59,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
             Status.FAILED,
             "/readyz 500; failing: etcd-readiness",
             ["apiserver /readyz: etcd-readiness failed: reason withheld"],
+            "check-failing",
             id="etcd-excluded-still-fails",
         ),
         pytest.param(
@@ -65,6 +68,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
             Status.FAILED,
             "/readyz 503",
             ["apiserver /readyz: HTTP 503 'service unavailable'"],
+            "endpoint-not-ok",
             id="non-verbose-failure",
         ),
         pytest.param(
@@ -73,6 +77,7 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
             Status.ERROR,
             "without a verbose health report",
             [],
+            "not-a-health-report",
             id="200-without-report",
         ),
         pytest.param(
@@ -81,16 +86,30 @@ LB_PAGE = Endpoint("/readyz", 200, "<html><body>Welcome to nginx!</body></html>"
             Status.ERROR,
             "without a verbose health report",
             [],
+            "not-a-health-report",
             id="load-balancer-page",
         ),
     ],
 )
-def test_evaluate(livez: Endpoint, readyz: Endpoint, status: Status, summary_part: str, error_parts: list[str]) -> None:
+def test_evaluate(
+    livez: Endpoint,
+    readyz: Endpoint,
+    status: Status,
+    summary_part: str,
+    error_parts: list[str],
+    failure: str | None,
+) -> None:
     result = evaluate(ApiserverHealthData(livez=livez, readyz=readyz), ApiserverHealthParams(), NOW)
     assert result.status is status
     assert summary_part in result.summary
     for part in error_parts:
         assert part in result.errors
+    # Every line carries its next step, of the expected class.
+    assert [step.failure for step in result.next_steps] == [failure] * len(result.errors)
+    if failure == "not-a-health-report":
+        assert result.next_steps[0].command == "kubectl get --raw '/readyz?verbose'"
+    elif failure:
+        assert result.next_steps[0].command == "kubectl get --raw /metrics/slis"
     assert result.check == "apiserver-health"
     if status is Status.OK:
         assert result.errors == []

@@ -149,6 +149,11 @@ def test_ladder_classes(data: TriageData, status: Status, triage_class: str | No
         (line,) = result.errors
         assert error_part in line
         assert line.startswith("apiserver 127.0.0.1:27987: ")
+        # The next step is of the line's triage class (or "not observed"), for the address the probe dialled.
+        (step,) = result.next_steps
+        assert step.failure == (triage_class or "not-observed")
+        if triage_class == "tls":
+            assert step.command.startswith("openssl s_client -connect 127.0.0.1:27987 ")
     if triage_class not in (None, "healthy"):
         assert result.summary.startswith(f"apiserver {triage_class}: ")
 

@@ -77,6 +77,10 @@ def test_captured_states(state_name: str, status: Status, summary: str, errors: 
     api = serve(state)
     result = run(api, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
     assert (result.status, result.summary, result.errors) == (status, summary, errors)
+    # Each failing pod's line comes with its own next step, naming that pod.
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("pod-not-ready", f"kubectl -n {NS} describe pod {pod}") for pod in ((CKX4F, WJGHZ) if errors else ())
+    ]
     proxied = sorted(r.path for r in api.requests if "/proxy/" in r.path)
     assert proxied == [pod_proxy(NS, pod, 8000, "/readyz") for pod in state.pods(NS, MANAGER)]  # /readyz only
     assert sorted(result.details["pods"]) == [CKX4F, WJGHZ]  # never the scheduler's or descheduler's pods
@@ -151,6 +155,8 @@ def test_failing_answers_over_the_healthy_capture(
         api.respond(pod_proxy(NS, pod, 8000, "/readyz"), code, body)
     result = run(api)
     assert (result.status, result.errors) == (status, errors)
+    assert [step.failure for step in result.next_steps] == ["pod-not-ready"] * len(errors)
+    assert all(f"kubectl -n {NS} describe pod {MANAGER}" in step.command for step in result.next_steps)
 
 
 def test_koord_manager_healthz_404_is_not_mistaken_for_readiness() -> None:
@@ -175,6 +181,9 @@ def test_scaled_to_zero_is_failed() -> None:
     result = run(api)
     assert result.status is Status.FAILED
     assert result.errors == [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"]
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("no-pods", f"kubectl -n {NS} describe deployment koord-manager")
+    ]
 
 
 def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
@@ -182,6 +191,9 @@ def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
     assert result.status is Status.FAILED
     assert result.errors == [
         "deployment koordinator-system/koordinator-manager: not found (want the manager Deployment)"
+    ]
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("deployment-missing", f"kubectl -n {NS} get deployments,pods -o wide")
     ]
 
 

@@ -31,15 +31,19 @@ READYZ_FAILED = "[-]webhook-ready failed: reason withheld\nhealthz check failed\
 # The replicas after the sandbox scaled the Deployment back up (every capture after scaled_to_zero_kruise).
 KMRH9, ZF4BW = "kruise-controller-manager-cf4747b9-kmrh9", "kruise-controller-manager-cf4747b9-zf4bw"
 
-CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
-    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+DESCRIBE_DEPLOYMENT = f"kubectl -n {NS} describe deployment kruise-controller-manager"
+
+# state: (status, summary, error lines, each line's next (failure class, command))
+CAPTURED: dict[str, tuple[Status, str, list[str], list[tuple[str, str]]]] = {
+    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", [], []),
     "scaled_to_zero_kruise": (
         Status.FAILED,
         f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)",
         [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"],
+        [("no-pods", DESCRIBE_DEPLOYMENT)],
     ),
     # The thief's Lease makes the manager exit and restart ready but not leading: /readyz cannot tell.
-    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", [], []),
     # Both processes killed: the API server cannot dial the port and says so itself (a Status body, 503).
     "manager_down_kruise": (
         Status.FAILED,
@@ -50,10 +54,11 @@ CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
             f"pod {NS}/{ZF4BW} :8000/readyz: HTTP 503 (error trying to reach service: dial tcp 10.246.0.6:8000: "
             "connect: connection refused) (want 200)",
         ],
+        [("pod-not-ready", f"kubectl -n {NS} describe pod {pod}") for pod in (KMRH9, ZF4BW)],
     ),
     # Aimed at koord-manager: kruise-manager is not touched (the hanging koord pods are never asked).
-    "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
-    "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
+    "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", [], []),
+    "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", [], []),
 }
 
 
@@ -71,15 +76,18 @@ def test_every_captured_state_is_known_to_the_kit_and_judged_here() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state_name", "status", "summary", "errors"),
+    ("state_name", "status", "summary", "errors", "steps"),
     [(name, *case) for name, case in CAPTURED.items()],
     ids=list(CAPTURED),
 )
-def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
+def test_captured_states(
+    state_name: str, status: Status, summary: str, errors: list[str], steps: list[tuple[str, str]]
+) -> None:
     state = load(state_name)
     api = serve(state)
     result = run(api, state=state)
     assert (result.status, result.summary, result.errors) == (status, summary, errors)
+    assert [(step.failure, step.command) for step in result.next_steps] == steps
     proxied = sorted(r.path for r in api.requests if "/proxy/" in r.path)
     assert proxied == [pod_proxy(NS, pod, 8000, "/readyz") for pod in state.pods(NS)]  # never /healthz
     assert result.details["left_out"] == []  # CrashLoopBackOff pods are phase Running: probed, not left out
@@ -167,6 +175,9 @@ def test_the_deployment_absent_is_failed_naming_it() -> None:
     result = run(api)
     assert result.status is Status.FAILED
     assert result.errors == [f"{DEPLOYMENT}: not found (want the manager Deployment)"]
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("deployment-missing", f"kubectl -n {NS} get deployments,pods -o wide")
+    ]
 
 
 def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_ones_are_left_out() -> None:

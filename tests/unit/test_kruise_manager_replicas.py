@@ -26,22 +26,30 @@ from outpost.result import Status
 NOW = load("healthy").captured_at
 DEPLOYMENT = "deployment kruise-system/kruise-controller-manager"
 
-CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
-    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
+TOO_FEW_COMMAND = (
+    "kubectl -n kruise-system describe deployment kruise-controller-manager && "
+    "kubectl -n kruise-system get pods -l 'control-plane=controller-manager' -o wide"
+)
+
+# state: (status, summary, error lines, the failure class of each line's next step)
+CAPTURED: dict[str, tuple[Status, str, list[str], str | None]] = {
+    "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", [], None),
     "scaled_to_zero_kruise": (
         Status.FAILED,
         f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)",
         [f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)"],
+        "too-few-ready",
     ),
-    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
+    "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", [], None),
     # Still 2 desired, so no "spec.replicas" in the line: the replicas exist and are not ready.
     "manager_down_kruise": (
         Status.FAILED,
         f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)",
         [f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)"],
+        "too-few-ready",
     ),
-    "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
-    "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
+    "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", [], None),
+    "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", [], None),
 }
 
 
@@ -56,17 +64,20 @@ def test_every_captured_state_is_judged_here() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state_name", "status", "summary", "errors"),
+    ("state_name", "status", "summary", "errors", "failure"),
     [(name, *case) for name, case in CAPTURED.items()],
     ids=list(CAPTURED),
 )
-def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
+def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str], failure: str | None) -> None:
     state = load(state_name)
     params = KruiseManagerReplicasParams()
     with fake_cluster(FakeApiServer().add_all(state.objects)) as cluster:
         data = kruise_manager_replicas.fetch(cluster, params)
     result = kruise_manager_replicas.evaluate(data, params, state.captured_at)
     assert (result.status, result.summary, result.errors) == (status, summary, errors)
+    assert [step.failure for step in result.next_steps] == [failure] * len(errors)
+    if failure:
+        assert result.next_steps[0].command == TOO_FEW_COMMAND
 
 
 @pytest.mark.parametrize("state_name", ["scaled_to_zero_kruise", "manager_down_kruise"])
@@ -77,35 +88,48 @@ def test_the_captured_zero_is_an_omitted_ready_replicas(state_name: str) -> None
 
 
 @pytest.mark.parametrize(
-    ("data", "params", "status", "line"),
+    ("data", "params", "status", "line", "failure", "command"),
     [
         (
             deployment(readyReplicas=1),
             KruiseManagerReplicasParams(),
             Status.DEGRADED,
             f"{DEPLOYMENT}: observed 1/2 ready replicas (want 2)",
+            "replica-missing",
+            TOO_FEW_COMMAND,
         ),
         (
             deployment(readyReplicas=1),
             KruiseManagerReplicasParams(min_ready=2),
             Status.FAILED,
             f"{DEPLOYMENT}: observed 1 ready replicas (want >= 2)",
+            "too-few-ready",
+            TOO_FEW_COMMAND,
         ),
-        (deployment(readyReplicas=3), KruiseManagerReplicasParams(), Status.OK, None),  # surge during a rollout
+        # surge during a rollout
+        (deployment(readyReplicas=3), KruiseManagerReplicasParams(), Status.OK, None, None, None),
         (
             None,
             KruiseManagerReplicasParams(),
             Status.FAILED,
             f"{DEPLOYMENT}: not found (want the manager Deployment with >= 1 ready replicas)",
+            "deployment-missing",
+            "kubectl -n kruise-system get deployments,pods -o wide",
         ),
     ],
 )
 def test_evaluate_edits_of_the_healthy_deployment(
-    data: Deployment | None, params: KruiseManagerReplicasParams, status: Status, line: str | None
+    data: Deployment | None,
+    params: KruiseManagerReplicasParams,
+    status: Status,
+    line: str | None,
+    failure: str | None,
+    command: str | None,
 ) -> None:
     result = kruise_manager_replicas.evaluate(KruiseManagerReplicasData(data), params, NOW)
     assert result.status is status
     assert result.errors == ([line] if line else [])
+    assert [(step.failure, step.command) for step in result.next_steps] == ([(failure, command)] if line else [])
 
 
 def test_fetch_reads_the_configured_deployment() -> None:

@@ -18,9 +18,36 @@ from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import access
 from outpost.kube.health import MAX_HEALTH_BYTES, MAX_HEALTH_LINES, read_health_body
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "apiserver-health"
+
+CHECK_FAILING = Runbook(
+    "check-failing",
+    "A named /livez or /readyz check of the API server fails",
+    "`etcd`/`etcd-readiness`: etcd is down, out of quorum, its disk full or slow, or its client certificate "
+    "expired; `informer-sync`, `poststarthook/*`: the API server is (re)starting or cannot finish a start hook; "
+    "`shutdown`: it is being stopped",
+    "kubectl get --raw /metrics/slis",
+    "https://kubernetes.io/docs/reference/using-api/health-checks/",
+)
+ENDPOINT_NOT_OK = Runbook(
+    "endpoint-not-ok",
+    "/livez or /readyz answers an error without naming a failing check",
+    "the API server is starting or shutting down, or a load balancer or proxy in front of it answers (503 with "
+    "no backend up)",
+    "kubectl get --raw /metrics/slis",
+    "https://kubernetes.io/docs/reference/using-api/health-checks/",
+)
+NOT_A_HEALTH_REPORT = Runbook(
+    "not-a-health-report",
+    "Something other than the API server's health report answered",
+    "the cluster's address reaches a load balancer page, a proxy or another server instead of the API server, or "
+    "the answer was redirected or rate limited on the way",
+    "kubectl get --raw '{path}?verbose'",
+    "kubectl cluster-info",
+)
 
 
 class ApiserverHealthParams(Params):
@@ -63,19 +90,21 @@ def parse_lines(body: str) -> list[dict[str, Any]]:
     return [{"name": line.name, "ok": line.ok, "line": line.line} for line in read_health_body(body).lines]
 
 
-def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
+def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[Finding], str | None]:
     """(details, failing lines, why the body is not a health report) for one endpoint."""
     body = read_health_body(endpoint.body)
     checks = [{"name": line.name, "ok": line.ok, "line": line.line} for line in body.lines]
     details: dict[str, Any] = {"status_code": endpoint.status_code, "checks": checks}
     if body.truncated:
         details["truncated"] = True
-    errors = [f"apiserver {endpoint.path}: {line.detail}" for line in body.lines if not line.ok]
+    errors = [CHECK_FAILING.at(f"apiserver {endpoint.path}: {line.detail}") for line in body.lines if not line.ok]
     if endpoint.status_code != 200 and not errors:
         preview = " ".join(endpoint.body[:1024].split())[:120]
-        errors.append(f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {preview!r}")
+        line = f"apiserver {endpoint.path}: HTTP {endpoint.status_code} {preview!r}"
+        errors.append(ENDPOINT_NOT_OK.at(line))
     elif endpoint.status_code == 200 and errors:
-        errors.append(f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure")
+        line = f"apiserver {endpoint.path}: HTTP 200 although {len(errors)} check(s) report failure"
+        errors.append(CHECK_FAILING.at(line))
     unobservable = None
     if 300 <= endpoint.status_code < 400 or endpoint.status_code == 429:
         # A redirect or a rate limit is not the API server's verdict on its health: we did not observe it.
@@ -94,18 +123,25 @@ def _judge(endpoint: Endpoint) -> tuple[dict[str, Any], list[str], str | None]:
 
 def evaluate(data: ApiserverHealthData, params: ApiserverHealthParams, now: datetime) -> Result:
     details: dict[str, Any] = {"excluded": list(params.exclude)}
-    errors: list[str] = []
-    unobservable: list[str] = []
+    errors: list[Finding] = []
+    unobservable: list[Finding] = []
     failing_endpoints: list[str] = []
     for key, endpoint in (("livez", data.livez), ("readyz", data.readyz)):
         details[key], endpoint_errors, not_a_report = _judge(endpoint)
         errors += endpoint_errors
         if not_a_report:
-            unobservable.append(not_a_report)
+            unobservable.append(NOT_A_HEALTH_REPORT.at(not_a_report, path=endpoint.path))
         if endpoint_errors:
             failing_endpoints.append(f"{endpoint.path} {endpoint.status_code}")
     if unobservable:
-        return Result(check=NAME, status=Status.ERROR, summary=unobservable[0], errors=unobservable, details=details)
+        return Result(
+            check=NAME,
+            status=Status.ERROR,
+            summary=unobservable[0].line,
+            errors=[finding.line for finding in unobservable],
+            next_steps=[finding.next for finding in unobservable],
+            details=details,
+        )
     if errors:
         failing = dict.fromkeys(c["name"] for k in ("livez", "readyz") for c in details[k]["checks"] if not c["ok"])
         names = f"; failing: {', '.join(failing)}" if failing else ""
@@ -125,4 +161,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(CHECK_FAILING, ENDPOINT_NOT_OK, NOT_A_HEALTH_REPORT),
 )

@@ -28,8 +28,55 @@ from outpost.errors import ClusterTimeout, ClusterUnreachable, MalformedResponse
 from outpost.kube import access
 from outpost.kube.health import failing, parse_health_body
 from outpost.result import Result, Status
+from outpost.runbook import Runbook
 
 NAME = "apiserver-triage"
+
+HEALTH_CHECKS_PAGE = "https://kubernetes.io/docs/reference/using-api/health-checks/"
+# One failure class per triage class, named alike; `{address}` is the API server's host:port as the probe dials it.
+RUNBOOKS: dict[str, Runbook] = {
+    "network": Runbook(
+        "network",
+        "The API server's address cannot be reached",
+        "kube-apiserver is down (crashed, OOM-killed, its static pod or unit stopped), its address moved (DNS, a "
+        "load balancer or endpoint IP changed), or a firewall or security group drops the probe's traffic",
+        "kubectl config view --minify",
+        "https://kubernetes.io/docs/tasks/debug/debug-cluster/",
+    ),
+    "tls": Runbook(
+        "tls",
+        "The TLS handshake with the API server fails",
+        "the serving certificate expired or was re-issued by another CA than the kubeconfig trusts, or it does not "
+        "name the address dialled (a SAN missing after an address change)",
+        "openssl s_client -connect {address} </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer -dates",
+        "https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-certs/",
+    ),
+    "not-ready": Runbook(
+        "not-ready",
+        "The API server answers but is not ready",
+        "etcd is down, out of quorum or too slow (`etcd` and `etcd-readiness` fail), or the API server is starting "
+        "or shutting down (`informer-sync`, `poststarthook/*`, `shutdown`)",
+        "kubectl get --raw /metrics/slis",
+        HEALTH_CHECKS_PAGE,
+    ),
+    "overloaded": Runbook(
+        "overloaded",
+        "The API server rejects or stalls real requests while /readyz is 200",
+        "API Priority and Fairness puts the probe identity in a priority level whose seats are taken (a client "
+        "flooding the API server, a FlowSchema that routes the probe to a small or `Reject` level), or the API "
+        "server or etcd is saturated",
+        "kubectl get flowschemas -o wide && kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels",
+        "https://kubernetes.io/docs/concepts/cluster-administration/flow-control/",
+    ),
+}
+NOT_OBSERVED = Runbook(
+    "not-observed",
+    "The API server's answer says nothing about its readiness",
+    "a proxy or load balancer in front of the API server redirects or rate-limits /readyz, or the LIST path "
+    "(list_path) is not served by this cluster",
+    "kubectl get --raw '/readyz?verbose'",
+    "docs/reliability.md",
+)
 
 TriageClass = Literal["network", "tls", "not-ready", "overloaded", "healthy"]
 Outcome = Literal["ok", "failed", "timeout", "unreachable", "skipped"]
@@ -221,9 +268,11 @@ def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> 
     if readyz_lines:
         details["readyz_failing"] = [line.name for line in failing(readyz_lines)]
     if triage_class is None:
-        return Result(check=NAME, status=Status.ERROR, summary=why, errors=[why], details=details)
+        step = NOT_OBSERVED.step(address=data.address)
+        return Result(check=NAME, status=Status.ERROR, summary=why, errors=[why], next_steps=[step], details=details)
     if triage_class != "healthy":
-        return Result.failed(NAME, f"apiserver {triage_class}: {why}", [why], details)
+        finding = RUNBOOKS[triage_class].at(why, address=data.address)
+        return Result.failed(NAME, f"apiserver {triage_class}: {why}", [finding], details)
     list_ms = data.step("list").ms or 0.0
     timings = ", ".join(
         f"{s.name} {s.ms:.0f} ms" for s in (data.step(n) for n in ("tcp", "tls", "readyz", "list")) if s.ms is not None
@@ -249,4 +298,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(*RUNBOOKS.values(), NOT_OBSERVED),
 )

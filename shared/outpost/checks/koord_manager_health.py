@@ -58,4 +58,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=manager_pods.declared_access,
+    runbooks=manager_pods.RUNBOOKS,
 )

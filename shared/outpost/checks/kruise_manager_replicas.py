@@ -16,8 +16,36 @@ from outpost.checks.base import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import DEPLOYMENTS, Deployment, access, object_path, observed, parse, ref
 from outpost.result import Result
+from outpost.runbook import Runbook
 
 NAME = "kruise-manager-replicas"
+
+DESCRIBE_AND_PODS = (
+    "kubectl -n {namespace} describe deployment {deployment} && kubectl -n {namespace} get pods -l '{selector}' -o wide"
+)
+DEPLOYMENT_MISSING = Runbook(
+    "deployment-missing",
+    "The kruise-manager Deployment does not exist",
+    "OpenKruise was uninstalled or never installed here (helm uninstall, a failed first install rolled back), or "
+    "it runs under another name or namespace than the check's `deployment`/`namespace`",
+    "kubectl -n {namespace} get deployments,pods -o wide",
+    "https://openkruise.io/docs/installation",
+)
+TOO_FEW_READY = Runbook(
+    "too-few-ready",
+    "Fewer kruise-manager replicas are ready than the minimum",
+    "scaled to 0, or its pods are crash-looping, unschedulable or not ready: `webhook-ready` fails until the "
+    "manager has written its webhook certificate (Secret kruise-webhook-certs) and serves on 9876",
+    DESCRIBE_AND_PODS,
+    "kubectl -n {namespace} logs deployment/{deployment} --tail=200",
+)
+REPLICA_MISSING = Runbook(
+    "replica-missing",
+    "kruise-manager runs, but not all its desired replicas are ready",
+    "a rollout in progress, a replica crash-looping or pending (no node with room, anti-affinity), or a node down",
+    DESCRIBE_AND_PODS,
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
 
 
 class KruiseManagerReplicasParams(Params):
@@ -47,7 +75,8 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
     deployment = data.deployment
     if deployment is None:
         line = f"{name}: not found (want the manager Deployment with >= {params.min_ready} ready replicas)"
-        return Result.failed(NAME, line, [line], {"found": False})
+        finding = DEPLOYMENT_MISSING.at(line, namespace=params.namespace)
+        return Result.failed(NAME, line, [finding], {"found": False})
     ready, desired = deployment.status.ready_replicas, deployment.spec.replicas
     details = {
         "found": True,
@@ -58,6 +87,11 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
         "min_ready": params.min_ready,
         "observed_current": deployment.observed_current,
     }
+    names = {
+        "namespace": params.namespace,
+        "deployment": params.deployment,
+        "selector": deployment.spec.selector.selector.to_query(),
+    }
     if ready < params.min_ready:
         scaled = f", spec.replicas {desired}" if desired < params.min_ready else ""
         line = observed(
@@ -67,12 +101,12 @@ def evaluate(data: KruiseManagerReplicasData, params: KruiseManagerReplicasParam
             f"{ready} ready replicas{scaled}",
             f">= {params.min_ready}",
         )
-        return Result.failed(NAME, line, [line], details)
+        return Result.failed(NAME, line, [TOO_FEW_READY.at(line, **names)], details)
     if ready < desired:
         line = observed(
             "Deployment", params.deployment, params.namespace, f"{ready}/{desired} ready replicas", f"{desired}"
         )
-        return Result.degraded(NAME, line, [line], details)
+        return Result.degraded(NAME, line, [REPLICA_MISSING.at(line, **names)], details)
     return Result.ok(NAME, f"{name}: {ready}/{desired} replicas ready", details)
 
 
@@ -87,4 +121,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(DEPLOYMENT_MISSING, TOO_FEW_READY, REPLICA_MISSING),
 )

@@ -31,9 +31,41 @@ from outpost.kube import (
     parse_list,
     ref,
 )
-from outpost.result import Result
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
 
 _FINISHED = ("Succeeded", "Failed")
+
+# The failure classes of both manager checks, over the names the line gives: the Deployment and, per pod, the
+# pod and the health port it was asked on.
+DEPLOYMENT_MISSING = Runbook(
+    "deployment-missing",
+    "The manager Deployment does not exist",
+    "the manager was uninstalled or never installed in this namespace (helm uninstall, a failed upgrade that rolled "
+    "back a fresh install), or it runs under another name or namespace than the check's `deployment`/`namespace`",
+    "kubectl -n {namespace} get deployments,pods -o wide",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+NO_PODS = Runbook(
+    "no-pods",
+    "The manager Deployment has no running pod to ask",
+    "scaled to 0 (`kubectl scale`, an autoscaler, a chart value `replicaCount: 0`), or its ReplicaSet cannot create "
+    "pods (a ResourceQuota, Pod Security admission, a webhook refusing them, no node it tolerates)",
+    "kubectl -n {namespace} describe deployment {deployment}",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+POD_NOT_READY = Runbook(
+    "pod-not-ready",
+    "A manager pod does not answer its health endpoint with 200 ok",
+    "its readiness check `webhook-ready` fails: the webhook server has not yet loaded its certificate (the "
+    "webhook-certs Secret missing or being rotated) or is not listening; or the pod is crash-looping, starting, or "
+    "hangs past timeout_seconds; a pod answering 404 on every path runs without the readyz check (koord-manager "
+    "with the feature gate WebhookFramework off)",
+    "kubectl -n {namespace} describe pod {pod}",
+    "kubectl -n {namespace} logs {pod} --tail=200",
+)
+RUNBOOKS = (DEPLOYMENT_MISSING, NO_PODS, POD_NOT_READY)
+"""Every way a manager check fails or degrades; each check built on this module lists these in its CheckSpec."""
 
 
 class ManagerPodsParams(Params):
@@ -109,7 +141,8 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     name = ref("Deployment", params.deployment, params.namespace)
     if data.deployment is None:
         line = f"{name}: not found (want the manager Deployment)"
-        return Result.failed(check, line, [line], {"deployment": name, "found": False})
+        finding = DEPLOYMENT_MISSING.at(line, namespace=params.namespace, deployment=params.deployment)
+        return Result.failed(check, line, [finding], {"deployment": name, "found": False})
     desired = data.deployment.spec.replicas
     details: dict[str, Any] = {
         "deployment": name,
@@ -123,7 +156,8 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     if not data.pods:
         why = " (scaled to 0)" if desired == 0 else ""
         line = f"{name}: observed 0 pods{why} (want at least 1 answering {', '.join(params.paths)})"
-        return Result.failed(check, line, [line], details)
+        finding = NO_PODS.at(line, namespace=params.namespace, deployment=params.deployment)
+        return Result.failed(check, line, [finding], details)
     by_pod: dict[str, list[ProbeOutcome]] = {p.ref: [] for p in data.pods}
     for outcome in data.outcomes:
         by_pod.setdefault(outcome.target.ref, []).append(outcome)
@@ -132,8 +166,13 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     details["pods"] = {
         pod.partition("/")[2] or pod: [o.as_detail() for o in outcomes] for pod, outcomes in by_pod.items()
     }
-    errors = [o.message for o in data.outcomes if not o.healthy]
-    errors += [f"{pod}: not probed" for pod, outcomes in by_pod.items() if not outcomes]
+    pod_names = {p.ref: p.name for p in data.pods}
+
+    def not_ready(line: str, pod: str) -> Finding:
+        return POD_NOT_READY.at(line, namespace=params.namespace, pod=pod_names.get(pod, pod.partition("/")[2]))
+
+    errors = [not_ready(o.message, o.target.ref) for o in data.outcomes if not o.healthy]
+    errors += [not_ready(f"{pod}: not probed", pod) for pod, outcomes in by_pod.items() if not outcomes]
     total = len(by_pod)
     if not failing:
         return Result.ok(check, f"{name}: {total}/{total} pods answer {', '.join(params.paths)}", details)
