@@ -123,13 +123,14 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
 
 
 @pytest.mark.parametrize(
-    ("koordinator", "openkruise", "status", "lines"),
+    ("koordinator", "openkruise", "status", "failures", "lines"),
     [
         # Koordinator's chart (Ignore, 30 s) with its webhook hanging: admitted unmutated after 30 s, named
         (
             dry_run(KOORDINATOR, 201, unmutated_koordinator_pod(), "chart", elapsed_ms=30_180),
             dry_run(OPENKRUISE, 201, KRUISE_OK, "chart", elapsed_ms=30_190),
             Status.FAILED,
+            ["not-mutated"],
             [
                 "(dry run, koordinator): admitted without mutation (annotation "
                 "koordinator.sh/intercepted absent (want 'true', profile colocation-profile-example); label "
@@ -149,6 +150,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 201, KOORD_OK),
             dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
             Status.FAILED,
+            ["not-mutated"],
             [
                 "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent); "
                 f"{KRUISE_CONFIG} webhook mpod.kb.io (failurePolicy Fail, timeoutSeconds 10) did not mutate it"
@@ -159,6 +161,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_020),
             dry_run(OPENKRUISE, 500, KRUISE_OWN_TIMEOUT, elapsed_ms=10_030),
             Status.FAILED,
+            ["refused", "refused"],
             [
                 f"{KRUISE_CONFIG} webhook mpod.kb.io refused the dry-run create of {KOORD_POD}: HTTP 500 (Internal "
                 f"error "
@@ -172,6 +175,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN),
             dry_run(OPENKRUISE, 201, KRUISE_OK),
             Status.FAILED,
+            ["refused"],
             [
                 f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
                 f"500 "
@@ -183,6 +187,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 500, KOORD_DENIED),
             dry_run(OPENKRUISE, 201, KRUISE_OK),
             Status.FAILED,
+            ["refused"],
             [
                 f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
                 f"500 "
@@ -195,6 +200,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_004, sent=27),
             dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=27_006, sent=27),
             Status.ERROR,
+            ["timeout-unnamed", "timeout-unnamed"],
             [
                 f"{KOORD_POD}: HTTP 504 after 27.0 s (Timeout: request did not complete within the allotted timeout): "
                 f"the API "
@@ -215,6 +221,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 504, FINISHER_TIMEOUT, "chart", elapsed_ms=32_001),
             dry_run(OPENKRUISE, 504, TIMEOUT_FILTER, "chart", elapsed_ms=32_002),
             Status.ERROR,
+            ["timeout-unnamed", "timeout-unnamed"],
             [
                 f"{KOORD_POD}: HTTP 504 after 32.0 s (Timeout: request did not complete within requested timeout - "
                 f"context "
@@ -239,6 +246,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 504, "<html>gateway timeout</html>"),
             dry_run(OPENKRUISE, 201, KRUISE_OK),
             Status.ERROR,
+            ["admission-not-observed"],
             [f"{KOORD_POD}: HTTP 504 ('<html>gateway timeout</html>'), admission not observed"],
         ),
         # one system unobserved makes the run an error and keeps the other's verdict
@@ -246,6 +254,7 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             dry_run(KOORDINATOR, 429, json.dumps({"kind": "Status", "message": "Too many requests", "code": 429})),
             dry_run(OPENKRUISE, 201, without_readiness_gates(KRUISE_OK)),
             Status.ERROR,
+            ["admission-not-observed", "not-mutated"],
             [
                 f"{KOORD_POD}: HTTP 429 rate limited by the API server, admission not observed",
                 "(dry run, openkruise): admitted without mutation (readiness gate KruisePodReady absent)",
@@ -254,13 +263,22 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
     ],
 )
 def test_refusals_timeouts_and_missing_mutations(
-    koordinator: DryRunAnswer, openkruise: DryRunAnswer, status: Status, lines: list[str]
+    koordinator: DryRunAnswer, openkruise: DryRunAnswer, status: Status, failures: list[str], lines: list[str]
 ) -> None:
     result = run(koordinator, openkruise)
     assert result.status is status, result.errors
     assert len(result.errors) == len(lines), result.errors
     for line, error in zip(lines, result.errors, strict=True):
         assert line in error, error
+    assert [step.failure for step in result.next_steps] == failures
+    for step in result.next_steps:
+        if step.failure in ("not-mutated", "refused"):  # the system's own configuration, by name
+            assert step.command in (
+                "kubectl get mutatingwebhookconfiguration koordinator-mutating-webhook-configuration -o yaml",
+                "kubectl get mutatingwebhookconfiguration kruise-mutating-webhook-configuration -o yaml",
+            )
+        elif step.failure == "timeout-unnamed":  # every pod webhook with its timeoutSeconds
+            assert "TIMEOUT:.webhooks[*].timeoutSeconds" in step.command
 
 
 def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
@@ -275,7 +293,7 @@ def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
 
 
 @pytest.mark.parametrize(
-    ("colocation", "says"),
+    ("colocation", "says", "failure"),
     [
         (
             ColocationState([], COLOCATION.namespace_labels),
@@ -286,27 +304,34 @@ def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
             "koordinator.sh/enable-colocation=true "
             "in namespaces labelled koordinator.sh/enable-colocation=true: create such a profile and label namespace "
             "outpost-probe koordinator.sh/enable-colocation=true; admission not observed",
+            "no-profile-applies",
         ),
         (
             ColocationState(PROFILES, {"kubernetes.io/metadata.name": "outpost-probe"}),
             "colocation-profile-example: namespace outpost-probe lacks koordinator.sh/enable-colocation=true (its "
             "namespaceSelector); admission not observed",
+            "no-profile-applies",
         ),
         (
             ColocationState(None, COLOCATION.namespace_labels),
             "the API server does not serve clustercolocationprofiles.config.koordinator.sh (Koordinator's CRDs are not "
             "installed), so nothing would mutate the pod",
+            "profiles-not-served",
         ),
-        (ColocationState(PROFILES, None), "namespace outpost-probe not found"),
+        (ColocationState(PROFILES, None), "namespace outpost-probe not found", "namespace-missing"),
     ],
 )
-def test_without_a_profile_that_applies_the_webhook_is_not_observed(colocation: ColocationState, says: str) -> None:
+def test_without_a_profile_that_applies_the_webhook_is_not_observed(
+    colocation: ColocationState, says: str, failure: str
+) -> None:
     result = run(
         dry_run(KOORDINATOR, 201, unmutated_koordinator_pod()), dry_run(OPENKRUISE, 201, KRUISE_OK), colocation
     )
     assert result.status is Status.ERROR
     assert result.errors == [result.summary]
     assert says in result.errors[0]
+    (step,) = result.next_steps
+    assert step.failure == failure
     assert result.details["systems"]["koordinator"]["mutated"] is None
 
 
@@ -382,6 +407,7 @@ def test_answers_that_name_no_webhook_are_not_a_verdict(code: int, body: str, li
     result = run(dry_run(KOORDINATOR, code, body), dry_run(OPENKRUISE, 201, KRUISE_OK))
     assert result.status is (Status.FAILED if "refused" in line else Status.ERROR)
     assert line in result.errors[0], result.errors
+    assert result.next_steps[0].failure == ("refused" if "refused" in line else "admission-not-observed")
 
 
 # -- the sandbox's captured webhook states (stand-in webhooks behind the real API server) ----------------------
@@ -462,6 +488,16 @@ def test_captured_sandbox_states(state: str) -> None:
     else:
         assert len(result.errors) == 1  # only the broken system is named
         assert line in result.errors[0]
+        (step,) = result.next_steps
+        if "config-deleted" in state:
+            assert (step.failure, step.command) == (
+                "configuration-missing",
+                "kubectl get mutatingwebhookconfigurations",
+            )
+        else:
+            configuration = line.split("mutatingwebhookconfiguration ")[1].split()[0].rstrip(":")
+            assert step.failure == ("refused" if "failurePolicy=Fail" in state else "not-mutated")
+            assert step.command == f"kubectl get mutatingwebhookconfiguration {configuration} -o yaml"
 
 
 # -- params, the pod sent, fetch ----------------------------------------------------------------------------------

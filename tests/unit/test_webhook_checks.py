@@ -73,6 +73,12 @@ def run(check: CheckSpec[Any, Any], api: FakeApiServer, **params: Any) -> Result
     return check.evaluate(data, p, NOW)
 
 
+def steps(result: Result) -> list[tuple[str, str]]:
+    """Each error line's next step as (failure class, command)."""
+    assert len(result.next_steps) == len(result.errors)
+    return [(step.failure, step.command) for step in result.next_steps]
+
+
 def test_every_captured_state_has_an_expectation() -> None:
     assert sorted(EXPECTED) == STATES
 
@@ -90,6 +96,22 @@ def test_captured_states(state: str, index: int) -> None:
     else:
         assert first_error in result.errors[0]
         assert result.summary.startswith(("koordinator webhook: ", "openkruise webhook: "))
+        failure, command = steps(result)[0]
+        if "config-deleted" in state:
+            assert (failure, command) == ("configuration-missing", "kubectl get mutatingwebhookconfiguration")
+        else:
+            namespace, service = (
+                "koordinator-system",
+                "koordinator-webhook-service",
+                "kruise-system",
+                "kruise-webhook-service",
+            )[2 * index : 2 * index + 2]
+            assert failure == "not-answering"
+            assert command.startswith(
+                f"kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service} -o wide && "
+            )
+            manager = ("koord-manager", "kruise-controller-manager")[index]
+            assert result.next_steps[0].see == f"kubectl -n {namespace} logs deployment/{manager} --tail=200"
 
 
 def test_configurations_deleted_names_each_one() -> None:
@@ -160,6 +182,9 @@ def test_no_endpoints_at_all_is_failed() -> None:
         "service kruise-system/kruise-webhook-service: observed 0 ready endpoints "
         "(no EndpointSlice or Endpoints) (want >= 1 ready endpoint)"
     ]
+    ((failure, command),) = steps(result)
+    assert failure == "no-ready-endpoints"
+    assert command.startswith("kubectl -n kruise-system describe service kruise-webhook-service && ")
 
 
 def test_endpoints_not_ready_are_counted_apart() -> None:
@@ -174,6 +199,7 @@ def test_endpoints_not_ready_are_counted_apart() -> None:
         "service koordinator-system/koordinator-webhook-service: observed 0 ready endpoints "
         "(EndpointSlices, 2 not ready) (want >= 1 ready endpoint)"
     ]
+    assert [failure for failure, _ in steps(result)] == ["no-ready-endpoints"]
 
 
 def test_service_missing_is_failed_and_named() -> None:
@@ -184,6 +210,7 @@ def test_service_missing_is_failed_and_named() -> None:
         "service koordinator-system/koordinator-webhook-service: not found (want the webhook Service, port 443)"
         in result.errors
     )
+    assert ("service-missing", "kubectl -n koordinator-system get services -o wide") in steps(result)
 
 
 def test_tutorial_port_is_named_when_the_service_does_not_expose_it() -> None:
@@ -195,6 +222,19 @@ def test_tutorial_port_is_named_when_the_service_does_not_expose_it() -> None:
         "mutatingwebhookconfiguration kruise-mutating-webhook-configuration webhook mpod.kb.io: "
         "observed service port 443 (want 9443)"
     ) in result.errors
+    # The health path on 9443 does not answer either; then the Service and each configuration, in that order.
+    assert steps(result)[0][0] == "not-answering"
+    assert steps(result)[1:] == [
+        ("port-missing", "kubectl -n kruise-system get service kruise-webhook-service -o yaml"),
+        (
+            "configuration-elsewhere",
+            "kubectl get mutatingwebhookconfiguration kruise-mutating-webhook-configuration -o yaml",
+        ),
+        (
+            "configuration-elsewhere",
+            "kubectl get validatingwebhookconfiguration kruise-validating-webhook-configuration -o yaml",
+        ),
+    ]
 
 
 def test_configuration_calling_another_service_is_named_with_its_callee() -> None:
@@ -207,6 +247,12 @@ def test_configuration_calling_another_service_is_named_with_its_callee() -> Non
         "validatingwebhookconfiguration kruise-validating-webhook-configuration: observed webhooks calling service "
         "kruise-system/kruise-webhook-service-old:443 (want webhooks calling service "
         "kruise-system/kruise-webhook-service:443)"
+    ]
+    assert steps(result) == [
+        (
+            "configuration-elsewhere",
+            "kubectl get validatingwebhookconfiguration kruise-validating-webhook-configuration -o yaml",
+        )
     ]
 
 

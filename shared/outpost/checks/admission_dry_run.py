@@ -76,7 +76,8 @@ from outpost.kube.colocation import (
 )
 from outpost.kube.objects import Webhook, parse_items
 from outpost.kube.paths import CLUSTER_COLOCATION_PROFILES
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "admission-dry-run"
 _PREVIEW = 200
@@ -91,6 +92,102 @@ CREATE_HANDLER_SECONDS = 34
 (k8s.io/apiserver@v0.37.2, pkg/endpoints/handlers/rest.go `requestTimeoutUpperBound`)."""
 OWNER_UID = "00000000-0000-4000-8000-6f7574706f73"
 """The dry-run pod's owner uid: fixed and well-formed (validation wants one), pointing at nothing."""
+
+# The failure classes, over the names a line gives: the probe's `{namespace}` and the system's mutating
+# `{configuration}`. A line naming no configuration points at every webhook the API server may call for a pod.
+ADMISSION_PAGE = "https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/"
+EVERY_WEBHOOK = (
+    "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations -o 'custom-columns=NAME:.metadata.name,"
+    "WEBHOOKS:.webhooks[*].name,POLICY:.webhooks[*].failurePolicy,TIMEOUT:.webhooks[*].timeoutSeconds,"
+    "SERVICE:.webhooks[*].clientConfig.service.name'"
+)
+NOT_MUTATED = Runbook(
+    "not-mutated",
+    "A system's pod webhook admitted the dry-run pod without the mutation it owes",
+    "the webhook server is down, hanging or not ready while its failurePolicy is Ignore (Koordinator's chart "
+    "default for pods), so the API server admits the pod unmutated; or the configuration's namespaceSelector, "
+    "objectSelector or rules no longer select pods of this namespace; OpenKruise mutates only pods controlled by "
+    "an apps.kruise.io workload",
+    "kubectl get mutatingwebhookconfiguration {configuration} -o yaml",
+    ADMISSION_PAGE,
+)
+CONFIGURATION_MISSING = Runbook(
+    "configuration-missing",
+    "A system's MutatingWebhookConfiguration does not exist, so nothing mutates the pod",
+    "deleted by hand or by a partial uninstall or upgrade of the chart; koord-manager and kruise-manager only "
+    "patch the caBundle of configurations the chart created and do not recreate one",
+    "kubectl get mutatingwebhookconfigurations",
+    ADMISSION_PAGE,
+)
+REFUSED = Runbook(
+    "refused",
+    "A system's pod webhook refused the dry-run pod",
+    "failurePolicy Fail with the webhook server down, hanging past its timeoutSeconds, or serving a certificate "
+    "its caBundle does not trust; or the webhook denied the pod itself (koord-manager: a PriorityClass its "
+    "ClusterColocationProfile names does not exist)",
+    "kubectl get mutatingwebhookconfiguration {configuration} -o yaml",
+    ADMISSION_PAGE,
+)
+REFUSED_BY_OTHER = Runbook(
+    "refused-by-other-webhook",
+    "A webhook outside the systems' mutating configurations refused the dry-run pod",
+    "a validating webhook (the systems' own or another policy engine's) denied the pod, or is down with "
+    "failurePolicy Fail; the line names the webhook",
+    EVERY_WEBHOOK,
+    ADMISSION_PAGE,
+)
+NO_PROFILE = Runbook(
+    "no-profile-applies",
+    "No ClusterColocationProfile certainly applies to the dry-run pod, so koord-manager's webhook is not observed",
+    "no profile exists, none selects the probe's namespace and pod labels, or only ones with probability below "
+    "100 do; upstream's documented colocation-profile-example selects koordinator.sh/enable-colocation=true on "
+    "both the namespace and the pod",
+    "kubectl get clustercolocationprofiles -o yaml && kubectl get namespace {namespace} --show-labels",
+    "https://koordinator.sh/docs/user-manuals/colocation-profile/",
+)
+PROFILES_NOT_SERVED = Runbook(
+    "profiles-not-served",
+    "The API server does not serve ClusterColocationProfiles",
+    "Koordinator's CRDs are not installed (or were removed by an uninstall), so koord-manager mutates nothing",
+    "kubectl api-resources --api-group=config.koordinator.sh",
+    "https://koordinator.sh/docs/installation/",
+)
+NAMESPACE_MISSING = Runbook(
+    "namespace-missing",
+    "The probe's namespace does not exist",
+    "the namespace the probe creates its dry-run pods in (`namespace`) was deleted or never created; "
+    "`outpost rbac` prints it with the probe's Role",
+    "kubectl get namespaces --show-labels",
+    "docs/rbac.md",
+)
+TIMEOUT_UNNAMED = Runbook(
+    "timeout-unnamed",
+    "The API server timed out the dry-run create without naming a webhook",
+    "a pod webhook hangs and the calls add up past the request's timeout (koord-manager from its chart: its "
+    "mutating and validating pod webhooks, Ignore and 30 s each, called one after the other), or the API server "
+    "itself is slow; the line lists the pod webhooks and their timeoutSeconds",
+    EVERY_WEBHOOK,
+    ADMISSION_PAGE,
+)
+NOT_OBSERVED = Runbook(
+    "admission-not-observed",
+    "The answer to the dry-run create says nothing about admission",
+    "a proxy or gateway in front of the API server answered (a redirect, an error page), the API server rate-limited "
+    "the probe identity (429: its FlowSchema and priority level), or it answered something that is not a pod",
+    "kubectl get flowschemas -o wide",
+    "docs/reliability.md",
+)
+RUNBOOKS = (
+    NOT_MUTATED,
+    CONFIGURATION_MISSING,
+    REFUSED,
+    REFUSED_BY_OTHER,
+    NO_PROFILE,
+    PROFILES_NOT_SERVED,
+    NAMESPACE_MISSING,
+    TIMEOUT_UNNAMED,
+    NOT_OBSERVED,
+)
 
 
 class PodOwner(Params):
@@ -355,11 +452,13 @@ def declared_access(params: AdmissionDryRunParams) -> list[access.Access]:
 
 @dataclass(frozen=True)
 class Expectation:
-    """The wants of one case, or `problem`: why none can be derived (the webhook is then not observed)."""
+    """The wants of one case, or `problem`: why none can be derived (the webhook is then not observed), of the
+    class `problem_class`."""
 
     wants: tuple[Want, ...]
     problem: str = ""
     details: dict[str, Any] | None = None
+    problem_class: Runbook = NO_PROFILE
 
 
 def expectation(case: MutationCase, params: AdmissionDryRunParams, colocation: ColocationState | None) -> Expectation:
@@ -374,9 +473,10 @@ def expectation(case: MutationCase, params: AdmissionDryRunParams, colocation: C
             f"the API server does not serve {CLUSTER_COLOCATION_PROFILES.plural}."
             f"{CLUSTER_COLOCATION_PROFILES.group} (Koordinator's CRDs are not installed), "
             "so nothing would mutate the pod",
+            problem_class=PROFILES_NOT_SERVED,
         )
     if colocation.namespace_labels is None:
-        return Expectation(stated, f"namespace {params.namespace} not found")
+        return Expectation(stated, f"namespace {params.namespace} not found", problem_class=NAMESPACE_MISSING)
     derived = expected_mutation(colocation.profiles, params.namespace, colocation.namespace_labels, sent_labels(case))
     details: dict[str, Any] = {
         "profiles": {s.profile: (f"selects ({s.chance}%)" if s.selects else s.why) for s in derived.selections},
@@ -514,8 +614,25 @@ def judge(
     params: AdmissionDryRunParams,
     colocation: ColocationState | None = None,
     configurations: Sequence[WebhookConfiguration] = (),
-) -> tuple[str | None, str | None, dict[str, Any]]:
-    """(failure line, not-observed line, details) of one system's dry run; both None when it was mutated."""
+) -> tuple[Finding | None, Finding | None, dict[str, Any]]:
+    """(failure line, not-observed line, details) of one system's dry run, each with its next step; both None when
+    it was mutated."""
+    failure, not_observed, details = _judge(answer, params, colocation, configurations)
+    names = {"namespace": params.namespace, "configuration": answer.case.configuration}
+    return (
+        None if failure is None else failure[0].at(failure[1], **names),
+        None if not_observed is None else not_observed[0].at(not_observed[1], **names),
+        details,
+    )
+
+
+def _judge(
+    answer: DryRunAnswer,
+    params: AdmissionDryRunParams,
+    colocation: ColocationState | None,
+    configurations: Sequence[WebhookConfiguration],
+) -> tuple[tuple[Runbook, str] | None, tuple[Runbook, str] | None, dict[str, Any]]:
+    """`judge`'s lines as (class, line)."""
     case = answer.case
     pod_ref = f"pod {params.namespace}/{params.name_prefix}* (dry run, {case.system})"
     details: dict[str, Any] = {
@@ -529,11 +646,15 @@ def judge(
         try:
             pod = parse(Pod, json.loads(answer.body), f"dry-run create {answer.path}")
         except (ValueError, RecursionError):  # RecursionError: nested past the parser
-            return None, f"{pod_ref}: HTTP {code} with a body that is not JSON, admission not observed", details
+            return (
+                None,
+                (NOT_OBSERVED, f"{pod_ref}: HTTP {code} with a body that is not JSON, admission not observed"),
+                details,
+            )
         except MalformedResponse as error:
-            return None, f"{pod_ref}: HTTP {code}: {error}", details
+            return None, (NOT_OBSERVED, f"{pod_ref}: HTTP {code}: {error}"), details
         if pod.kind != "Pod" or not pod.metadata.name:
-            return None, f"{pod_ref}: HTTP {code} without the admitted pod (kind {pod.kind!r})", details
+            return None, (NOT_OBSERVED, f"{pod_ref}: HTTP {code} without the admitted pod (kind {pod.kind!r})"), details
         pod_ref = f"pod {params.namespace}/{pod.metadata.name} (dry run, {case.system})"
         expected = expectation(case, params, colocation)
         details.update(expected.details or {})
@@ -546,15 +667,13 @@ def judge(
         )
         if expected.problem:
             details.update(mutated=None, missing=[])
-            return None, f"{pod_ref}: admitted, but {expected.problem}; admission not observed", details
+            line = f"{pod_ref}: admitted, but {expected.problem}; admission not observed"
+            return None, (expected.problem_class, line), details
         missing = missing_mutation(expected.wants, pod)
         details.update(mutated=not missing, missing=missing, expected=[w.what for w in expected.wants])
         if missing:
-            return (
-                f"{pod_ref}: admitted without mutation ({'; '.join(missing)}); {_who_should_mutate(answer)}",
-                None,
-                details,
-            )
+            line = f"{pod_ref}: admitted without mutation ({'; '.join(missing)}); {_who_should_mutate(answer)}"
+            return (NOT_MUTATED if answer.configuration else CONFIGURATION_MISSING, line), None, details
         return None, None, details
     webhook = admission_webhook_named(answer.body)
     message = _status_message(answer.body)
@@ -562,23 +681,24 @@ def judge(
     if webhook and code >= 400 and code != 429:
         owner = _configuration_of(webhook, configurations)
         configuration = f"{ref(MUTATING_WEBHOOKS.kind, owner.metadata.name)} " if owner else ""
+        line = f"{configuration}webhook {webhook} refused the dry-run create of {pod_ref}: HTTP {code} ({message})"
+        return (REFUSED if owner else REFUSED_BY_OTHER, line), None, details
+    if _is_api_server_timeout(code, answer.body):
+        return None, (TIMEOUT_UNNAMED, _timeout_line(pod_ref, answer, message, configurations)), details
+    if 300 <= code < 400:
+        return None, (NOT_OBSERVED, f"{pod_ref}: HTTP {code} redirect (not followed), admission not observed"), details
+    if code == 429:
         return (
-            f"{configuration}webhook {webhook} refused the dry-run create of {pod_ref}: HTTP {code} ({message})",
             None,
+            (NOT_OBSERVED, f"{pod_ref}: HTTP 429 rate limited by the API server, admission not observed"),
             details,
         )
-    if _is_api_server_timeout(code, answer.body):
-        return None, _timeout_line(pod_ref, answer, message, configurations), details
-    if 300 <= code < 400:
-        return None, f"{pod_ref}: HTTP {code} redirect (not followed), admission not observed", details
-    if code == 429:
-        return None, f"{pod_ref}: HTTP 429 rate limited by the API server, admission not observed", details
-    return None, f"{pod_ref}: HTTP {code} ({message}), admission not observed", details
+    return None, (NOT_OBSERVED, f"{pod_ref}: HTTP {code} ({message}), admission not observed"), details
 
 
 def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Result:
-    failures: list[str] = []
-    unobserved: list[str] = []
+    failures: list[Finding] = []
+    unobserved: list[Finding] = []
     configurations = list(
         {a.configuration.metadata.name: a.configuration for a in data.answers if a.configuration is not None}.values()
     )
@@ -589,12 +709,18 @@ def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Res
         failures += [failure] if failure else []
         unobserved += [not_observed] if not_observed else []
     if unobserved:
+        lines = unobserved + failures
         return Result(
-            check=NAME, status=Status.ERROR, summary=unobserved[0], errors=unobserved + failures, details=details
+            check=NAME,
+            status=Status.ERROR,
+            summary=unobserved[0].line,
+            errors=[finding.line for finding in lines],
+            next_steps=[finding.next for finding in lines],
+            details=details,
         )
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Result.failed(NAME, f"{failures[0]}{more}", failures, details)
+        return Result.failed(NAME, f"{failures[0].line}{more}", failures, details)
     systems = ", ".join(answer.case.system for answer in data.answers)
     return Result.ok(NAME, f"dry-run pods admitted and mutated ({systems}); nothing stored", details)
 
@@ -611,4 +737,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=RUNBOOKS,
 )

@@ -30,4 +30,5 @@ CHECK = make_check(
     NAME,
     system="koordinator",
     params=KoordWebhookParams,
+    manager="koord-manager",
 )

@@ -27,4 +27,5 @@ CHECK = make_check(
     NAME,
     system="openkruise",
     params=KruiseWebhookParams,
+    manager="kruise-controller-manager",
 )

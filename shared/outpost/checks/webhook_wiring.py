@@ -39,8 +39,82 @@ from outpost.kube import (
     ref,
 )
 from outpost.kube.objects import SERVICE_NAME_LABEL
-from outpost.kube.webhooks import ReadyEndpoints, WebhookWiring, judge_wiring, ready_endpoints
-from outpost.result import Result
+from outpost.kube.webhooks import (
+    ReadyEndpoints,
+    WebhookWiring,
+    configuration_problems,
+    endpoint_problems,
+    judge_wiring,
+    ready_endpoints,
+    service_problems,
+)
+from outpost.result import Finding, Result
+from outpost.runbook import Runbook
+
+# The failure classes of both webhook checks, over the names each line gives: the Service (`{namespace}`,
+# `{service}`, `{port}`), a configuration (`{resource}`, `{name}`) and the manager Deployment that serves the
+# webhook (`{manager}`, the check's own: koord-manager, kruise-controller-manager).
+MANAGER_LOG = "kubectl -n {namespace} logs deployment/{manager} --tail=200"
+NOT_ANSWERING = Runbook(
+    "not-answering",
+    "The webhook server does not answer its health path through the Service",
+    "the manager pods behind the Service are down, crash-looping or hanging, or their webhook server has not "
+    "started (its certificate Secret not yet written); a 503 'error trying to reach service' means no pod "
+    "accepts the connection on the Service's targetPort",
+    "kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service} -o wide && "
+    "kubectl -n {namespace} get pods -o wide",
+    MANAGER_LOG,
+)
+SERVICE_MISSING = Runbook(
+    "service-missing",
+    "The webhook Service does not exist",
+    "deleted by hand or by a partial uninstall or upgrade of the chart, or the system installs it under another "
+    "name than the check's `service` (a tutorial's name)",
+    "kubectl -n {namespace} get services -o wide",
+    MANAGER_LOG,
+)
+PORT_MISSING = Runbook(
+    "port-missing",
+    "The webhook Service does not expose the port its configurations call",
+    "the Service was edited or re-rendered with another port (the tutorial's 9443 instead of upstream's 443), or "
+    "the check's `port` does not match the installation",
+    "kubectl -n {namespace} get service {service} -o yaml",
+    MANAGER_LOG,
+)
+NO_READY_ENDPOINTS = Runbook(
+    "no-ready-endpoints",
+    "The webhook Service has no ready endpoint",
+    "the manager is scaled to 0, its pods are not ready (`webhook-ready` fails until the webhook certificate is "
+    "written) or crash-looping, or the Service's selector no longer matches their labels",
+    "kubectl -n {namespace} describe service {service} && "
+    "kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service} -o wide",
+    MANAGER_LOG,
+)
+CONFIGURATION_MISSING = Runbook(
+    "configuration-missing",
+    "A webhook configuration of the system does not exist",
+    "deleted by hand or by a partial uninstall or upgrade of the chart; the manager only patches the caBundle of "
+    "configurations the chart created and does not recreate one, so the API server stops calling the webhook",
+    "kubectl get {resource}",
+    MANAGER_LOG,
+)
+CONFIGURATION_ELSEWHERE = Runbook(
+    "configuration-elsewhere",
+    "A webhook configuration does not call the system's webhook Service on its port",
+    "the configuration was edited or re-rendered to call another Service, URL or port (a second installation, "
+    "a tutorial's service name or port 9443)",
+    "kubectl get {resource} {name} -o yaml",
+    MANAGER_LOG,
+)
+RUNBOOKS = (
+    NOT_ANSWERING,
+    SERVICE_MISSING,
+    PORT_MISSING,
+    NO_READY_ENDPOINTS,
+    CONFIGURATION_MISSING,
+    CONFIGURATION_ELSEWHERE,
+)
+"""Every way a webhook check fails; `make_check` lists them in each system's CheckSpec."""
 
 
 class WebhookServiceParams(Params):
@@ -136,14 +210,35 @@ def declared_access(params: WebhookServiceParams) -> list[access.Access]:
     ]
 
 
-def evaluate(check: str, system: str, data: WebhookWiringData, params: WebhookServiceParams, now: datetime) -> Result:
+def _findings(data: WebhookWiringData, params: WebhookServiceParams, manager: str) -> list[Finding]:
+    """The lines of `judge_wiring`, in its order, each with the next step of its class."""
+    wiring = params.wiring()
+    names = {"namespace": params.namespace, "service": params.service, "port": params.port, "manager": manager}
+    findings = [] if data.health.healthy else [NOT_ANSWERING.at(data.health.message, **names)]
+    service_class = SERVICE_MISSING if data.service is None else PORT_MISSING
+    findings += [service_class.at(line, **names) for line in service_problems(wiring, data.service)]
+    findings += [
+        NO_READY_ENDPOINTS.at(line, **names) for line in endpoint_problems(wiring, data.service, data.endpoints)
+    ]
+    for kind, name, configuration in data.configurations:
+        runbook = CONFIGURATION_MISSING if configuration is None else CONFIGURATION_ELSEWHERE
+        findings += [
+            runbook.at(line, **names, resource=kind.kind.lower(), name=name)
+            for line in configuration_problems(wiring, kind, name, configuration)
+        ]
+    return findings
+
+
+def evaluate(
+    check: str, system: str, manager: str, data: WebhookWiringData, params: WebhookServiceParams, now: datetime
+) -> Result:
     wiring = params.wiring()
     judgement = judge_wiring(wiring, data.service, data.endpoints, data.configurations)
-    errors = ([] if data.health.healthy else [data.health.message]) + judgement.problems
+    errors = _findings(data, params, manager)
     details: dict[str, Any] = {"health": data.health.as_detail(), **judgement.details}
     if errors:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return Result.failed(check, f"{system} webhook: {errors[0]}{more}", errors, details)
+        return Result.failed(check, f"{system} webhook: {errors[0].line}{more}", errors, details)
     configurations = ", ".join(name for _, name, _ in data.configurations) or "none configured"
     summary = (
         f"{system} webhook {wiring.service_ref} answers {data.health.target.label} "
@@ -159,8 +254,11 @@ FAILS_WHEN = (
 """What fails either system's webhook check: one body, so one sentence."""
 
 
-def make_check(name: str, system: str, params: type[WebhookServiceParams]) -> CheckSpec[Any, WebhookWiringData]:
-    """The CheckSpec of one system's webhook check: this module's fetch and evaluate under the system's name."""
+def make_check(
+    name: str, system: str, params: type[WebhookServiceParams], manager: str
+) -> CheckSpec[Any, WebhookWiringData]:
+    """The CheckSpec of one system's webhook check: this module's fetch and evaluate under the system's name;
+    `manager` is the Deployment serving the webhook, whose log the failure lines point at."""
     return CheckSpec(
         name=name,
         system=system,
@@ -170,6 +268,7 @@ def make_check(name: str, system: str, params: type[WebhookServiceParams]) -> Ch
         fails_when=FAILS_WHEN,
         params=params,
         fetch=fetch,
-        evaluate=partial(evaluate, name, system),
+        evaluate=partial(evaluate, name, system, manager),
         access=declared_access,
+        runbooks=RUNBOOKS,
     )
