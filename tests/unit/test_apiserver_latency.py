@@ -268,6 +268,12 @@ def test_thresholds_below_observed_latency_fail_naming_the_verb() -> None:
     assert line.startswith("apiserver verb LIST: observed p99 ")
     assert line.endswith("(want <= 0.001 s)")
     assert "LIST" in result.summary
+    (step,) = result.next_steps
+    assert step.failure == "slow-verb"
+    assert step.command == (
+        "kubectl get --raw '/metrics' | grep '^apiserver_request_duration_seconds_sum' | grep 'verb=\"LIST\"' | "
+        "sort -g -k2 | tail -n 20"
+    )
 
 
 def test_cumulative_judges_one_scrape_since_start() -> None:
@@ -308,12 +314,16 @@ def test_metric_absent_is_error() -> None:
     result = evaluate(scrapes(after="# nothing here\nprocess_cpu_seconds_total 1\n"), ApiserverLatencyParams(), NOW)
     assert result.status is Status.ERROR
     assert "apiserver_request_duration_seconds not exposed" in result.summary
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("metric-absent", "kubectl get --raw '/metrics' | head -n 20")
+    ]
 
 
 def test_no_request_in_window_is_error_not_ok() -> None:
     result = evaluate(scrapes(after=SCRAPE1, before=SCRAPE1, interval_seconds=5.0), ApiserverLatencyParams(), NOW)
     assert result.status is Status.ERROR
     assert "latency not observed" in result.summary
+    assert [step.failure for step in result.next_steps] == ["too-few-requests"]
 
 
 def test_interval_must_fit_the_deadline() -> None:

@@ -77,16 +77,25 @@ def handshake(*chain: Issued, verified: bool = True, code: int | None = None, me
 
 
 @pytest.mark.parametrize(
-    ("probe", "status", "part"),
+    ("probe", "status", "failure", "part"),
     [
-        pytest.param(handshake(leaf(365), CA), Status.OK, "valid 365 more days", id="healthy-year"),
-        pytest.param(handshake(leaf(5), CA), Status.FAILED, "CN=kube-apiserver expires in 5.0 days", id="expiring"),
-        pytest.param(handshake(leaf(21), CA), Status.FAILED, "expires in 21.0 days", id="at-threshold"),
+        pytest.param(handshake(leaf(365), CA), Status.OK, None, "valid 365 more days", id="healthy-year"),
+        pytest.param(
+            handshake(leaf(5), CA),
+            Status.FAILED,
+            "cert-expiring",
+            "CN=kube-apiserver expires in 5.0 days",
+            id="expiring",
+        ),
+        pytest.param(
+            handshake(leaf(21), CA), Status.FAILED, "cert-expiring", "expires in 21.0 days", id="at-threshold"
+        ),
         pytest.param(
             handshake(
                 leaf(365), issue("old-ca", NOW - dt.timedelta(days=3000), NOW + dt.timedelta(days=10), is_ca=True)
             ),
             Status.FAILED,
+            "cert-expiring",
             "CN=old-ca expires in 10.0 days",
             id="trust-anchor-expires-first",
         ),
@@ -95,12 +104,14 @@ def handshake(*chain: Issued, verified: bool = True, code: int | None = None, me
                 leaf(-1), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"
             ),
             Status.FAILED,
+            "cert-expired",
             "CN=kube-apiserver: expired 1.0 days ago",
             id="expired-named-from-unverified",
         ),
         pytest.param(
             handshake(verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"),
             Status.FAILED,
+            "cert-expired",
             "certificate has expired (the unverified chain did not show",
             id="expired-no-chain",
         ),
@@ -110,34 +121,42 @@ def handshake(*chain: Issued, verified: bool = True, code: int | None = None, me
                 leaf(365), CA, verified=False, code=X509_V_ERR_CERT_HAS_EXPIRED, message="certificate has expired"
             ),
             Status.FAILED,
+            "cert-expired",
             "certificate has expired",
             id="expired-but-chain-looks-valid",
         ),
         pytest.param(
             handshake(leaf(365), verified=False, code=19, message="self-signed certificate in certificate chain"),
             Status.ERROR,
+            "not-judged",
             "expiry not judged",
             id="untrusted-ca-is-error",
         ),
         pytest.param(
             TlsProbe(ADDRESS, tcp_ms=0.1, tcp_error="TCP connect failed: [Errno 111] Connection refused"),
             Status.ERROR,
+            "not-judged",
             "Connection refused",
             id="no-connection",
         ),
         pytest.param(
             TlsProbe(ADDRESS, tcp_ms=0.1, tls_ms=2.0, chain=(b"\x30\x00",), chain_verified=True),
             Status.ERROR,
+            "not-judged",
             "does not parse",
             id="garbage-chain",
         ),
     ],
 )
-def test_apiserver_chain(probe: TlsProbe, status: Status, part: str) -> None:
+def test_apiserver_chain(probe: TlsProbe, status: Status, failure: str | None, part: str) -> None:
     result = evaluate_apiserver(ApiserverCertData(probe), ApiserverCertExpiryParams(), NOW)
     assert result.status is status, result.summary
     assert part in (result.summary + " | " + " | ".join(result.errors))
     assert result.summary.startswith(f"apiserver {ADDRESS}")
+    # Each line's next step shows the certificate served at the address the probe dialled.
+    assert [step.failure for step in result.next_steps] == [failure] * len(result.errors)
+    for step in result.next_steps:
+        assert step.command.startswith(f"openssl s_client -connect {ADDRESS} ")
 
 
 def test_apiserver_details_name_issuer_sans_and_whole_chain() -> None:
@@ -212,6 +231,11 @@ def test_expiring_ca_bundle_and_serving_certificate_are_named() -> None:
         "secret koordinator-system/koordinator-webhook-certs: serving certificate "
         "cert.pem: CN=kube-apiserver expires in 5.0 days"
     )
+    assert [step.failure for step in result.next_steps] == ["ca-bundle-expiring"] * 4 + ["serving-cert"] * 2
+    assert result.next_steps[2].command.startswith(
+        "kubectl get mutatingwebhookconfiguration kruise-mutating-webhook-configuration -o 'custom-columns="
+    )
+    assert result.next_steps[4].command == "kubectl -n koordinator-system describe secret koordinator-webhook-certs"
 
 
 def test_rotation_bundle_is_judged_by_its_earliest_certificate() -> None:
@@ -242,6 +266,10 @@ def test_ca_bundle_that_is_not_a_certificate_is_named_not_skipped(bundle: str, r
     assert result.status is Status.FAILED
     assert len(result.errors) == 4
     assert all(f"caBundle is not a certificate ({reason})" in line for line in result.errors)
+    assert [(step.failure, step.command) for step in result.next_steps][-1] == (
+        "ca-bundle-invalid",
+        "kubectl get validatingwebhookconfiguration kruise-validating-webhook-configuration -o yaml",
+    )
     assert KEY_TEXT not in result.model_dump_json()
 
 
@@ -270,6 +298,11 @@ def test_missing_configuration_secret_and_certificate_key_are_failed() -> None:
         "secret kruise-system/kruise-webhook-certs: none of the keys cert.pem, tls.crt present "
         "(want the serving certificate)",
     ]
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("configuration-missing", "kubectl get validatingwebhookconfiguration"),
+        ("secret-missing", "kubectl -n kruise-system get secrets"),
+        ("serving-cert", "kubectl -n kruise-system describe secret kruise-webhook-certs"),
+    ]
 
 
 def test_nothing_configured_is_error() -> None:
@@ -277,6 +310,7 @@ def test_nothing_configured_is_error() -> None:
         WebhookCertData([], []), WebhookCertExpiryParams(configurations=[], serving_secrets=[]), NOW
     )
     assert result.status is Status.ERROR
+    assert [step.failure for step in result.next_steps] == ["nothing-configured"]
 
 
 # -- webhook-cert-expiry: no key material by default -------------------------------------------------------
@@ -456,6 +490,11 @@ def test_a_cert_manager_certificate_is_judged_by_its_status_not_after(
     result = webhook_cert_expiry.evaluate(data, params, NOW)
     assert result.status is want, result.errors
     assert result.errors == ([line] if line else [])
+    assert [(step.failure, step.command) for step in result.next_steps] == (
+        [("certificate-not-renewed", "kubectl -n webhooks describe certificates.cert-manager.io kruise-webhook-cert")]
+        if line
+        else []
+    )
     assert [r.path for r in api.requests] == [
         "/apis/cert-manager.io/v1/namespaces/webhooks/certificates/kruise-webhook-cert"
     ]
@@ -472,6 +511,9 @@ def test_a_missing_certificate_or_cert_manager_is_failed_and_named() -> None:
     assert result.errors == [
         "certificate webhooks/kruise-webhook-cert: not found (want the cert-manager Certificate "
         "of the webhook's serving certificate; is cert-manager installed?)"
+    ]
+    assert [(step.failure, step.command) for step in result.next_steps] == [
+        ("certificate-missing", "kubectl api-resources --api-group=cert-manager.io")
     ]
 
 

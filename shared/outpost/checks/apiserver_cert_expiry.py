@@ -25,9 +25,42 @@ from outpost.kube.certificates import (
     earliest_expiry,
     parse_der_chain,
 )
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "apiserver-cert-expiry"
+
+# `{address}` is the API server's host:port as the probe dials it; the command prints what it presents there.
+SHOW_CERTIFICATE = (
+    "openssl s_client -connect {address} </dev/null 2>/dev/null | openssl x509 -noout -subject -issuer -dates"
+)
+RENEWING = "https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-certs/"
+CERT_EXPIRED = Runbook(
+    "cert-expired",
+    "The API server's serving certificate (or one of its chain) has expired",
+    "nothing renewed it: kubeadm renews its certificates only on a control-plane upgrade or `kubeadm certs "
+    "renew`, a cert-manager or provider rotation failed, or the API server was not restarted after the files "
+    "were renewed",
+    SHOW_CERTIFICATE,
+    RENEWING,
+)
+CERT_EXPIRING = Runbook(
+    "cert-expiring",
+    "A certificate of the API server's serving chain expires within the threshold",
+    "the rotation that renews it has not run yet or failed (kubeadm: `kubeadm certs renew` or a control-plane "
+    "upgrade; managed clusters: the provider's rotation); the earliest may be an intermediate or the CA",
+    SHOW_CERTIFICATE,
+    RENEWING,
+)
+NOT_JUDGED = Runbook(
+    "not-judged",
+    "The API server's certificate could not be read as one this cluster trusts",
+    "the TCP connection failed, or the handshake did: an untrusted CA (the kubeconfig's CA is not the one that "
+    "signed the certificate), a name the certificate does not carry, a certificate not yet valid, or another "
+    "server answering at the address",
+    SHOW_CERTIFICATE,
+    "kubectl cluster-info",
+)
 
 
 class ApiserverCertExpiryParams(Params):
@@ -80,13 +113,14 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
         # Verification said "expired": failed, whatever the unverified chain shows; it only names it.
         expired = [c for c in chain if c.expired(now)]
         named = (f"{c.subject}: {describe_left(c, now)}" for c in expired) if expired else ()
-        errors = [
+        lines = [
             f"{where}: certificate {line} (want valid > {params.threshold_days:g} days; "
             "chain read unverified after verification failed)"
             for line in named
         ]
-        if not errors:
-            errors = [f"{where}: {probe.tls_error} (the unverified chain did not show which certificate)"]
+        if not lines:
+            lines = [f"{where}: {probe.tls_error} (the unverified chain did not show which certificate)"]
+        errors = [CERT_EXPIRED.at(line, address=probe.address) for line in lines]
         return Result.failed(NAME, f"{where}: serving certificate expired", errors, details)
     if unparsable or not chain:
         return _error(unparsable or f"{where}: the TLS handshake showed no certificate", details)
@@ -105,7 +139,7 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
         line = (
             f"{where}: certificate {first.subject} {describe_left(first, now)} (want > {params.threshold_days:g} days)"
         )
-        return Result.failed(NAME, line, [line], details)
+        return Result.failed(NAME, line, [CERT_EXPIRING.at(line, address=probe.address)], details)
     summary = (
         f"{where}: serving chain valid {first.days_left(now):.0f} more days "
         f"(earliest: {first.subject}, threshold {params.threshold_days:g})"
@@ -114,7 +148,10 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
 
 
 def _error(line: str, details: dict[str, Any]) -> Result:
-    return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details)
+    finding: Finding = NOT_JUDGED.at(line, address=details["address"])
+    return Result(
+        check=NAME, status=Status.ERROR, summary=line, errors=[line], next_steps=[finding.next], details=details
+    )
 
 
 CHECK = CheckSpec(
@@ -129,4 +166,5 @@ CHECK = CheckSpec(
     evaluate=evaluate,
     access=declared_access,
     extras=("certificates",),
+    runbooks=(CERT_EXPIRED, CERT_EXPIRING, NOT_JUDGED),
 )

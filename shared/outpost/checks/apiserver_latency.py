@@ -35,9 +35,47 @@ from outpost.cluster import Cluster, warm
 from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
 from outpost.kube import access
 from outpost.kube.histograms import LabelSet, Series, aggregate, delta, parse_histogram, quantile
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "apiserver-latency"
+
+# The failure classes, over the names a line gives: the scraped `{path}`, the histogram `{metric}` and the `{verb}`.
+# Each command reads what the check read, the API server's own metrics, and shows the part the line is about.
+LATENCY_SLO = "https://github.com/kubernetes/community/blob/master/sig-scalability/slos/api_call_latency.md"
+SLOW_VERB = Runbook(
+    "slow-verb",
+    "Requests of one verb are slower than its threshold",
+    "etcd is slow (disk latency, a defragmentation, a large database), the API server is short of CPU or "
+    "memory, or clients send expensive requests (LISTs of every pod or node without a limit, a controller "
+    "relisting in a loop); for POST/PUT/PATCH/DELETE a slow admission webhook adds to every call",
+    "kubectl get --raw '{path}' | grep '^{metric}_sum' | grep 'verb=\"{verb}\"' | sort -g -k2 | tail -n 20",
+    LATENCY_SLO,
+)
+HISTOGRAM_UNUSABLE = Runbook(
+    "histogram-unusable",
+    "A verb's latency histogram yields no quantile",
+    "its series lack the +Inf bucket or carry a NaN or zero total: a proxy or exporter rewrote the metrics, or "
+    "metrics_path reaches something other than the API server",
+    "kubectl get --raw '{path}' | grep '^{metric}_bucket' | grep 'verb=\"{verb}\"' | grep Inf | head -n 20",
+    LATENCY_SLO,
+)
+METRIC_ABSENT = Runbook(
+    "metric-absent",
+    "The API server's metrics do not expose the latency histogram",
+    "metrics_path reaches another component or a proxy's page, or `metric` names a histogram this API server "
+    "does not have",
+    "kubectl get --raw '{path}' | head -n 20",
+    LATENCY_SLO,
+)
+TOO_FEW_REQUESTS = Runbook(
+    "too-few-requests",
+    "No verb had enough requests in the window to judge",
+    "a quiet cluster or a short window: fewer than min_requests requests of any verb between the two scrapes; "
+    "lower min_requests, or set cumulative",
+    "kubectl get --raw '{path}' | grep '^{metric}_count' | sort -g -k2 | tail -n 20",
+    "docs/configuration.md",
+)
 DEADLINE_MARGIN_SECONDS = 5.0
 """Room in the deadline for the two scrapes themselves."""
 MIN_WINDOW_SECONDS = 1.0
@@ -236,7 +274,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     after = data.after
     if not after:
         line = f"{where}: histogram {params.metric} not exposed (want it, with _bucket series)"
-        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line])
+        return _error([METRIC_ABSENT.at(line, path=data.path, metric=params.metric)], {})
     if data.before is None:
         window, resets = after, []
     else:
@@ -252,9 +290,10 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         by_verb.setdefault(verb, []).append(series)
     label = f"p{params.quantile * 100:g}"
     verbs: dict[str, Any] = {}
-    errors: list[str] = []
+    names = {"path": data.path, "metric": params.metric}
+    errors: list[Finding] = []
     incomplete: list[str] = []
-    unusable: list[str] = []
+    unusable: list[Finding] = []
     judged = 0
     for verb in sorted(by_verb):
         combined = aggregate(by_verb[verb])
@@ -273,10 +312,11 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
             # Requests were made but the histogram yields no quantile (no +Inf bucket, a NaN or non-positive
             # total): skipping the verb would let the others say "within thresholds" (fail open).
             entry["judged"] = False
-            unusable.append(
+            line = (
                 f"apiserver verb {verb}: {label} has no value over {combined.observations:g} requests "
                 "(histogram not usable: no +Inf bucket, or a NaN or non-positive total)"
             )
+            unusable.append(HISTOGRAM_UNUSABLE.at(line, **names, verb=verb))
             continue
         if value is None or combined.observations < params.min_requests:
             entry["judged"] = False
@@ -284,10 +324,11 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         entry["judged"] = threshold is not None
         judged += 1
         if threshold is not None and value > threshold:
-            errors.append(
+            line = (
                 f"apiserver verb {verb}: observed {label} {value:.3g} s over {combined.observations:g} "
                 f"requests (want <= {threshold:g} s)"
             )
+            errors.append(SLOW_VERB.at(line, **names, verb=verb))
     details: dict[str, Any] = {
         "quantile": params.quantile,
         "window": "cumulative since API server start" if data.before is None else f"{data.interval_seconds:g} s",
@@ -299,16 +340,16 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
         "excluded_subresources": sorted(excluded_subresources),
     }
     if errors:
-        slow = ", ".join(line.split(":")[0].removeprefix("apiserver verb ") for line in errors)
+        slow = ", ".join(finding.line.split(":")[0].removeprefix("apiserver verb ") for finding in errors)
         return Result.failed(NAME, f"apiserver {label} latency over threshold: {slow}", errors, details)
     if unusable:
-        return Result(check=NAME, status=Status.ERROR, summary=unusable[0], errors=unusable, details=details)
+        return _error(unusable, details)
     if judged == 0:
         line = (
             f"{where}: no verb had >= {params.min_requests} request(s) with a complete histogram in the window; "
             "latency not observed"
         )
-        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details)
+        return _error([TOO_FEW_REQUESTS.at(line, **names)], details)
     worst = max(
         (v for v in verbs.values() if v["judged"] and v["quantile_seconds"] is not None),
         key=lambda v: v["quantile_seconds"] / (v["threshold_seconds"] or 1),
@@ -323,6 +364,18 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
     return Result.ok(NAME, summary, details)
 
 
+def _error(findings: list[Finding], details: dict[str, Any]) -> Result:
+    """Not observed (`error`): each line with its next step."""
+    return Result(
+        check=NAME,
+        status=Status.ERROR,
+        summary=findings[0].line,
+        errors=[finding.line for finding in findings],
+        next_steps=[finding.next for finding in findings],
+        details=details,
+    )
+
+
 CHECK = CheckSpec(
     name=NAME,
     system="kwok / any",
@@ -334,4 +387,5 @@ CHECK = CheckSpec(
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=(SLOW_VERB, HISTOGRAM_UNUSABLE, METRIC_ABSENT, TOO_FEW_REQUESTS),
 )

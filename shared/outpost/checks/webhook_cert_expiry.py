@@ -48,9 +48,89 @@ from outpost.kube.messages import ref
 from outpost.kube.objects import WebhookConfiguration, parse
 from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, Kind, object_path
 from outpost.kube.timestamps import parse_time
-from outpost.result import Result, Status
+from outpost.result import Finding, Result, Status
+from outpost.runbook import Runbook
 
 NAME = "webhook-cert-expiry"
+
+# The failure classes, over the names a line gives: a configuration (`{resource}`, `{name}`), a Secret or a
+# cert-manager Certificate (`{namespace}`, `{name}`). No command prints a Secret's data: `describe` shows its keys.
+ADMISSION_PAGE = "https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/"
+CONFIGURATION_MISSING = Runbook(
+    "configuration-missing",
+    "A webhook configuration whose caBundle the check judges does not exist",
+    "deleted by hand or by a partial uninstall or upgrade of the chart; koord-manager and kruise-manager only "
+    "patch the caBundle of configurations the chart created and do not recreate one",
+    "kubectl get {resource}",
+    ADMISSION_PAGE,
+)
+CA_BUNDLE_INVALID = Runbook(
+    "ca-bundle-invalid",
+    "A webhook's caBundle is empty or not a PEM certificate",
+    "the manager has not injected its CA yet (down since the install) or something re-applied the chart's "
+    "manifest over it (a GitOps sync restoring the empty caBundle); the API server cannot verify the webhook",
+    "kubectl get {resource} {name} -o yaml",
+    ADMISSION_PAGE,
+)
+CA_BUNDLE_EXPIRING = Runbook(
+    "ca-bundle-expiring",
+    "A webhook's caBundle certificate expires within the threshold",
+    "the CA renewal is broken: both managers regenerate their 10-year self-signed CA months before it expires "
+    "and inject it, so an expiring bundle was put there by something else (a copied manifest, cert-manager's "
+    "cainjector not running) or the manager is not running to renew it",
+    "kubectl get {resource} {name} -o 'custom-columns=CA:.webhooks[0].clientConfig.caBundle' --no-headers | "
+    "base64 -d | openssl x509 -noout -subject -enddate",
+    ADMISSION_PAGE,
+)
+SECRET_MISSING = Runbook(
+    "secret-missing",
+    "The webhook's certificate Secret does not exist",
+    "deleted by hand or with its namespace's cleanup; the manager writes it again when it starts (restart the "
+    "manager's pods), or its SECRET_NAME environment variable names another Secret",
+    "kubectl -n {namespace} get secrets",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+SERVING_CERT = Runbook(
+    "serving-cert",
+    "The webhook's serving certificate in its Secret is absent, unreadable or expiring",
+    "the manager failed to renew it (it regenerates a pair due within about six months when it runs), or "
+    "something else wrote the Secret with other keys or an older pair",
+    "kubectl -n {namespace} describe secret {name}",
+    "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
+)
+CERTIFICATE_MISSING = Runbook(
+    "certificate-missing",
+    "The cert-manager Certificate of the webhook does not exist",
+    "cert-manager is not installed (its API group is not served) or the Certificate was deleted or is named "
+    "otherwise than `cert_manager_certificates` says",
+    "kubectl api-resources --api-group=cert-manager.io",
+    "https://cert-manager.io/docs/usage/certificate/",
+)
+CERTIFICATE_NOT_RENEWED = Runbook(
+    "certificate-not-renewed",
+    "The cert-manager Certificate was never issued or expires within the threshold",
+    "its Issuer is not ready or refuses the request (a CA Secret missing, an ACME or external CA error), or "
+    "cert-manager itself is not running",
+    "kubectl -n {namespace} describe certificates.cert-manager.io {name}",
+    "https://cert-manager.io/docs/troubleshooting/",
+)
+NOTHING_CONFIGURED = Runbook(
+    "nothing-configured",
+    "The check is configured to judge nothing",
+    "configurations and cert_manager_certificates are empty and read_serving_secrets is off: set at least one",
+    "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations",
+    "docs/configuration.md",
+)
+RUNBOOKS = (
+    CONFIGURATION_MISSING,
+    CA_BUNDLE_INVALID,
+    CA_BUNDLE_EXPIRING,
+    SECRET_MISSING,
+    SERVING_CERT,
+    CERTIFICATE_MISSING,
+    CERTIFICATE_NOT_RENEWED,
+    NOTHING_CONFIGURED,
+)
 SHOWN = 3
 """Webhook names listed per problem line (a kruise configuration has dozens sharing one caBundle)."""
 CERT_MANAGER_CERTIFICATES = Kind("Certificate", "cert-manager.io", "v1", "certificates", namespaced=True)
@@ -243,10 +323,12 @@ def _names(names: list[str]) -> str:
 
 def _judge_configuration(
     seen: ConfigurationSeen, params: WebhookCertExpiryParams, now: datetime
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[Finding]]:
     where = ref(_kind(seen.ref), seen.ref.name)
+    names = {"resource": _kind(seen.ref).lower(), "name": seen.ref.name}
     if seen.configuration is None:
-        return {"found": False}, [f"{where}: not found (want it present, with a caBundle per webhook)"]
+        line = f"{where}: not found (want it present, with a caBundle per webhook)"
+        return {"found": False}, [CONFIGURATION_MISSING.at(line, **names)]
     by_bundle: dict[str, list[str]] = {}
     system_trust: list[str] = []
     for webhook in seen.configuration.webhooks:
@@ -256,27 +338,29 @@ def _judge_configuration(
             continue
         by_bundle.setdefault(bundle, []).append(webhook.name)
     bundles: list[dict[str, Any]] = []
-    errors: list[str] = []
+    errors: list[Finding] = []
     for bundle, webhooks in by_bundle.items():
         entry: dict[str, Any] = {"webhooks": webhooks}
         try:
             certificates = parse_base64_pem_bundle(bundle)
         except NotACertificate as error:
             entry["problem"] = f"not a certificate: {error}"
-            errors.append(
+            line = (
                 f"{where}: webhook {_names(webhooks)} caBundle is not a certificate ({error}) "
                 "(want a base64 PEM CA bundle)"
             )
+            errors.append(CA_BUNDLE_INVALID.at(line, **names))
             bundles.append(entry)
             continue
         entry["certificates"] = [c.details(now) for c in certificates]
         described, expiring = _judge_bundle(certificates, now, params.threshold_days)
         entry["earliest"] = described
         if expiring:
-            errors.append(
+            line = (
                 f"{where}: webhook {_names(webhooks)} caBundle certificate {described} "
                 f"(want > {params.threshold_days:g} days)"
             )
+            errors.append(CA_BUNDLE_EXPIRING.at(line, **names))
         bundles.append(entry)
     details: dict[str, Any] = {"found": True, "webhooks": len(seen.configuration.webhooks), "bundles": bundles}
     if system_trust:
@@ -284,49 +368,52 @@ def _judge_configuration(
     return details, errors
 
 
-def _judge_secret(seen: SecretSeen, params: WebhookCertExpiryParams, now: datetime) -> tuple[dict[str, Any], list[str]]:
+def _judge_secret(
+    seen: SecretSeen, params: WebhookCertExpiryParams, now: datetime
+) -> tuple[dict[str, Any], list[Finding]]:
     where = ref("Secret", seen.ref.name, seen.ref.namespace)
+    names = {"namespace": seen.ref.namespace, "name": seen.ref.name}
     if not seen.found:
-        return {"found": False}, [f"{where}: not found (want the webhook's serving certificate there)"]
+        line = f"{where}: not found (want the webhook's serving certificate there)"
+        return {"found": False}, [SECRET_MISSING.at(line, **names)]
     if seen.certificate_b64 is None or seen.key is None:
-        return {"found": True}, [
-            f"{where}: none of the keys {', '.join(seen.ref.keys)} present (want the serving certificate)"
-        ]
+        line = f"{where}: none of the keys {', '.join(seen.ref.keys)} present (want the serving certificate)"
+        return {"found": True}, [SERVING_CERT.at(line, **names)]
     try:
         certificates = parse_base64_pem_chain(seen.certificate_b64)
     except NotACertificate as error:
+        line = f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"
         return (
             {"found": True, "key": seen.key, "problem": f"not a certificate: {error}"},
-            [f"{where}: {seen.key} is not a certificate ({error}) (want a PEM serving certificate)"],
+            [SERVING_CERT.at(line, **names)],
         )
     details = {"found": True, "key": seen.key, "certificates": [c.details(now) for c in certificates]}
     # The serving certificate is the first block; anything after it is its chain, judged alike.
     described, expiring = _judge_bundle(certificates, now, params.threshold_days)
     details["earliest"] = described
     if expiring:
-        return details, [
-            f"{where}: serving certificate {seen.key}: {described} (want > {params.threshold_days:g} days)"
-        ]
+        line = f"{where}: serving certificate {seen.key}: {described} (want > {params.threshold_days:g} days)"
+        return details, [SERVING_CERT.at(line, **names)]
     return details, []
 
 
 def _judge_certificate(
     seen: CertificateSeen, params: WebhookCertExpiryParams, now: datetime
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[Finding]]:
     where = ref("Certificate", seen.ref.name, seen.ref.namespace)
+    names = {"namespace": seen.ref.namespace, "name": seen.ref.name}
     if not seen.found:
-        return {"found": False}, [
+        line = (
             f"{where}: not found (want the cert-manager Certificate of the webhook's serving "
             "certificate; is cert-manager installed?)"
-        ]
-    if seen.not_after is None:
-        return (
-            {"found": True, "ready": seen.ready},
-            [
-                f"{where}: status.notAfter absent, never issued (Ready {seen.ready or 'absent'}) "
-                "(want an issued certificate)"
-            ],
         )
+        return {"found": False}, [CERTIFICATE_MISSING.at(line, **names)]
+    if seen.not_after is None:
+        line = (
+            f"{where}: status.notAfter absent, never issued (Ready {seen.ready or 'absent'}) "
+            "(want an issued certificate)"
+        )
+        return {"found": True, "ready": seen.ready}, [CERTIFICATE_NOT_RENEWED.at(line, **names)]
     days = (seen.not_after - now).total_seconds() / 86400.0
     when = seen.not_after.isoformat()
     described = f"expired {-days:.1f} days ago ({when})" if days <= 0 else f"expires in {days:.1f} days ({when})"
@@ -338,9 +425,8 @@ def _judge_certificate(
         "earliest": described,
     }
     if days <= params.threshold_days:
-        return details, [
-            f"{where}: serving certificate (status.notAfter) {described} (want > {params.threshold_days:g} days)"
-        ]
+        line = f"{where}: serving certificate (status.notAfter) {described} (want > {params.threshold_days:g} days)"
+        return details, [CERTIFICATE_NOT_RENEWED.at(line, **names)]
     return details, []
 
 
@@ -353,7 +439,7 @@ def _serving_source(params: WebhookCertExpiryParams) -> str:
 
 
 def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: datetime) -> Result:
-    errors: list[str] = []
+    errors: list[Finding] = []
     configurations: dict[str, Any] = {}
     for seen in data.configurations:
         details, problems = _judge_configuration(seen, params, now)
@@ -377,14 +463,17 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
         "serving_secrets": secrets,
     }
     if errors:
-        summary = f"{len(errors)} webhook certificate problem(s): {errors[0]}"
+        summary = f"{len(errors)} webhook certificate problem(s): {errors[0].line}"
         return Result.failed(NAME, summary, errors, details_all)
     if not data.configurations and not data.secrets and not data.certificates:
         line = (
             f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
             "and no serving_secrets are read)"
         )
-        return Result(check=NAME, status=Status.ERROR, summary=line, errors=[line], details=details_all)
+        step = NOTHING_CONFIGURED.step()
+        return Result(
+            check=NAME, status=Status.ERROR, summary=line, errors=[line], next_steps=[step], details=details_all
+        )
     judged = [f"{len(data.configurations)} webhook configuration(s)"]
     if data.certificates:
         judged.append(f"{len(data.certificates)} cert-manager Certificate(s)")
@@ -408,4 +497,5 @@ CHECK = CheckSpec(
     evaluate=evaluate,
     access=declared_access,
     extras=("certificates",),
+    runbooks=RUNBOOKS,
 )
