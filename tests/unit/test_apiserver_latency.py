@@ -271,7 +271,7 @@ def test_thresholds_below_observed_latency_fail_naming_the_verb() -> None:
     (step,) = result.next_steps
     assert step.failure == "slow-verb"
     assert step.command == (
-        "kubectl get --raw '/metrics' | grep '^apiserver_request_duration_seconds_sum' | grep 'verb=\"LIST\"' | "
+        "kubectl get --raw '/metrics' | awk '/^apiserver_request_duration_seconds_sum/ && /verb=\"LIST\"/' | "
         "sort -g -k2 | tail -n 20"
     )
 
@@ -315,7 +315,7 @@ def test_metric_absent_is_error() -> None:
     assert result.status is Status.ERROR
     assert "apiserver_request_duration_seconds not exposed" in result.summary
     assert [(step.failure, step.command) for step in result.next_steps] == [
-        ("metric-absent", "kubectl get --raw '/metrics' | head -n 20")
+        ("metric-absent", "kubectl get --raw '/metrics' | sed -n 1,20p")
     ]
 
 

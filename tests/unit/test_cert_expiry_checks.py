@@ -235,6 +235,8 @@ def test_expiring_ca_bundle_and_serving_certificate_are_named() -> None:
     assert result.next_steps[2].command.startswith(
         "kubectl get mutatingwebhookconfiguration kruise-mutating-webhook-configuration -o 'custom-columns="
     )
+    # the CA comes from the manager's certificate Secret, beside the webhook Service its configuration calls
+    assert result.next_steps[2].command.endswith(" && kubectl get secrets -n kruise-system")
     assert result.next_steps[4].command == "kubectl -n koordinator-system describe secret koordinator-webhook-certs"
 
 
@@ -268,7 +270,8 @@ def test_ca_bundle_that_is_not_a_certificate_is_named_not_skipped(bundle: str, r
     assert all(f"caBundle is not a certificate ({reason})" in line for line in result.errors)
     assert [(step.failure, step.command) for step in result.next_steps][-1] == (
         "ca-bundle-invalid",
-        "kubectl get validatingwebhookconfiguration kruise-validating-webhook-configuration -o yaml",
+        "kubectl get validatingwebhookconfiguration kruise-validating-webhook-configuration -o yaml && "
+        "kubectl get secrets -n kruise-system",
     )
     assert KEY_TEXT not in result.model_dump_json()
 

@@ -21,6 +21,7 @@ from outpost.errors import (
     SecretError,
 )
 from outpost.result import Result, Status
+from outpost.tooling.catalogue import runbook_section
 
 STALE = runbook.Runbook(
     "lease-stale",
@@ -107,3 +108,13 @@ def test_every_could_not_observe_class_needs_only_the_check_and_the_environment(
     for entry in runbook.COULD_NOT_OBSERVE:
         assert entry.placeholders <= {"check", "environment"}, entry.failure
     assert len({entry.failure for entry in runbook.COULD_NOT_OBSERVE}) == len(runbook.COULD_NOT_OBSERVE)
+
+
+def test_a_brace_the_command_needs_is_written_twice_and_shown_once() -> None:
+    """A kubectl jsonpath needs `{...}`: the template doubles it, the step and docs/runbooks.md show it once."""
+    server = runbook.Runbook(
+        "network", "Unreachable", "down", "kubectl config view --minify -o jsonpath='{{.clusters[0]}}' -n {namespace}"
+    )
+    assert server.placeholders == {"namespace"}
+    assert server.step(namespace="ns").command == "kubectl config view --minify -o jsonpath='{.clusters[0]}' -n ns"
+    assert "`kubectl config view --minify -o jsonpath='{.clusters[0]}' -n <namespace>`" in runbook_section("", [server])

@@ -41,7 +41,8 @@ from outpost.runbook import Runbook
 NAME = "apiserver-latency"
 
 # The failure classes, over the names a line gives: the scraped `{path}`, the histogram `{metric}` and the `{verb}`.
-# Each command reads what the check read, the API server's own metrics, and shows the part the line is about.
+# Each command reads what the check read, the API server's own metrics, and shows the part the line is about; none
+# fails for finding nothing or stops reading early (a person's shell may run it with pipefail).
 LATENCY_SLO = "https://github.com/kubernetes/community/blob/master/sig-scalability/slos/api_call_latency.md"
 SLOW_VERB = Runbook(
     "slow-verb",
@@ -49,7 +50,7 @@ SLOW_VERB = Runbook(
     "etcd is slow (disk latency, a defragmentation, a large database), the API server is short of CPU or "
     "memory, or clients send expensive requests (LISTs of every pod or node without a limit, a controller "
     "relisting in a loop); for POST/PUT/PATCH/DELETE a slow admission webhook adds to every call",
-    "kubectl get --raw '{path}' | grep '^{metric}_sum' | grep 'verb=\"{verb}\"' | sort -g -k2 | tail -n 20",
+    "kubectl get --raw '{path}' | awk '/^{metric}_sum/ && /verb=\"{verb}\"/' | sort -g -k2 | tail -n 20",
     LATENCY_SLO,
 )
 HISTOGRAM_UNUSABLE = Runbook(
@@ -57,7 +58,7 @@ HISTOGRAM_UNUSABLE = Runbook(
     "A verb's latency histogram yields no quantile",
     "its series lack the +Inf bucket or carry a NaN or zero total: a proxy or exporter rewrote the metrics, or "
     "metrics_path reaches something other than the API server",
-    "kubectl get --raw '{path}' | grep '^{metric}_bucket' | grep 'verb=\"{verb}\"' | grep Inf | head -n 20",
+    "kubectl get --raw '{path}' | awk '/^{metric}_(bucket|count)/ && /verb=\"{verb}\"/ && !/le=\"[0-9]/'",
     LATENCY_SLO,
 )
 METRIC_ABSENT = Runbook(
@@ -65,7 +66,7 @@ METRIC_ABSENT = Runbook(
     "The API server's metrics do not expose the latency histogram",
     "metrics_path reaches another component or a proxy's page, or `metric` names a histogram this API server "
     "does not have",
-    "kubectl get --raw '{path}' | head -n 20",
+    "kubectl get --raw '{path}' | sed -n 1,20p",
     LATENCY_SLO,
 )
 TOO_FEW_REQUESTS = Runbook(
@@ -73,7 +74,7 @@ TOO_FEW_REQUESTS = Runbook(
     "No verb had enough requests in the window to judge",
     "a quiet cluster or a short window: fewer than min_requests requests of any verb between the two scrapes; "
     "lower min_requests, or set cumulative",
-    "kubectl get --raw '{path}' | grep '^{metric}_count' | sort -g -k2 | tail -n 20",
+    "kubectl get --raw '{path}' | awk '/^{metric}_count/' | sort -g -k2 | tail -n 20",
     "docs/configuration.md",
 )
 DEADLINE_MARGIN_SECONDS = 5.0

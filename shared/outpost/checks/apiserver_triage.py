@@ -40,7 +40,7 @@ RUNBOOKS: dict[str, Runbook] = {
         "The API server's address cannot be reached",
         "kube-apiserver is down (crashed, OOM-killed, its static pod or unit stopped), its address moved (DNS, a "
         "load balancer or endpoint IP changed), or a firewall or security group drops the probe's traffic",
-        "kubectl config view --minify",
+        "kubectl config view --minify -o jsonpath='apiserver {{.clusters[0].cluster.server}}'",
         "https://kubernetes.io/docs/tasks/debug/debug-cluster/",
     ),
     "tls": Runbook(
@@ -65,7 +65,8 @@ RUNBOOKS: dict[str, Runbook] = {
         "API Priority and Fairness puts the probe identity in a priority level whose seats are taken (a client "
         "flooding the API server, a FlowSchema that routes the probe to a small or `Reject` level), or the API "
         "server or etcd is saturated",
-        "kubectl get flowschemas -o wide && kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels",
+        "kubectl get flowschemas -o wide && "
+        "kubectl get --raw /metrics | awk '/^apiserver_flowcontrol_rejected_requests_total/'",
         "https://kubernetes.io/docs/concepts/cluster-administration/flow-control/",
     ),
 }

@@ -53,8 +53,9 @@ from outpost.runbook import Runbook
 
 NAME = "webhook-cert-expiry"
 
-# The failure classes, over the names a line gives: a configuration (`{resource}`, `{name}`), a Secret or a
-# cert-manager Certificate (`{namespace}`, `{name}`). No command prints a Secret's data: `describe` shows its keys.
+# The failure classes, over the names a line gives: a configuration (`{resource}`, `{name}`, and where the Secret its
+# CA comes from would be, `{secrets_in}`: the namespace of the Services its webhooks call), a Secret or a cert-manager
+# Certificate (`{namespace}`, `{name}`). No command prints a Secret's data: `get` lists names, `describe` keys.
 ADMISSION_PAGE = "https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/"
 CONFIGURATION_MISSING = Runbook(
     "configuration-missing",
@@ -69,17 +70,18 @@ CA_BUNDLE_INVALID = Runbook(
     "A webhook's caBundle is empty or not a PEM certificate",
     "the manager has not injected its CA yet (down since the install) or something re-applied the chart's "
     "manifest over it (a GitOps sync restoring the empty caBundle); the API server cannot verify the webhook",
-    "kubectl get {resource} {name} -o yaml",
+    "kubectl get {resource} {name} -o yaml && kubectl get secrets {secrets_in}",
     ADMISSION_PAGE,
 )
 CA_BUNDLE_EXPIRING = Runbook(
     "ca-bundle-expiring",
     "A webhook's caBundle certificate expires within the threshold",
-    "the CA renewal is broken: both managers regenerate their 10-year self-signed CA months before it expires "
-    "and inject it, so an expiring bundle was put there by something else (a copied manifest, cert-manager's "
-    "cainjector not running) or the manager is not running to renew it",
+    "the CA renewal is broken: both managers regenerate their 10-year self-signed CA (ca-cert.pem of their "
+    "certificate Secret) months before it expires and inject it, so an expiring bundle was put there by "
+    "something else (a copied manifest, cert-manager's cainjector not running) or the manager is not running to "
+    "renew it",
     "kubectl get {resource} {name} -o 'custom-columns=CA:.webhooks[0].clientConfig.caBundle' --no-headers | "
-    "base64 -d | openssl x509 -noout -subject -enddate",
+    "base64 -d | openssl x509 -noout -subject -enddate && kubectl get secrets {secrets_in}",
     ADMISSION_PAGE,
 )
 SECRET_MISSING = Runbook(
@@ -321,11 +323,19 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
 
 
+def _secrets_in(seen: ConfigurationSeen) -> str:
+    """Where to list the Secret a configuration's CA comes from: the namespace(s) of the Services its webhooks call
+    (the managers keep their certificate Secret beside their webhook Service), or every namespace."""
+    webhooks = seen.configuration.webhooks if seen.configuration else []
+    namespaces = sorted({w.client_config.service.namespace for w in webhooks if w.client_config.service})
+    return f"-n {namespaces[0]}" if len(namespaces) == 1 else "--all-namespaces"
+
+
 def _judge_configuration(
     seen: ConfigurationSeen, params: WebhookCertExpiryParams, now: datetime
 ) -> tuple[dict[str, Any], list[Finding]]:
     where = ref(_kind(seen.ref), seen.ref.name)
-    names = {"resource": _kind(seen.ref).lower(), "name": seen.ref.name}
+    names = {"resource": _kind(seen.ref).lower(), "name": seen.ref.name, "secrets_in": _secrets_in(seen)}
     if seen.configuration is None:
         line = f"{where}: not found (want it present, with a caBundle per webhook)"
         return {"found": False}, [CONFIGURATION_MISSING.at(line, **names)]

@@ -178,9 +178,17 @@ def catalogue_text(text: str, checks: Sequence[CheckSpec[Any, Any]], jobs: Seque
     return _replace_region(text, "sections", "\n\n".join(check_section(spec) for spec in [*checks, *jobs]))
 
 
+class _Shown(dict[str, str]):
+    """Every placeholder as a reader sees it: `{namespace}` becomes `<namespace>`."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
 def _template(text: str) -> str:
-    """A runbook template as a reader sees it: `{namespace}` becomes `<namespace>`."""
-    return re.sub(r"\{(\w+)\}", r"<\1>", text)
+    """A runbook template as a reader sees it: `{namespace}` becomes `<namespace>`, and a brace the command itself
+    needs (written `{{`, as `Runbook.step` reads it) is shown once."""
+    return text.format_map(_Shown())
 
 
 def runbook_section(heading: str, entries: Sequence[runbook.Runbook]) -> str:
