@@ -94,8 +94,9 @@ CONFIGURATION_MISSING = Runbook(
     "configuration-missing",
     "A webhook configuration of the system does not exist",
     "deleted by hand or by a partial uninstall or upgrade of the chart; the manager only patches the caBundle of "
-    "configurations the chart created and does not recreate one, so the API server stops calling the webhook",
-    "kubectl get {resource}",
+    "configurations the chart created and does not recreate one, so the API server stops calling the webhook "
+    "while its Service still has ready endpoints",
+    "kubectl get {resource} && kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}",
     MANAGER_LOG,
 )
 CONFIGURATION_ELSEWHERE = Runbook(
