@@ -619,6 +619,11 @@ def judge(
     it was mutated."""
     failure, not_observed, details = _judge(answer, params, colocation, configurations)
     names = {"namespace": params.namespace, "configuration": answer.case.configuration}
+    owner = _configuration_of(details.get("webhook") or "", configurations)
+    if failure is not None and failure[0] is REFUSED and owner is not None:
+        # Every dry-run pod passes both systems' pod webhooks: a refusal names the configuration of the webhook
+        # that refused, which may be the other system's.
+        names["configuration"] = owner.metadata.name
     return (
         None if failure is None else failure[0].at(failure[1], **names),
         None if not_observed is None else not_observed[0].at(not_observed[1], **names),
