@@ -110,7 +110,7 @@ class Result(BaseModel):
 
     @classmethod
     def failed(
-        cls, check: str, summary: str, errors: Sequence[str | Finding], details: dict[str, Any] | None = None
+        cls, check: str, summary: str, errors: Sequence[Finding], details: dict[str, Any] | None = None
     ) -> Result:
         """Observed and unhealthy: one error line per problem, naming the object, each with its next step."""
         lines, steps = _lines_and_steps(errors)

@@ -142,7 +142,7 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
         with cluster_factory(settings, deadline) as cluster:
             data = spec.fetch(cluster, params)
             reads = dict(cluster.reads)
-        result = spec.evaluate(data, params, datetime.now(UTC))
+        result = spec.judge(data, params, datetime.now(UTC))
         # How each collection was read (listed, or followed by a warm instance, and why): what an operator
         # reads to see what a run cost, and what the sameness tests compare.
         return result.model_copy(update={"details": {**result.details, "reads": reads}}) if reads else result

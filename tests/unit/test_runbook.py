@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import ValidationError
 
-from outpost import redaction, runbook
+from outpost import redaction, registry, runbook
+from outpost.checks.base import MissingRunbook
 from outpost.errors import (
     AuthRefused,
     ClusterAuthError,
@@ -21,6 +25,7 @@ from outpost.errors import (
     SecretError,
 )
 from outpost.result import Result, Status
+from outpost.runbook import NO_CREDENTIAL
 from outpost.tooling.catalogue import runbook_section
 
 STALE = runbook.Runbook(
@@ -61,7 +66,7 @@ def test_findings_become_lines_and_steps_in_the_same_order() -> None:
 def test_every_line_has_its_step_or_none_has() -> None:
     finding = STALE.at("lease a: stale", namespace="ns", name="a", holder="pa")
     with pytest.raises(ValueError, match="every error line its next step, or none"):
-        Result.failed("leader-leases", "2 problems", [finding, "lease b: stale"])
+        Result.degraded("leader-leases", "2 problems", [finding, "lease b: stale"])
     with pytest.raises(ValidationError, match="line for line"):
         Result(check="c", status=Status.FAILED, summary="s", errors=["a", "b"], next_steps=[finding.next])
 
@@ -118,3 +123,30 @@ def test_a_brace_the_command_needs_is_written_twice_and_shown_once() -> None:
     assert server.placeholders == {"namespace"}
     assert server.step(namespace="ns").command == "kubectl config view --minify -o jsonpath='{.clusters[0]}' -n ns"
     assert "`kubectl config view --minify -o jsonpath='{.clusters[0]}' -n <namespace>`" in runbook_section("", [server])
+
+
+def test_every_check_declares_its_failure_classes() -> None:
+    for spec in [*registry.checks(), *registry.jobs()]:
+        assert spec.runbooks, f"{spec.name} declares no failure class (CheckSpec.runbooks)"
+        for entry in spec.runbooks:
+            assert all((entry.title, entry.cause, entry.command)), f"{spec.name}: {entry.failure} is not filled in"
+
+
+def judged(given: Result) -> Result:
+    """What leader-leases' contract makes of `given`, had its `evaluate` returned it."""
+    spec = registry.get("leader-leases")
+
+    def evaluate(_data: object, _params: object, _now: datetime) -> Result:
+        return given
+
+    return dataclasses.replace(spec, evaluate=evaluate).judge(None, spec.params(), datetime.now(UTC))
+
+
+def test_a_failed_line_without_its_step_is_a_bug_the_runner_reports() -> None:
+    bare = Result(check="leader-leases", status=Status.FAILED, summary="lease a: stale", errors=["lease a: stale"])
+    foreign = Result.failed("leader-leases", "s", [NO_CREDENTIAL.at("lease a: stale", check="x", environment="y")])
+    for given in (bare, foreign):
+        with pytest.raises(MissingRunbook, match="leader-leases: "):
+            judged(given)
+    degraded = Result.degraded("leader-leases", "s", ["a line without a step still pings"])
+    assert judged(degraded) is degraded

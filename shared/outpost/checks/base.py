@@ -16,8 +16,8 @@ from pydantic import ConfigDict
 
 from outpost.cluster import Cluster
 from outpost.kube.access import Access
-from outpost.result import Result
-from outpost.runbook import Runbook
+from outpost.result import Result, Status
+from outpost.runbook import COULD_NOT_OBSERVE, Runbook
 from outpost.strict import StrictScalars
 
 Severity = Literal["critical", "warning"]
@@ -69,3 +69,26 @@ class CheckSpec(Generic[P, D]):
         failures = [runbook.failure for runbook in self.runbooks]
         if len(set(failures)) != len(failures):
             raise ValueError(f"{self.name}: a failure class is declared twice in {failures}")
+        taken = {runbook.failure for runbook in COULD_NOT_OBSERVE}.intersection(failures)
+        if taken:
+            raise ValueError(f"{self.name}: failure classes {sorted(taken)} are the runner's (outpost.runbook)")
+
+    def judge(self, data: D, params: P, now: datetime) -> Result:
+        """`evaluate`, held to the runbook contract: every line of a failed or error result carries a next step of
+        one of this check's failure classes. A line without one is a bug in the check (`MissingRunbook`), which
+        the runner turns into an `internal` error: still no ping, and the person paged is told it is Outpost's.
+        (A degraded result pings all the same, so a line it gives without a step is let through.)"""
+        result = self.evaluate(data, params, now)
+        if result.status not in (Status.FAILED, Status.ERROR):
+            return result
+        declared = {runbook.failure for runbook in self.runbooks}
+        if len(result.next_steps) != len(result.errors):
+            raise MissingRunbook(f"{self.name}: {len(result.errors)} line(s) but {len(result.next_steps)} next step(s)")
+        undeclared = sorted({step.failure for step in result.next_steps} - declared)
+        if undeclared:
+            raise MissingRunbook(f"{self.name}: next steps of undeclared failure classes {undeclared}")
+        return result
+
+
+class MissingRunbook(Exception):
+    """A check gave a line without the next step of one of its declared failure classes."""
