@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hostile import (
     Behaviour,
     HostileServer,
@@ -48,6 +47,7 @@ from hostile import (
 )
 from local_server import LocalServer, free_port
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost import cli
 from outpost.config import Settings, parse_settings
 from outpost.result import Result, Status
@@ -155,29 +155,10 @@ class Env:
     def kubeconfig(
         self, server: str, user: dict[str, Any] | None, *, cluster: dict[str, Any] | None = None, context: str = "c"
     ) -> Settings:
-        entry: dict[str, Any] = {"server": server, "certificate-authority": str(self.pki.ca_file), **(cluster or {})}
-        document: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": context,
-            "clusters": [{"name": "c", "cluster": entry}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", **({"user": "u"} if user is not None else {})}}],
-            "users": [{"name": "u", "user": user}] if user is not None else [],
-        }
-        path = self.tmp / "kubeconfig"
-        path.write_text(yaml.safe_dump(document))
+        path = write_kubeconfig(
+            self.tmp / "kubeconfig", server, user, ca_file=self.pki.ca_file, context=context, **(cluster or {})
+        )
         return self.settings({"mode": "kubeconfig", "path": str(path)})
-
-
-def exec_user(command: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": command,
-            "interactiveMode": "Never",
-            **extra,
-        }
-    }
 
 
 def exec_credential(token: str) -> str:
@@ -627,19 +608,7 @@ def _environment(server: str, **extra: Any) -> dict[str, Any]:
 
 def test_cli_adhoc_kubeconfig_with_plain_http_is_refused(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     plain = env.server(healthy(), tls=False)
-    path = env.tmp / "adhoc"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": {"server": plain.url}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [{"name": "u", "user": {"token": KUBECONFIG_TOKEN}}],
-            }
-        )
-    )
+    path = write_kubeconfig(env.tmp / "adhoc", plain.url, {"token": KUBECONFIG_TOKEN})
     env.monkeypatch.delenv("OUTPOST_CONFIG", raising=False)
     env.monkeypatch.delenv("OUTPOST_ENV", raising=False)
     code = cli.main(["run", "apiserver-health", "--kubeconfig", str(path), "--json"])

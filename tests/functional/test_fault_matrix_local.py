@@ -37,6 +37,7 @@ from child_run import SLACK_SECONDS, ChildOutcome, assert_bounded, child_environ
 from hostile import HostileServer, healthy
 from local_server import LocalServer
 
+from kit.kubeconfigs import kubeconfig_document
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
 
 DEADLINE = 2.0
@@ -120,15 +121,8 @@ class Arena:
         return path
 
     def kubeconfig_document(self, user: dict[str, Any] | None = None, **cluster: Any) -> dict[str, Any]:
-        entry = {"server": self.server.url, "certificate-authority": str(self.pki.ca_file), **cluster}
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "clusters": [{"name": "c", "cluster": entry}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "users": [{"name": "u", "user": user if user is not None else {"token": KUBECONFIG_TOKEN}}],
-        }
+        user = user if user is not None else {"token": KUBECONFIG_TOKEN}
+        return kubeconfig_document(cluster.pop("server", self.server.url), user, ca_file=self.pki.ca_file, **cluster)
 
     def kubeconfig(self, user: dict[str, Any] | None = None, **cluster: Any) -> Path:
         path = self.tmp / "kubeconfig"

@@ -46,6 +46,7 @@ from hostile import Behaviour, HostileServer, Request, healthy, reply
 from local_server import LocalServer, free_port
 from unreachable import ENTRY_MODULE
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
 from samples.aws_events import FUNCTION_URL_EVENT, REST_V1_EVENT, SCHEDULED_EVENT
 
@@ -126,37 +127,8 @@ class Rig:
         plugin = self.tmp / "plugin.sh"
         plugin.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
         plugin.chmod(0o755)
-        kubeconfig = self.tmp / "kubeconfig"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "c",
-                    "clusters": [
-                        {
-                            "name": "c",
-                            "cluster": {
-                                "server": self.server(healthy()),
-                                "certificate-authority": str(self.pki.ca_file),
-                            },
-                        }
-                    ],
-                    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                    "users": [
-                        {
-                            "name": "u",
-                            "user": {
-                                "exec": {
-                                    "apiVersion": "client.authentication.k8s.io/v1",
-                                    "command": str(plugin),
-                                    "interactiveMode": "Never",
-                                }
-                            },
-                        }
-                    ],
-                }
-            )
+        kubeconfig = write_kubeconfig(
+            self.tmp / "kubeconfig", self.server(healthy()), exec_user(plugin), ca_file=self.pki.ca_file
         )
         return self.config(auth={"mode": "kubeconfig", "path": str(kubeconfig)})
 

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from local_server import LocalServer
 from local_tls import https_server
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost import interrupt
 from outpost.config import parse_settings
 from outpost.result import Status
@@ -37,34 +37,7 @@ def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | No
     plugin = tmp_path / "credential-plugin.sh"
     plugin.write_text("#!/bin/sh\n" + script)
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
-    cluster: dict[str, object] = {"server": server}
-    if ca_file:
-        cluster["certificate-authority"] = str(ca_file)
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": cluster}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [
-                    {
-                        "name": "u",
-                        "user": {
-                            "exec": {
-                                "apiVersion": "client.authentication.k8s.io/v1",
-                                "command": str(plugin),
-                                "interactiveMode": "Never",
-                            }
-                        },
-                    }
-                ],
-            }
-        )
-    )
-    return path
+    return write_kubeconfig(tmp_path / "kubeconfig", server, exec_user(plugin), ca_file=ca_file)
 
 
 def settings_for(kubeconfig: Path, deadline: float = 2.0, heartbeat_env: str | None = None):  # type: ignore[no-untyped-def]
