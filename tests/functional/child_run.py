@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 SLACK_SECONDS = 5.0
 """What a case may take beyond its deadline (interpreter start-up, imports, a killed plugin)."""
@@ -158,3 +159,12 @@ def assert_bounded(outcome: ChildOutcome, budget: float, secrets: Sequence[str] 
     assert "Traceback (most recent call last)" not in outcome.output, outcome.output[-2000:]
     for secret in secrets:
         assert secret not in outcome.output, "a credential appeared in the output"
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

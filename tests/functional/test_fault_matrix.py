@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from child_run import alive
 from hostile import (
     Behaviour,
     HostileServer,
@@ -69,11 +70,6 @@ MARGIN = 1.0
 HEARTBEAT_TIMEOUT, HEARTBEAT_RETRIES, HEARTBEAT_BACKOFF = 0.5, 1, 0.1
 HEARTBEAT_BUDGET = HEARTBEAT_TIMEOUT * (HEARTBEAT_RETRIES + 1) + HEARTBEAT_BACKOFF + 1.0  # worst_case_seconds
 MAX_RESPONSE_BYTES = 256 * 1024
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "trusted")
 
 
 @pytest.fixture(scope="module")
@@ -200,17 +196,9 @@ def _plugins_are_gone(env: Env, _result: Result) -> None:
     deadline = time.monotonic() + 2
     for pid_file in env.pid_files:
         pid = int(pid_file.read_text().strip())
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
-        assert not _alive(pid), f"credential plugin process {pid} outlived the run"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+        assert not alive(pid), f"credential plugin process {pid} outlived the run"
 
 
 def _hanging_plugin(env: Env) -> Settings:

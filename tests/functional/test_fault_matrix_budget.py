@@ -45,7 +45,7 @@ from hostile import (
 )
 from local_server import LocalServer
 
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 API_TOKEN = "sa-Bq7Wn2Kx9Lm4Pz8Rt6"
 HEARTBEAT_TOKEN = "hb_Zr5Tq1Ws8Vn3Ky7M"
@@ -57,11 +57,6 @@ HEARTBEAT = {"timeout_seconds": 1.0, "retries": 1, "backoff_seconds": 0.1}
 HEARTBEAT_BUDGET = 1.0 * 2 + 0.1 + 1.0  # outpost.heartbeat.worst_case_seconds of HEARTBEAT
 EXIT = {"ok": 0, "degraded": 0, "failed": 1, "error": 2}
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "budget")
 
 
 @dataclass

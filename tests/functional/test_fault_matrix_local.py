@@ -20,7 +20,6 @@ Every case asserts the whole contract (`child_run.assert_bounded` and more):
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import os
 import re
@@ -37,8 +36,9 @@ from child_run import SLACK_SECONDS, ChildOutcome, assert_bounded, child_environ
 from hostile import HostileServer, healthy
 from local_server import LocalServer
 
+from kit.certs import distinct_cas
 from kit.kubeconfigs import kubeconfig_document
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 DEADLINE = 2.0
 """The check deadline of every case."""
@@ -501,36 +501,11 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "local")
-
-
-@pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Large inputs shared by the cases: bundles of 20,000 and 8,000 distinct CA certificates (OpenSSL loads
     duplicates much faster, so they would not show the cost: 20,000 distinct ones take 24 s, 8,000 take 3.7 s)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     directory = tmp_path_factory.mktemp("big")
-    key = ec.generate_private_key(ec.SECP256R1())
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    pems = []
-    for index in range(20000):
-        name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, f"fault-matrix-ca-{index}")])
-        certificate = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(index + 1)
-            .not_valid_before(start)
-            .not_valid_after(start + datetime.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256())
-        )
-        pems.append(certificate.public_bytes(serialization.Encoding.PEM))
+    pems = distinct_cas(20000, "fault-matrix-ca", days=3650)
     (directory / "bundle-20000.pem").write_bytes(b"".join(pems))
     (directory / "bundle-8000.pem").write_bytes(b"".join(pems[:8000]))  # within the byte limit: the count refuses
     return directory

@@ -41,13 +41,13 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from child_run import ChildOutcome, assert_bounded, child_environment, run_child, run_python
+from child_run import ChildOutcome, alive, assert_bounded, child_environment, run_child, run_python
 from hostile import Behaviour, HostileServer, Request, healthy, reply
 from local_server import LocalServer, free_port
 from unreachable import ENTRY_MODULE
 
 from kit.kubeconfigs import exec_user, write_kubeconfig
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 from samples.aws_events import FUNCTION_URL_EVENT, REST_V1_EVENT, SCHEDULED_EVENT
 
 API_TOKEN = "sa-runtime-Hc4Tq8Wn2Lx6"
@@ -277,14 +277,6 @@ REPEATED = r"^option 'report' given more than once in the body$"
 # -- signals ----------------------------------------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def cli_signal(signum: int, arrange: Callable[[Rig], Path], after: float, *extra: str) -> Callable[[Rig], ChildOutcome]:
     def run(rig: Rig) -> ChildOutcome:
         config = arrange(rig)
@@ -372,9 +364,9 @@ def stopped(
         if plugin:
             pid = int(rig.pid_files[0].read_text().strip())
             limit = time.monotonic() + 0.5
-            while _alive(pid) and time.monotonic() < limit:
+            while alive(pid) and time.monotonic() < limit:
                 time.sleep(0.02)
-            assert not _alive(pid), f"the exec plugin (pid {pid}) outlived the stopped run"
+            assert not alive(pid), f"the exec plugin (pid {pid}) outlived the stopped run"
         else:
             assert rig.arrivals, "rig: the check never reached the API server"
             assert rig.arrivals[0] < rig.started + after, "rig: the signal landed before the run reached the server"
@@ -546,11 +538,6 @@ CASES = [
         no_raw_controls(),
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "runtime")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 
 def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | None = None) -> Path:
@@ -84,11 +84,6 @@ def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
     (step,) = result.next_steps
     assert step.failure == "auth-refused"
     assert step.command.startswith("outpost rbac --env ")
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 HEALTHY_BODY = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n"

@@ -28,16 +28,11 @@ from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 HOSTILE = Path(__file__).with_name("hostile.py")
 DEADLINE = 0.1
 RUNS = 200
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

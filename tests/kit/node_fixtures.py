@@ -51,9 +51,13 @@ def healthz(state: str) -> dict[str, dict[str, Any]]:
 
 def serve(state: str, api: FakeApiServer | None = None) -> FakeApiServer:
     """A fake API server holding every object of `state`."""
+    return serve_documents({name: document(state, name) for name in DOCUMENTS}, api)
+
+
+def serve_documents(documents: dict[str, Any], api: FakeApiServer | None = None) -> FakeApiServer:
+    """A fake API server holding a state's documents (each a list of objects, a DaemonSet, or None: absent)."""
     api = api or FakeApiServer()
-    for name in DOCUMENTS:
-        doc = document(state, name)
+    for doc in documents.values():
         if doc is None:
             continue
         if isinstance(doc, dict):

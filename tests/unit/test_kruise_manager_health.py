@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import MANAGERS_FIXTURES, STATES, State, load, serve
+from kit.managers import MANAGERS_FIXTURES, STATES, State, each_state, load, serve
 from outpost.checks import kruise_manager_health
 from outpost.checks.kruise_manager_health import KruiseManagerHealthParams
 from outpost.cluster import pod_proxy
@@ -77,11 +77,7 @@ def test_every_captured_state_is_known_to_the_kit_and_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(
-    ("state_name", "status", "summary", "errors"),
-    [(name, *case) for name, case in CAPTURED.items()],
-    ids=list(CAPTURED),
-)
+@each_state(CAPTURED)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
@@ -188,7 +184,7 @@ def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_one
     stranger = copy.deepcopy(evicted)
     stranger["metadata"] = {"name": "not-a-manager", "namespace": NS, "labels": {"app": "other"}}
     stranger["status"] = leaving["status"]
-    api = serve(State(state.name, state.captured_at, [*objects, evicted, stranger], state.health))
+    api = serve(state.replaced([*objects, evicted, stranger]))
     result = run(api)
     assert result.status is Status.OK
     assert result.summary == f"{DEPLOYMENT}: 1/1 pods answer /readyz"

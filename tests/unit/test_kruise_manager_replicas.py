@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import STATES, load
+from kit.managers import STATES, each_state, load
 from outpost.checks import kruise_manager_replicas
 from outpost.checks.kruise_manager_replicas import KruiseManagerReplicasData, KruiseManagerReplicasParams
 from outpost.errors import MalformedResponse
@@ -55,11 +55,7 @@ def test_every_captured_state_is_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(
-    ("state_name", "status", "summary", "errors"),
-    [(name, *case) for name, case in CAPTURED.items()],
-    ids=list(CAPTURED),
-)
+@each_state(CAPTURED)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     params = KruiseManagerReplicasParams()
