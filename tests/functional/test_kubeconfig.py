@@ -19,6 +19,7 @@ import yaml
 from hostile import HostileServer, healthy
 
 from kit.certs import distinct_cas
+from kit.kubeconfigs import exec_user
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
@@ -345,13 +346,7 @@ def test_a_plugin_writing_megabytes_to_stderr_still_gives_its_credential(tmp_pat
                     tmp_path,
                     server.url,
                     pki,
-                    {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1",
-                            "command": str(plugin),
-                            "interactiveMode": "Never",
-                        }
-                    },
+                    exec_user(plugin),
                 )
             )
         )
@@ -376,13 +371,7 @@ def test_a_stop_kills_the_running_plugin_it_tracks(tmp_path: Path, pki: Localhos
             tmp_path,
             server.url,
             pki,
-            {
-                "exec": {
-                    "apiVersion": "client.authentication.k8s.io/v1",
-                    "command": str(plugin),
-                    "interactiveMode": "Never",
-                }
-            },
+            exec_user(plugin),
         )
         started = time.monotonic()
         timer.start()

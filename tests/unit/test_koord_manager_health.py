@@ -3,7 +3,7 @@
 evaluate.
 
 What the captures prove: a healthy manager is ok; frozen (SIGSTOPped: the port accepts, nothing answers, the proxy
-gave no answer within capture.py's 5 s) is failed with every pod named as not answering, because the API server
+gave no answer within the capture's 5 s) is failed with every pod named as not answering, because the API server
 itself still answers (the check's docstring: a pod that hangs is not ready; none ready = failed); killed and kept in
 CrashLoopBackOff is failed with the API server's own 503 for each pod; faults aimed at kruise-manager leave this
 check ok. The koordinator-system captures also hold koord-scheduler and koord-descheduler pods, which this check must

@@ -1,7 +1,7 @@
 """kruise-manager-health over states captured from the real kruise-manager v1.8.0 in the sandbox: the real fetch
 through the real `Cluster` on the kit's fake API server (Deployment, pods, the pod proxy's captured answers), then
 evaluate. `/readyz` only by default: kruise-manager v1.8.0 registers no healthz check, so its `/healthz` answers 404
-(the fixtures' kruise `/healthz` answers are the real manager's, see tests/unit/fixtures/managers/capture.py).
+(the fixtures' kruise `/healthz` answers are the real manager's, see tests/kit/capture_managers.py).
 
 What the captures prove: a healthy manager is ok; scaled to 0 is failed; killed and kept in CrashLoopBackOff
 (`manager_down_kruise`) is failed with the API server's own 503 for each pod named; a stolen Lease is invisible
