@@ -73,8 +73,8 @@ def test_cli_json_against_sandbox(sandbox: SandboxInfo) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)
-    assert set(result) == {"check", "status", "summary", "errors", "details", "duration_ms", "reported"}
-    assert result["status"] == "ok"
+    assert set(result) == {"check", "status", "summary", "errors", "next_steps", "details", "duration_ms", "reported"}
+    assert (result["status"], result["next_steps"]) == ("ok", [])
     assert result["reported"] is False
 
 
