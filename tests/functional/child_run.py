@@ -24,6 +24,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
+
+import pytest
 
 SLACK_SECONDS = 5.0
 """What a case may take beyond its deadline (interpreter start-up, imports, a killed plugin)."""
@@ -168,3 +171,19 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def assert_matrix(cases: Sequence[Named], least: int) -> None:
+    """A matrix keeps at least `least` cases (one that shrinks has lost a guarantee), each with a name of its own."""
+    assert len(cases) >= least
+    assert len({case.name for case in cases}) == len(cases)
+
+
+def each_case(cases: Sequence[Named]) -> pytest.MarkDecorator:
+    """A matrix test run once per case, each run named after its case."""
+    return pytest.mark.parametrize("case", cases, ids=[case.name for case in cases])

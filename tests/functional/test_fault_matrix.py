@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from child_run import alive
+from child_run import alive, assert_matrix, each_case
 from hostile import (
     Behaviour,
     HostileServer,
@@ -543,11 +543,10 @@ def assert_no_credential(*texts: str) -> None:
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 40
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 40)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_fault(case: Case, env: Env, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     settings = case.arrange(env)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
-from child_run import assert_bounded, child_environment, run_cli
+from child_run import assert_bounded, assert_matrix, child_environment, each_case, run_cli
 from hostile import (
     Behaviour,
     EndlessList,
@@ -396,11 +396,10 @@ def arena(tmp_path: Path, pki: LocalhostTls, receiver: LocalServer) -> Iterator[
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_budget_fault(case: Case, arena: Arena) -> None:
     args = case.arrange(arena)
     outcome = run_cli(args, env=child_environment(arena.environment), timeout=case.budget + 30)

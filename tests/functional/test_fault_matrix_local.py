@@ -32,7 +32,15 @@ from typing import Any
 
 import pytest
 import yaml
-from child_run import SLACK_SECONDS, ChildOutcome, assert_bounded, child_environment, run_child
+from child_run import (
+    SLACK_SECONDS,
+    ChildOutcome,
+    assert_bounded,
+    assert_matrix,
+    child_environment,
+    each_case,
+    run_child,
+)
 from hostile import HostileServer, healthy
 from local_server import LocalServer
 
@@ -518,11 +526,10 @@ def arena(tmp_path: Path, pki: LocalhostTls, big: Path, receiver: LocalServer) -
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_local_fault(case: Case, arena: Arena) -> None:
     invocation = case.arrange(arena)
     code = COLD_START if case.cold_start else CLI

@@ -41,7 +41,16 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from child_run import ChildOutcome, alive, assert_bounded, child_environment, run_child, run_python
+from child_run import (
+    ChildOutcome,
+    alive,
+    assert_bounded,
+    assert_matrix,
+    child_environment,
+    each_case,
+    run_child,
+    run_python,
+)
 from hostile import Behaviour, HostileServer, Request, healthy, reply
 from local_server import LocalServer, free_port
 from unreachable import ENTRY_MODULE
@@ -554,11 +563,10 @@ def rig(tmp_path: Path, pki: LocalhostTls) -> Iterator[Rig]:
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_runtime_fault(case: Case, rig: Rig) -> None:
     outcome = case.run(rig)
     assert_bounded(outcome, case.budget, SECRETS)

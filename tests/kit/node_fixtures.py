@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.fake_cluster import FakeApiServer
+from outpost.kube.nodes import NodeFacts, UsageSample, facts_of, usage_from_nodemetric
 from outpost.kube.timestamps import parse_time
 
 NODE_FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "nodes"
@@ -41,6 +42,17 @@ def captured_at(state: str) -> datetime:
     moment = parse_time(document(state, "meta")["captured_at"])
     assert moment is not None
     return moment
+
+
+def facts_and_usage(
+    state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
+) -> tuple[tuple[NodeFacts, ...], tuple[UsageSample, ...]]:
+    """What the NodeMetric checks evaluate: the state's nodes (or `nodes`) as facts, its NodeMetrics (or
+    `metrics`) as usage samples."""
+    return (
+        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
+        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
+    )
 
 
 def healthz(state: str) -> dict[str, dict[str, Any]]:
