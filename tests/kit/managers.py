@@ -19,6 +19,7 @@ from kit.captured import Captured
 from kit.captured import load as load_captured
 from kit.fake_cluster import FakeApiServer
 from outpost.kube.paths import pod_proxy
+from outpost.result import Status
 
 MANAGERS_FIXTURES = capture_managers.OUT
 State = Captured
@@ -68,3 +69,8 @@ def each_state(expected: Mapping[str, tuple[Any, ...]]) -> pytest.MarkDecorator:
         [(name, *case) for name, case in expected.items()],
         ids=list(expected),
     )
+
+
+def failed_with(line: str) -> tuple[Status, str, list[str]]:
+    """What a state expects of a check that fails naming one thing: `failed`, that line as summary and error."""
+    return Status.FAILED, line, [line]

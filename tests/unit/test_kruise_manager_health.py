@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import MANAGERS_FIXTURES, STATES, State, each_state, load, serve
+from kit.managers import MANAGERS_FIXTURES, STATES, State, each_state, failed_with, load, serve
 from outpost.checks import kruise_manager_health
 from outpost.checks.kruise_manager_health import KruiseManagerHealthParams
 from outpost.cluster import pod_proxy
@@ -40,10 +40,8 @@ KMRH9, ZF4BW = "kruise-controller-manager-cf4747b9-kmrh9", "kruise-controller-ma
 
 CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
     "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),
-    "scaled_to_zero_kruise": (
-        Status.FAILED,
-        f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)",
-        [f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"],
+    "scaled_to_zero_kruise": failed_with(
+        f"{DEPLOYMENT}: observed 0 pods (scaled to 0) (want at least 1 answering /readyz)"
     ),
     # The thief's Lease makes the manager exit and restart ready but not leading: /readyz cannot tell.
     "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 pods answer /readyz", []),

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import STATES, each_state, load
+from kit.managers import STATES, each_state, failed_with, load
 from outpost.checks import kruise_manager_replicas
 from outpost.checks.kruise_manager_replicas import KruiseManagerReplicasData, KruiseManagerReplicasParams
 from outpost.errors import MalformedResponse
@@ -28,18 +28,10 @@ DEPLOYMENT = "deployment kruise-system/kruise-controller-manager"
 
 CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
     "healthy": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
-    "scaled_to_zero_kruise": (
-        Status.FAILED,
-        f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)",
-        [f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)"],
-    ),
+    "scaled_to_zero_kruise": failed_with(f"{DEPLOYMENT}: observed 0 ready replicas, spec.replicas 0 (want >= 1)"),
     "lease_stolen_kruise": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
     # Still 2 desired, so no "spec.replicas" in the line: the replicas exist and are not ready.
-    "manager_down_kruise": (
-        Status.FAILED,
-        f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)",
-        [f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)"],
-    ),
+    "manager_down_kruise": failed_with(f"{DEPLOYMENT}: observed 0 ready replicas (want >= 1)"),
     "manager_frozen_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
     "manager_down_koord": (Status.OK, f"{DEPLOYMENT}: 2/2 replicas ready", []),
 }
