@@ -15,19 +15,12 @@ import json
 import resource
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-SCHEDULED_EVENT: dict[str, Any] = {
-    "version": "0",
-    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
-    "detail-type": "Scheduled Event",
-    "source": "aws.events",
-    "account": "123456789012",
-    "time": "2015-10-08T16:53:06Z",
-    "region": "us-east-1",
-    "resources": ["arn:aws:events:us-east-1:123456789012:rule/my-scheduled-rule"],
-    "detail": {},
-}
+SCHEDULED_EVENT: dict[str, Any] = json.loads(
+    (Path(__file__).resolve().parents[1] / "samples" / "scheduled-event.json").read_text()
+)
 
 
 def cpu() -> float:

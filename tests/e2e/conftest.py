@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from check_runs import CheckRuns
 
 from outpost_sandbox import faults, systems
 from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.cluster import COMPONENTS, Sandbox, SandboxError
+from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,14 @@ class SandboxInfo:
         if check and proc.returncode != 0:
             pytest.fail(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}", pytrace=False)
         return proc
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every e2e test is a `sandbox` test: marked here once rather than in each file."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            item.add_marker(pytest.mark.sandbox)
 
 
 @pytest.fixture(scope="session")
@@ -89,6 +99,31 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     finally:
         if not reuse_dir:
             handle.down()
+
+
+@pytest.fixture
+def receiver() -> Iterator[HeartbeatReceiver]:
+    """A real heartbeat receiver on a local port for one test: `url_for(check)`, `pings_for(check)`."""
+    with HeartbeatReceiver() as running:
+        yield running
+
+
+@pytest.fixture
+def runs(
+    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
+) -> CheckRuns:
+    """Configurations and runs of checks as the probe, their heartbeats to this test's `receiver`."""
+    return CheckRuns(tmp_path, sandbox, receiver, monkeypatch)
+
+
+@pytest.fixture
+def sb(sandbox: SandboxInfo) -> Iterator[SandboxInfo]:
+    """The sandbox with no fault active, before the test and after it whatever happened."""
+    faults.heal(state_dir=sandbox.state_dir)
+    try:
+        yield sandbox
+    finally:
+        faults.heal(state_dir=sandbox.state_dir)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -3,8 +3,6 @@ served by functions-framework as Cloud Functions serves it, and called with a sc
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,20 +13,14 @@ from typing import Any
 import functions_framework
 from werkzeug.serving import make_server
 
+from kit.entries import cold_import
 from outpost.runtime.common import CheckUnhealthy
 from samples.aws_events import SCHEDULED_EVENT
-
-_fresh = itertools.count()
 
 
 def lambda_module(entry: Path) -> ModuleType:
     """Import the entry module as Lambda would on a cold start (a new module object each time)."""
-    spec = importlib.util.spec_from_file_location(f"runtime_e2e_entry_{next(_fresh)}", entry)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return cold_import(entry)
 
 
 @contextmanager

@@ -7,29 +7,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from probe_runs import assert_silent, heartbeat_env, run, write_config
+from check_runs import CheckRuns
 
 from outpost.errors import ConfigError
 from outpost.result import Status
 from outpost.settings import load_settings
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "apiserver-latency"
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        monkeypatch.setenv(heartbeat_env(CHECK), running.url_for(CHECK))
-        yield running
 
 
 @pytest.fixture
@@ -54,34 +44,28 @@ def get_traffic(sandbox: SandboxInfo) -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("get_traffic")
-def test_healthy_p99_per_verb_is_ok_and_pings_once(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"interval_seconds": 3}), CHECK)
-    assert result.status is Status.OK, result.errors
+def test_healthy_p99_per_verb_is_ok_and_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK, {"interval_seconds": 3})
     verbs = result.details["verbs"]
     assert verbs["GET"]["judged"]
     assert verbs["GET"]["quantile_seconds"] <= verbs["GET"]["threshold_seconds"]
     assert not {"WATCH", "CONNECT"} & set(verbs)
     assert result.details["window"].endswith(" s")
-    assert receiver.pings_for(CHECK) == 1
 
 
 @pytest.mark.usefixtures("get_traffic")
-def test_thresholds_below_observed_latency_fail_naming_the_verb(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_thresholds_below_observed_latency_fail_naming_the_verb(runs: CheckRuns) -> None:
     params = {"interval_seconds": 3, "thresholds_seconds": {"GET": 0.000001}, "default_threshold_seconds": None}
-    result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, params), CHECK)
+    result = runs.probe(CHECK, params)
     assert result.status is Status.FAILED, result.summary
     (line,) = result.errors
     assert line.startswith("apiserver verb GET: observed p99 ")
     assert line.endswith("(want <= 1e-06 s)")
-    assert_silent(result, receiver, CHECK)
+    runs.assert_silent(result, CHECK)
 
 
-def test_interval_longer_than_the_deadline_is_refused(tmp_path: Path, sandbox: SandboxInfo) -> None:
-    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"interval_seconds": 28}, deadline=30)
+def test_interval_longer_than_the_deadline_is_refused(runs: CheckRuns) -> None:
+    config = runs.config(CHECK, {"interval_seconds": 28}, deadline=30)
     with pytest.raises(ConfigError) as refused:
         load_settings(config)
     assert any("interval_seconds 28" in problem for problem in refused.value.problems)

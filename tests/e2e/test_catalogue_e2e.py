@@ -12,33 +12,20 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
 import yaml
+from check_runs import LOCAL, Receiver
 
 from outpost import registry
 from outpost_sandbox.cluster import pointed_at
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
-LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
 
-
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def test_run_all_on_the_local_environment_is_all_ok(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_run_all_on_the_local_environment_is_all_ok(tmp_path: Path, sandbox: SandboxInfo, receiver: Receiver) -> None:
     environment = pointed_at(yaml.safe_load(LOCAL.read_text()), sandbox.state_dir)
     env = dict(os.environ)
     for name, check in environment["checks"].items():

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from check_runs import LOCAL
 from cryptography import x509
 from generated_rbac import probe_granted_for
 from sandbox_http import age, get_json
@@ -39,9 +40,7 @@ from outpost_sandbox.procs import ProcessTable
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 HEALED_LATENCY_WINDOW_S = 2.0  # the managers' Lease renewals (every 2 s) put PUTs and GETs in every window
-LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
 
 
 def targets(fault: faults.Fault) -> list[str | None]:

@@ -5,37 +5,14 @@ be placed, unschedulable for an hour) → failed on the first run through the CL
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import pytest
-from workload_checks import local_config, run, run_cli
+from check_runs import CheckRuns, broken
 
-from outpost.result import Status
-from outpost_sandbox import faults
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-
-if TYPE_CHECKING:
-    from conftest import SandboxInfo
-
-pytestmark = pytest.mark.sandbox
 CHECK = "gang-scheduling"
 
 
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def test_healthy_is_ok_and_pings_once(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    result = run(local_config(tmp_path, sandbox, [CHECK]), CHECK, receiver, monkeypatch)
-    assert result.status is Status.OK, result
-    assert result.reported is True
-    assert receiver.pings_for(CHECK) == 1
+def test_healthy_is_ok_and_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK, config=runs.local(CHECK))
     assert result.details["by_phase"].get("Running", 0) >= 1
 
 
@@ -54,16 +31,11 @@ def test_healthy_is_ok_and_pings_once(
         ),
     ],
 )
-def test_fault_fails_on_the_first_run(
-    fault: str, named: str, tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    config = local_config(tmp_path, sandbox, [CHECK])
-    faults.break_fault(fault, state_dir=sandbox.state_dir)
-    try:
-        code, result = run_cli(config, CHECK, receiver)
-    finally:
-        faults.heal(fault, state_dir=sandbox.state_dir)
+def test_fault_fails_on_the_first_run(fault: str, named: str, runs: CheckRuns) -> None:
+    config = runs.local(CHECK)
+    with broken(fault, runs.sandbox.state_dir):
+        code, result = runs.cli(config, CHECK)
     assert (code, result["status"]) == (1, "failed"), result
     assert any(line.startswith(named) for line in result["errors"]), result["errors"]
     assert result["reported"] is False
-    assert receiver.pings_for(CHECK) == 0
+    assert runs.receiver.pings_for(CHECK) == 0

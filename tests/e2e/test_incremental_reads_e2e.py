@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from check_runs import LOCAL
 from generated_rbac import probe_granted_for
 from sandbox_http import api
 
@@ -32,8 +33,6 @@ from outpost_sandbox.cluster import node_manifest, pointed_at
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
-LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
 NODE = "outpost-incremental-node"
 COLLECTIONS: dict[str, Collection[Any, Any]] = {
     "nodes": Collection(collection_path(NODES), NodeOutline, outline_facts),

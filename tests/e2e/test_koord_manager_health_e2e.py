@@ -10,59 +10,28 @@ adapters' answer to it is test_runtimes_koordinator_e2e.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-import pytest
-from managers_e2e import heartbeat_env, run_once, write_config
+from check_runs import CheckRuns, assert_every_pod_ready, manager_pods
 
 from outpost.result import Status
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
-if TYPE_CHECKING:
-    from conftest import SandboxInfo
-
-pytestmark = pytest.mark.sandbox
 CHECK = "koord-manager-health"
 NS = "koordinator-system"
+SELECTOR = "koord-app=koord-manager"
 REPLICAS = 2  # the koord-manager Deployment of Koordinator's config/, as the sandbox installs it
 METRICS = {"port": 8080, "paths": ["/metrics"]}
 
 
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        monkeypatch.setenv(heartbeat_env(CHECK), running.url_for(CHECK))
-        yield running
+def test_healthy_is_ok_and_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK)
+    assert_every_pod_ready(result, manager_pods(runs.sandbox, NS, SELECTOR), REPLICAS)
 
 
-def manager_pods(sandbox: SandboxInfo) -> list[str]:
-    out = sandbox.kubectl("get", "pods", "-n", NS, "-l", "koord-app=koord-manager", "-o", "name")
-    return sorted(line.removeprefix("pod/") for line in out.stdout.split())
-
-
-def test_healthy_is_ok_and_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    result = run_once(write_config(tmp_path, sandbox, CHECK), CHECK)
-    assert result.status is Status.OK, result.errors
-    assert result.reported is True
-    assert receiver.pings_for(CHECK) == 1
-    pods = manager_pods(sandbox)
-    assert len(pods) == REPLICAS
-    assert result.details["paths"] == ["/readyz"]
-    assert sorted(result.details["pods"]) == pods
-    for outcomes in result.details["pods"].values():
-        assert [(o["endpoint"], o["status_code"]) for o in outcomes] == [(":8000/readyz", 200)]
-
-
-def test_another_body_fails_unless_judged_by_status_code_only(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    pods = manager_pods(sandbox)
-    by_body = run_once(write_config(tmp_path, sandbox, CHECK, METRICS), CHECK)
+def test_another_body_fails_unless_judged_by_status_code_only(runs: CheckRuns) -> None:
+    pods = manager_pods(runs.sandbox, NS, SELECTOR)
+    by_body = runs.probe(CHECK, METRICS)
     assert by_body.status is Status.FAILED, by_body.summary
     assert [line.partition(": ")[0] for line in by_body.errors] == [f"pod {NS}/{pod} :8080/metrics" for pod in pods]
     assert all("HTTP 200 with body " in line and line.endswith("(want 'ok')") for line in by_body.errors)
-    by_code = run_once(write_config(tmp_path, sandbox, CHECK, {**METRICS, "expect_body": None}), CHECK)
+    by_code = runs.probe(CHECK, {**METRICS, "expect_body": None})
     assert by_code.status is Status.OK, by_code.errors
-    assert receiver.pings_for(CHECK) == 1  # the status-code run's only
+    assert runs.receiver.pings_for(CHECK) == 1  # the status-code run's only

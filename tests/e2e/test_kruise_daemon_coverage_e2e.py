@@ -11,29 +11,20 @@ catalogue's (test_fault_catalogue_e2e.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from node_e2e import REAL_NODES, run_as_probe
+from check_runs import REAL_NODES, CheckRuns
 
 from outpost import rbac
 from outpost.rbac import NODE_PROXY_ROLE, PROBE_USER
 from outpost.result import Status
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "kruise-daemon-coverage"
 HEALTHZ: dict[str, Any] = {"probe_healthz": True, "healthz_timeout_seconds": 3}
-
-
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
 
 
 @pytest.fixture
@@ -58,41 +49,31 @@ def node_proxy_granted(sandbox: SandboxInfo) -> Iterator[None]:
         sandbox.kubectl("delete", "-f", str(manifest), "--ignore-not-found")
 
 
-def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver)
-    assert result.status is Status.OK, result.errors
-    assert result.details["covered"] == sandbox.nodes + REAL_NODES
-    assert receiver.pings_for(CHECK) == 1
+def test_healthy_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK, shipped=True)
+    assert result.details["covered"] == runs.sandbox.nodes + REAL_NODES
 
 
-def test_healthz_without_the_node_proxy_role_is_error(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
+def test_healthz_without_the_node_proxy_role_is_error(runs: CheckRuns) -> None:
+    result = runs.probe(CHECK, HEALTHZ, shipped=True)
     assert result.status is Status.ERROR
     assert "HTTP 403" in result.summary
-    assert receiver.pings_for(CHECK) == 0
+    assert runs.receiver.pings_for(CHECK) == 0
 
 
-def test_healthy_with_healthz_pings_once(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, node_proxy_granted: None
-) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, HEALTHZ)
-    assert result.status is Status.OK, result.errors
+def test_healthy_with_healthz_pings_once(runs: CheckRuns, node_proxy_granted: None) -> None:
+    result = runs.healthy(CHECK, HEALTHZ, shipped=True)
     assert result.details["healthz"]["by_class"] == {
         "real": {"probed": REAL_NODES, "healthy": REAL_NODES},
-        "fake": {"probed": sandbox.nodes, "healthy": sandbox.nodes},
+        "fake": {"probed": runs.sandbox.nodes, "healthy": runs.sandbox.nodes},
     }
-    assert receiver.pings_for(CHECK) == 1
 
 
-def test_default_healthz_classes_ask_the_real_node_only(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, node_proxy_granted: None
-) -> None:
+def test_default_healthz_classes_ask_the_real_node_only(runs: CheckRuns, node_proxy_granted: None) -> None:
     params = {**HEALTHZ, "healthz_classes": ["real"]}  # the default, over local.yaml's [real, fake]
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, params)
-    assert result.status is Status.OK, result.errors
+    result = runs.healthy(CHECK, params, shipped=True)
     assert result.details["healthz"]["probed"] == REAL_NODES
-    assert result.details["healthz"]["not_probed"] == {"fake": sandbox.nodes}
-    assert result.summary.endswith(f"healthy on all {REAL_NODES} real nodes probed, {sandbox.nodes} fake not probed")
-    assert receiver.pings_for(CHECK) == 1
+    assert result.details["healthz"]["not_probed"] == {"fake": runs.sandbox.nodes}
+    assert result.summary.endswith(
+        f"healthy on all {REAL_NODES} real nodes probed, {runs.sandbox.nodes} fake not probed"
+    )

@@ -10,45 +10,25 @@ A Lease taken from kwok (node-lease-stale) and kwok stopped (kwok-down) are the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-import pytest
-from node_e2e import run_as_probe
+from check_runs import CheckRuns
 
 from outpost.result import Status
 from outpost_sandbox.cluster import NODE_LEASE_SECONDS
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
-if TYPE_CHECKING:
-    from conftest import SandboxInfo
-
-pytestmark = pytest.mark.sandbox
 CHECK = "kwok-node-consistency"
 
 
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver)
-    assert result.status is Status.OK, result.errors
-    assert result.details["selected"] == sandbox.nodes
+def test_healthy_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK, shipped=True)
+    assert result.details["selected"] == runs.sandbox.nodes
     assert result.details["max_lease_duration_seconds"] == 600
-    assert receiver.pings_for(CHECK) == 1
 
 
-def test_a_bound_below_kwoks_lease_duration_names_every_lease(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_a_bound_below_kwoks_lease_duration_names_every_lease(runs: CheckRuns) -> None:
     bound = NODE_LEASE_SECONDS - 10
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, {"max_lease_duration_seconds": bound})
+    result = runs.probe(CHECK, {"max_lease_duration_seconds": bound}, shipped=True)
     assert result.status is Status.FAILED, result.summary
-    assert result.details["long_lease_count"] == sandbox.nodes
+    assert result.details["long_lease_count"] == runs.sandbox.nodes
     assert result.details["stale_lease_count"] == 0
     assert result.errors[0].startswith(
         f"lease kube-node-lease/kwok-node-0: observed leaseDurationSeconds {NODE_LEASE_SECONDS}, holder "
@@ -56,5 +36,4 @@ def test_a_bound_below_kwoks_lease_duration_names_every_lease(
     assert result.errors[0].endswith(
         f"(want <= {bound} s: a holder that stopped renewing would look alive for {NODE_LEASE_SECONDS} s)"
     )
-    assert result.reported is False
-    assert receiver.pings_for(CHECK) == 0
+    runs.assert_silent(result, CHECK)

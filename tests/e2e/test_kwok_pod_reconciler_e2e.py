@@ -18,16 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from workload_checks import local_config, run_cli
+from check_runs import CheckRuns
 
 from outpost_sandbox import faults
 from outpost_sandbox.faults.base import NO_KOORDLET_LABEL, NO_KRUISE_DAEMON_LABEL
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 JOB = "kwok-pod-reconciler"
 NS = "default"
 OTHER_NODE = "outpost-e2e-not-kwok"
@@ -38,15 +36,9 @@ EVERY_POD = (*FAKE_PODS, ON_OTHER_NODE, UNBOUND)
 MOVED = ", ".join(f"{NS}/{name}" for name in FAKE_PODS)
 
 
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def config(tmp_path: Path, sandbox: SandboxInfo, **params: Any) -> Path:
+def config(runs: CheckRuns, **params: Any) -> Path:
     # kwok is stopped in these tests, so no race with it: pods need not wait min_pending_seconds.
-    return local_config(tmp_path, sandbox, [JOB], {JOB: {"min_pending_seconds": 0, **params}})
+    return runs.local(JOB, {"min_pending_seconds": 0, **params})
 
 
 def kubectl_as_reconciler(sandbox: SandboxInfo, *args: str) -> str:
@@ -84,14 +76,14 @@ def internal_ip(sandbox: SandboxInfo, node: str) -> str:
     return str(next(a["address"] for a in addresses if a["type"] == "InternalIP"))
 
 
-def test_healthy_kwok_leaves_nothing_to_do(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    code, result = run_cli(local_config(tmp_path, sandbox, [JOB]), JOB, receiver)
+def test_healthy_kwok_leaves_nothing_to_do(runs: CheckRuns, sandbox: SandboxInfo) -> None:
+    code, result = runs.cli(runs.local(JOB), JOB)
     assert (code, result["status"]) == (0, "ok"), result
     assert result["summary"] == "moved 0 Pending pod(s) on fake nodes to Running"
     assert result["details"]["fake_nodes"] == sandbox.nodes
     assert result["details"]["moved"] == []
     assert result["reported"] is True
-    assert receiver.pings_for(JOB) == 1
+    assert runs.receiver.pings_for(JOB) == 1
 
 
 def test_the_write_identity_can_do_only_what_the_job_does(sandbox: SandboxInfo) -> None:
@@ -167,21 +159,19 @@ def kwok_down_with_pods(sandbox: SandboxInfo) -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("kwok_down_with_pods")
-def test_kwok_down_moves_exactly_the_fake_node_pods(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    code, dry = run_cli(config(tmp_path, sandbox, dry_run=True), JOB, receiver)
+def test_kwok_down_moves_exactly_the_fake_node_pods(runs: CheckRuns, sandbox: SandboxInfo) -> None:
+    code, dry = runs.cli(config(runs, dry_run=True), JOB)
     assert (code, dry["status"]) == (0, "ok"), dry
     assert dry["summary"] == f"would move 2 Pending pod(s) on fake nodes to Running: {MOVED}"
     assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")  # the dry run moved nothing
 
-    code, refused = run_cli(_as_probe(tmp_path, sandbox), JOB, receiver)
+    code, refused = runs.cli(_as_probe(runs), JOB)
     assert (code, refused["status"]) == (2, "error"), refused
     assert "HTTP 403" in refused["summary"]
     assert refused["reported"] is False
     assert phases(sandbox) == dict.fromkeys(EVERY_POD, "Pending")
 
-    code, result = run_cli(config(tmp_path, sandbox), JOB, receiver)
+    code, result = runs.cli(config(runs), JOB)
     assert (code, result["status"]) == (0, "ok"), result
     assert result["details"]["moved"] == [f"{NS}/{name}" for name in FAKE_PODS]
     assert result["summary"] == f"moved 2 Pending pod(s) on fake nodes to Running: {MOVED}"
@@ -205,17 +195,17 @@ def test_kwok_down_moves_exactly_the_fake_node_pods(
         assert moved["hostIP"] == internal_ip(sandbox, node), name
         assert "podIP" not in moved, name
 
-    code, again = run_cli(config(tmp_path, sandbox), JOB, receiver)
+    code, again = runs.cli(config(runs), JOB)
     assert (code, again["status"], again["details"]["moved"]) == (0, "ok", []), again
     # Pinged by the dry run and the two completed runs; never by the refused one.
-    assert receiver.pings_for(JOB) == 3
+    assert runs.receiver.pings_for(JOB) == 3
 
 
-def _as_probe(tmp_path: Path, sandbox: SandboxInfo) -> Path:
+def _as_probe(runs: CheckRuns) -> Path:
     """The job's configuration, but run as the read-only probe: its writes must be refused."""
-    path = config(tmp_path, sandbox)
+    path = config(runs)
     doc = yaml.safe_load(path.read_text())
-    doc["checks"][JOB]["cluster_auth"]["path"] = str(sandbox.probe_kubeconfig)
-    probe = tmp_path / "as-probe.yaml"
+    doc["checks"][JOB]["cluster_auth"]["path"] = str(runs.sandbox.probe_kubeconfig)
+    probe = runs.directory / "as-probe.yaml"
     probe.write_text(yaml.safe_dump(doc))
     return probe

@@ -11,32 +11,21 @@ catches a stolen Lease. The theft itself, the managers down, frozen or scaled to
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from managers_e2e import heartbeat_env, run_once, wait_leases_settled, write_config
+from check_runs import CheckRuns, wait_leases_settled
 
 from outpost.result import Status
 from outpost_sandbox import systems
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 from outpost_sandbox.kubelet.daemon import NODE_NAME
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "leader-leases"
 LEASES = {f"{ns}/{lease}": selector for ns, selector, lease in systems.MANAGERS.values()}
 UPSTREAM_DURATION = 15
-
-
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        monkeypatch.setenv(heartbeat_env(CHECK), running.url_for(CHECK))
-        yield running
 
 
 @pytest.fixture
@@ -55,13 +44,8 @@ def running_pods(sandbox: SandboxInfo, namespace: str, selector: str) -> dict[st
 
 
 @pytest.mark.usefixtures("settled")
-def test_healthy_reports_the_real_holder_pods_and_pings_once(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    result = run_once(write_config(tmp_path, sandbox, CHECK), CHECK)
-    assert result.status is Status.OK, result.errors
-    assert result.reported is True
-    assert receiver.pings_for(CHECK) == 1
+def test_healthy_reports_the_real_holder_pods_and_pings_once(runs: CheckRuns, sandbox: SandboxInfo) -> None:
+    result = runs.healthy(CHECK)
     assert sorted(result.details["leases"]) == sorted(LEASES)
     for key, selector in LEASES.items():
         lease = result.details["leases"][key]
@@ -73,11 +57,9 @@ def test_healthy_reports_the_real_holder_pods_and_pings_once(
 
 
 @pytest.mark.usefixtures("settled")
-def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(runs: CheckRuns) -> None:
     bound = UPSTREAM_DURATION - 5
-    result = run_once(write_config(tmp_path, sandbox, CHECK, {"max_lease_duration_seconds": bound}), CHECK)
+    result = runs.probe(CHECK, {"max_lease_duration_seconds": bound})
     assert result.status is Status.FAILED, result.summary
     holders = {key: lease["holder"] for key, lease in result.details["leases"].items()}
     assert sorted(line.partition(": ")[0] for line in result.errors) == sorted(f"lease {key}" for key in LEASES)
@@ -87,4 +69,4 @@ def test_a_lease_longer_than_the_bound_fails_naming_holder_and_duration(
             f"lease {key}: observed leaseDurationSeconds {UPSTREAM_DURATION} held by {holder} "
             f"(want <= {bound} s: nobody would take over for {UPSTREAM_DURATION} s"
         )
-    assert receiver.pings_for(CHECK) == 0
+    assert runs.receiver.pings_for(CHECK) == 0

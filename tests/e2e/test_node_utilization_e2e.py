@@ -8,60 +8,37 @@ bounds is the fault catalogue's (node-utilization-low/-high, test_fault_catalogu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import pytest
-from node_e2e import REAL_NODES, run_as_probe
+from check_runs import REAL_NODES, CheckRuns
 
 from outpost.result import Status
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
-if TYPE_CHECKING:
-    from conftest import SandboxInfo
-
-pytestmark = pytest.mark.sandbox
 CHECK = "node-utilization"
 
 
-@pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def test_healthy_pings_once(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver)
-    assert result.status is Status.OK, result.errors
+def test_healthy_pings_once(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK, shipped=True)
     assert result.details["mean_percent"] == pytest.approx(62.0, abs=0.1)
-    assert result.details["sampled"] == sandbox.nodes + REAL_NODES
+    assert result.details["sampled"] == runs.sandbox.nodes + REAL_NODES
     assert result.details["bounds_percent"] == {"lower": 60, "upper": 65}
-    assert receiver.pings_for(CHECK) == 1
 
 
-def test_defaults_judge_the_real_node_without_a_lower_bound(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, shipped=False)
-    assert result.status is Status.OK, result.errors
+def test_defaults_judge_the_real_node_without_a_lower_bound(runs: CheckRuns) -> None:
+    result = runs.healthy(CHECK)
     assert result.details["sampled"] == REAL_NODES
     assert result.details["bounds_percent"] == {"lower": None, "upper": 65}
     assert result.summary.endswith("within <= 65 %; no node above 65 %")
-    assert receiver.pings_for(CHECK) == 1
 
 
-def test_nodes_above_the_node_threshold_are_named_degraded(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_nodes_above_the_node_threshold_are_named_degraded(runs: CheckRuns) -> None:
     # The mean (62 %) stays within local.yaml's 60 to 65 %; every node is above a 50 % threshold.
     params = {"node_threshold_percent": 50, "upper_percent": 65}
-    result = run_as_probe(tmp_path, CHECK, sandbox.probe_kubeconfig, receiver, params)
+    result = runs.probe(CHECK, params, shipped=True)
     assert result.status is Status.DEGRADED, result.summary
-    assert result.details["above_threshold_count"] == sandbox.nodes + REAL_NODES
+    assert result.details["above_threshold_count"] == runs.sandbox.nodes + REAL_NODES
     assert result.errors[0].startswith("node ")
     assert result.errors[0].endswith(
         " % (NodeMetric) (want <= 50 %: LoadAwareScheduling filters the node out above it)"
     )
     assert result.reported is True
-    assert receiver.pings_for(CHECK) == 1
+    assert runs.receiver.pings_for(CHECK) == 1

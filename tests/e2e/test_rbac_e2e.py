@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import ssl
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import yaml
+from check_runs import LOCAL
 
 from outpost import rbac
 from outpost.config import Settings, parse_settings
@@ -27,8 +27,6 @@ from outpost_sandbox.cluster import pointed_at
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
-LOCAL = Path(__file__).resolve().parents[2] / "infra" / "environments" / "local.yaml"
 RBAC_PROPAGATION_SECONDS = 20.0
 
 

@@ -14,58 +14,29 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import yaml
+from check_runs import CheckRuns, Receiver
 from runtime_entry import lambda_module, scheduled, served_http_target
 
 from outpost_sandbox import faults
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 from samples.aws_events import FUNCTION_URL_EVENT
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "apiserver-health"
 ENTRY = Path(__file__).resolve().parents[2] / "functions" / "apiserver_health" / "main.py"
 COMPARED = ("check", "status", "environment")
 
 
 @pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-@pytest.fixture
-def configured(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "runtime-e2e.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "environment": "runtime-e2e",
-                "cluster": {
-                    "name": "sandbox",
-                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 20,
-                },
-                "heartbeat": {"timeout_seconds": 2, "retries": 0},
-                "checks": {CHECK: {"heartbeat": "env:RUNTIME_E2E_HEARTBEAT"}},
-            }
-        )
-    )
-    monkeypatch.setenv("OUTPOST_CONFIG", str(path))
-    monkeypatch.setenv("RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
-
-
-@pytest.fixture
-def gcf_url(configured: None) -> Iterator[str]:
+def gcf_url(runs: CheckRuns) -> Iterator[str]:
+    """The check deployed (OUTPOST_CONFIG, its heartbeat) and its entry module served by functions-framework."""
+    runs.deployed(CHECK)
     with served_http_target(ENTRY) as url:
         yield url
 
 
-def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: HeartbeatReceiver) -> None:
+def test_adapters_agree_when_healthy(gcf_url: str, receiver: Receiver) -> None:
     module = lambda_module(ENTRY)
     from_schedule = scheduled(module)
     url_response = module.handler(FUNCTION_URL_EVENT, None)
@@ -84,9 +55,7 @@ def test_adapters_agree_when_healthy(configured: None, gcf_url: str, receiver: H
     assert receiver.pings_for(CHECK) == 3
 
 
-def test_adapters_agree_when_etcd_is_down(
-    configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_adapters_agree_when_etcd_is_down(gcf_url: str, sandbox: SandboxInfo, receiver: Receiver) -> None:
     module = lambda_module(ENTRY)
     faults.break_fault("etcd-down", state_dir=sandbox.state_dir)
     try:

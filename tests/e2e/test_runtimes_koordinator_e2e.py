@@ -15,57 +15,28 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import yaml
+from check_runs import CheckRuns, Receiver
 from runtime_entry import lambda_module, scheduled, served_http_target
 
 from outpost_sandbox import faults
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "koord-manager-health"
 ENTRY = Path(__file__).resolve().parents[2] / "functions" / "koord_manager_health" / "main.py"
 
 
 @pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-@pytest.fixture
-def configured(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "koordinator-runtime-e2e.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "environment": "koordinator-runtime-e2e",
-                "cluster": {
-                    "name": "sandbox",
-                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 20,
-                },
-                "heartbeat": {"timeout_seconds": 2, "retries": 0},
-                "checks": {CHECK: {"heartbeat": "env:KOORD_RUNTIME_E2E_HEARTBEAT"}},
-            }
-        )
-    )
-    monkeypatch.setenv("OUTPOST_CONFIG", str(path))
-    monkeypatch.setenv("KOORD_RUNTIME_E2E_HEARTBEAT", receiver.url_for(CHECK))
-
-
-@pytest.fixture
-def gcf_url(configured: None) -> Iterator[str]:
+def gcf_url(runs: CheckRuns) -> Iterator[str]:
+    """The check deployed (OUTPOST_CONFIG, its heartbeat) and its entry module served by functions-framework."""
+    runs.deployed(CHECK)
     with served_http_target(ENTRY) as url:
         yield url
 
 
 def test_koord_manager_health_through_lambda_and_functions_framework(
-    configured: None, gcf_url: str, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+    gcf_url: str, sandbox: SandboxInfo, receiver: Receiver
 ) -> None:
     module = lambda_module(ENTRY)
     healthy_schedule = scheduled(module)

@@ -22,7 +22,6 @@ import yaml
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 
 POD_NET = ipaddress.ip_network("10.244.0.0/16")
 NODE_NET = ipaddress.ip_network("10.245.0.0/16")

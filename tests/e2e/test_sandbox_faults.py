@@ -13,15 +13,13 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sandbox_http import LS_WEB, age, api, get_json
 
 from outpost_sandbox import faults
-
-pytestmark = pytest.mark.sandbox
 
 
 def status_of(sb: Any, path: str, admin: bool = False) -> int:
@@ -34,16 +32,6 @@ def eventually(what: str, predicate: Callable[[], bool], timeout: float = 60) ->
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s: {what}", pytrace=False)
         time.sleep(0.5)
-
-
-@pytest.fixture
-def sb(sandbox: Any) -> Iterator[Any]:
-    faults.heal(state_dir=sandbox.state_dir)
-    try:
-        yield sandbox
-    finally:
-        faults.heal(state_dir=sandbox.state_dir)
-    assert faults.active(sandbox.state_dir) == []
 
 
 def brk(sb: Any, name: str, target: str | None = None, **options: Any) -> None:

@@ -25,8 +25,6 @@ from outpost_sandbox.kubelet import daemon as kubelet
 from outpost_sandbox.kubelet import images, podnet
 from outpost_sandbox.procs import ProcessTable
 
-pytestmark = pytest.mark.sandbox
-
 KOORD_WEBHOOK_HEALTHZ = (
     "/api/v1/namespaces/koordinator-system/services/https:koordinator-webhook-service:443/proxy/healthz"
 )

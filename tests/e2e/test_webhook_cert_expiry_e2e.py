@@ -10,21 +10,18 @@ certificates are the fault catalogue's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from check_runs import CheckRuns
 from generated_rbac import probe_granted_for
-from probe_runs import assert_silent, heartbeat_env, run, write_config
 
 from outpost.result import Status
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECK = "webhook-cert-expiry"
 CONFIGURATIONS = (
     "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration",
@@ -41,13 +38,6 @@ TEN_YEARS_DAYS = 3650
 github.com/koordinator-sh/koordinator@v1.6.0, pkg/webhook/util/generator/selfsigned.go)."""
 
 
-@pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        monkeypatch.setenv(heartbeat_env(CHECK), running.url_for(CHECK))
-        yield running
-
-
 def can_i(sandbox: SandboxInfo, *args: str) -> str:
     return str(sandbox.kubectl("auth", "can-i", *args, probe=True, check=False).stdout).strip()
 
@@ -59,12 +49,9 @@ def test_probe_may_get_no_secret_by_default(sandbox: SandboxInfo) -> None:
     assert can_i(sandbox, "get", "secrets/some-other-secret", "-n", "kruise-system") == "no"
 
 
-def test_healthy_is_ok_and_pings_once_without_secret_rights(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
+def test_healthy_is_ok_and_pings_once_without_secret_rights(runs: CheckRuns, sandbox: SandboxInfo) -> None:
     assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
-    result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK), CHECK)
-    assert result.status is Status.OK, result.errors
+    result = runs.healthy(CHECK)
     assert set(result.details["configurations"]) == set(CONFIGURATIONS)
     assert result.details["serving_secrets"] == {}
     assert result.details["serving_certificates"] == "not read (read_serving_secrets is off)"
@@ -73,14 +60,11 @@ def test_healthy_is_ok_and_pings_once_without_secret_rights(
             (certificate,) = bundle["certificates"]
             assert "webhook-cert-ca" in certificate["subject"]
             assert TEN_YEARS_DAYS - 365 < certificate["days_left"] <= TEN_YEARS_DAYS
-    assert receiver.pings_for(CHECK) == 1
 
 
-def test_a_threshold_beyond_the_certificates_names_every_bundle(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"threshold_days": TEN_YEARS_DAYS})
-    result = run(config, CHECK)
+def test_a_threshold_beyond_the_certificates_names_every_bundle(runs: CheckRuns) -> None:
+    config = runs.config(CHECK, {"threshold_days": TEN_YEARS_DAYS})
+    result = runs.run(config, CHECK)
     assert result.status is Status.FAILED, result.summary
     for name in CONFIGURATIONS:
         assert any(
@@ -88,36 +72,23 @@ def test_a_threshold_beyond_the_certificates_names_every_bundle(
         ), (name, result.errors)
     assert not [line for line in result.errors if line.startswith("secret ")]
     assert all(line.endswith(f"(want > {TEN_YEARS_DAYS} days)") for line in result.errors), result.errors
-    assert_silent(result, receiver, CHECK)
+    runs.assert_silent(result, CHECK)
 
 
-def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    result = run(write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True}), CHECK)
+def test_the_opt_in_without_its_rbac_is_an_error_naming_the_secret(runs: CheckRuns) -> None:
+    result = runs.probe(CHECK, {"read_serving_secrets": True})
     assert result.status is Status.ERROR, result.summary
     assert "403" in result.summary, result.summary
     assert "koordinator-webhook-certs" in result.summary, result.summary
-    assert_silent(result, receiver, CHECK)
+    runs.assert_silent(result, CHECK)
 
 
-def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
-) -> None:
-    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, {"read_serving_secrets": True})
-    (tmp_path / "threshold").mkdir()
+def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(runs: CheckRuns, sandbox: SandboxInfo) -> None:
+    config = runs.config(CHECK, {"read_serving_secrets": True})
     with probe_granted_for(sandbox, config):
         assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "yes"
-        result = run(config, CHECK)
-        expiring = run(
-            write_config(
-                tmp_path / "threshold",
-                sandbox.probe_kubeconfig,
-                CHECK,
-                {"read_serving_secrets": True, "threshold_days": TEN_YEARS_DAYS},
-            ),
-            CHECK,
-        )
+        result = runs.run(config, CHECK)
+        expiring = runs.probe(CHECK, {"read_serving_secrets": True, "threshold_days": TEN_YEARS_DAYS})
     assert can_i(sandbox, "get", "secrets/kruise-webhook-certs", "-n", "kruise-system") == "no"
     assert result.status is Status.OK, result.errors
     assert result.details["serving_certificates"] == "secrets"
@@ -127,13 +98,13 @@ def test_with_the_opt_in_and_its_rbac_it_reads_the_secrets(
         (certificate,) = secret["certificates"]
         assert "webhook-cert-ca" in certificate["issuer"]
         assert TEN_YEARS_DAYS - 365 < certificate["days_left"] <= TEN_YEARS_DAYS  # issued within the year
-    assert receiver.pings_for(CHECK) == 1
+    assert runs.receiver.pings_for(CHECK) == 1
     assert expiring.status is Status.FAILED, expiring.summary
     for name in SECRETS.values():
         (line,) = [error for error in expiring.errors if error.startswith(f"{name}: ")]
         assert line.startswith(f"{name}: serving certificate cert.pem: ")
     assert expiring.reported is False
-    assert receiver.pings_for(CHECK) == 1
+    assert runs.receiver.pings_for(CHECK) == 1
 
 
 CERTIFICATE_CRD = {
@@ -165,7 +136,7 @@ schema: what is proven is the probe's keyless read of status.notAfter, not cert-
 
 
 def test_a_cert_manager_certificate_is_read_without_any_secret(
-    tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver
+    runs: CheckRuns, sandbox: SandboxInfo, tmp_path: Path
 ) -> None:
     if sandbox.kubectl("get", "crd", "certificates.cert-manager.io", check=False).returncode == 0:
         pytest.skip("cert-manager's CRD is already installed: not this test's to replace")
@@ -182,13 +153,13 @@ def test_a_cert_manager_certificate_is_read_without_any_secret(
         )
     )
     params = {"cert_manager_certificates": [{"namespace": "kruise-system", "name": "kruise-webhook-cert"}]}
-    config = write_config(tmp_path, sandbox.probe_kubeconfig, CHECK, params)
+    config = runs.config(CHECK, params)
     try:
         sandbox.kubectl("apply", "-f", str(crd))
         sandbox.kubectl("wait", "--for=condition=Established", "crd/certificates.cert-manager.io", "--timeout=30s")
         sandbox.kubectl("apply", "-f", str(certificate))
         with probe_granted_for(sandbox, config):
-            never_issued = run(config, CHECK)
+            never_issued = runs.run(config, CHECK)
             sandbox.kubectl(
                 "patch",
                 "certificate",
@@ -209,7 +180,7 @@ def test_a_cert_manager_certificate_is_read_without_any_secret(
                     }
                 ),
             )
-            issued = run(config, CHECK)
+            issued = runs.run(config, CHECK)
             assert (
                 can_i(sandbox, "get", "certificates.cert-manager.io/kruise-webhook-cert", "-n", "kruise-system")
                 == "yes"
@@ -228,4 +199,4 @@ def test_a_cert_manager_certificate_is_read_without_any_secret(
     seen = issued.details["cert_manager_certificates"]["kruise-system/kruise-webhook-cert"]
     assert seen["ready"] == "True"
     assert seen["not_after"] == "2036-01-01T00:00:00+00:00"
-    assert receiver.pings_for(CHECK) == 1
+    assert runs.receiver.pings_for(CHECK) == 1

@@ -13,78 +13,28 @@ import json
 import ssl
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-import yaml
+from check_runs import CheckRuns, Receiver, broken
 
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
-from outpost_sandbox import faults
-from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
 
-pytestmark = pytest.mark.sandbox
 CHECKS = ("koord-webhook", "kruise-webhook", "admission-dry-run")
 PROBE_NAMESPACE = "outpost-probe"
 
 
-def env_name(check: str) -> str:
-    return "OUTPOST_HEARTBEAT_E2E_" + check.upper().replace("-", "_")
-
-
 @pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-def write_config(tmp_path: Path, sandbox: SandboxInfo, params: dict[str, dict[str, Any]] | None = None) -> Path:
-    path = tmp_path / "e2e.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "environment": "e2e",
-                "cluster": {
-                    "name": "sandbox",
-                    "auth": {"mode": "kubeconfig", "path": str(sandbox.probe_kubeconfig)},
-                    "deadline_seconds": 40,
-                    "read_timeout_seconds": 8,
-                },
-                "heartbeat": {"timeout_seconds": 2, "retries": 1, "backoff_seconds": 0.1},
-                "checks": {
-                    check: {
-                        "heartbeat": f"env:{env_name(check)}",
-                        **({"params": params[check]} if params and check in params else {}),
-                    }
-                    for check in CHECKS
-                },
-            }
-        )
-    )
-    return path
-
-
-@pytest.fixture
-def config(tmp_path: Path, sandbox: SandboxInfo, receiver: HeartbeatReceiver, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for check in CHECKS:
-        monkeypatch.setenv(env_name(check), receiver.url_for(check))
-    return write_config(tmp_path, sandbox)
-
-
-@pytest.fixture
-def sb(sandbox: SandboxInfo) -> Iterator[SandboxInfo]:
-    faults.heal(state_dir=sandbox.state_dir)
-    try:
-        yield sandbox
-    finally:
-        faults.heal(state_dir=sandbox.state_dir)
+def config(runs: CheckRuns) -> Path:
+    runs.heartbeat(*CHECKS)
+    return runs.config_of(dict.fromkeys(CHECKS), deadline=40)
 
 
 def trust(sb: SandboxInfo) -> ssl.SSLContext:
@@ -116,7 +66,7 @@ def probe_dry_run_create(sb: SandboxInfo, namespace: str) -> httpx.Response:
     )
 
 
-def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, receiver: HeartbeatReceiver) -> None:
+def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, receiver: Receiver) -> None:
     settings = load_settings(config)
     for check in CHECKS:
         result = run_check(settings, check, log=False)
@@ -175,25 +125,18 @@ OPENKRUISE_ONLY = {
     ids=["namespace-read", "create"],
 )
 def test_probe_refused_by_rbac_is_error_and_silent(
-    sb: SandboxInfo,
-    tmp_path: Path,
-    receiver: HeartbeatReceiver,
-    monkeypatch: pytest.MonkeyPatch,
-    params: dict[str, Any],
-    refused: str,
+    sb: SandboxInfo, runs: CheckRuns, params: dict[str, Any], refused: str
 ) -> None:
-    monkeypatch.setenv(env_name("admission-dry-run"), receiver.url_for("admission-dry-run"))
-    config = write_config(tmp_path, sb, {"admission-dry-run": {"namespace": "default", **params}})
-    result = run_check(load_settings(config), "admission-dry-run", log=False)
+    config = runs.config("admission-dry-run", {"namespace": "default", **params}, deadline=40)
+    result = runs.run(config, "admission-dry-run")
     assert result.status is Status.ERROR, result.summary
     assert "HTTP 403" in result.summary
     assert refused in result.summary
-    assert receiver.pings_for("admission-dry-run") == 0
+    runs.assert_silent(result, "admission-dry-run")
 
 
 def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path) -> None:
-    faults.break_fault("webhook-config-deleted", "kruise", sb.state_dir)
-    try:
+    with broken("webhook-config-deleted", sb.state_dir, "kruise"):
         proc = subprocess.run(
             [
                 sys.executable,
@@ -212,8 +155,6 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
             timeout=120,
             check=False,
         )
-    finally:
-        faults.heal("webhook-config-deleted", state_dir=sb.state_dir)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     results = {r["check"]: r for r in json.loads(proc.stdout)}
     assert {name: r["status"] for name, r in results.items()} == {
@@ -222,16 +163,11 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
     }
 
 
-def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(
-    sb: SandboxInfo, config: Path, receiver: HeartbeatReceiver
-) -> None:
+def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(sb: SandboxInfo, config: Path, receiver: Receiver) -> None:
     """Koordinator's pod webhook fails closed and selects every pod outside the control-plane namespaces, so with
     koord-manager gone the API server refuses OpenKruise's dry-run pod too, naming Koordinator's webhook."""
-    faults.break_fault("manager-scaled-to-zero", "koord-manager", sb.state_dir)
-    try:
+    with broken("manager-scaled-to-zero", sb.state_dir, "koord-manager"):
         result = run_check(load_settings(config), "admission-dry-run", log=False)
-    finally:
-        faults.heal("manager-scaled-to-zero", state_dir=sb.state_dir)
     assert result.status is Status.FAILED, result.errors
     refusal = (
         "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "

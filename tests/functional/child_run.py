@@ -16,6 +16,10 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import pytest
 
 SLACK_SECONDS = 5.0
 """What a case may take beyond its deadline (interpreter start-up, imports, a killed plugin)."""
@@ -151,3 +155,28 @@ def assert_bounded(outcome: ChildOutcome, budget: float, secrets: Sequence[str] 
     assert "Traceback (most recent call last)" not in outcome.output, outcome.output[-2000:]
     for secret in secrets:
         assert secret not in outcome.output, "a credential appeared in the output"
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def assert_matrix(cases: Sequence[Named], least: int) -> None:
+    """A matrix keeps at least `least` cases (one that shrinks has lost a guarantee), each with a name of its own."""
+    assert len(cases) >= least
+    assert len({case.name for case in cases}) == len(cases)
+
+
+def each_case(cases: Sequence[Named]) -> pytest.MarkDecorator:
+    """A matrix test run once per case, each run named after its case."""
+    return pytest.mark.parametrize("case", cases, ids=[case.name for case in cases])

@@ -20,6 +20,13 @@ from unreachable import HEARTBEAT_TOKEN, write_unreachable_config
 
 from outpost import secrets
 from outpost.secrets import crc32c
+from outpost_sandbox.pki import LocalhostTls, localhost_tls
+
+
+@pytest.fixture(scope="module")
+def pki(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
+    """A loopback CA and a serving certificate for 127.0.0.1/localhost, one per test module (named after it)."""
+    return localhost_tls(tmp_path_factory.mktemp("pki"), request.module.__name__.removeprefix("test_"))
 
 
 @pytest.fixture

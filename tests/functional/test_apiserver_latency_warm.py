@@ -25,7 +25,7 @@ from outpost.cluster import warm
 from outpost.result import Result, Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 CHECK = "apiserver-latency"
 METRIC = "apiserver_request_duration_seconds"
@@ -61,11 +61,6 @@ class Metrics:
         ]
         lines += [f"{METRIC}_sum{{{GET}}} 1", f"{METRIC}_count{{{GET}}} {total}"]
         return 200, "text/plain; version=0.0.4", "\n".join(lines) + "\n"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "latency-warm")
 
 
 @pytest.fixture(autouse=True)

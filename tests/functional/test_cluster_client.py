@@ -35,11 +35,6 @@ from outpost_sandbox.pki import LocalhostTls, localhost_tls
 TOKEN = "s3cr3t-token-value"
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
-
-
 def trust(pki: LocalhostTls) -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.load_verify_locations(pki.ca_file)

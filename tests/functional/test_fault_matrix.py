@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from child_run import alive, assert_matrix, each_case
 from hostile import (
     Behaviour,
     HostileServer,
@@ -43,6 +43,7 @@ from hostile import (
 )
 from local_server import LocalServer, free_port
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost import cli
 from outpost.config import Settings, parse_settings
 from outpost.result import Result, Status
@@ -64,11 +65,6 @@ MARGIN = 1.0
 HEARTBEAT_TIMEOUT, HEARTBEAT_RETRIES, HEARTBEAT_BACKOFF = 0.5, 1, 0.1
 HEARTBEAT_BUDGET = HEARTBEAT_TIMEOUT * (HEARTBEAT_RETRIES + 1) + HEARTBEAT_BACKOFF + 1.0  # worst_case_seconds
 MAX_RESPONSE_BYTES = 256 * 1024
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "trusted")
 
 
 @pytest.fixture(scope="module")
@@ -150,29 +146,10 @@ class Env:
     def kubeconfig(
         self, server: str, user: dict[str, Any] | None, *, cluster: dict[str, Any] | None = None, context: str = "c"
     ) -> Settings:
-        entry: dict[str, Any] = {"server": server, "certificate-authority": str(self.pki.ca_file), **(cluster or {})}
-        document: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": context,
-            "clusters": [{"name": "c", "cluster": entry}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", **({"user": "u"} if user is not None else {})}}],
-            "users": [{"name": "u", "user": user}] if user is not None else [],
-        }
-        path = self.tmp / "kubeconfig"
-        path.write_text(yaml.safe_dump(document))
+        path = write_kubeconfig(
+            self.tmp / "kubeconfig", server, user, ca_file=self.pki.ca_file, context=context, **(cluster or {})
+        )
         return self.settings({"mode": "kubeconfig", "path": str(path)})
-
-
-def exec_user(command: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": command,
-            "interactiveMode": "Never",
-            **extra,
-        }
-    }
 
 
 def exec_credential(token: str) -> str:
@@ -214,17 +191,9 @@ def _plugins_are_gone(env: Env, _result: Result) -> None:
     deadline = time.monotonic() + 2
     for pid_file in env.pid_files:
         pid = int(pid_file.read_text().strip())
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
-        assert not _alive(pid), f"credential plugin process {pid} outlived the run"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+        assert not alive(pid), f"credential plugin process {pid} outlived the run"
 
 
 def _hanging_plugin(env: Env) -> Settings:
@@ -569,11 +538,10 @@ def assert_no_credential(*texts: str) -> None:
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 40
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 40)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_fault(case: Case, env: Env, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     settings = case.arrange(env)
@@ -622,19 +590,7 @@ def _environment(server: str, **extra: Any) -> dict[str, Any]:
 
 def test_cli_adhoc_kubeconfig_with_plain_http_is_refused(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     plain = env.server(healthy(), tls=False)
-    path = env.tmp / "adhoc"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": {"server": plain.url}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [{"name": "u", "user": {"token": KUBECONFIG_TOKEN}}],
-            }
-        )
-    )
+    path = write_kubeconfig(env.tmp / "adhoc", plain.url, {"token": KUBECONFIG_TOKEN})
     env.monkeypatch.delenv("OUTPOST_CONFIG", raising=False)
     env.monkeypatch.delenv("OUTPOST_ENV", raising=False)
     code = cli.main(["run", "apiserver-health", "--kubeconfig", str(path), "--json"])

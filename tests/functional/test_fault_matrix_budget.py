@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from child_run import assert_bounded, child_environment, run_cli
+from child_run import assert_bounded, assert_matrix, child_environment, each_case, run_cli
 from hostile import (
     Behaviour,
     EndlessList,
@@ -37,7 +37,7 @@ from hostile import (
 )
 from local_server import LocalServer
 
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 API_TOKEN = "sa-Bq7Wn2Kx9Lm4Pz8Rt6"
 HEARTBEAT_TOKEN = "hb_Zr5Tq1Ws8Vn3Ky7M"
@@ -49,11 +49,6 @@ HEARTBEAT = {"timeout_seconds": 1.0, "retries": 1, "backoff_seconds": 0.1}
 HEARTBEAT_BUDGET = 1.0 * 2 + 0.1 + 1.0  # outpost.heartbeat.worst_case_seconds of HEARTBEAT
 EXIT = {"ok": 0, "degraded": 0, "failed": 1, "error": 2}
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "budget")
 
 
 @dataclass
@@ -393,11 +388,10 @@ def arena(tmp_path: Path, pki: LocalhostTls, receiver: LocalServer) -> Iterator[
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_budget_fault(case: Case, arena: Arena) -> None:
     args = case.arrange(arena)
     outcome = run_cli(args, env=child_environment(arena.environment), timeout=case.budget + 30)

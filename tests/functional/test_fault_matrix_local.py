@@ -11,7 +11,6 @@ named by path, and no request to the heartbeat receiver (nor, for a URL with a p
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import os
 import re
@@ -24,11 +23,21 @@ from typing import Any
 
 import pytest
 import yaml
-from child_run import SLACK_SECONDS, ChildOutcome, assert_bounded, child_environment, run_child
+from child_run import (
+    SLACK_SECONDS,
+    ChildOutcome,
+    assert_bounded,
+    assert_matrix,
+    child_environment,
+    each_case,
+    run_child,
+)
 from hostile import HostileServer, healthy
 from local_server import LocalServer
 
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from kit.certs import distinct_cas
+from kit.kubeconfigs import kubeconfig_document
+from outpost_sandbox.pki import LocalhostTls
 
 DEADLINE = 2.0
 """The check deadline of every case."""
@@ -111,15 +120,8 @@ class Arena:
         return path
 
     def kubeconfig_document(self, user: dict[str, Any] | None = None, **cluster: Any) -> dict[str, Any]:
-        entry = {"server": self.server.url, "certificate-authority": str(self.pki.ca_file), **cluster}
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "clusters": [{"name": "c", "cluster": entry}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "users": [{"name": "u", "user": user if user is not None else {"token": KUBECONFIG_TOKEN}}],
-        }
+        user = user if user is not None else {"token": KUBECONFIG_TOKEN}
+        return kubeconfig_document(cluster.pop("server", self.server.url), user, ca_file=self.pki.ca_file, **cluster)
 
     def kubeconfig(self, user: dict[str, Any] | None = None, **cluster: Any) -> Path:
         path = self.tmp / "kubeconfig"
@@ -498,36 +500,11 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "local")
-
-
-@pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Large inputs shared by the cases: bundles of 20,000 and 8,000 distinct CA certificates (OpenSSL loads
     duplicates much faster, so they would not show the cost: 20,000 distinct ones take 24 s, 8,000 take 3.7 s)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     directory = tmp_path_factory.mktemp("big")
-    key = ec.generate_private_key(ec.SECP256R1())
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    pems = []
-    for index in range(20000):
-        name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, f"fault-matrix-ca-{index}")])
-        certificate = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(index + 1)
-            .not_valid_before(start)
-            .not_valid_after(start + datetime.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256())
-        )
-        pems.append(certificate.public_bytes(serialization.Encoding.PEM))
+    pems = distinct_cas(20000, "fault-matrix-ca", days=3650)
     (directory / "bundle-20000.pem").write_bytes(b"".join(pems))
     (directory / "bundle-8000.pem").write_bytes(b"".join(pems[:8000]))  # within the byte limit: the count refuses
     return directory
@@ -540,11 +517,10 @@ def arena(tmp_path: Path, pki: LocalhostTls, big: Path, receiver: LocalServer) -
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_local_fault(case: Case, arena: Arena) -> None:
     invocation = case.arrange(arena)
     code = COLD_START if case.cold_start else CLI

@@ -14,7 +14,7 @@ import base64
 import copy
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +32,7 @@ from kit.fake_cluster import FakeApiServer
 from kit.managers import load as load_managers
 from outpost.cli import EXIT_USAGE
 from outpost.result import Status
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 API_TOKEN = "sa-parse-Wd4Kq8Zr2Xm6"
 HEARTBEAT_TOKEN = "hb-parse-Lc7Tn3Vb9Py1"
@@ -228,19 +228,6 @@ CASES = [
         {"nodes": {"classes": ["real", "fake"]}},
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "parsing")
-
-
-@pytest.fixture
-def receiver() -> Iterator[LocalServer]:
-    server = LocalServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 def run_case(case: Case, pki: LocalhostTls, receiver: LocalServer, tmp: Path) -> tuple[ChildOutcome, list[Any]]:

@@ -28,12 +28,22 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from child_run import ChildOutcome, assert_bounded, child_environment, run_child, run_python
+from child_run import (
+    ChildOutcome,
+    alive,
+    assert_bounded,
+    assert_matrix,
+    child_environment,
+    each_case,
+    run_child,
+    run_python,
+)
 from hostile import Behaviour, HostileServer, Request, healthy, reply
 from local_server import LocalServer, free_port
 from unreachable import ENTRY_MODULE
 
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from kit.kubeconfigs import exec_user, write_kubeconfig
+from outpost_sandbox.pki import LocalhostTls
 from samples.aws_events import FUNCTION_URL_EVENT, REST_V1_EVENT, SCHEDULED_EVENT
 
 API_TOKEN = "sa-runtime-Hc4Tq8Wn2Lx6"
@@ -113,37 +123,8 @@ class Rig:
         plugin = self.tmp / "plugin.sh"
         plugin.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
         plugin.chmod(0o755)
-        kubeconfig = self.tmp / "kubeconfig"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "c",
-                    "clusters": [
-                        {
-                            "name": "c",
-                            "cluster": {
-                                "server": self.server(healthy()),
-                                "certificate-authority": str(self.pki.ca_file),
-                            },
-                        }
-                    ],
-                    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                    "users": [
-                        {
-                            "name": "u",
-                            "user": {
-                                "exec": {
-                                    "apiVersion": "client.authentication.k8s.io/v1",
-                                    "command": str(plugin),
-                                    "interactiveMode": "Never",
-                                }
-                            },
-                        }
-                    ],
-                }
-            )
+        kubeconfig = write_kubeconfig(
+            self.tmp / "kubeconfig", self.server(healthy()), exec_user(plugin), ca_file=self.pki.ca_file
         )
         return self.config(auth={"mode": "kubeconfig", "path": str(kubeconfig)})
 
@@ -292,14 +273,6 @@ REPEATED = r"^option 'report' given more than once in the body$"
 # -- signals ----------------------------------------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def cli_signal(signum: int, arrange: Callable[[Rig], Path], after: float, *extra: str) -> Callable[[Rig], ChildOutcome]:
     def run(rig: Rig) -> ChildOutcome:
         config = arrange(rig)
@@ -387,9 +360,9 @@ def stopped(
         if plugin:
             pid = int(rig.pid_files[0].read_text().strip())
             limit = time.monotonic() + 0.5
-            while _alive(pid) and time.monotonic() < limit:
+            while alive(pid) and time.monotonic() < limit:
                 time.sleep(0.02)
-            assert not _alive(pid), f"the exec plugin (pid {pid}) outlived the stopped run"
+            assert not alive(pid), f"the exec plugin (pid {pid}) outlived the stopped run"
         else:
             assert rig.arrivals, "rig: the check never reached the API server"
             assert rig.arrivals[0] < rig.started + after, "rig: the signal landed before the run reached the server"
@@ -563,11 +536,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "runtime")
-
-
 @pytest.fixture
 def rig(tmp_path: Path, pki: LocalhostTls) -> Iterator[Rig]:
     receiver = LocalServer()
@@ -582,11 +550,10 @@ def rig(tmp_path: Path, pki: LocalhostTls) -> Iterator[Rig]:
 
 
 def test_the_matrix_has_enough_cases() -> None:
-    assert len(CASES) >= 15
-    assert len({case.name for case in CASES}) == len(CASES)
+    assert_matrix(CASES, 15)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@each_case(CASES)
 def test_runtime_fault(case: Case, rig: Rig) -> None:
     outcome = case.run(rig)
     assert_bounded(outcome, case.budget, SECRETS)

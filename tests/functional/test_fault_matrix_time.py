@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,7 +27,7 @@ from kit import node_fixtures
 from kit.fake_cluster import FakeApiServer
 from kit.managers import load as load_managers
 from outpost.result import Status
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 API_TOKEN = "sa-time-Gq7Lw2Xe9Rb4"
 HEARTBEAT_TOKEN = "hb-time-Vn3Kd8Pz1Ty6"
@@ -96,15 +96,7 @@ def _nodes(
         documents = {name: moved(node_fixtures.document(state, name), delta) for name in node_fixtures.DOCUMENTS}
         if edit is not None:
             edit(documents["node_leases"], documents["nodemetrics"], now)
-        api = FakeApiServer()
-        for doc in documents.values():
-            if doc is None:
-                continue
-            if isinstance(doc, dict):
-                api.add({"kind": "DaemonSet", "apiVersion": "apps/v1", **doc})
-            else:
-                api.add_all(doc)
-        return list(api.objects.values())
+        return list(node_fixtures.serve_documents(documents).objects.values())
 
     return objects
 
@@ -202,19 +194,6 @@ CASES = [
         ALL_NODES,
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"), "time")
-
-
-@pytest.fixture
-def receiver() -> Iterator[LocalServer]:
-    server = LocalServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 def run_case(case: Case, pki: LocalhostTls, receiver: LocalServer, tmp: Path) -> tuple[ChildOutcome, dict[str, Any]]:

@@ -18,15 +18,12 @@ import pytest
 import yaml
 from hostile import HostileServer, healthy
 
+from kit.certs import distinct_cas
+from kit.kubeconfigs import exec_user
 from outpost.config import parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 def run(path: str | None) -> Any:
@@ -43,29 +40,30 @@ def run(path: str | None) -> Any:
     return run_check(settings, "apiserver-health", report=False, log=False)
 
 
+def probe_kubeconfig(path: Path, cluster: dict[str, str]) -> Path:
+    """A kubeconfig named as the sandbox names its probe's: cluster `s`, user and context `outpost-probe`/`probe`."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "probe",
+                "clusters": [{"name": "s", "cluster": cluster}],
+                "users": [{"name": "outpost-probe", "user": {"token": "sandbox-probe-token"}}],
+                "contexts": [{"name": "probe", "context": {"cluster": "s", "user": "outpost-probe"}}],
+            }
+        )
+    )
+    return path
+
+
 def test_inline_ca_data_and_token_like_the_sandbox_writes_them(tmp_path: Path, pki: LocalhostTls) -> None:
     with HostileServer(healthy(), pki.cert_file, pki.key_file) as server:
-        path = tmp_path / "kubeconfig"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "probe",
-                    "clusters": [
-                        {
-                            "name": "s",
-                            "cluster": {
-                                "server": server.url,
-                                "certificate-authority-data": base64.b64encode(pki.ca_file.read_bytes()).decode(),
-                            },
-                        }
-                    ],
-                    "users": [{"name": "outpost-probe", "user": {"token": "sandbox-probe-token"}}],
-                    "contexts": [{"name": "probe", "context": {"cluster": "s", "user": "outpost-probe"}}],
-                }
-            )
-        )
+        cluster = {
+            "server": server.url,
+            "certificate-authority-data": base64.b64encode(pki.ca_file.read_bytes()).decode(),
+        }
+        path = probe_kubeconfig(tmp_path / "kubeconfig", cluster)
         result = run(str(path))
     assert result.status is Status.OK, result.summary
     assert [r.authorization for r in server.requests] == ["Bearer sandbox-probe-token"] * 2
@@ -162,20 +160,8 @@ def test_the_clusters_ca_is_the_only_trust_anchor_not_added_to_the_system_roots(
     other = localhost_tls(tmp_path, "system-trusted")
     monkeypatch.setenv("SSL_CERT_FILE", str(other.ca_file))
     with HostileServer(healthy(), other.cert_file, other.key_file) as server:
-        path = tmp_path / "kubeconfig"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "probe",
-                    "clusters": [
-                        {"name": "s", "cluster": {"server": server.url, "certificate-authority": str(pki.ca_file)}}
-                    ],
-                    "users": [{"name": "outpost-probe", "user": {"token": "sandbox-probe-token"}}],
-                    "contexts": [{"name": "probe", "context": {"cluster": "s", "user": "outpost-probe"}}],
-                }
-            )
+        path = probe_kubeconfig(
+            tmp_path / "kubeconfig", {"server": server.url, "certificate-authority": str(pki.ca_file)}
         )
         result = run(str(path))
     assert result.status is Status.ERROR
@@ -318,29 +304,7 @@ def test_a_password_in_the_server_url_is_never_sent_nor_printed(tmp_path: Path, 
 
 
 def _ca_bundle(path: Path, cluster_ca: bytes, others: int) -> Path:
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    pems = [cluster_ca]
-    for index in range(others):
-        name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, f"other-ca-{index}")])
-        pems.append(
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(index + 1)
-            .not_valid_before(start)
-            .not_valid_after(start + datetime.timedelta(days=365))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256())
-            .public_bytes(serialization.Encoding.PEM)
-        )
+    pems = [cluster_ca, *distinct_cas(others, "other-ca")]
     path.write_bytes(b"".join(pems))
     return path
 
@@ -382,13 +346,7 @@ def test_a_plugin_writing_megabytes_to_stderr_still_gives_its_credential(tmp_pat
                     tmp_path,
                     server.url,
                     pki,
-                    {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1",
-                            "command": str(plugin),
-                            "interactiveMode": "Never",
-                        }
-                    },
+                    exec_user(plugin),
                 )
             )
         )
@@ -413,13 +371,7 @@ def test_a_stop_kills_the_running_plugin_it_tracks(tmp_path: Path, pki: Localhos
             tmp_path,
             server.url,
             pki,
-            {
-                "exec": {
-                    "apiVersion": "client.authentication.k8s.io/v1",
-                    "command": str(plugin),
-                    "interactiveMode": "Never",
-                }
-            },
+            exec_user(plugin),
         )
         started = time.monotonic()
         timer.start()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
-import itertools
 import json
 import signal
 from pathlib import Path
@@ -20,11 +18,10 @@ from typing import Any
 import pytest
 from unreachable import ENTRY_MODULE, HEARTBEAT_TOKEN, write_unreachable_config
 
+from kit.entries import cold_import
 from outpost.errors import ConfigError, InvocationError
 from outpost.runtime.common import CheckUnhealthy
 from samples.aws_events import FUNCTION_URL_EVENT, REST_V1_EVENT, SCHEDULED_EVENT
-
-_counter = itertools.count()
 
 
 def url_event(method: str = "GET", query: str = "", body: str | None = None, b64: bool = False) -> dict[str, Any]:
@@ -39,12 +36,7 @@ def url_event(method: str = "GET", query: str = "", body: str | None = None, b64
 
 def load_entry_module() -> ModuleType:
     """Import the entry module afresh: one cold start."""
-    spec = importlib.util.spec_from_file_location(f"apiserver_health_main_{next(_counter)}", ENTRY_MODULE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return cold_import(ENTRY_MODULE)
 
 
 @pytest.fixture

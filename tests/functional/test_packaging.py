@@ -170,8 +170,19 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
         "print(m.handler.__name__, m.http.__name__, outpost.__file__, pydantic_core.__file__, boto3.__file__, "
         "msgspec._core.__file__)"
     )
+    process = run_unpacked(unpacked, "-I", "-S", "-c", probe)
+    handler, http, package, binary, sdk, decoder = process.stdout.split()
+    assert (handler, http) == ("handler_apiserver_health", "http_apiserver_health")
+    assert package == str(unpacked / "outpost" / "__init__.py")
+    assert binary.startswith(str(unpacked))
+    assert decoder.startswith(str(unpacked / "msgspec"))  # the LIST decoder's compiled core, from the bundle
+    assert sdk == str(unpacked / "boto3" / "__init__.py")  # the ssm: path's SDK loads from the bundle alone
+
+
+def run_unpacked(unpacked: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in the unpacked bundle, with the stage1 environment as its configuration; it must succeed."""
     process = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", probe],
+        [sys.executable, *args],
         cwd=unpacked,
         capture_output=True,
         text=True,
@@ -180,12 +191,7 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
         timeout=120,
     )
     assert process.returncode == 0, process.stderr
-    handler, http, package, binary, sdk, decoder = process.stdout.split()
-    assert (handler, http) == ("handler_apiserver_health", "http_apiserver_health")
-    assert package == str(unpacked / "outpost" / "__init__.py")
-    assert binary.startswith(str(unpacked))
-    assert decoder.startswith(str(unpacked / "msgspec"))  # the LIST decoder's compiled core, from the bundle
-    assert sdk == str(unpacked / "boto3" / "__init__.py")  # the ssm: path's SDK loads from the bundle alone
+    return process
 
 
 def hashed_pins(text: str) -> dict[str, tuple[str, frozenset[str]]]:
@@ -260,16 +266,7 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
         "app = functions_framework.create_app(target='apiserver_health', source='main.py'); "
         "print(main.apiserver_health.__name__, outpost.__file__, app.test_client().put('/').status_code)"
     )
-    process = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=unpacked,
-        capture_output=True,
-        text=True,
-        env={"OUTPOST_CONFIG": "infra/environments/stage1.yaml", "PATH": os.environ["PATH"]},
-        check=False,
-        timeout=120,
-    )
-    assert process.returncode == 0, process.stderr
+    process = run_unpacked(unpacked, "-c", probe)
     assert process.stdout.split() == ["http_apiserver_health", str(unpacked / "outpost" / "__init__.py"), "405"]
 
 

@@ -15,52 +15,26 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 from local_server import LocalServer
 from local_tls import https_server
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost import interrupt
 from outpost.config import parse_settings
-from outpost.result import Status
+from outpost.result import Result, Status
 from outpost.runner import run_check
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 
 def exec_kubeconfig(tmp_path: Path, server: str, script: str, ca_file: Path | None = None) -> Path:
     plugin = tmp_path / "credential-plugin.sh"
     plugin.write_text("#!/bin/sh\n" + script)
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
-    cluster: dict[str, object] = {"server": server}
-    if ca_file:
-        cluster["certificate-authority"] = str(ca_file)
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": cluster}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [
-                    {
-                        "name": "u",
-                        "user": {
-                            "exec": {
-                                "apiVersion": "client.authentication.k8s.io/v1",
-                                "command": str(plugin),
-                                "interactiveMode": "Never",
-                            }
-                        },
-                    }
-                ],
-            }
-        )
-    )
-    return path
+    return write_kubeconfig(tmp_path / "kubeconfig", server, exec_user(plugin), ca_file=ca_file)
 
 
 def settings_for(kubeconfig: Path, deadline: float = 2.0, heartbeat_env: str | None = None):  # type: ignore[no-untyped-def]
@@ -109,11 +83,6 @@ def test_failing_credential_plugin_is_an_auth_error(tmp_path: Path) -> None:
     assert step.command.startswith("outpost run apiserver-health --env ")
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
-
-
 HEALTHY_BODY = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n"
 
 
@@ -136,6 +105,20 @@ def test_undeliverable_heartbeat_turns_ok_into_error(
     assert [step.failure for step in result.next_steps] == ["not-delivered"]
 
 
+def run_with_exec_token(
+    tmp_path: Path, pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch, respond: Any
+) -> tuple[Result, int]:
+    """apiserver-health against `respond` behind TLS, its token from an exec plugin, pinging a real receiver:
+    the result and the pings taken."""
+    with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
+        monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
+        kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
+        result = run_check(
+            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
+        )
+        return result, receiver.pings_for("apiserver-health")
+
+
 def test_exec_plugin_token_reaches_the_server_and_ok_pings(
     tmp_path: Path, pki: LocalhostTls, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,13 +128,7 @@ def test_exec_plugin_token_reaches_the_server_and_ok_pings(
         seen_auth.append(request.headers.get("Authorization", ""))
         return 200, "text/plain", HEALTHY_BODY
 
-    with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
-        monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
-        kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
-        result = run_check(
-            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
-        )
-        pings = receiver.pings_for("apiserver-health")
+    result, pings = run_with_exec_token(tmp_path, pki, monkeypatch, respond)
     assert result.status is Status.OK, result.summary
     assert result.reported is True
     assert pings == 1
@@ -177,13 +154,7 @@ def test_a_stop_during_the_observation_means_no_ping(
             interrupt.request_stop()  # the signal lands while the API server answers (healthy)
         return 200, "text/plain", HEALTHY_BODY
 
-    with HeartbeatReceiver() as receiver, https_server(pki, respond) as (url, _):
-        monkeypatch.setenv("RUNNER_TEST_HEARTBEAT", receiver.url_for("apiserver-health"))
-        kubeconfig = exec_kubeconfig(tmp_path, url, f"echo '{TOKEN_OUTPUT}'\n", pki.ca_file)
-        result = run_check(
-            settings_for(kubeconfig, heartbeat_env="RUNNER_TEST_HEARTBEAT"), "apiserver-health", log=False
-        )
-        pings = receiver.pings_for("apiserver-health")
+    result, pings = run_with_exec_token(tmp_path, pki, monkeypatch, respond)
     assert result.status is Status.ERROR
     assert result.summary == ("apiserver-health: observed ok but the run was stopped before its heartbeat; not pinged")
     assert result.details["observed_status"] == "ok"

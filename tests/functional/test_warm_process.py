@@ -23,21 +23,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
+from kit.kubeconfigs import exec_user, write_kubeconfig
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
-from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.pki import LocalhostTls
 
 HOSTILE = Path(__file__).with_name("hostile.py")
 DEADLINE = 0.1
 RUNS = 200
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalhostTls:
-    return localhost_tls(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
@@ -109,34 +104,8 @@ def test_200_runs_against_hanging_servers_leave_nothing_behind(
     plugin = tmp_path / "hang.sh"
     plugin.write_text("#!/bin/sh\nsleep 30 &\nexec sleep 30\n")
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [
-                    {
-                        "name": "c",
-                        "cluster": {"server": hostile_servers["hang"], "certificate-authority": str(pki.ca_file)},
-                    }
-                ],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "users": [
-                    {
-                        "name": "u",
-                        "user": {
-                            "exec": {
-                                "apiVersion": "client.authentication.k8s.io/v1",
-                                "command": str(plugin),
-                                "interactiveMode": "Never",
-                            }
-                        },
-                    }
-                ],
-            }
-        )
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", hostile_servers["hang"], exec_user(plugin), ca_file=pki.ca_file
     )
     variants = [
         settings_for({"mode": "token", "server": url, "token": "env:WARM_TOKEN", "ca_file": str(pki.ca_file)})

@@ -1,4 +1,4 @@
-"""Capture what the node checks read, from a running sandbox, as unit-test fixtures (run by hand).
+"""The `nodes` area of `python -m kit.capture`: what the node checks read, healthy and under each fault.
 
 What it writes under `tests/unit/fixtures/nodes/<state>/` (healthy, and one directory per fault,
 captured while the fault is active; every fault is healed before the next):
@@ -7,17 +7,12 @@ captured while the fault is active; every fault is healed before the next):
 managedFields dropped), `healthz.json` (kruise-daemon `/healthz:10221` through the node proxy, per
 node: status and body) and `meta.json` (`captured_at`, the `now` the tests evaluate with).
 
-Run (one sandbox per machine: take the lock; the sandbox is torn down afterwards):
-
-    flock /tmp/outpost-sandbox.lock bash -c 'export OUTPOST_SANDBOX_DIR=/tmp/capture-nodes; \
-        .venv/bin/outpost sandbox up --nodes 5 && .venv/bin/python tests/kit/capture_nodes.py [STATE...]; \
-        .venv/bin/outpost sandbox down --purge'
+Run as `python -m kit.capture nodes [STATE...]` (`kit/capture.py`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +26,6 @@ from outpost_sandbox.backends.kube import Kube, SandboxApiError
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "unit" / "fixtures" / "nodes"
-STATE = Path(os.environ.get("OUTPOST_SANDBOX_DIR") or Path.home() / ".outpost" / "sandbox")
 
 
 def trim(items: list[dict[str, Any]], kind: str, api_version: str) -> list[dict[str, Any]]:
@@ -110,16 +104,16 @@ def kwok_down(kube: Kube) -> None:
     snapshot(kube, "kwok-down-after-lease-duration")
 
 
-def with_fault(kube: Kube, name: str, then: Callable[[], None], target: str | None = None) -> None:
-    faults.break_fault(name, target=target, state_dir=STATE)
-    try:
-        then()
-    finally:
-        faults.heal(name, state_dir=STATE)
+def main(state_dir: Path, states: list[str]) -> int:
+    kube = Kube.from_kubeconfig(state_dir / "kubeconfig", timeout=15)
 
+    def with_fault(kube: Kube, name: str, then: Callable[[], None], target: str | None = None) -> None:
+        faults.break_fault(name, target=target, state_dir=state_dir)
+        try:
+            then()
+        finally:
+            faults.heal(name, state_dir=state_dir)
 
-def main(states: list[str]) -> int:
-    kube = Kube.from_kubeconfig(STATE / "kubeconfig", timeout=15)
     plan: dict[str, Callable[[], None]] = {
         "healthy": lambda: snapshot(kube, "healthy", probe_healthz=True),
         "koordlet-missing": lambda: with_fault(kube, "koordlet-missing", lambda: snapshot(kube, "koordlet-missing")),
@@ -149,7 +143,3 @@ def main(states: list[str]) -> int:
             print(f"{state}: {exc}", file=sys.stderr, flush=True)
             return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""Capture what the webhook checks read from a running sandbox, healthy and under each webhook fault (by hand).
+"""The `webhooks` area of `python -m kit.capture`: what the webhook checks read, healthy and under each fault.
 
 Writes `tests/unit/fixtures/webhooks/<state>/`, one directory per state (`healthy`, `<fault>@<target>`, and
 `<fault>@koord-webhook+failurePolicy=Fail` with Koordinator's pod webhook switched to failurePolicy Fail):
@@ -9,21 +9,14 @@ Writes `tests/unit/fixtures/webhooks/<state>/`, one directory per state (`health
   (status `timeout` when no answer came within 5 s);
 - `dry_run.<system>.status|.body`: the probe's `dryRun=All` pod create for each system of admission-dry-run.
 
-Run (one sandbox per machine: take the lock; tear the sandbox down afterwards):
-
-    flock /tmp/outpost-sandbox.lock bash -c 'export OUTPOST_SANDBOX_DIR=/tmp/capture-webhooks; \
-        .venv/bin/outpost sandbox up --nodes 3 && .venv/bin/python tests/kit/capture_webhooks.py [STATE...]; \
-        .venv/bin/outpost sandbox down --purge'
-
-With STATE labels, only those states are captured again (the others are kept).
+Run as `python -m kit.capture webhooks [STATE...]` (`kit/capture.py`). With STATE labels, only those states are
+captured again (the others are kept).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +110,8 @@ def capture(admin: Cluster, probe: Cluster, out: Path) -> None:
         write(out / f"dry_run.{case.system}.body", response.text)
 
 
-def main(argv: list[str]) -> None:
+def main(state_dir: Path, argv: list[str]) -> None:
     """Capture every state, or only those whose labels are given (the others are kept as they are)."""
-    state_dir = Path(os.environ.get("OUTPOST_SANDBOX_DIR", str(Path.home() / ".outpost" / "sandbox")))
 
     def settings(kubeconfig: str) -> ClusterSettings:
         return ClusterSettings(
@@ -165,7 +157,3 @@ def dedupe(out: Path, labels: list[str]) -> None:
         write(state / "deleted.json", json.dumps(sorted(set(healthy) - present)) + "\n")
         if (state / "objects").is_dir() and not any((state / "objects").iterdir()):
             (state / "objects").rmdir()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -65,3 +65,27 @@ def issue(
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def distinct_cas(count: int, prefix: str, days: int = 365) -> list[bytes]:
+    """`count` distinct self-signed CA certificates (PEM) named `<prefix>-<n>`, from 2026-01-01 for `days`: one key
+    signs them all, so thousands take seconds (OpenSSL loads duplicates faster, so only distinct ones show a
+    bundle's real cost)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    pems = []
+    for index in range(count):
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{prefix}-{index}")])
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(index + 1)
+            .not_valid_before(start)
+            .not_valid_after(start + dt.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        pems.append(certificate.public_bytes(serialization.Encoding.PEM))
+    return pems

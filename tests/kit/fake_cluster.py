@@ -97,8 +97,9 @@ def _answer(
     return httpx.Response(code, headers=headers, stream=httpx.ByteStream(data))
 
 
-def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Response:
-    body = {
+def failure(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    """A `Status` object of failure, as the API server writes it."""
+    body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -109,7 +110,11 @@ def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Respo
     }
     if details:
         body["details"] = details
-    return _answer(code, body)
+    return body
+
+
+def _status(code: int, reason: str, message: str, **details: Any) -> httpx.Response:
+    return _answer(code, failure(code, reason, message, **details))
 
 
 @dataclass
@@ -303,15 +308,7 @@ class FakeApiServer:
             )
         since = int(params.get("resourceVersion", "0") or 0)
         if since < self.oldest_change:
-            status = {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Failure",
-                "reason": "Expired",
-                "code": 410,
-                "message": f"too old resource version: {since} ({self.oldest_change})",
-            }
+            status = failure(410, "Expired", f"too old resource version: {since} ({self.oldest_change})")
             return _answer(200, json.dumps({"type": "ERROR", "object": status}) + "\n")
         matching: list[dict[str, Any]] = []
         for version, change, obj in self.changes:

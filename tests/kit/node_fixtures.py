@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.fake_cluster import FakeApiServer
+from outpost.kube.nodes import NodeFacts, UsageSample, facts_of, usage_from_nodemetric
 from outpost.kube.timestamps import parse_time
 
 NODE_FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "nodes"
@@ -43,6 +44,17 @@ def captured_at(state: str) -> datetime:
     return moment
 
 
+def facts_and_usage(
+    state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
+) -> tuple[tuple[NodeFacts, ...], tuple[UsageSample, ...]]:
+    """What the NodeMetric checks evaluate: the state's nodes (or `nodes`) as facts, its NodeMetrics (or
+    `metrics`) as usage samples."""
+    return (
+        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
+        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
+    )
+
+
 def healthz(state: str) -> dict[str, dict[str, Any]]:
     """kruise-daemon `/healthz:10221` through the node proxy, per node: {status, body}."""
     answers: dict[str, dict[str, Any]] = document(state, "healthz")
@@ -51,9 +63,13 @@ def healthz(state: str) -> dict[str, dict[str, Any]]:
 
 def serve(state: str, api: FakeApiServer | None = None) -> FakeApiServer:
     """A fake API server holding every object of `state`."""
+    return serve_documents({name: document(state, name) for name in DOCUMENTS}, api)
+
+
+def serve_documents(documents: dict[str, Any], api: FakeApiServer | None = None) -> FakeApiServer:
+    """A fake API server holding a state's documents (each a list of objects, a DaemonSet, or None: absent)."""
     api = api or FakeApiServer()
-    for name in DOCUMENTS:
-        doc = document(state, name)
+    for doc in documents.values():
         if doc is None:
             continue
         if isinstance(doc, dict):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from kit import NOW
 from outpost.checks.apiserver_health import (
     ApiserverHealthData,
     ApiserverHealthParams,
@@ -17,7 +17,6 @@ from outpost.checks.apiserver_health import (
 from outpost.result import Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apiserver_health"
-NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
 
 def captured(name: str, path: str) -> Endpoint:

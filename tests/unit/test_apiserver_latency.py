@@ -13,14 +13,13 @@ import math
 import re
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from kit import FakeApiServer, fake_cluster
+from kit import NOW, FakeApiServer, fake_cluster
 from outpost.checks import apiserver_latency
 from outpost.checks.apiserver_latency import ApiserverLatencyParams, Scrapes, evaluate
 from outpost.cluster import warm
@@ -30,7 +29,6 @@ from outpost.result import Status
 from outpost.settings import check_problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apiserver_latency"
-NOW = datetime(2026, 12, 3, 13, 40, tzinfo=UTC)
 METRIC = "apiserver_request_duration_seconds"
 SCRAPE1 = gzip.decompress((FIXTURES / "scrape1.txt.gz").read_bytes()).decode()
 SCRAPE2 = gzip.decompress((FIXTURES / "scrape2.txt.gz").read_bytes()).decode()

@@ -5,12 +5,12 @@ on /readyz, a redirect, etcd failing between /readyz and the LIST)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kit import NOW
 from outpost.checks.apiserver_triage import ApiserverTriageParams, Step, TriageData, classify, evaluate
 from outpost.result import Status
 
@@ -18,7 +18,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 LADDERS: dict[str, Any] = json.loads((FIXTURES / "apiserver_triage" / "ladders.json").read_text())
 ETCD_DOWN_READYZ = (FIXTURES / "apiserver_health" / "etcd_down_readyz.body").read_text()
 HEALTHY_READYZ = (FIXTURES / "apiserver_health" / "healthy_readyz.body").read_text()
-NOW = datetime(2026, 12, 3, 13, 40, tzinfo=UTC)
 PARAMS = ApiserverTriageParams()
 
 

@@ -229,24 +229,27 @@ def test_invocation_cost_is_billed_per_ms_and_gb_second_plus_the_request() -> No
     assert cost.invocation_usd(0.3004, 128) == pytest.approx(0.301 * 0.125 * 0.0000133334 + 0.2e-6)
 
 
+SAMPLE = cost.RunSample(
+    "c",
+    init_seconds=0.5,
+    init_cpu_seconds=0.5,
+    run_seconds=0.6,
+    run_cpu_seconds=0.4,
+    peak_rss_mb=50,
+    warm_seconds=0.2,
+    warm_cpu_seconds=0.05,
+)
+"""A check's measured run: half a second's init, 0.6 s run, 0.2 s warm; 50 MB peak."""
+
+
 def test_catalogue_cost_per_month() -> None:
-    sample = cost.RunSample(
-        "c",
-        init_seconds=0.5,
-        init_cpu_seconds=0.5,
-        run_seconds=0.6,
-        run_cpu_seconds=0.4,
-        peak_rss_mb=50,
-        warm_seconds=0.2,
-        warm_cpu_seconds=0.05,
-    )
-    chosen = cost.cheapest(sample)
+    chosen = cost.cheapest(SAMPLE)
     assert chosen.memory_mb == 128  # below one vCPU the smallest fitting size is the cheapest
     warm_seconds = 0.15 + 0.05 * 1769 / 128
     assert chosen.warm_usd == pytest.approx(43_800 * cost.invocation_usd(warm_seconds, 128))
     cold_seconds = 0.5 * 1769 / 128 + 0.2 + 0.4 * 1769 / 128
     assert chosen.cold_usd == pytest.approx(43_800 * cost.invocation_usd(cold_seconds, 128))
-    costs, warm, cold = cost.catalogue([sample, sample])
+    costs, warm, cold = cost.catalogue([SAMPLE, SAMPLE])
     assert len(costs) == 2
     assert warm == pytest.approx(2 * chosen.warm_usd)
     assert cold == pytest.approx(2 * chosen.cold_usd)
@@ -275,20 +278,10 @@ def test_cold_fraction_is_one_cold_start_per_so_many_hours_of_every_minute_invoc
 
 
 def test_common_case_cost_lies_between_all_warm_and_all_cold() -> None:
-    sample = cost.RunSample(
-        "c",
-        init_seconds=0.5,
-        init_cpu_seconds=0.5,
-        run_seconds=0.6,
-        run_cpu_seconds=0.4,
-        peak_rss_mb=50,
-        warm_seconds=0.2,
-        warm_cpu_seconds=0.05,
-    )
-    chosen = cost.cheapest(sample, fraction=0.01)
+    chosen = cost.cheapest(SAMPLE, fraction=0.01)
     assert chosen.common_usd == pytest.approx(0.99 * chosen.warm_usd + 0.01 * chosen.cold_usd)
     assert chosen.warm_usd < chosen.common_usd < chosen.cold_usd
-    default = cost.cheapest(sample)  # the Lambda assumption
+    default = cost.cheapest(SAMPLE)  # the Lambda assumption
     assert default.common_usd == pytest.approx(
         cost.common_usd(default.warm_usd, default.cold_usd, cost.cold_fraction(cost.LAMBDA_HOURS_PER_COLD_START))
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kit import FakeApiServer, fake_cluster
+from kit import NOW, FakeApiServer, fake_cluster
 from kit.certs import Issued, b64, issue
 from outpost.checks import webhook_cert_expiry
 from outpost.checks.apiserver_cert_expiry import ApiserverCertData, ApiserverCertExpiryParams
@@ -41,7 +41,6 @@ from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, 
 from outpost.result import Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "webhook_cert_expiry"
-NOW = dt.datetime(2026, 12, 3, 13, 40, tzinfo=dt.UTC)  # when the webhook fixtures were captured
 CA = issue("kubernetes-ca", NOW - dt.timedelta(days=30), NOW + dt.timedelta(days=3650), is_ca=True)
 ADDRESS = "127.0.0.1:6443"
 

@@ -21,6 +21,7 @@ import msgspec
 import pytest
 
 from bench.decode_pages import pages
+from kit.fake_cluster import failure
 from kit.node_fixtures import document, states
 from outpost.cluster import incremental
 from outpost.cluster.client import Cluster, ListPage, WatchBroken, _ListMeta
@@ -400,15 +401,7 @@ BOOKMARK = {
         "annotations": {"k8s.io/initial-events-end": "true"},
     },
 }
-GONE = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "metadata": {},
-    "status": "Failure",
-    "reason": "Expired",
-    "code": 410,
-    "message": "too old resource version: 5 (2599)",
-}
+GONE = failure(410, "Expired", "too old resource version: 5 (2599)")
 
 
 @pytest.mark.parametrize(

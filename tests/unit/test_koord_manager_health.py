@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from kit import FakeApiServer, fake_cluster
-from kit.managers import STATES, State, load, serve
+from kit.managers import STATES, each_state, load, serve
 from outpost.checks import koord_manager_health
 from outpost.checks.koord_manager_health import KoordManagerHealthParams
 from outpost.cluster import pod_proxy
@@ -67,11 +67,7 @@ def test_every_captured_state_is_judged_here() -> None:
     assert sorted(CAPTURED) == sorted(STATES)
 
 
-@pytest.mark.parametrize(
-    ("state_name", "status", "summary", "errors"),
-    [(name, *case) for name, case in CAPTURED.items()],
-    ids=list(CAPTURED),
-)
+@each_state(CAPTURED)
 def test_captured_states(state_name: str, status: Status, summary: str, errors: list[str]) -> None:
     state = load(state_name)
     api = serve(state)
@@ -109,13 +105,13 @@ def test_the_kit_serves_only_a_captured_timeout_as_a_hang() -> None:
     (here the API server itself unreachable) is refused by the kit rather than blamed on the pod."""
     state = load("manager_frozen_koord")
     key = f"{NS}/{CKX4F} /readyz"
-    assert state.health[key] == (
+    assert state.answers[key] == (
         None,
         f"ClusterTimeout: GET {pod_proxy(NS, CKX4F, 8000, '/readyz')} on cluster "
         "outpost-sandbox: read timed out after 5.0 s",
     )
     unreachable = (None, "ClusterUnreachable: cannot connect to https://127.0.0.1:6443")
-    odd = State(state.name, state.captured_at, state.objects, {**state.health, key: unreachable})
+    odd = state.replaced(answers={key: unreachable})
     with pytest.raises(
         AssertionError,
         match=f"{key} was not answered when captured, for a reason the kit cannot serve: ClusterUnreachable",

@@ -192,7 +192,7 @@ def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_one
     stranger = copy.deepcopy(evicted)
     stranger["metadata"] = {"name": "not-a-manager", "namespace": NS, "labels": {"app": "other"}}
     stranger["status"] = leaving["status"]
-    api = serve(State(state.name, state.captured_at, [*objects, evicted, stranger], state.health))
+    api = serve(state.replaced([*objects, evicted, stranger]))
     result = run(api)
     assert result.status is Status.OK
     assert result.summary == f"{DEPLOYMENT}: 1/1 pods answer /readyz"

@@ -35,8 +35,11 @@ from outpost.checks.kwok_pod_reconciler import (
 from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.errors import ClusterError
 from outpost.kube import Node, parse_time
+from outpost.kube.timestamps import format_time
 from outpost.result import Status
 
+STAMP = format_time(NOW)
+"""NOW as the API server keeps a time the reconciler writes (seconds)."""
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
 CREATED_POD = Path(__file__).resolve().parent / "fixtures" / "webhooks" / "healthy" / "dry_run.openkruise.body"
 PARAMS = KwokPodReconcilerParams(min_pending_seconds=0)
@@ -305,7 +308,7 @@ def test_conditions_merge_by_type_as_kwok_patch_merges(
         had = condition({"conditions": conditions}, kind) or {}
         # what the stage sets is replaced; what it does not set (a reason) stays, as in a strategic merge
         assert condition(status, kind) == had | {
-            "lastTransitionTime": "2026-12-03T11:45:00Z",
+            "lastTransitionTime": STAMP,
             "status": "True",
             "type": kind,
         }
@@ -327,9 +330,9 @@ def test_conditions_merge_by_type_as_kwok_patch_merges(
                     "state": {
                         "terminated": {
                             "exitCode": 0,
-                            "finishedAt": "2026-12-03T11:45:00Z",
+                            "finishedAt": STAMP,
                             "reason": "Completed",
-                            "startedAt": "2026-12-03T11:45:00Z",
+                            "startedAt": STAMP,
                         }
                     },
                 }
@@ -345,7 +348,7 @@ def test_conditions_merge_by_type_as_kwok_patch_merges(
                     "ready": True,
                     "restartCount": 0,
                     "started": True,
-                    "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}},
+                    "state": {"running": {"startedAt": STAMP}},
                 }
             ],
             id="a sidecar (restartPolicy Always) is running",
@@ -364,10 +367,10 @@ def test_container_statuses_as_the_template_builds_them(
             "name": "probe",
             "ready": True,
             "restartCount": 0,
-            "state": {"running": {"startedAt": "2026-12-03T11:45:00Z"}},
+            "state": {"running": {"startedAt": STAMP}},
         }
     ]
-    assert (status["phase"], status["startTime"]) == ("Running", "2026-12-03T11:45:00Z")
+    assert (status["phase"], status["startTime"]) == ("Running", STAMP)
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,11 @@ import pytest
 from pydantic import ValidationError
 
 from kit import fake_cluster
-from kit.node_fixtures import captured_at, document, serve
+from kit.node_fixtures import captured_at, document, facts_and_usage, serve
 from outpost.checks import node_utilization
 from outpost.checks.node_utilization import NodeUtilizationData, NodeUtilizationParams, filtered_by_load_aware
 from outpost.errors import ClusterResponseError
-from outpost.kube.nodes import facts_of, usage_from_metrics_k8s, usage_from_nodemetric
+from outpost.kube.nodes import facts_of, usage_from_metrics_k8s
 from outpost.result import Result, Status
 
 SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the sandbox's environment opts into
@@ -30,10 +30,7 @@ CO_LOCATION = {"lower_percent": 60}  # the tutorial's target; the sandbox opts i
 def data(
     state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
 ) -> NodeUtilizationData:
-    return NodeUtilizationData(
-        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
-    )
+    return NodeUtilizationData(*facts_and_usage(state, metrics, nodes))
 
 
 def run(d: NodeUtilizationData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:

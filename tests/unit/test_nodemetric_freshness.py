@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from kit import fake_cluster
-from kit.node_fixtures import captured_at, document, serve
+from kit.node_fixtures import captured_at, document, facts_and_usage, serve
 from outpost.checks import nodemetric_freshness
 from outpost.checks.nodemetric_freshness import NodeMetricFreshnessData, NodeMetricFreshnessParams
-from outpost.kube.nodes import facts_of, usage_from_nodemetric
 from outpost.result import Result, Status
 
 SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the sandbox's environment opts into
@@ -25,10 +24,7 @@ SANDBOX: dict[str, Any] = {"nodes": {"classes": ["real", "fake"]}}  # what the s
 def data(
     state: str, metrics: list[dict[str, Any]] | None = None, nodes: list[dict[str, Any]] | None = None
 ) -> NodeMetricFreshnessData:
-    return NodeMetricFreshnessData(
-        tuple(facts_of(n) for n in (nodes if nodes is not None else document(state, "nodes"))),
-        tuple(usage_from_nodemetric(m) for m in (metrics if metrics is not None else document(state, "nodemetrics"))),
-    )
+    return NodeMetricFreshnessData(*facts_and_usage(state, metrics, nodes))
 
 
 def run(d: NodeMetricFreshnessData, state: str = "healthy", skew: float = 0, **params: Any) -> Result:

@@ -14,8 +14,8 @@ import dataclasses
 
 import pytest
 
+from kit.captured import SANDBOX, load
 from kit.fake_cluster import FakeApiServer, fake_cluster
-from kit.fixtures import load_state
 from outpost import registry
 from outpost.cluster import Deadline
 from outpost.config import environment_file
@@ -26,6 +26,7 @@ SETTINGS = load_settings(environment_file("local"))
 CHECKS = [name for name in SETTINGS.enabled_checks() if not registry.get(name).writes]
 TLS_FIRST = {"apiserver-triage"}  # a TLS handshake to the fake's unresolvable host fails first: nothing is sent
 _VERBS: dict[str, access.Verb] = {"POST": "create", "PATCH": "patch"}
+HEALTHY = load(SANDBOX / "healthy.json")
 
 
 def requests_of(name: str, api: FakeApiServer) -> list[access.Access]:
@@ -48,7 +49,7 @@ def test_what_fetch_sends_is_declared(name: str) -> None:
     for state in ("healthy", "empty"):
         api = FakeApiServer()
         if state == "healthy":
-            api.add_all(load_state("healthy"))
+            api.add_all(HEALTHY.objects)
         sent = requests_of(name, api)
         undeclared = [item.describe() for item in sent if not access.covered(item, declared)]
         assert not undeclared, f"{name} ({state}) sent what it does not declare: {undeclared}"

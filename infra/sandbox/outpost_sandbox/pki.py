@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -104,6 +105,18 @@ def make_ca(common_name: str, not_before: dt.datetime, not_after: dt.datetime) -
         .sign(key, hashes.SHA256())
     )
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))
+
+
+class LeafOptions(TypedDict, total=False):
+    """What `issue` takes besides the CA and the common name."""
+
+    organization: str | None
+    dns: Sequence[str]
+    ips: Sequence[str]
+    server: bool
+    client: bool
+    not_before: dt.datetime | None
+    not_after: dt.datetime | None
 
 
 def issue(
@@ -388,34 +401,8 @@ class PKI:
     def not_after(self, name: str) -> dt.datetime:
         return x509.load_pem_x509_certificate(self.cert(name).read_bytes()).not_valid_after_utc
 
-    def _issue(
-        self,
-        name: str,
-        common_name: str,
-        *,
-        organization: str | None = None,
-        dns: Sequence[str] = (),
-        ips: Sequence[str] = (),
-        server: bool = False,
-        client: bool = False,
-        not_before: dt.datetime | None = None,
-        not_after: dt.datetime | None = None,
-    ) -> None:
+    def _issue(self, name: str, common_name: str, **options: Unpack[LeafOptions]) -> None:
         ca = read_pair(self.dir, "ca")
         if ca is None:
             raise FileNotFoundError(f"sandbox CA {self.ca_cert} is missing")
-        write_pair(
-            self.dir,
-            name,
-            issue(
-                ca,
-                common_name,
-                organization=organization,
-                dns=dns,
-                ips=ips,
-                server=server,
-                client=client,
-                not_before=not_before,
-                not_after=not_after,
-            ),
-        )
+        write_pair(self.dir, name, issue(ca, common_name, **options))

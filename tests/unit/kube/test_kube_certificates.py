@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 
+from kit import NOW
 from kit.certs import b64, issue
 from outpost.kube.certificates import (
     NotACertificate,
@@ -18,7 +19,6 @@ from outpost.kube.certificates import (
     parse_pem_bundle,
 )
 
-NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 CA = issue("outpost-test-ca", NOW - dt.timedelta(days=10), NOW + dt.timedelta(days=3650), is_ca=True)
 LEAF = issue(
     "kube-apiserver",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from kit import NOW
 from kit.node_fixtures import document
 from outpost.errors import MalformedResponse
 from outpost.kube.daemons import DaemonPod, coverage, daemon_pod_of
@@ -24,8 +25,6 @@ from outpost.kube.nodes import (
     usage_from_nodemetric,
 )
 from outpost.kube.selectors import MetadataSelector
-
-NOW = datetime(2026, 12, 3, 13, 30, 30, tzinfo=UTC)
 
 
 def facts(name: str, cls: NodeClass = NodeClass.REAL, **kw: Any) -> NodeFacts:
