@@ -6,9 +6,11 @@ Vigilmon needs and nothing they must guess:
 - `name`: the deployed function's name (`outpost-<env>-<check>`), so an alert names the function to look at;
 - `heartbeat`: the secret *reference* where the monitor's heartbeat URL is to be stored, never the URL;
 - `interval_seconds`: the check's schedule (a healthy run pings once per interval);
-- `grace_seconds`: schedule x `tolerated_misses` + margin, the margin being the function timeout rounded up to
-  whole minutes (at least 60 s), because a healthy run's ping can come that late (docs/contracts.md
-  "Heartbeat contract");
+- `grace_seconds`: schedule x `tolerated_misses` + margin, the margin being a run (the check's deadline plus the
+  platform margin) rounded up to whole minutes (at least 60 s), because a healthy run's ping can come that late
+  (docs/contracts.md "Heartbeat contract");
+- `alert_within_seconds`: the model's worst case from a fault to the alert, schedule + run + grace
+  (`outpost.deploy.alert_worst_case_seconds`);
 - `alert_channels` by severity tier, as the Koordinator and OpenKruise tutorials set them up: critical
   monitors page (`vigilmon.channels.page`, e.g. PagerDuty) and notify, warning monitors only notify
   (`vigilmon.channels.notify`, e.g. Slack #platform-eng);
@@ -28,7 +30,13 @@ import yaml
 
 from outpost import redaction, registry
 from outpost.config import Settings
-from outpost.deploy import function_name, monitor_margin_seconds, schedule_minutes, severity
+from outpost.deploy import (
+    alert_worst_case_seconds,
+    function_name,
+    monitor_margin_seconds,
+    schedule_minutes,
+    severity,
+)
 from outpost.settings import add_source_arguments, settings_from_args
 
 LAYER_GROUPS: Final = {
@@ -76,6 +84,7 @@ def monitor(settings: Settings, name: str) -> dict[str, Any]:
         "interval_seconds": minutes * 60,
         "tolerated_misses": configured.tolerated_misses,
         "grace_seconds": configured.grace_seconds(minutes, margin),
+        "alert_within_seconds": alert_worst_case_seconds(settings, name),
         "severity": tier,
         "alert_channels": alert_channels(settings, tier),
         "group": group_of(spec.layer),
@@ -91,8 +100,9 @@ def document(settings: Settings) -> dict[str, Any]:
     groups = sorted({m["group"] for m in monitors}, key=lambda g: (order.index(g) if g in order else len(order), g))
     return {
         "environment": settings.environment,
-        "grace": f"interval x tolerated_misses + {monitor_margin_seconds(settings)} s (the function timeout, "
-        "rounded up to whole minutes, at least 60 s)",
+        "grace": f"interval x tolerated_misses + {monitor_margin_seconds(settings)} s (a run: the check's deadline "
+        "plus the platform margin, rounded up to whole minutes, at least 60 s)",
+        "alert_within": "interval + run + grace: the longest from a fault to the alert",
         "channels": {"page": list(settings.vigilmon.channels.page), "notify": list(settings.vigilmon.channels.notify)},
         "status_page": {
             "name": settings.vigilmon.status_page or f"Outpost {settings.environment}",
