@@ -159,11 +159,12 @@ def measure(
             check for check, lane in running.items() if lane.healthy_pings() == 0 or lane.vigilmon.events_for(check)
         }
         if not ready:
-            say(f"  not healthy before the fault: {', '.join(sorted(unhealthy))}")
+            say(f"          not healthy before the fault: {', '.join(sorted(unhealthy))}")
         real_break = time.monotonic()
         broke_at = {check: lane.clock() for check, lane in running.items()}
         faults.break_fault(fault, target=target, state_dir=state_dir)
         break_real = time.monotonic() - real_break
+        say(f"          broken; waiting for Vigilmon's alert ({', '.join(caught_by)})")
         try:
             # Alert by the model's worst case (plus the break's length), with room for a slow run: 3 schedules.
             def alerted() -> bool:
@@ -173,7 +174,10 @@ def measure(
                 (lane.monitor["interval_seconds"] * 4 + lane.monitor["grace_seconds"]) / lane.clock.scale
                 for lane in running.values()
             )
-            wait_until(alerted, longest + 2 * break_real + 10)
+            if wait_until(alerted, longest + 2 * break_real + 10):
+                say("          alerted; healing")
+            else:
+                say("          no alert from every check in time; healing")
         finally:
             real_heal = time.monotonic()
             healed_at = {check: lane.clock() for check, lane in running.items()}
