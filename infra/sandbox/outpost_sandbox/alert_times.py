@@ -7,7 +7,7 @@ sandbox), and the scheduler running the check's real entry module on its schedul
 
 Reported per check and fault, in the clock's seconds (the deployed schedule's real units): break to the first
 failing run (its start) and to the alert; heal to the resolve; and the model's worst case, schedule + run +
-grace, with the longest run measured. Times count from the start of `break`/`heal` (the fault takes effect
+grace, with the longest healthy run measured. Times count from the start of `break`/`heal` (the fault takes effect
 somewhere inside that call, whose length is reported too), so a measured alert is within the model when it is
 at most worst case + break time. A fault the shipped configuration does not catch shows no failing run.
 """
@@ -49,7 +49,7 @@ class Measurement:
     schedule_seconds: float
     grace_seconds: float
     run_seconds: float
-    """The longest run measured in the lane (clock seconds)."""
+    """The longest healthy run measured in the lane (clock seconds)."""
     break_seconds: float
     """How long `break` took: the fault took effect somewhere inside it."""
     first_failing_seconds: float | None
@@ -86,16 +86,21 @@ class Lane:
         return next((e.at for e in self.vigilmon.events_for(self.check, kind) if e.at >= after), None)
 
     def max_run_seconds(self) -> float:
-        return max((run.seconds for run in self.scheduler.runs_of(self.check)), default=0.0)
+        """The longest healthy run: how late the last ping before a fault can come (a failing run never pings)."""
+        return max((run.seconds for run in self.scheduler.runs_of(self.check) if run.healthy), default=0.0)
 
 
-def environment_for(state_dir: Path, overrides: dict[str, dict[str, Any]] | None = None) -> Path:
-    """The shipped `local` environment pointed at the sandbox in `state_dir`, written beside it (the scheduler's
-    entry modules read it from `$OUTPOST_CONFIG`); `overrides` are merged into checks' entries."""
+def environment_for(
+    state_dir: Path, directory: Path | None = None, params: dict[str, dict[str, Any]] | None = None
+) -> Path:
+    """The shipped `local` environment pointed at the sandbox in `state_dir`, written to `directory` (default
+    `<state_dir>/alert-times`; the scheduler's entry modules read it from `$OUTPOST_CONFIG`); `params` are
+    merged into those checks' params."""
     environment: dict[str, Any] = pointed_at(yaml.safe_load(environment_file("local").read_text()), state_dir)
-    for check, extra in (overrides or {}).items():
-        environment["checks"][check] = {**environment["checks"].get(check, {}), **extra}
-    path = state_dir / "alert-times" / "local.yaml"
+    for check, extra in (params or {}).items():
+        entry = environment["checks"][check]
+        entry["params"] = {**entry.get("params", {}), **extra}
+    path = (directory or state_dir / "alert-times") / "local.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(environment, sort_keys=False))
     return path
@@ -108,9 +113,12 @@ def heartbeat_variable(check: str) -> str:
 
 @contextlib.contextmanager
 def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterator[dict[str, Lane]]:
-    """A started lane per check: monitor created, heartbeat URL in the environment, scheduler running."""
+    """A started lane per check: monitor created, heartbeat URL in the environment, scheduler running; on exit
+    every lane stopped and the environment variables set here restored."""
     document = monitors.document(load_settings(config))
     by_check = {m["check"]: m for m in document["monitors"]}
+    names = [CONFIG_ENV, ENVIRONMENT_ENV, *(heartbeat_variable(check) for check in checks)]
+    saved = {name: os.environ.get(name) for name in names}
     os.environ[CONFIG_ENV] = str(config)
     os.environ.pop(ENVIRONMENT_ENV, None)
     started: dict[str, Lane] = {}
@@ -131,6 +139,11 @@ def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterato
         for lane in started.values():
             lane.scheduler.stop()
             lane.vigilmon.stop()
+        for name, value in saved.items():  # the process's environment as it was
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def wait_until(done: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:

@@ -118,6 +118,7 @@ class Scheduler:
     _handlers: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
+    _in_flight: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Scheduler:
@@ -140,7 +141,10 @@ class Scheduler:
                 return
             if self._stop.is_set():
                 return
-            threading.Thread(target=self._run, args=(check,), daemon=True, name=f"run-{check}").start()
+            run = threading.Thread(target=self._run, args=(check,), daemon=True, name=f"run-{check}")
+            with self._lock:
+                self._in_flight = [thread for thread in self._in_flight if thread.is_alive()] + [run]
+            run.start()
 
     def _run(self, check: str) -> None:
         run = invoke(self._handlers[check], check, self.clock)
@@ -153,11 +157,16 @@ class Scheduler:
         with self._lock:
             return [run for run in self.runs if run.check == check]
 
-    def stop(self) -> None:
+    def stop(self, runs_timeout: float = 120.0) -> None:
+        """No run starts after this; the runs under way are awaited (each ends by its deadline)."""
         self._stop.set()
         for thread in self._threads:
             thread.join(5)
         self._threads.clear()
+        with self._lock:
+            in_flight, self._in_flight = self._in_flight, []
+        for thread in in_flight:
+            thread.join(runs_timeout)
 
     def __enter__(self) -> Scheduler:
         return self.start()
