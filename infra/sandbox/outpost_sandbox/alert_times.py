@@ -28,7 +28,8 @@ from typing import Any, Final
 
 import yaml
 
-from outpost import monitors
+from outpost import monitors, secrets
+from outpost.cluster import warm
 from outpost.config import environment_file
 from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, load_settings
 from outpost_sandbox import faults
@@ -121,6 +122,10 @@ def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterato
     saved = {name: os.environ.get(name) for name in names}
     os.environ[CONFIG_ENV] = str(config)
     os.environ.pop(ENVIRONMENT_ENV, None)
+    # The lanes are new function instances: nothing an earlier run of this process resolved (a heartbeat URL of
+    # another stand-in) or followed (a watch) carries over, as nothing carries over a cold start.
+    secrets.clear_cache()
+    warm.forget()
     started: dict[str, Lane] = {}
     try:
         for check in checks:
@@ -139,6 +144,8 @@ def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterato
         for lane in started.values():
             lane.scheduler.stop()
             lane.vigilmon.stop()
+        secrets.clear_cache()
+        warm.forget()
         for name, value in saved.items():  # the process's environment as it was
             if value is None:
                 os.environ.pop(name, None)
