@@ -127,30 +127,38 @@ def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterato
     secrets.clear_cache()
     warm.forget()
     started: dict[str, Lane] = {}
-    try:
-        for check in checks:
-            monitor = by_check[check]
-            clock = ScaledClock(scale=monitor["interval_seconds"] / period_seconds)
-            vigilmon = Vigilmon(clock=clock).start()
-            created = vigilmon.create_monitors({"monitors": [monitor]})[check]
-            os.environ[heartbeat_variable(check)] = vigilmon.heartbeat_url(created.key)
-            vigilmon.watch(every_seconds=min(0.05, period_seconds / 50))
-            scheduler = Scheduler({check: float(monitor["interval_seconds"])}, clock=clock)
-            started[check] = Lane(check, monitor, clock, vigilmon, scheduler)
-        for lane in started.values():
-            lane.scheduler.start()
-        yield started
-    finally:
-        for lane in started.values():
-            lane.scheduler.stop()
-            lane.vigilmon.stop()
-        secrets.clear_cache()
-        warm.forget()
-        for name, value in saved.items():  # the process's environment as it was
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    # The functions' own log lines (one JSON line a run, on stdout as on the platform) go to a file beside the
+    # environment, not into the report; `say` callers bind their stream before this.
+    with (config.parent / "runs.log").open("a") as function_log, contextlib.redirect_stdout(function_log):
+        try:
+            for check in checks:
+                started[check] = _lane(by_check[check], period_seconds)
+            for lane in started.values():
+                lane.scheduler.start()
+            yield started
+        finally:
+            for lane in started.values():
+                lane.scheduler.stop()
+                lane.vigilmon.stop()
+            secrets.clear_cache()
+            warm.forget()
+            for name, value in saved.items():  # the process's environment as it was
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def _lane(monitor: dict[str, Any], period_seconds: float) -> Lane:
+    """A check's stand-in (watching) and scheduler (not started yet), its heartbeat URL in the environment."""
+    check = monitor["check"]
+    clock = ScaledClock(scale=monitor["interval_seconds"] / period_seconds)
+    vigilmon = Vigilmon(clock=clock).start()
+    created = vigilmon.create_monitors({"monitors": [monitor]})[check]
+    os.environ[heartbeat_variable(check)] = vigilmon.heartbeat_url(created.key)
+    vigilmon.watch(every_seconds=min(0.05, period_seconds / 50))
+    scheduler = Scheduler({check: float(monitor["interval_seconds"])}, clock=clock)
+    return Lane(check, monitor, clock, vigilmon, scheduler)
 
 
 def wait_until(done: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
@@ -296,12 +304,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: unknown fault(s) {', '.join(unknown)} (`outpost sandbox break --help`)", file=sys.stderr)
         return 64
     config = environment_for(sandbox.state_dir)
+    out = sys.stdout  # bound now: while lanes run, stdout is the functions' log
+
+    def say(text: str) -> None:
+        print(text, file=out, flush=True)
+
     measured: list[Measurement] = []
     failed: list[str] = []
     for fault, target in cases(args.fault):
         print(f"# {fault}{f' --target {target}' if target else ''}", file=sys.stderr, flush=True)
         try:
-            rows = measure(sandbox.state_dir, config, fault, target, period_seconds=args.period, say=print)
+            rows = measure(sandbox.state_dir, config, fault, target, period_seconds=args.period, say=say)
         except faults.FaultError as error:  # one line, and on to the next fault (it was healed)
             print(f"error: {fault}: {error}", file=sys.stderr, flush=True)
             failed.append(fault)
