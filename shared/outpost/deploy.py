@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from outpost import registry
-from outpost.config import EksAuth, GkeAuth, KubeconfigAuth, Settings, TokenAuth
+from outpost.config import CheckSettings, EksAuth, GkeAuth, KubeconfigAuth, Settings, TokenAuth
 from outpost.heartbeat import worst_case_seconds
 from outpost.secrets import parse_secret_ref
 
@@ -34,6 +34,10 @@ PLATFORM_MAX_TIMEOUT_SECONDS: Final = {"aws": 900, "gcf": 540}
 
 MONITOR_MARGIN_FLOOR_SECONDS: Final = 60
 """The smallest margin added to a monitor's grace (docs/contracts.md "Heartbeat contract")."""
+
+ALERT_TARGET_SECONDS: Final = 300
+"""Every critical check alerts within 5 minutes of its fault with the default schedule and grace (issue 23):
+`alert_worst_case_seconds` of each, with the defaults, is at most this (tests/unit/test_alert_model.py)."""
 
 SECRET_STORES: Final = {"aws": ("ssm", "secretsmanager"), "gcf": ("gcpsm",)}
 AUTH_MODES: Final = {"aws": ("eks", "token"), "gcf": ("gke", "token")}
@@ -105,9 +109,25 @@ def severity(settings: Settings, name: str) -> str:
     return registry.get(name).severity
 
 
+def run_seconds(settings: Settings) -> float:
+    """How long a run takes before its ping leaves: the check's deadline plus the platform margin (cold start,
+    settings, the log line). A ping's retries are not in it: they happen only while Vigilmon itself fails."""
+    return settings.cluster.deadline_seconds + PLATFORM_MARGIN_SECONDS
+
+
 def monitor_margin_seconds(settings: Settings) -> int:
-    """Grace margin: a healthy run's ping can come as late as the function timeout; whole minutes, >= 60 s."""
-    return max(MONITOR_MARGIN_FLOOR_SECONDS, 60 * math.ceil(function_timeout_seconds(settings) / 60))
+    """Grace margin: a healthy run's ping comes up to a run later than its schedule; whole minutes, >= 60 s."""
+    return max(MONITOR_MARGIN_FLOOR_SECONDS, 60 * math.ceil(run_seconds(settings) / 60))
+
+
+def alert_worst_case_seconds(settings: Settings, name: str) -> int:
+    """The longest from a fault to Vigilmon's alert, by the model: the fault comes right after a healthy run
+    observed the cluster, that run's ping still arrives (a run later), and the monitor alerts once the last ping
+    is older than interval + grace: schedule + run + grace."""
+    configured = settings.checks.get(name) or CheckSettings()
+    minutes = schedule_minutes(settings, name)
+    grace = configured.grace_seconds(minutes, monitor_margin_seconds(settings))
+    return math.ceil(minutes * 60 + run_seconds(settings) + grace)
 
 
 def function_name(environment: str, check: str) -> str:

@@ -1,10 +1,10 @@
 """`outpost monitors --env ENV [--format yaml|json]`: the Vigilmon monitors of an environment, as code.
 
 One heartbeat monitor per enabled check, with nothing a person creating it must guess: the function's name, the
-secret reference (never the URL), interval, grace (schedule x `tolerated_misses` + the function timeout rounded
-up to minutes, since a healthy ping can come that late) and alert channels by severity (docs/monitors.md).
-Vigilmon's API is documented to Outpost only for heartbeats and maintenance, so this is a document to apply,
-not API calls. It holds no secret.
+secret reference (never the URL), interval, grace (schedule x `tolerated_misses` + one run rounded up to minutes,
+since a healthy ping can come that late), the model's worst case from fault to alert, alert channels by severity
+and a description that says what to do (docs/monitors.md). Vigilmon's API is documented to Outpost only for
+heartbeats and maintenance, so this is a document to apply, not API calls. It holds no secret.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ import yaml
 
 from outpost import redaction, registry
 from outpost.config import Settings
-from outpost.deploy import function_name, monitor_margin_seconds, schedule_minutes, severity
+from outpost.deploy import (
+    alert_worst_case_seconds,
+    function_name,
+    monitor_margin_seconds,
+    schedule_minutes,
+    severity,
+)
 from outpost.settings import add_source_arguments, settings_from_args
 
 LAYER_GROUPS: Final = {
@@ -65,6 +71,7 @@ def monitor(settings: Settings, name: str) -> dict[str, Any]:
         "interval_seconds": minutes * 60,
         "tolerated_misses": configured.tolerated_misses,
         "grace_seconds": configured.grace_seconds(minutes, margin),
+        "alert_within_seconds": alert_worst_case_seconds(settings, name),
         "severity": tier,
         "alert_channels": alert_channels(settings, tier),
         "group": group_of(spec.layer),
@@ -92,8 +99,9 @@ def document(settings: Settings) -> dict[str, Any]:
     groups = sorted({m["group"] for m in monitors}, key=lambda g: (order.index(g) if g in order else len(order), g))
     return {
         "environment": settings.environment,
-        "grace": f"interval x tolerated_misses + {monitor_margin_seconds(settings)} s (the function timeout, "
-        "rounded up to whole minutes, at least 60 s)",
+        "grace": f"interval x tolerated_misses + {monitor_margin_seconds(settings)} s (a run: the check's deadline "
+        "plus the platform margin, rounded up to whole minutes, at least 60 s)",
+        "alert_within": "interval + run + grace: the longest from a fault to the alert",
         "channels": {"page": list(settings.vigilmon.channels.page), "notify": list(settings.vigilmon.channels.notify)},
         "status_page": {
             "name": settings.vigilmon.status_page or f"Outpost {settings.environment}",

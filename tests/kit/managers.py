@@ -68,4 +68,3 @@ def each_state(expected: Mapping[str, tuple[Any, ...]]) -> pytest.MarkDecorator:
         [(name, *case) for name, case in expected.items()],
         ids=list(expected),
     )
-

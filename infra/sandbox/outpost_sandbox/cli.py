@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from outpost_sandbox import faults
+from outpost_sandbox import alert_times, faults
 from outpost_sandbox.cluster import Sandbox, SandboxError
 
 
@@ -61,6 +61,7 @@ def add_commands(parser: argparse.ArgumentParser) -> Any:
     p_status.set_defaults(func=cmd_status)
 
     faults.register(sub)
+    alert_times.register(sub)
     return sub
 
 

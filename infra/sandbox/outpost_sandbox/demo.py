@@ -1,30 +1,33 @@
 """`outpost demo`: the main job on the embedded default, end to end, readable by a person.
 
-It brings the sandbox up, runs every `local` check once as the probe identity against a local Vigilmon
-stand-in, breaks `etcd-down` to show the failure and the silence (no ping), heals and shows health again.
-The sandbox is left running to explore (`outpost sandbox down` stops it).
+It brings the sandbox up, runs every `local` check once as the probe identity against the local Vigilmon stand-in,
+then breaks `etcd-down` while apiserver-health runs on its (sped-up) schedule: the failing runs, the alert and its
+time beside the model's worst case; heals, and the next ping resolves the alert. The sandbox is left running to
+explore (`outpost sandbox down` stops it).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from outpost.config import KubeconfigAuth, Settings, environment_file
-from outpost.result import Result, Status
+from outpost.result import Result
 from outpost.runner import run_check
 from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
-from outpost_sandbox import faults
+from outpost_sandbox import alert_times, faults
 from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
-from outpost_sandbox.poll import PollTimeout, poll_until
 
 DEMO_FAULT = "etcd-down"
 """The fault the demo injects: caught by apiserver-health, which every environment runs."""
+DEMO_CHECK = "apiserver-health"
+DEMO_PERIOD_SECONDS = 3.0
+"""Real seconds per schedule while the fault is measured (a 1-minute schedule runs 20 times faster)."""
 
 
 def register(commands: Any) -> None:
@@ -32,11 +35,6 @@ def register(commands: Any) -> None:
     parser.add_argument("--nodes", type=int, default=100, help="kwok fake nodes (default 100)")
     parser.add_argument("--state-dir", default=None, help="sandbox state directory (default ~/.outpost/sandbox)")
     parser.set_defaults(func=main)
-
-
-def heartbeat_variable(check: str) -> str:
-    """The `env:` reference the `local` environment uses for a check's heartbeat URL."""
-    return "OUTPOST_HEARTBEAT_" + check.upper().replace("-", "_")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
 
     with HeartbeatReceiver() as receiver:
         for name in names:
-            os.environ[heartbeat_variable(name)] = receiver.url_for(name)
+            os.environ[alert_times.heartbeat_variable(name)] = receiver.url_for(name)
 
         say(
             f"\nstep 2/4  running {len(names)} check(s) once, as the read-only probe identity "
@@ -63,34 +61,23 @@ def main(args: argparse.Namespace) -> int:
         baseline = _run_all(settings, names)
         _show(baseline, receiver, say)
 
-        say(f"\nstep 3/4  injecting a fault: outpost sandbox break {DEMO_FAULT} ({faults.FAULTS[DEMO_FAULT].help})")
-        receiver.reset()
-        faults.break_fault(DEMO_FAULT, state_dir=sandbox.state_dir)
-        try:
-            broken = _wait_for(
-                lambda: _run_all(settings, ["apiserver-health"]),
-                lambda results: results[0].status is Status.FAILED,
-                timeout=60,
-            )
-            _show(broken, receiver, say)
-            caught = broken[0].status is Status.FAILED and receiver.pings_for("apiserver-health") == 0
-            say(
-                "          caught: apiserver-health failed and sent no heartbeat; Vigilmon would alert"
-                if caught
-                else "          NOT caught: the fault went unnoticed"
-            )
-        finally:
-            say(f"\nstep 4/4  healing: outpost sandbox heal {DEMO_FAULT}")
-            faults.heal(DEMO_FAULT, state_dir=sandbox.state_dir)
-        receiver.reset()
-        healed = _wait_for(
-            lambda: _run_all(settings, ["apiserver-health"]), lambda results: results[0].status is Status.OK, timeout=90
-        )
-        _show(healed, receiver, say)
+    say(
+        f"\nstep 3/4  injecting a fault: outpost sandbox break {DEMO_FAULT} ({faults.FAULTS[DEMO_FAULT].help}),\n"
+        f"          with {DEMO_CHECK} running on its schedule as deployed (its entry module, a scheduled event) and\n"
+        "          its monitor in the Vigilmon stand-in as `outpost monitors` defines it; one schedule passes in\n"
+        f"          {DEMO_PERIOD_SECONDS:g} real seconds, and every time below is in the deployed schedule's seconds"
+    )
+    config = alert_times.environment_for(sandbox.state_dir)
+    [measured] = alert_times.measure(
+        sandbox.state_dir, config, DEMO_FAULT, None, [DEMO_CHECK], period_seconds=DEMO_PERIOD_SECONDS, say=say
+    )
+    say(f"\nstep 4/4  the fault, the alert and back (healed with outpost sandbox heal {DEMO_FAULT})")
+    say(_told(measured))
+    caught = measured.within_model and measured.resolve_seconds is not None
 
     say("\nthe sandbox is still running; `outpost sandbox down` stops it")
     healthy_at_start = all(r.status.healthy for r in baseline)
-    return 0 if caught and healthy_at_start and healed[0].status is Status.OK else 1
+    return 0 if caught and healthy_at_start else 1
 
 
 def _identities_in(settings: Settings, state_dir: Path) -> Settings:
@@ -110,16 +97,21 @@ def _run_all(settings: Settings, names: Sequence[str]) -> list[Result]:
     return [run_check(settings, name, log=False) for name in names]
 
 
-def _wait_for(run: Callable[[], list[Result]], done: Callable[[list[Result]], bool], timeout: float) -> list[Result]:
-    results: list[list[Result]] = []
+def _told(measured: alert_times.Measurement) -> str:
+    def seconds(value: float | None) -> str:
+        return "never" if value is None else f"{value:.0f} s"
 
-    def run_and_see_done() -> bool:
-        results.append(run())
-        return done(results[-1])
-
-    with contextlib.suppress(PollTimeout):
-        poll_until("the checks to settle", timeout, run_and_see_done, interval=2)
-    return results[-1]
+    lines = [
+        f"          first failing run  {seconds(measured.first_failing_seconds)} after the break",
+        f"          Vigilmon alert     {seconds(measured.alert_seconds)} after the break "
+        f"(model worst case {measured.worst_case_seconds:.0f} s = schedule {measured.schedule_seconds:g} + run "
+        f"{measured.run_seconds:.0f} + grace {measured.grace_seconds:g})",
+        f"          resolved           {seconds(measured.resolve_seconds)} after the heal",
+        "          caught: the alert came within the model, and resolved after the heal"
+        if measured.within_model and measured.resolve_seconds is not None
+        else "          NOT caught in time",
+    ]
+    return "\n".join(lines)
 
 
 def _show(results: Sequence[Result], receiver: HeartbeatReceiver, say: Callable[[str], None]) -> None:
@@ -134,4 +126,5 @@ def _show(results: Sequence[Result], receiver: HeartbeatReceiver, say: Callable[
 
 
 def _printer() -> Callable[[str], None]:
-    return lambda text: print(text, flush=True)
+    out = sys.stdout  # bound now: while the scheduled runs go, stdout is the functions' log (alert_times.lanes)
+    return lambda text: print(text, file=out, flush=True)

@@ -735,7 +735,7 @@ CHECK = CheckSpec(
     system="koordinator / openkruise",
     layer="control plane",
     severity="critical",
-    schedule_minutes=5,
+    schedule_minutes=1,
     fails_when="a dry-run pod (Koordinator: selected by a ClusterColocationProfile; OpenKruise: controlled by an "
     "apps.kruise.io workload) is refused by a pod webhook, or admitted without the mutation it owes",
     params=AdmissionDryRunParams,

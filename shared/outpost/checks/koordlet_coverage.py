@@ -38,7 +38,7 @@ CHECK = CheckSpec(
     system="koordinator",
     layer="node",
     severity="critical",
-    schedule_minutes=5,
+    schedule_minutes=1,
     fails_when="a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet "
     "pod (names them)",
     params=KoordletCoverageParams,

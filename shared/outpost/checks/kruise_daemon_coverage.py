@@ -248,7 +248,7 @@ CHECK = CheckSpec(
     system="openkruise",
     layer="node",
     severity="critical",
-    schedule_minutes=5,
+    schedule_minutes=1,
     fails_when="a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
     "/healthz:{healthz_port} (real nodes by default)",
     params=KruiseDaemonCoverageParams,
