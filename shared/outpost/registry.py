@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Final
 
-from outpost.checks.base import CheckSpec
+from outpost.check import CheckSpec
 
 _CHECK_MODULES: Final[tuple[tuple[str, str], ...]] = (
     ("koord-manager-health", "koord_manager_health"),

@@ -29,11 +29,11 @@ except Exception as error:
     print(json.dumps({"error": type(error).__name__, "message": str(error),
                       "problems": list(getattr(error, "problems", []))}))
     raise SystemExit(0)
-print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith("outpost.checks.")),
+print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith(("outpost.checks.", "outpost.families."))),
                   "top": sorted({m.split(".")[0] for m in sys.modules})}))
 """
 
-# What each probed function's own module brings along (shared cores of its family), besides checks.base.
+# What each probed function's own module brings along: the shared body of its family (outpost.families).
 _FAMILY = {
     "koordlet-coverage": {"daemon_coverage"},
     "kruise-manager-health": {"manager_pods"},
@@ -56,7 +56,7 @@ def _cold_start(check: str, config: Path) -> dict[str, Any]:
 def test_an_entry_module_imports_only_its_own_check(check: str) -> None:
     started = _cold_start(check, LOCAL)
     own = registry._MODULES[check]
-    want = {f"outpost.checks.{m}" for m in {own, "base"} | _FAMILY[check]}
+    want = {f"outpost.checks.{own}"} | {f"outpost.families.{m}" for m in _FAMILY[check]}
     assert set(started["modules"]) == want, started
     # Neither the official client nor a cloud SDK on a kubeconfig environment's cold start.
     assert not {"kubernetes", "boto3", "botocore"} & set(started["top"]), started["top"]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.registry import checks, jobs
 from outpost.result import Result
 from outpost.tooling import catalogue

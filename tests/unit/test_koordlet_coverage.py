@@ -16,9 +16,9 @@ import pytest
 from kit import FakeApiServer, fake_cluster
 from kit.node_fixtures import captured_at, document, serve
 from outpost.checks import koordlet_coverage
-from outpost.checks.daemon_coverage import DaemonCoverageData
 from outpost.checks.koordlet_coverage import KoordletCoverageParams
 from outpost.errors import MalformedResponse
+from outpost.families.daemon_coverage import DaemonCoverageData
 from outpost.kube.daemons import daemon_pod_of
 from outpost.kube.nodes import NodeClass, NodeSelection, facts_of
 from outpost.kube.objects import DaemonSet, parse

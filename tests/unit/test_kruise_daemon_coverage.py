@@ -17,7 +17,6 @@ import pytest
 from kit import fake_cluster
 from kit.node_fixtures import captured_at, document, healthz, serve
 from outpost.checks import kruise_daemon_coverage
-from outpost.checks.daemon_coverage import DaemonCoverageData
 from outpost.checks.kruise_daemon_coverage import (
     KruiseDaemonCoverageParams,
     KruiseDaemonData,
@@ -25,6 +24,7 @@ from outpost.checks.kruise_daemon_coverage import (
 )
 from outpost.cluster.probes import ProbeOutcome, classify
 from outpost.errors import ClusterError
+from outpost.families.daemon_coverage import DaemonCoverageData
 from outpost.kube.daemons import daemon_pod_of
 from outpost.kube.nodes import facts_of
 from outpost.kube.objects import DaemonSet, parse

@@ -3,7 +3,7 @@
 
 Healthy is ok, scaled to 0 and CrashLoopBackOff are failed (the API server's 503 named per pod), a stolen Lease
 is invisible here (leader-leases' job), koord faults leave it ok; the real failure body is served over the
-healthy capture, since no fault makes the manager give it. Also covers `outpost.checks.manager_pods`.
+healthy capture, since no fault makes the manager give it. Also covers `outpost.families.manager_pods`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from outpost import redaction, registry, runbook
-from outpost.checks.base import MissingRunbook
+from outpost.check import MissingRunbook
 from outpost.errors import (
     AuthRefused,
     ClusterAuthError,

@@ -16,8 +16,8 @@ import pytest
 
 from kit import NOW, FakeApiServer, fake_cluster
 from kit.webhook_fixtures import STATES, objects, serve
+from outpost.check import CheckSpec
 from outpost.checks import koord_webhook, kruise_webhook
-from outpost.checks.base import CheckSpec
 from outpost.cluster import Deadline
 from outpost.errors import ClusterError
 from outpost.kube.paths import ENDPOINT_SLICES, ENDPOINTS, MUTATING_WEBHOOKS, SERVICES, object_path, service_proxy

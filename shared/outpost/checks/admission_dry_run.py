@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.client import admission_webhook_named
 from outpost.errors import ClusterResponseError, ClusterTimeout, MalformedResponse

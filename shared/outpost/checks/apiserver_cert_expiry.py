@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, TlsProbe
 from outpost.kube import access
 from outpost.kube.certificates import (

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import access
 from outpost.kube.health import MAX_HEALTH_BYTES, MAX_HEALTH_LINES, read_health_body

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, warm
 from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
 from outpost.kube import access

@@ -22,7 +22,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, TlsProbe
 from outpost.errors import ClusterTimeout, ClusterUnreachable, MalformedResponse
 from outpost.kube import access

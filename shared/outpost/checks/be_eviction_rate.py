@@ -18,7 +18,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import (
     EVENTS,

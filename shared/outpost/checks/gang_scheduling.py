@@ -49,7 +49,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.errors import ClusterError, ClusterResponseError
 from outpost.kube import (

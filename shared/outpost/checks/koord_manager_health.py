@@ -8,7 +8,7 @@ controller-runtime mounts only endpoints with checks, so with the gate off every
 check (like upstream's own readinessProbe) fails every pod: turn the gate on, or disable the check and rely on
 leader-leases (the metrics port would only prove the process serves HTTP).
 
-Verdict (shared with kruise-manager-health, `outpost.checks.manager_pods`): all ready = ok, some = degraded
+Verdict (shared with kruise-manager-health, `outpost.families.manager_pods`): all ready = ok, some = degraded
 naming the others, none, no pod or no Deployment = failed. A pod that hangs past `timeout_seconds` (2 s) is not
 ready; the body must be controller-runtime's `ok` (`expect_body`, null to judge by status alone), so another
 process on the port is not taken for readiness.
@@ -20,10 +20,10 @@ from datetime import datetime
 
 from pydantic import Field
 
-from outpost.checks import manager_pods
-from outpost.checks.base import CheckSpec
-from outpost.checks.manager_pods import ManagerPodsData, ManagerPodsParams
+from outpost.check import CheckSpec
 from outpost.cluster import Cluster
+from outpost.families import manager_pods
+from outpost.families.manager_pods import ManagerPodsData, ManagerPodsParams
 from outpost.result import Result
 
 NAME = "koord-manager-health"

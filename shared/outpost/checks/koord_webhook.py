@@ -5,14 +5,14 @@ Upstream defaults (docs/contracts.md "Upstream facts", Koordinator): Service
 (koord-manager registers it there and probes it itself over TLS), configurations
 `koordinator-mutating-webhook-configuration` and `koordinator-validating-webhook-configuration`. The
 tutorial's `koordinator-admission` on 9443 works by configuration. The body of the check is
-`outpost.checks.webhook_wiring`, shared with kruise-webhook.
+`outpost.families.webhook_wiring`, shared with kruise-webhook.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from outpost.checks.webhook_wiring import WebhookServiceParams, make_check
+from outpost.families.webhook_wiring import WebhookServiceParams, make_check
 
 NAME = "koord-webhook"
 

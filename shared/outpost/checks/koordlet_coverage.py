@@ -1,6 +1,6 @@
 """koordlet-coverage: every schedulable node that should run a koordlet has a ready koordlet pod.
 
-Judged node by node (`outpost.checks.daemon_coverage`): when the DaemonSet stops targeting a node its counters
+Judged node by node (`outpost.families.daemon_coverage`): when the DaemonSet stops targeting a node its counters
 still read "N of N ready" while that node has no koordlet (no NodeMetric, no QoS enforcement). Upstream:
 `koordinator-system/koordlet`, pods `koord-app=koordlet` (the tutorial's `app=koordlet` selects nothing),
 tolerating every taint (koordinator-sh/charts versions/v1.6.0 `templates/koordlet.yaml`). Real nodes by default;
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec
-from outpost.checks.daemon_coverage import (
+from outpost.check import CheckSpec
+from outpost.families.daemon_coverage import (
     COVERAGE_RUNBOOKS,
     DaemonCoverageParams,
     declared_access,

@@ -1,7 +1,7 @@
 """kruise-daemon-coverage: every node that should run kruise-daemon has a ready one; optionally,
 each answers `/healthz` on 10221.
 
-Judged by nodes against pods (`outpost.checks.daemon_coverage`), not the DaemonSet's counters. Upstream
+Judged by nodes against pods (`outpost.families.daemon_coverage`), not the DaemonSet's counters. Upstream
 (openkruise/kruise@v1.8.0 `cmd/daemon/main.go`, `pkg/daemon/util/healthz.go`): DaemonSet `kruise-system/kruise-daemon`,
 pods `control-plane=daemon`, hostNetwork, `/healthz` on `:10221`; the chart keeps it off `type=virtual-kubelet`
 nodes. Real nodes by default; fake nodes are opt-in, since kwok makes their pods Ready regardless. With the gate
@@ -24,8 +24,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec
-from outpost.checks.daemon_coverage import (
+from outpost.check import CheckSpec
+from outpost.cluster import Cluster, node_proxy
+from outpost.cluster.probes import ProbeOutcome, ProbeTarget, probe_all
+from outpost.families.daemon_coverage import (
     COVERAGE_RUNBOOKS,
     DAEMONSET_ROW,
     DaemonCoverageData,
@@ -36,11 +38,9 @@ from outpost.checks.daemon_coverage import (
     runbook_names,
     unobservable_result,
 )
-from outpost.checks.daemon_coverage import (
+from outpost.families.daemon_coverage import (
     declared_access as coverage_access,
 )
-from outpost.cluster import Cluster, node_proxy
-from outpost.cluster.probes import ProbeOutcome, ProbeTarget, probe_all
 from outpost.kube import access
 from outpost.kube.daemons import coverage
 from outpost.kube.messages import FIRST_NAMED, ref

@@ -5,7 +5,7 @@ on no Service (the tutorial's 8080 Service does not exist), so each pod is asked
 registers only the readiness check `webhook-ready` (openkruise/kruise@v1.8.0 `main.go`) and controller-runtime
 mounts only endpoints with checks (controller-runtime@v0.18.6 `pkg/manager/internal.go`), so `/healthz` is 404 on
 a healthy pod and is not asked by default. Bodies ending `healthz check passed/failed` come from `/readyz` too.
-Verdict as koord-manager-health (`outpost.checks.manager_pods`), body `ok` expected, 2 s timeout.
+Verdict as koord-manager-health (`outpost.families.manager_pods`), body `ok` expected, 2 s timeout.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from datetime import datetime
 
 from pydantic import Field
 
-from outpost.checks import manager_pods
-from outpost.checks.base import CheckSpec
-from outpost.checks.manager_pods import ManagerPodsData, ManagerPodsParams
+from outpost.check import CheckSpec
 from outpost.cluster import Cluster
+from outpost.families import manager_pods
+from outpost.families.manager_pods import ManagerPodsData, ManagerPodsParams
 from outpost.result import Result
 
 NAME = "kruise-manager-health"

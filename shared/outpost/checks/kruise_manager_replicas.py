@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import DEPLOYMENTS, Deployment, access, object_path, observed, parse, ref
 from outpost.result import Result

@@ -4,14 +4,14 @@ Upstream defaults (docs/contracts.md "Upstream facts", OpenKruise): the only Ser
 `kruise-system/kruise-webhook-service`, 443 → 9876 over HTTPS, whose `/healthz` answers 200 with an empty
 body (judged by status code); configurations `kruise-mutating-webhook-configuration` and
 `kruise-validating-webhook-configuration`. The tutorial's port 9443 works by configuration. The body of the
-check is `outpost.checks.webhook_wiring`, shared with koord-webhook.
+check is `outpost.families.webhook_wiring`, shared with koord-webhook.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from outpost.checks.webhook_wiring import WebhookServiceParams, make_check
+from outpost.families.webhook_wiring import WebhookServiceParams, make_check
 
 NAME = "kruise-webhook"
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, Collection, keep_view, read_collections
 from outpost.cluster.nodes import node_collection
 from outpost.kube import access

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, ClusterWriter
 from outpost.errors import ClusterError, ClusterResponseError
 from outpost.kube import (

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import LEASES, PODS, Lease, Pod, access, collection_path, object_path, parse, parse_list, ref
 from outpost.kube.selectors import parse_label_selector

@@ -18,7 +18,7 @@ from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, Response, get_url
 from outpost.cluster.plain import check_url, safe_url
 from outpost.cluster.probes import CONTROL_PATH, api_server_answers

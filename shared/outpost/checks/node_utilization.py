@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, read_collections
 from outpost.cluster.nodes import node_collection, nodemetric_collection, read_metrics_k8s, read_nodes
 from outpost.kube import access

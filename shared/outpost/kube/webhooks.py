@@ -4,7 +4,7 @@ A webhook works only when its Service exposes the called port, has a ready endpo
 Endpoints; unset `ready` counts as ready, as the API says), and each configuration exists and calls that Service
 on that port (docs/contracts.md "Upstream facts"). Each piece breaks alone, so each problem is one line naming
 its object; a configuration calling other services names them, since "points elsewhere" and "missing" need
-different fixes. `outpost.checks.webhook_wiring` does the reading.
+different fixes. `outpost.families.webhook_wiring` does the reading.
 """
 
 from __future__ import annotations

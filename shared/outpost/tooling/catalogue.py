@@ -27,7 +27,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from outpost import rbac, registry, runbook
-from outpost.checks.base import CheckSpec
+from outpost.check import CheckSpec
 from outpost.errors import ConfigError
 from outpost.packaging import entry_module
 from outpost.settings import load_settings

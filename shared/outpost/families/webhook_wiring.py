@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from outpost.checks.base import CheckSpec, Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, ProbeOutcome, ProbeTarget, probe_all, service_proxy
 from outpost.errors import ClusterResponseError
 from outpost.kube import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from outpost.checks.base import Params
+from outpost.check import Params
 from outpost.cluster import Cluster, read_collections
 from outpost.cluster.nodes import daemon_pod_collection, node_collection
 from outpost.kube import access

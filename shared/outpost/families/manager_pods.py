@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from outpost.checks.base import Params
+from outpost.check import Params
 from outpost.cluster import Cluster, ProbeOutcome, ProbeTarget, pod_proxy, probe_all
 from outpost.errors import MalformedResponse
 from outpost.kube import (
