@@ -80,15 +80,15 @@ fmt: python
 	$(BIN)/ruff format shared functions tests infra/sandbox
 	$(BIN)/ruff check --fix shared functions tests infra/sandbox
 
-# The dependency locks every bundle installs from (infra/locks/, one per target; shared/outpost/locks.py says how),
-# compiled by uv from pyproject.toml: after changing its dependencies or extras, run this and commit both (a stale
-# lock fails `outpost package` and the unit tests). It keeps the locked pins pyproject.toml still allows;
-# lock-upgrade takes the newest releases it allows.
+# The dependency locks every bundle installs from (infra/locks/, one per target; what they hold:
+# shared/outpost/tooling/packaging/locks.py), compiled by uv from pyproject.toml (outpost.tooling.lock_writer): after
+# changing its dependencies or extras, run this and commit both (a stale lock fails `outpost package` and the unit
+# tests). It keeps the locked pins pyproject.toml still allows; lock-upgrade takes the newest releases it allows.
 lock: python
-	$(BIN)/python -m outpost.locks
+	$(BIN)/python -m outpost.tooling.lock_writer
 
 lock-upgrade: python
-	$(BIN)/python -m outpost.locks --upgrade
+	$(BIN)/python -m outpost.tooling.lock_writer --upgrade
 
 # Every file that lists the checks (docs/checks.md's tables and sections, functions/<check>/main.py, the example
 # environments' entries, the RBAC golden file), written from the registry; `make check` fails until it is run.

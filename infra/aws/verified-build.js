@@ -13,7 +13,8 @@
 // - the bundle is the one built (its SHA-256 is the recorded one);
 // - a `--region` option, if given, is the region the environment file deploys to.
 // Otherwise it throws, and the Serverless Framework stops with the message. The walk below must select the
-// same files as outpost.packaging.source_inputs (tests/functional/test_deployment.py holds them together).
+// same files as outpost.tooling.packaging.records.source_inputs (tests/functional/test_deployment.py holds them
+// together).
 
 const crypto = require('crypto');
 const fs = require('fs');

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from outpost import interrupt, maintenance, monitors, packaging, rbac, redaction, registry
+from outpost import interrupt, redaction, registry
 from outpost.config import Settings
 from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
@@ -29,6 +29,8 @@ from outpost.settings import (
     run_worst_case_seconds,
     settings_from_args,
 )
+from outpost.tooling import maintenance, monitors, rbac
+from outpost.tooling.packaging import command as package
 
 EXIT_USAGE = 64
 
@@ -78,7 +80,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     maintenance.register(commands)
     monitors.register(commands)
-    packaging.register(commands)
+    package.register(commands)
     rbac.register(commands)
     if command is not None and command in commands.choices:
         return parser

@@ -492,10 +492,10 @@ def build_bundle(work: Path) -> Path:
     """`outpost package --env dev --platform host`, unpacked: the bundle exactly as Lambda would unpack it."""
     import zipfile
 
-    from outpost import packaging
+    from outpost.tooling.packaging import command, platforms
 
     out = work / "build"
-    target = packaging.build(BUNDLE_ENV, out, REPO, packaging.HOST)
+    target = command.build(BUNDLE_ENV, out, REPO, platforms.HOST)
     archive = next(target.glob("*.zip"))
     unpacked = work / "bundle"
     with zipfile.ZipFile(archive) as bundle:

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from outpost import rbac
 from outpost.settings import load_settings
+from outpost.tooling import rbac
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from check_runs import REAL_NODES, CheckRuns
 
-from outpost import rbac
-from outpost.rbac import NODE_PROXY_ROLE, PROBE_USER
 from outpost.result import Status
+from outpost.tooling import rbac
+from outpost.tooling.rbac import NODE_PROXY_ROLE, PROBE_USER
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

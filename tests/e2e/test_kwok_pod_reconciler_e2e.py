@@ -1,5 +1,5 @@
 """kwok-pod-reconciler end to end, under the sandbox's own write identity `outpost-reconciler`
-(reconciler.kubeconfig, RBAC from `outpost.rbac.reconciler_manifests`), run as `outpost run` runs it.
+(reconciler.kubeconfig, RBAC from `outpost.tooling.rbac.reconciler_manifests`), run as `outpost run` runs it.
 
 Healthy kwok: nothing moved, one ping; the identity may do exactly what the job does. With kwok stopped, a dry
 run moves nothing and a run moves exactly the fake-node pods kwok left Pending (not an unbound pod nor one on a

@@ -43,7 +43,7 @@ from platform_artifacts import (
 )
 
 from kit.bundles import Built, clean_venv, distribution_versions, package, unpack
-from outpost.packaging import host_architecture
+from outpost.tooling.packaging.platforms import host_architecture
 from outpost_sandbox import faults
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 from samples.aws_events import FUNCTION_URL_EVENT, SCHEDULED_EVENT

@@ -18,10 +18,10 @@ import pytest
 import yaml
 from check_runs import LOCAL
 
-from outpost import rbac
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
+from outpost.tooling import rbac
 from outpost_sandbox.cluster import pointed_at
 
 if TYPE_CHECKING:

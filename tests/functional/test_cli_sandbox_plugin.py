@@ -66,7 +66,7 @@ def test_installed_sandbox_provides_its_commands_through_entry_points() -> None:
 
 def test_importing_the_product_never_imports_the_sandbox() -> None:
     code = (
-        "import sys, outpost, outpost.cli, outpost.runner, outpost.registry, outpost.rbac; "
+        "import sys, outpost, outpost.cli, outpost.runner, outpost.registry, outpost.tooling.rbac; "
         "print(sorted(m for m in sys.modules if m.startswith('outpost_sandbox')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

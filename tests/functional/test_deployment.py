@@ -30,8 +30,10 @@ import yaml
 from outpost import cli
 from outpost.config import Settings, environment_file
 from outpost.deploy import function_name, function_timeout_seconds, lambda_architecture, schedule_minutes
-from outpost.packaging import DEPLOYMENT_FILE, build, inputs_digest, logical_id, source_inputs
 from outpost.settings import load_settings
+from outpost.tooling.packaging.aws import logical_id
+from outpost.tooling.packaging.command import build
+from outpost.tooling.packaging.records import DEPLOYMENT_FILE, inputs_digest, source_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 SERVERLESS = REPO / ".tools" / "node_modules" / ".bin" / "serverless"

@@ -26,8 +26,8 @@ import pytest
 from outpost import cli, registry
 from outpost.config import environment_file
 from outpost.deploy import cron_schedule, function_name, function_timeout_seconds, schedule_minutes, service_accounts
-from outpost.packaging import file_sha256
 from outpost.settings import load_settings
+from outpost.tooling.packaging.records import file_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 TERRAFORM_DIR = REPO / "infra" / "gcp"

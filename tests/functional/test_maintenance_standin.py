@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outpost import monitors
 from outpost.cli import main
 from outpost.settings import load_settings
+from outpost.tooling import monitors
 from outpost_sandbox.vigilmon import Vigilmon
 
 CHECKS = {"apiserver-health": "mon-health", "koord-webhook": "mon-webhook"}

@@ -1,6 +1,6 @@
-"""`make lock` (outpost.locks.write_locks) against PyPI: it writes a lock that read_lock accepts, keeps the pins
-already locked while pyproject.toml allows them (so refreshing after an unrelated edit changes nothing), records
-closures whose union is the whole lock, and leaves the previous file in place when uv fails.
+"""`make lock` (outpost.tooling.lock_writer.write_locks) against PyPI: it writes a lock that read_lock accepts,
+keeps the pins already locked while pyproject.toml allows them (so refreshing after an unrelated edit changes
+nothing), records closures whose union is the whole lock, and leaves the previous file in place when uv fails.
 (Offline checks of the committed locks and of staleness: tests/unit/test_locks.py.)"""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from kit.locks import project_with_locks
 from outpost.errors import PackagingError
-from outpost.locks import CORE, LOCKED_EXTRAS, find_uv, lock_file, read_lock, write_locks
+from outpost.tooling.lock_writer import find_uv, write_locks
+from outpost.tooling.packaging.locks import CORE, LOCKED_EXTRAS, lock_file, read_lock
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "lambda-arm64"

@@ -24,17 +24,11 @@ import yaml
 
 from outpost.cli import main
 from outpost.config import parse_settings
-from outpost.locks import LOCK_DIRECTORY, normalized_name, read_lock
-from outpost.packaging import (
-    PackagingError,
-    architecture_mismatches,
-    build,
-    describe,
-    forbidden_entries,
-    host_architecture,
-    lock_target,
-    required_extras,
-)
+from outpost.errors import PackagingError
+from outpost.tooling.packaging.bundle import architecture_mismatches, forbidden_entries
+from outpost.tooling.packaging.command import build, describe
+from outpost.tooling.packaging.locks import LOCK_DIRECTORY, normalized_name, read_lock
+from outpost.tooling.packaging.platforms import host_architecture, lock_target, required_extras
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -142,7 +136,8 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     } <= names, summary
     tops = top_level(names)
     assert not tops & SANDBOX, f"sandbox code in the bundle: {sorted(tops & SANDBOX)}"
-    assert "outpost/tooling" not in tops, f"repository tooling in the bundle: {sorted(tops)}"
+    assert "outpost/tooling" not in tops, f"operator tooling in the bundle: {sorted(tops)}"
+    assert "outpost/cli.py" not in names, "the command line (it imports the tooling) in the bundle"
     assert not tops & CLOUD_FUNCTIONS_SERVER, f"Cloud Functions server in the Lambda bundle: {sorted(tops)}"
     # ssm: references need the AWS SDK; nothing in this environment needs kubernetes, google-auth or cryptography.
     assert {"boto3", "botocore", "pydantic", "httpx", "yaml", "msgspec"} <= tops, summary
@@ -389,9 +384,11 @@ def test_certificates_extra_only_when_a_certificate_check_is_enabled(
     assert required_extras(settings, "aws-arm64") == extras
 
 
-def test_sandbox_and_cloud_functions_server_are_refused_by_name() -> None:
+def test_sandbox_operator_side_and_cloud_functions_server_are_refused_by_name() -> None:
     names = [
         "outpost/runner.py",
+        "outpost/cli.py",
+        "outpost/tooling/rbac.py",
         "outpost/sandbox/cluster.py",
         "outpost_sandbox/__init__.py",
         "outpost_sandbox-0.1.0.dist-info/METADATA",
@@ -399,11 +396,12 @@ def test_sandbox_and_cloud_functions_server_are_refused_by_name() -> None:
         "werkzeug-3.1.9.dist-info/METADATA",
         "boto3/session.py",
     ]
-    assert forbidden_entries(names, "aws-arm64") == [
-        "flask",
+    refused_everywhere = [
+        "outpost/cli.py",
         "outpost/sandbox",
+        "outpost/tooling",
         "outpost_sandbox",
         "outpost_sandbox-0.1.0.dist-info",
-        "werkzeug-3.1.9.dist-info",
     ]
-    assert forbidden_entries(names, "gcf") == ["outpost/sandbox", "outpost_sandbox", "outpost_sandbox-0.1.0.dist-info"]
+    assert forbidden_entries(names, "aws-arm64") == sorted(["flask", *refused_everywhere, "werkzeug-3.1.9.dist-info"])
+    assert forbidden_entries(names, "gcf") == refused_everywhere

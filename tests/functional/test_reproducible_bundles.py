@@ -28,8 +28,9 @@ from kit.bundles import (
     sees,
     this_site_packages,
 )
-from outpost.locks import normalized_name, read_lock
-from outpost.packaging import file_sha256, lock_target
+from outpost.tooling.packaging.locks import normalized_name, read_lock
+from outpost.tooling.packaging.platforms import lock_target
+from outpost.tooling.packaging.records import file_sha256
 
 # Versions the lock does not hold, of distributions the Lambda bundle ships: what the second environment imports.
 OTHER_VERSIONS = {"python-dateutil": "2.8.2", "urllib3": "1.26.20", "six": "1.16.0"}

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from local_tls import https_server
 
-from outpost import monitors
 from outpost.settings import CONFIG_ENV, load_settings
+from outpost.tooling import monitors
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
 from outpost_sandbox.scheduler import ScaledClock, Scheduler, entry_module
 from outpost_sandbox.vigilmon import Vigilmon

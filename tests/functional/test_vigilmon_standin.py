@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from outpost import monitors
 from outpost.config import environment_file
 from outpost.errors import ReportError
 from outpost.heartbeat import HeartbeatClient, VigilmonClient
 from outpost.secrets import Secret
 from outpost.settings import load_settings
+from outpost.tooling import monitors
 from outpost_sandbox.vigilmon import Vigilmon
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from outpost.locks import LOCK_DIRECTORY
+from outpost.tooling.packaging.locks import LOCK_DIRECTORY
 
 REPO = Path(__file__).resolve().parents[2]
 

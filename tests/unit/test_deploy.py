@@ -1,5 +1,5 @@
 """Deployable environments are complete or refused, every bad field named by its path (outpost.deploy), and the
-Vigilmon monitors as code follow the schedules (outpost.monitors).
+Vigilmon monitors as code follow the schedules (outpost.tooling.monitors).
 
 The refusals go through `load_settings`, the one loader behind `outpost validate`, `outpost package` and every
 cold start. The monitors are checked over every check the registry holds, not a list of names.
@@ -25,8 +25,8 @@ from outpost.deploy import (
     run_worst_case_seconds,
 )
 from outpost.errors import ConfigError
-from outpost.monitors import LAYER_GROUPS, document, render
 from outpost.settings import load_settings
+from outpost.tooling.monitors import LAYER_GROUPS, document, render
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = ("dev", "staging", "prod", "gcp-dev")

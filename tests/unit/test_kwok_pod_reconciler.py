@@ -745,7 +745,7 @@ def test_read_only_client_is_refused() -> None:
 
 
 def test_reconciler_rbac_is_exactly_what_the_job_does() -> None:
-    from outpost import rbac
+    from outpost.tooling import rbac
 
     role, binding = rbac.reconciler_manifests()
     assert role["rules"] == [

@@ -1,8 +1,8 @@
-"""The dependency locks (`infra/locks/`, outpost.locks), offline: every committed lock is current for pyproject.toml
-and its target (the staleness check CI runs: no index is asked, so a new release on PyPI cannot fail it), and an
-edit to pyproject.toml's dependencies or extras without `make lock` is refused naming the file and `make lock`, as
-are a missing lock, one made for another target and one `make lock` did not write. An environment's subset is the
-core's closure plus what each of its extras adds, at the locked versions and hashes."""
+"""The dependency locks (`infra/locks/`, outpost.tooling.packaging.locks), offline: every committed lock is current for
+pyproject.toml and its target (the staleness check CI runs: no index is asked, so a new release on PyPI cannot fail
+it), and an edit to pyproject.toml's dependencies or extras without `make lock` is refused naming the file and
+`make lock`, as are a missing lock, one made for another target and one `make lock` did not write. An environment's
+subset is the core's closure plus what each of its extras adds, at the locked versions and hashes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from kit.locks import project_with_locks
 from outpost import registry
 from outpost.errors import PackagingError
-from outpost.locks import (
+from outpost.tooling.packaging.locks import (
     CORE,
     LOCKED_EXTRAS,
     PYTHON_VERSION,
@@ -29,7 +29,7 @@ from outpost.locks import (
     read_lock,
     requirements_text,
 )
-from outpost.packaging import RUNTIME_PYTHON, lock_target
+from outpost.tooling.packaging.platforms import RUNTIME_PYTHON, lock_target
 
 REPO = Path(__file__).resolve().parents[2]
 # Marker values of each target, for a top-level requirement that carries a marker.

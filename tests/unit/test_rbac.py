@@ -1,4 +1,5 @@
-"""outpost.rbac and outpost.kube.access: declarations, the generator, and its output for local (the golden file)."""
+"""outpost.tooling.rbac and outpost.kube.access: declarations, the generator, and its output for local (the golden
+file)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from outpost import rbac, registry
+from outpost import registry
 from outpost.cli import main
 from outpost.config import GkeAuth, Settings, environment_file
 from outpost.kube import access
 from outpost.kube.access import NonResourceAccess, ResourceAccess
 from outpost.settings import load_settings
+from outpost.tooling import rbac
 
 GOLDEN = Path(__file__).parent / "golden" / "rbac_local.yaml"
 R = ResourceAccess

@@ -1,11 +1,11 @@
-"""outpost.rbac: the probe's one right beyond reading is `create pods` in its own namespace, and nowhere else."""
+"""outpost.tooling.rbac: the probe's one right beyond reading is `create pods` in its own namespace, nowhere else."""
 
 from __future__ import annotations
 
 import yaml
 
-from outpost import rbac
 from outpost.checks.admission_dry_run import AdmissionDryRunParams
+from outpost.tooling import rbac
 
 
 def test_create_is_granted_only_by_a_role_in_the_probe_namespace() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from outpost import rbac
+from outpost.tooling import rbac
 from outpost_sandbox.pki import IDENTITIES, PKI
 
 

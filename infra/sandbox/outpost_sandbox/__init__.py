@@ -5,5 +5,5 @@ never imports it (an import-linter contract) and finds its commands (`outpost sa
 `outpost demo`) through the `outpost.commands` entry-point group. `cluster` runs the processes
 (`up`/`down`/`status` and the fault hooks), `pki` makes the key material, `systems` installs the
 extension systems, `faults` breaks and heals them, `cli` wires `outpost sandbox ...`; the probe's
-read-only role comes from the product (`outpost.rbac`). Importing this package starts nothing.
+read-only role comes from the product (`outpost.tooling.rbac`). Importing this package starts nothing.
 """

@@ -30,10 +30,11 @@ from typing import Any, Final
 
 import yaml
 
-from outpost import monitors, secrets
+from outpost import secrets
 from outpost.cluster import warm
 from outpost.config import environment_file
 from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, load_settings
+from outpost.tooling import monitors
 from outpost_sandbox import faults
 from outpost_sandbox.cluster import Sandbox, pointed_at
 from outpost_sandbox.scheduler import ScaledClock, Scheduler

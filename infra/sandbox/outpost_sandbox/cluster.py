@@ -44,11 +44,11 @@ from typing import Any
 import httpx
 import yaml
 
-from outpost import rbac
 from outpost.errors import MalformedResponse, OutpostError
 from outpost.kube.objects import Node, parse_items
 from outpost.kube.paths import object_path
 from outpost.kube.timestamps import parse_time
+from outpost.tooling import rbac
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import FIELD_MANAGER, Kube, SandboxApiError
 from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
@@ -414,7 +414,7 @@ def _port_free(port: int) -> bool:
 
 
 def _own_namespaces(manifests: list[dict[str, Any]]) -> set[str | None]:
-    """Namespaces the probe's own manifests create (outpost.rbac): their grants go in with them, before any
+    """Namespaces the probe's own manifests create (outpost.tooling.rbac): their grants go in with them, before any
     system; grants in a system's namespace wait for that namespace."""
     return {None, *(obj["metadata"]["name"] for obj in manifests if obj["kind"] == "Namespace")}
 
@@ -591,7 +591,7 @@ class Sandbox:
 
     @property
     def reconciler_kubeconfig(self) -> Path:
-        """The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.rbac)."""
+        """The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.tooling.rbac)."""
         return self.state_dir / "reconciler.kubeconfig"
 
     @property

@@ -274,11 +274,11 @@ class Identity:
 
 
 # The probe gets no group beyond system:authenticated (added by the API server): everything it may
-# do comes from what `outpost rbac --env local` generates (outpost.rbac), which the e2e RBAC tests prove.
+# do comes from what `outpost rbac --env local` generates (outpost.tooling.rbac), which the e2e RBAC tests prove.
 IDENTITIES: tuple[Identity, ...] = (
     Identity("admin", "outpost-admin", ("system:masters",)),
     Identity("outpost-probe", "outpost-probe", ()),
-    # The kwok-pod-reconciler job's write identity: no group either, only `outpost.rbac.reconciler_manifests`.
+    # The kwok-pod-reconciler job's write identity: no group either, only `outpost.tooling.rbac.reconciler_manifests`.
     Identity("outpost-reconciler", "outpost-reconciler", ()),
     Identity("system:kube-controller-manager", "kube-controller-manager", ()),
     Identity("system:kube-scheduler", "kube-scheduler", ()),

@@ -1,7 +1,7 @@
 """What a check asks of the API server, in RBAC's own terms: the vocabulary of `CheckSpec.access`.
 
 Attributes are the ones the API server's authorizer sees (`RequestInfo`: a proxy request's name is the whole
-segment, `https:NAME:PORT`), and `of_path` derives them from the very path a check requests, so `outpost.rbac`
+segment, `https:NAME:PORT`), and `of_path` derives them from the very path a check requests, so `outpost.tooling.rbac`
 grants exactly what is read. Paths `system:public-info-viewer` already grants are marked `public` (granting them
 again changes nothing); `when` marks requests made only in some situations, which a healthy cluster may not
 exercise. Pure.

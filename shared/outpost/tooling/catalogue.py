@@ -26,11 +26,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
-from outpost import rbac, registry, runbook
+from outpost import registry, runbook
 from outpost.check import CheckSpec
 from outpost.errors import ConfigError
-from outpost.packaging import entry_module
 from outpost.settings import load_settings
+from outpost.tooling import rbac
+from outpost.tooling.packaging.platforms import entry_module
 
 COMMAND: Final = "python -m outpost.tooling.catalogue"
 ROOT: Final = Path(__file__).resolve().parents[3]

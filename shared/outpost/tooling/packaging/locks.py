@@ -1,5 +1,5 @@
 """The dependency locks every bundle installs from (`infra/locks/`): which file serves which target, how
-`outpost package` reads one, and how `make lock` (`python -m outpost.locks`) writes them.
+`outpost package` reads one, and what `make lock` (`outpost.tooling.lock_writer`) writes.
 
 A bundle's dependencies come from a reviewed file, never from the building environment or the index on the day
 (an unrelated package once pulled python-dateutil 4.0 into a build), so the same sources give the same bundle.
@@ -10,16 +10,10 @@ requirements let a stale lock be refused offline. CONTRIBUTING.md "Dependencies"
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import textwrap
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -29,11 +23,11 @@ from outpost.errors import PackagingError
 LOCK_DIRECTORY: Final = "infra/locks"
 REFRESH: Final = "make lock"
 PYTHON_VERSION: Final = "3.11"
-"""The functions' runtime (AWS Lambda python3.11, Cloud Functions python311); outpost.packaging builds for it."""
+"""The functions' runtime (AWS Lambda python3.11, Cloud Functions python311); `outpost package` builds for it."""
 CORE: Final = "dependencies"
 """The core dependencies' key in a lock's `requires.` and `installs.` records (pyproject.toml's own name)."""
 LOCKED_EXTRAS: Final = ("aws", "gcp", "cloudfunctions", "certificates")
-"""Every extra a bundle can reach (outpost.packaging.required_extras): those pyproject.toml's `all` names."""
+"""Every extra a bundle can reach (`platforms.required_extras`): those pyproject.toml's `all` names."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,7 @@ TARGETS: Final[Mapping[str, LockTarget]] = {
 }
 
 _RECORD: Final = re.compile(r"# (?P<key>target|(?:requires|installs)\.[a-z0-9-]+) = (?P<value>.+)")
-_PIN: Final = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<extras>\[[A-Za-z0-9._,\s-]*\])?==(?P<version>\S+)")
+PIN: Final = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<extras>\[[A-Za-z0-9._,\s-]*\])?==(?P<version>\S+)")
 _HASH: Final = re.compile(r"--hash=(?P<hash>sha256:[0-9a-f]{64})")
 
 
@@ -101,7 +95,7 @@ class Lock:
             if extra not in self.installs:
                 raise PackagingError(
                     f"{self.shown}: extra {extra!r} is not locked (locked: {', '.join(LOCKED_EXTRAS)}); add it to "
-                    f"outpost.locks.LOCKED_EXTRAS and run `{REFRESH}`"
+                    f"outpost.tooling.packaging.locks.LOCKED_EXTRAS and run `{REFRESH}`"
                 )
             names.update(self.installs[extra])
         return [self.pins[name] for name in sorted(names)]
@@ -126,8 +120,8 @@ def declared_requirements(root: Path) -> dict[str, list[str]]:
     missing = [extra for extra in LOCKED_EXTRAS if extra not in optional]
     if missing:
         raise PackagingError(
-            f"pyproject.toml: no optional dependency set {', '.join(map(repr, missing))} (outpost.locks.LOCKED_EXTRAS "
-            "names every extra a bundle can reach)"
+            f"pyproject.toml: no optional dependency set {', '.join(map(repr, missing))} (LOCKED_EXTRAS in "
+            "outpost.tooling.packaging.locks names every extra a bundle can reach)"
         )
     return {
         CORE: sorted(project.get("dependencies", [])),
@@ -165,7 +159,7 @@ def parse_lock(text: str, shown: str) -> tuple[dict[str, Any], dict[str, Pin]]:
                 continue
             if line.startswith("#"):
                 continue
-            pin = _PIN.fullmatch(line)
+            pin = PIN.fullmatch(line)
             if pin is None:
                 raise PackagingError(f"{shown}:{number}: not an exact pin: {line!r}; run `{REFRESH}`")
             close()
@@ -239,134 +233,3 @@ def read_lock(root: Path, target: str) -> Lock:
 def requirements_text(pins: Iterable[Pin], header: str = "") -> str:
     """A requirements file pip installs in hash-checking mode: every pin with the hashes of its files, by name."""
     return header + "".join(pin.text() for pin in sorted(pins, key=lambda pin: pin.name))
-
-
-# Writing (`make lock`): needs uv (the dev extra) and PyPI; nothing here runs when a bundle is built.
-
-
-def find_uv() -> Path:
-    """The uv of this Python's environment (`make python` installs it from the dev extra), else the one on PATH."""
-    beside = Path(sys.executable).parent / "uv"
-    found = str(beside) if beside.is_file() else shutil.which("uv")
-    if found is None:
-        raise PackagingError("uv is not installed: `make python` installs it (pyproject.toml's dev extra)")
-    return Path(found)
-
-
-def write_locks(root: Path, uv: Path, upgrade: bool = False, targets: Iterable[str] = tuple(TARGETS)) -> list[str]:
-    """Compile each target's lock from root/pyproject.toml and write it with its records; one summary line each.
-    The pins already locked are kept while pyproject.toml still allows them (uv reads the previous file as its
-    preferences), unless `upgrade`. A failure leaves the previous file as it was."""
-    declared = declared_requirements(root)
-    version = _uv(uv, root, ["--version"]).strip().partition(" (")[0]  # `uv 0.13.9`, not the build's host
-    summaries = []
-    for name in targets:
-        target = TARGETS[name]
-        path = lock_file(root, name)
-        shown = f"{LOCK_DIRECTORY}/{path.name}"
-        common = [
-            "--python",
-            sys.executable,
-            "--python-version",
-            PYTHON_VERSION,
-            "--python-platform",
-            target.python_platform,
-            "--only-binary",
-            ":all:",
-            "--no-strip-extras",
-            "--quiet",
-        ]
-        with tempfile.TemporaryDirectory(prefix="outpost-lock-") as scratch:
-            draft = Path(scratch) / path.name
-            if path.is_file() and not upgrade:
-                shutil.copyfile(path, draft)  # uv prefers the pins of an existing output file
-            every_extra = [argument for extra in LOCKED_EXTRAS for argument in ("--extra", extra)]
-            _compile(uv, root, [*every_extra, *common, "--generate-hashes", "--no-header", "-o", str(draft)], name)
-            body = draft.read_text(encoding="utf-8")
-            _records, pins = parse_lock(body, shown)
-            core = _closure(uv, root, [*common, "-c", str(draft)], name)
-            installs = {CORE: sorted(core)}
-            for extra in LOCKED_EXTRAS:
-                installs[extra] = sorted(_closure(uv, root, ["--extra", extra, *common, "-c", str(draft)], name) - core)
-        if {pin for names in installs.values() for pin in names} != set(pins):
-            raise PackagingError(
-                f"{shown}: the core's and the extras' closures are not the whole lock (uv resolved differently with "
-                "an extra alone): not written"
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(lock_header(target, declared, installs, version) + body, encoding="utf-8")
-        added = ", ".join(f"{extra} +{len(installs[extra])}" for extra in LOCKED_EXTRAS)
-        summaries.append(f"{shown}: {len(pins)} pins (core {len(installs[CORE])}; {added})")
-    return summaries
-
-
-def lock_header(
-    target: LockTarget, declared: Mapping[str, list[str]], installs: Mapping[str, list[str]], uv_version: str
-) -> str:
-    """What a lock says about itself (prose), then the records read_lock checks, one JSON value per line."""
-    prose = (
-        f"Outpost's dependency lock for {target.description}: CPython {PYTHON_VERSION}, {target.python_platform}, "
-        f"wheels only, with the SHA-256 of every file of each pinned version. Written by `{REFRESH}` (python -m "
-        f"outpost.locks, {uv_version}) from pyproject.toml: never edit it by hand. After changing pyproject.toml's "
-        f"dependencies or extras, run `{REFRESH}` and commit both; `make lock-upgrade` moves every pin to the newest "
-        "release pyproject.toml allows. `outpost package` installs from it with hashes required and nothing resolved: "
-        "installs.dependencies plus installs.<extra> for each extra the environment reaches. It refuses this file as "
-        "stale when `target` or a `requires.` record no longer matches the packaging code or pyproject.toml."
-    )
-    lines = [
-        *textwrap.wrap(prose, width=118, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False),
-        f"# target = {json.dumps(target.record(), sort_keys=True)}",
-        *(f"# requires.{key} = {json.dumps(requirements)}" for key, requirements in declared.items()),
-        *(f"# installs.{key} = {json.dumps(names)}" for key, names in installs.items()),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _closure(uv: Path, root: Path, arguments: list[str], target: str) -> set[str]:
-    """The names uv installs for pyproject.toml with `arguments` (constrained to the draft lock, so its versions)."""
-    output = _compile(uv, root, [*arguments, "--no-header", "--no-annotate"], target)
-    names = set()
-    for line in output.splitlines():
-        pin = _PIN.fullmatch(line.strip())
-        if pin:
-            names.add(normalized_name(pin["name"]))
-    return names
-
-
-def _compile(uv: Path, root: Path, arguments: list[str], target: str) -> str:
-    try:
-        return _uv(uv, root, ["pip", "compile", "pyproject.toml", *arguments])
-    except PackagingError as error:
-        raise PackagingError(f"locking {target}: {error}") from error
-
-
-def _uv(uv: Path, root: Path, arguments: list[str]) -> str:
-    process = subprocess.run([str(uv), *arguments], cwd=root, capture_output=True, text=True, check=False)
-    if process.returncode != 0:
-        tail = " | ".join(process.stderr.strip().splitlines()[-6:])
-        raise PackagingError(f"uv {' '.join(arguments[:2])} failed: {tail}")
-    return process.stdout
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m outpost.locks", description=f"write {LOCK_DIRECTORY}/ from pyproject.toml (`{REFRESH}`)"
-    )
-    parser.add_argument("--root", default=".", metavar="DIR", help="the project directory (default: .)")
-    parser.add_argument(
-        "--upgrade",
-        action="store_true",
-        help="the newest releases pyproject.toml allows (default: keep the locked pins it still allows)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        for summary in write_locks(Path(args.root).resolve(), find_uv(), upgrade=args.upgrade):
-            print(summary)
-    except PackagingError as error:
-        print(f"{REFRESH}: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
