@@ -45,7 +45,7 @@ TOKEN = FileKind("token file", 64 * KiB)
 """A service-account JWT is about 1 KB, an OIDC token with many groups tens of KB at most."""
 CA_BUNDLE = FileKind("CA bundle", 4 * MiB)
 """Debian's whole ca-certificates bundle is 220 KB (144 certificates); the count is capped as well
-(`outpost.cluster.auth.MAX_CA_CERTIFICATES`)."""
+(`outpost.cluster.auth.credentials.MAX_CA_CERTIFICATES`)."""
 CLIENT_CERTIFICATE = FileKind("client certificate", 256 * KiB)
 """A certificate and its chain: a few KB."""
 CLIENT_KEY = FileKind("client key", 64 * KiB)

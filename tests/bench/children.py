@@ -149,7 +149,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     if action == "import":
         return out
     if action == "first-call":
-        from outpost.cluster.auth import eks_token
+        from outpost.cluster.auth.cloud import eks_token
         from outpost.secrets import resolve
 
         started = time.perf_counter()

@@ -310,7 +310,7 @@ def _ca_bundle(path: Path, cluster_ca: bytes, others: int) -> Path:
 
 
 def test_a_ca_bundle_of_the_maximum_count_works_and_one_more_is_refused(tmp_path: Path, pki: LocalhostTls) -> None:
-    from outpost.cluster.auth import MAX_CA_CERTIFICATES
+    from outpost.cluster.auth.credentials import MAX_CA_CERTIFICATES
 
     bundle = _ca_bundle(tmp_path / "bundle.pem", pki.ca_file.read_bytes(), MAX_CA_CERTIFICATES - 1)
     with HostileServer(healthy(), pki.cert_file, pki.key_file) as server:

@@ -132,7 +132,7 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
         "infra/environments/stage1.yaml",
         "outpost/runner.py",
         "outpost/runtime/aws_lambda.py",
-        "outpost/cluster/auth.py",
+        "outpost/cluster/auth/kubeconfig.py",
     } <= names, summary
     tops = top_level(names)
     assert not tops & SANDBOX, f"sandbox code in the bundle: {sorted(tops & SANDBOX)}"

@@ -25,7 +25,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from outpost.bounded import GZIP, BodyRefused, ByteBudget, bounded_transport, read_body
-from outpost.cluster.auth import Credentials, TokenSource, build_credentials
+from outpost.cluster.auth import build_credentials
+from outpost.cluster.auth.credentials import Credentials, TokenSource
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.tls import TlsProbe, probe_tls
 from outpost.config import ClusterSettings

@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from outpost.cluster.auth import TokenSource, build_credentials
+from outpost.cluster.auth import build_credentials
+from outpost.cluster.auth.credentials import TokenSource
 from outpost.cluster.client import Query, Response
 from outpost.cluster.deadline import Deadline
 from outpost.cluster.writer import ClusterWriter
