@@ -455,7 +455,7 @@ def lease_bound(nodes: int) -> int | None:
     """The node Lease duration of the sandbox's size tier, when it is longer than kwok-node-consistency's default
     bound on a Lease's age (past 500 nodes); None when the default holds."""
     from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams
-    from outpost_sandbox.cluster import scale_profile
+    from outpost_sandbox.scale import scale_profile
 
     lease_seconds = scale_profile(nodes).node_lease_seconds
     return lease_seconds if lease_seconds > KwokNodeConsistencyParams().max_lease_duration_seconds else None
@@ -468,7 +468,7 @@ def bench_config(
     invocations that report), a longer deadline so a slow run is measured rather than cut off, and
     kwok-node-consistency told the node Lease duration this sandbox's size tier uses (as an operator of a cluster
     tuned that way would): past 500 nodes kwok's Leases last longer than the check's default bound."""
-    from outpost_sandbox.cluster import pointed_at
+    from outpost_sandbox.state import pointed_at
 
     doc = pointed_at(yaml.safe_load(LOCAL.read_text()), state_dir)
     doc["cluster"]["auth"]["path"] = str(kubeconfig)

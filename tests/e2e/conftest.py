@@ -20,8 +20,10 @@ from check_runs import CheckRuns
 
 from outpost_sandbox import faults, systems
 from outpost_sandbox.backends.kube import Kube
-from outpost_sandbox.cluster import COMPONENTS, Sandbox, SandboxError
+from outpost_sandbox.cluster import Sandbox
+from outpost_sandbox.components import COMPONENTS
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
+from outpost_sandbox.state import SandboxError
 
 
 @dataclass(frozen=True)

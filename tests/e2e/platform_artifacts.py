@@ -43,7 +43,7 @@ import yaml
 
 from kit.bundles import REPO
 from outpost.secrets import crc32c
-from outpost_sandbox.cluster import cache_root
+from outpost_sandbox.binaries import cache_root
 
 LAMBDA_RUNTIME_REQUIREMENTS = Path(__file__).resolve().with_name("requirements-lambda-runtime.txt")
 BUILD_SCRIPT = REPO / "infra" / "sandbox" / "go" / "build.sh"

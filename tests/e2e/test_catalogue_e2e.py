@@ -19,7 +19,7 @@ import yaml
 from check_runs import LOCAL, Receiver
 
 from outpost import registry
-from outpost_sandbox.cluster import pointed_at
+from outpost_sandbox.state import pointed_at
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

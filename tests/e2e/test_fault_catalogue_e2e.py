@@ -33,9 +33,9 @@ from outpost.result import Result, Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
 from outpost_sandbox import faults, systems
-from outpost_sandbox.cluster import pointed_at
 from outpost_sandbox.faults.managers import CERT_SECRET, LEADER_LEASES
 from outpost_sandbox.procs import ProcessTable
+from outpost_sandbox.state import pointed_at
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

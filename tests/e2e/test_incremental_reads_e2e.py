@@ -28,7 +28,8 @@ from outpost.kube.nodes import nodemetric_usage, outline_facts
 from outpost.kube.objects import Lease, NodeMetricOutline, NodeOutline, PodOutline, parse
 from outpost.kube.paths import LEASES, NODE_METRICS, NODES, PODS, collection_path
 from outpost.settings import load_settings
-from outpost_sandbox.cluster import node_manifest, pointed_at
+from outpost_sandbox.nodes import node_manifest
+from outpost_sandbox.state import pointed_at
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

@@ -13,7 +13,7 @@ from __future__ import annotations
 from check_runs import CheckRuns
 
 from outpost.result import Status
-from outpost_sandbox.cluster import NODE_LEASE_SECONDS
+from outpost_sandbox.scale import NODE_LEASE_SECONDS
 
 CHECK = "kwok-node-consistency"
 

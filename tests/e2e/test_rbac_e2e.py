@@ -22,7 +22,7 @@ from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost.tooling import rbac
-from outpost_sandbox.cluster import pointed_at
+from outpost_sandbox.state import pointed_at
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo

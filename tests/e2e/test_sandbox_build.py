@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from outpost_sandbox.cluster import build_script, ensure_binaries
+from outpost_sandbox.binaries import build_script, ensure_binaries
 
 GO_DIR = build_script().parent
 

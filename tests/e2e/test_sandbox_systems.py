@@ -157,12 +157,12 @@ def test_a_new_nodes_nodemetric_is_reported_as_soon_as_koord_manager_creates_it(
     """A node that joins after the backend daemon started (as every node of a fresh sandbox does, koord-manager
     creating its NodeMetric a moment later) is reported within seconds, not a report interval later: a freshly
     installed sandbox must not read as every node stale."""
-    from outpost_sandbox import cluster
+    from outpost_sandbox import nodes
     from outpost_sandbox.backends import server
     from outpost_sandbox.backends.kube import Kube
 
     index = len(get_json(sandbox, "/api/v1/nodes?labelSelector=type%3Dkwok")["items"])
-    node = cluster.node_manifest(index)
+    node = nodes.node_manifest(index)
     name = node["metadata"]["name"]
     metric_path = f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{name}"
     with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
@@ -350,10 +350,10 @@ def test_a_second_sandbox_is_refused_by_name(sandbox: Any, tmp_path: Any) -> Non
 def test_network_plan_matches_the_launcher() -> None:
     import ipaddress
 
-    from outpost_sandbox import cluster
+    from outpost_sandbox import nodes
 
-    assert netns.POD_CIDR == cluster.POD_CIDR
-    assert str(cluster.NODE_IP_BASE) + "/16" == netns.NODE_CIDR
+    assert netns.POD_CIDR == nodes.POD_CIDR
+    assert str(nodes.NODE_IP_BASE) + "/16" == netns.NODE_CIDR
     # The process node's pods have networks of their own, outside kwok's pool and the backend network's ranges;
     # its own address is a node address (the stand-ins' hostNetwork ports are answered there).
     owned = [ipaddress.ip_network(cidr) for cidr in netns.OWNED_CIDRS]

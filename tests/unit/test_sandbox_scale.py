@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outpost_sandbox.cluster import (
-    COMPONENT_SPECS,
-    KWOK_LEASE_DURATIONS,
-    MAX_NODES,
-    NODE_LEASE_SECONDS,
-    SCALE_PROFILES,
-    Ports,
-    Sandbox,
-    State,
-    scale_profile,
-)
+from outpost_sandbox.cluster import Sandbox
+from outpost_sandbox.components import COMPONENT_SPECS, controller_manager_argv, kwok_argv, scheduler_argv
+from outpost_sandbox.scale import KWOK_LEASE_DURATIONS, MAX_NODES, NODE_LEASE_SECONDS, SCALE_PROFILES, scale_profile
+from outpost_sandbox.state import Ports, State
 
 FAULT_LEASE_SECONDS = 86400  # what node-lease-stale writes (faults/nodes.py): never one of kwok's
 
@@ -70,11 +63,11 @@ def test_kwok_configuration_spells_out_every_default_it_does_not_tune() -> None:
 def test_component_argv_follows_the_node_count(tmp_path: Path, nodes: int, lease: int, kwok_configs: int) -> None:
     sandbox = Sandbox(tmp_path)
     state = State(ports=Ports(1, 2, 3, 4, 5), bin_dir=str(tmp_path / "bin"), nodes=nodes)
-    kwok, _env = sandbox._kwok_argv(state)
+    kwok, _env = kwok_argv(sandbox, state)
     assert f"--node-lease-duration-seconds={lease}" in kwok
     assert sum(arg.startswith("--config=") for arg in kwok) == kwok_configs
-    manager, _ = sandbox._controller_manager_argv(state)
-    scheduler, _ = sandbox._scheduler_argv(state)
+    manager, _ = controller_manager_argv(sandbox, state)
+    scheduler, _ = scheduler_argv(sandbox, state)
     profile = scale_profile(nodes)
     assert manager[-len(profile.controller_manager_flags()) or len(manager) :] == profile.controller_manager_flags()
     assert scheduler[-len(profile.scheduler_flags()) or len(scheduler) :] == profile.scheduler_flags()

@@ -36,8 +36,9 @@ from outpost.config import environment_file
 from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, load_settings
 from outpost.tooling import monitors
 from outpost_sandbox import faults
-from outpost_sandbox.cluster import Sandbox, pointed_at
+from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.scheduler import ScaledClock, Scheduler
+from outpost_sandbox.state import pointed_at
 from outpost_sandbox.vigilmon import Vigilmon
 
 DEFAULT_PERIOD_SECONDS: Final = 6.0

@@ -16,7 +16,8 @@ import sys
 from typing import Any
 
 from outpost_sandbox import alert_times, faults
-from outpost_sandbox.cluster import Sandbox, SandboxError
+from outpost_sandbox.cluster import Sandbox
+from outpost_sandbox.state import SandboxError
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:

@@ -26,14 +26,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import ipaddress
-import json
 import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from outpost.errors import MalformedResponse, OutpostError
@@ -51,366 +44,20 @@ from outpost.kube.timestamps import parse_time
 from outpost.tooling import rbac
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import FIELD_MANAGER, Kube, SandboxApiError
+from outpost_sandbox.binaries import KUBERNETES_VERSION, ensure_binaries
+from outpost_sandbox.components import COMPONENT_SPECS, COMPONENTS, TUNED_COMPONENTS, Health
 from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
 from outpost_sandbox.kubelet.images import built_versions
 from outpost_sandbox.kwok_stages import STAGES_YAML
+from outpost_sandbox.nodes import FAKE_NODE_TAINT, node_manifest, node_name
 from outpost_sandbox.pki import PKI
 from outpost_sandbox.poll import poll_until
 from outpost_sandbox.procs import ProcessTable, tail
-
-KUBERNETES_VERSION = "v1.37.2"
-BINARIES = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubectl",
-    "kwok",
-    "kruise-manager",
-    "koord-manager",
-    "koord-scheduler",
-    "koord-descheduler",
-)
-
-POD_CIDR = "10.244.0.0/16"
-NODE_IP_BASE = ipaddress.IPv4Address("10.245.0.0")
-SERVICE_CIDR = "10.96.0.0/16"
-# Written only into the `kubernetes` Endpoints (the API server rejects loopback there); the API
-# server binds 127.0.0.1, and nothing in the sandbox dials this address. Reserved: no fake node
-# gets it (nodes count up from 10.245.0.1).
-ADVERTISE_ADDRESS = "10.245.255.254"
-MAX_NODES = 65000
-NODE_LEASE_SECONDS = 40
-"""The kubelet's default nodeLeaseDurationSeconds, which kwok uses up to `SCALE_PROFILES[0].max_nodes`."""
-
-
-@dataclass(frozen=True)
-class ScaleProfile:
-    """How the control plane and kwok are tuned for a sandbox of up to `max_nodes` fake nodes.
-
-    Why: every fake node costs the one machine what a real node costs a real control plane, above all
-    its Lease renewal (a kubelet renews every leaseDuration/4 = 10 s: 5,000 nodes are 500 writes a
-    second, each fanned out to every Lease watcher). A real 5,000-node control plane has many cores
-    for that; this one has 2, so past a few hundred nodes the renewals queue behind each other, Leases
-    lag past --node-monitor-grace-period and the node lifecycle controller marks healthy nodes
-    NotReady (and their pods NotReady with them). Large clusters are tuned exactly here: a longer
-    node lease (kubelet `nodeLeaseDurationSeconds`) with a grace period and startup grace to match
-    (kube-controller-manager `--node-monitor-grace-period`, `--node-startup-grace-period`), more
-    workers where work queues up behind API latency, more client QPS for the controllers that
-    create and bind one pod per node. Each tier keeps the renewal rate (4 x nodes / lease) at or
-    under ~50 writes a second. `None` leaves the component's own default.
-
-    The first tier is the sandbox as it always was (kubelet and controller-manager defaults): the
-    e2e tests and every fault run there, so failure detection keeps its real timing (a Lease is
-    stale after 40 s, the node NotReady 50 s after its last renewal).
-    """
-
-    max_nodes: int
-    node_lease_seconds: int
-    """kwok --node-lease-duration-seconds (kubelet nodeLeaseDurationSeconds); kwok renews every quarter."""
-    node_monitor_grace_seconds: int | None = None
-    """kube-controller-manager --node-monitor-grace-period (default 50 s against the default 40 s
-    lease: 1.25 leases). Kept at 1.25 leases: as many missed renewals tolerated as upstream tolerates."""
-    node_startup_grace_seconds: int | None = None
-    """--node-startup-grace-period (default 60 s): how long a node created without a Ready condition
-    may wait for kwok's first Lease and node-initialize; at 5,000 nodes kwok works through minutes of
-    node creations, so it is at least the grace period."""
-    node_monitor_period_seconds: int | None = None
-    """--node-monitor-period (default 5 s): each pass walks every node; with minutes of grace, a
-    pass every 10 s detects as well and costs half."""
-    kwok_parallelism: int | None = None
-    """kwok's nodeLeaseParallelism, nodePlayStageParallelism and podPlayStageParallelism (default 4
-    each): its workers wait on the API server, and its client has no rate limit, so more workers
-    hide latency instead of adding load. Needed at bring-up: 5,000 Leases, 5,000 node-initialize
-    and 10,000 pod-ready patches."""
-    scheduler_qps: tuple[int, int] | None = None
-    """kube-scheduler --kube-api-qps/--kube-api-burst (default 50/100): one DaemonSet pod per node
-    per DaemonSet is 10,000 bindings at 5,000 nodes, over 3 minutes at 50 a second."""
-    install_timeout_seconds: float = 240.0
-    """How long `up` waits for the extension systems to be ready (10,000 DaemonSet pods to create,
-    bind and make Ready at 5,000 nodes)."""
-
-    @property
-    def kwok_ready_timeout_seconds(self) -> float:
-        """How long a (re)started kwok may take to renew every node Lease: kwok v0.8.0 retries a Lease it failed
-        to take over (its Lease cache not yet filled, it tries to create one that exists) a renew interval later,
-        a quarter lease plus 4 % jitter (`node_lease_controller.go`): 100 s at a 400 s lease. A minute more for
-        the rest; the component's own `ready_timeout` (90 s) stays the floor."""
-        return self.node_lease_seconds / 4 * 1.04 + 60.0
-
-    def controller_manager_flags(self) -> list[str]:
-        flags = []
-        if self.node_monitor_grace_seconds is not None:
-            flags.append(f"--node-monitor-grace-period={self.node_monitor_grace_seconds}s")
-        if self.node_startup_grace_seconds is not None:
-            flags.append(f"--node-startup-grace-period={self.node_startup_grace_seconds}s")
-        if self.node_monitor_period_seconds is not None:
-            flags.append(f"--node-monitor-period={self.node_monitor_period_seconds}s")
-        return flags
-
-    def scheduler_flags(self) -> list[str]:
-        if self.scheduler_qps is None:
-            return []
-        qps, burst = self.scheduler_qps
-        return [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
-
-    def kwok_configuration(self) -> str | None:
-        """A KwokConfiguration document, or None to run kwok with its defaults.
-
-        kwok applies no defaults to a configuration it loads from a file (v0.8.0 `config.Load`
-        unmarshals and converts only), so every option is spelled out, the untuned ones with
-        upstream's default values (`pkg/apis/config/v1alpha1/zz_generated.defaults.go`); the
-        command-line flags still override cidr, the node selector and the lease duration.
-        """
-        if self.kwok_parallelism is None:
-            return None
-        options = {
-            "cidr": POD_CIDR,
-            "manageAllNodes": False,
-            "enableDebuggingHandlers": True,
-            "enableContentionProfiling": False,
-            "enableProfilingHandler": True,
-            "nodeLeaseParallelism": self.kwok_parallelism,
-            "nodePlayStageParallelism": self.kwok_parallelism,
-            "podPlayStageParallelism": self.kwok_parallelism,
-            "podsOnNodeSyncParallelism": 1,
-            "enablePodsOnNodeSyncListPager": True,
-            "enablePodsOnNodeSyncStreamWatch": False,
-        }
-        return yaml.safe_dump(
-            {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options},
-            sort_keys=False,
-        )
-
-
-SCALE_PROFILES = (
-    # As upstream ships every default: what the e2e tests and faults run against (50 renewals/s at 500 nodes).
-    ScaleProfile(max_nodes=500, node_lease_seconds=NODE_LEASE_SECONDS),
-    # 160 s lease, renewed every 40 s: 50 renewals/s at 2,000 nodes.
-    ScaleProfile(
-        max_nodes=2000,
-        node_lease_seconds=160,
-        node_monitor_grace_seconds=200,
-        node_startup_grace_seconds=200,
-        kwok_parallelism=16,
-        scheduler_qps=(100, 200),
-        install_timeout_seconds=480.0,
-    ),
-    # 400 s lease, renewed every 100 s: 50 renewals/s at 5,000 nodes (measured on 2 cores; beyond
-    # 5,000 the rate grows again and the machine, not this table, is the limit).
-    ScaleProfile(
-        max_nodes=MAX_NODES,
-        node_lease_seconds=400,
-        node_monitor_grace_seconds=500,
-        node_startup_grace_seconds=500,
-        node_monitor_period_seconds=10,
-        kwok_parallelism=16,
-        scheduler_qps=(100, 200),
-        install_timeout_seconds=900.0,
-    ),
-)
-KWOK_LEASE_DURATIONS = frozenset(profile.node_lease_seconds for profile in SCALE_PROFILES)
-"""A node Lease with one of these durations is kwok's (a sandbox may have been grown from one tier to the next);
-the node-lease-stale fault takes one over with a far longer one."""
-
-
-def scale_profile(nodes: int) -> ScaleProfile:
-    """The tuning for a sandbox that has (had) `nodes` fake nodes."""
-    return next(profile for profile in SCALE_PROFILES if nodes <= profile.max_nodes)
-
-
-# Seconds between SIGTERM and SIGKILL unless a component's spec says otherwise: etcd gets the full
-# grace to close its database cleanly.
-DEFAULT_STOP_GRACE = 20.0
-
-FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-FAKE_NODE_TAINT = {"key": "kwok-controller/provider", "value": "fake", "effect": "NoSchedule"}
-"""kwok's own fake node carries it (sigs.k8s.io/kwok@v0.8.0 test/kwok/fake-node.yaml), so that only pods meant for
-fake nodes land there: upstream's manager Deployments tolerate nothing, and the scheduler puts them on the process
-node (outpost_sandbox.kubelet), whose kubelet runs them."""
-NODE_PREFIX = "kwok-node-"
-
-Log = Callable[[str], None]
-Argv = tuple[list[str], dict[str, str] | None]
-"""A component's command line and its environment (None: inherit the launcher's)."""
-Health = tuple[bool | None, str]
-"""Healthy (None: the component has no health endpoint worth asking) and what was observed."""
-
+from outpost_sandbox.scale import KWOK_LEASE_DURATIONS, MAX_NODES, scale_profile
+from outpost_sandbox.state import Log, Ports, SandboxError, State, default_state_dir, port_free, stderr_log
 
 MACHINE_CLAIM = Path(os.environ.get("OUTPOST_SANDBOX_CLAIM", "/run/outpost-sandbox.owner"))
 """Which sandbox owns this machine's backend network (see `Sandbox._claim_machine`)."""
-
-
-def _stderr(msg: str) -> None:
-    print(f"sandbox: {msg}", file=sys.stderr, flush=True)
-
-
-class SandboxError(OutpostError):
-    """The sandbox could not be started, stopped or inspected.
-
-    The message is one line naming the cause and the component; `log_tail` carries the last lines
-    of that component's log (or the build log) for a person to read, and is kept out of the
-    one-line message on purpose.
-    """
-
-    def __init__(
-        self, message: str, component: str | None = None, log_tail: str | None = None, log_path: Path | None = None
-    ) -> None:
-        super().__init__(message)
-        self.component = component
-        self.log_tail = log_tail
-        self.log_path = log_path
-
-    def detail(self) -> str:
-        """The message plus the log tail, for a terminal or a test failure."""
-        if not self.log_tail:
-            return str(self)
-        where = f" ({self.log_path})" if self.log_path else ""
-        indented = "\n".join(f"    {line}" for line in self.log_tail.splitlines())
-        return f"{self}\n  last lines of the log{where}:\n{indented}"
-
-
-def default_state_dir() -> Path:
-    env = os.environ.get("OUTPOST_SANDBOX_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".outpost" / "sandbox"
-
-
-SANDBOX_HOME = "~/.outpost/sandbox/"
-"""How environment files (infra/environments/local.yaml) name the default sandbox's files."""
-
-
-def pointed_at(value: Any, state_dir: Path) -> Any:
-    """`value` (a decoded environment file, or any part of one) with every path under the default sandbox
-    home replaced by the same file in `state_dir`: local.yaml run against another sandbox (tests, bench)."""
-    if isinstance(value, dict):
-        return {key: pointed_at(item, state_dir) for key, item in value.items()}
-    if isinstance(value, list):
-        return [pointed_at(item, state_dir) for item in value]
-    if isinstance(value, str) and value.startswith(SANDBOX_HOME):
-        return str(state_dir / value.removeprefix(SANDBOX_HOME))
-    return value
-
-
-def cache_root() -> Path:
-    """Same rule as build.sh: $OUTPOST_CACHE, else $XDG_CACHE_HOME/outpost, else ~/.cache/outpost."""
-    if os.environ.get("OUTPOST_CACHE"):
-        return Path(os.environ["OUTPOST_CACHE"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "outpost"
-
-
-def build_script() -> Path:
-    env = os.environ.get("OUTPOST_SANDBOX_BUILD_SCRIPT")
-    if env:
-        return Path(env)
-    # infra/sandbox/outpost_sandbox/cluster.py -> infra/sandbox/go (the package sits beside its Go build)
-    return Path(__file__).resolve().parents[1] / "go" / "build.sh"
-
-
-def _complete(bin_dir: Path) -> bool:
-    return (bin_dir / ".complete").is_file() and all(os.access(bin_dir / b, os.X_OK) for b in BINARIES)
-
-
-def ensure_binaries(log: Log = _stderr) -> Path:
-    """The directory holding the control-plane binaries, building them first if needed.
-
-    `OUTPOST_SANDBOX_BIN_DIR` points at prebuilt binaries; otherwise build.sh runs (cached and fast
-    after the first time), under a lock so two sandboxes never build at once.
-    """
-    env = os.environ.get("OUTPOST_SANDBOX_BIN_DIR")
-    if env:
-        bin_dir = Path(env)
-        missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
-        if missing:
-            raise SandboxError(f"OUTPOST_SANDBOX_BIN_DIR {bin_dir} lacks executable {', '.join(missing)}", "build")
-        return bin_dir
-    script = build_script()
-    if not script.is_file():
-        raise SandboxError(f"sandbox build script not found at {script} (set OUTPOST_SANDBOX_BIN_DIR)", "build")
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        started = time.monotonic()
-        proc = subprocess.Popen([str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = proc.communicate(timeout=3)
-        except subprocess.TimeoutExpired:
-            # Cached binaries answer within a second; anything longer is a real build.
-            log(
-                f"building control-plane binaries with {script} (first time: ~10 min; log in "
-                f"{root / 'bin'}/<key>/build.log)"
-            )
-            out, err = proc.communicate()
-        if proc.returncode != 0:
-            raise SandboxError(
-                f"building sandbox binaries failed with exit {proc.returncode} ({script})",
-                "build",
-                log_tail=err.strip()[-4000:],
-            )
-        lines = out.strip().splitlines()
-        bin_dir = Path(lines[-1]) if lines else Path()
-        if not lines or not _complete(bin_dir):
-            raise SandboxError(
-                f"build script {script} printed no complete binary directory", "build", log_tail=(out + err)[-4000:]
-            )
-        took = time.monotonic() - started
-        if took > 5:
-            log(f"binaries built in {took:.0f} s: {bin_dir}")
-        return bin_dir
-
-
-LISTEN_PORT_FLOOR = 20000
-"""Lowest port the sandbox listens on; the registered-services range below it is left alone."""
-
-
-def _ephemeral_port_floor() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def _free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports below the kernel's ephemeral range.
-
-    A component keeps its port across restarts (certificates and kubeconfigs name it). A port from
-    the ephemeral range could be taken, while the component is down, as the source port of some
-    outgoing connection, and the restart would then fail with "address already in use".
-    """
-    ceiling = _ephemeral_port_floor()
-    candidates = list(range(LISTEN_PORT_FLOOR, ceiling))
-    secrets.SystemRandom().shuffle(candidates)
-    # Hold every socket until all are chosen so no port is handed out twice.
-    socks: list[socket.socket] = []
-    try:
-        for port in candidates:
-            if len(socks) == count:
-                break
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                sock.close()
-                continue
-            socks.append(sock)
-        while len(socks) < count:  # no room below the ephemeral range: let the kernel choose
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _own_namespaces(manifests: list[dict[str, Any]]) -> set[str | None]:
@@ -422,85 +69,6 @@ def _own_namespaces(manifests: list[dict[str, Any]]) -> set[str | None]:
 def _namespace_of(obj: dict[str, Any]) -> str | None:
     namespace = obj["metadata"].get("namespace")
     return str(namespace) if namespace else None
-
-
-def node_name(index: int) -> str:
-    return f"{NODE_PREFIX}{index}"
-
-
-def node_ip(index: int) -> str:
-    return str(NODE_IP_BASE + index + 1)
-
-
-def node_manifest(index: int) -> dict[str, Any]:
-    """A fake node as kwok expects it: the annotation selects it for kwok, the address is ours.
-
-    Status is sent on create (as a kubelet registering itself does); kwok's node-initialize stage
-    keeps an InternalIP already present, so every node gets a distinct 10.245.x.y.
-    """
-    name = node_name(index)
-    resources = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {FAKE_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {
-                "type": "kwok",
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "node-role.kubernetes.io/agent": "",
-            },
-        },
-        "spec": {"taints": [dict(FAKE_NODE_TAINT)]},
-        "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": node_ip(index)},
-                {"type": "Hostname", "address": name},
-            ],
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-        },
-    }
-
-
-@dataclass
-class Ports:
-    etcd_client: int
-    etcd_peer: int
-    apiserver: int
-    controller_manager: int
-    scheduler: int
-
-    @classmethod
-    def allocate(cls) -> Ports:
-        return cls(*_free_ports(5))
-
-    def all(self) -> list[int]:
-        return [self.etcd_client, self.etcd_peer, self.apiserver, self.controller_manager, self.scheduler]
-
-
-@dataclass
-class State:
-    ports: Ports
-    bin_dir: str
-    nodes: int
-    advertise_address: str = ADVERTISE_ADDRESS
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
-
-    @classmethod
-    def from_json(cls, text: str) -> State:
-        data = json.loads(text)
-        return cls(
-            ports=Ports(**data["ports"]),
-            bin_dir=str(data["bin_dir"]),
-            nodes=int(data["nodes"]),
-            advertise_address=str(data.get("advertise_address", ADVERTISE_ADDRESS)),
-        )
 
 
 @dataclass(frozen=True)
@@ -574,7 +142,7 @@ class UpResult:
 class Sandbox:
     """One sandbox, identified by its state directory."""
 
-    def __init__(self, state_dir: Path | str | None = None, log: Log = _stderr) -> None:
+    def __init__(self, state_dir: Path | str | None = None, log: Log = stderr_log) -> None:
         self.state_dir = Path(state_dir).expanduser().resolve() if state_dir else default_state_dir()
         self.log = log
         self.pki = PKI(self.state_dir / "pki")
@@ -653,7 +221,7 @@ class Sandbox:
             f"https://localhost:{state.ports.apiserver}", self.pki.ca_cert, self.admin_token(), timeout=timeout
         )
 
-    def _readyz(self, state: State) -> int | None:
+    def readyz(self, state: State) -> int | None:
         try:
             with self._api(state, timeout=5) as api:
                 return api.raw("/readyz", timeout=5).status_code
@@ -665,39 +233,6 @@ class Sandbox:
             return COMPONENT_SPECS[name].health(self, state)
         except (SandboxApiError, MalformedResponse) as exc:
             return False, f"health endpoint unreachable: {type(exc).__name__}"
-
-    def _etcd_health(self, state: State) -> Health:
-        # etcd is not a Kubernetes API server and its loopback client port speaks plain http with no
-        # credential, so it is asked directly rather than through the cluster client (https only).
-        try:
-            r = httpx.get(f"http://127.0.0.1:{state.ports.etcd_client}/health", timeout=5, trust_env=False)
-        except httpx.HTTPError as exc:
-            raise SandboxApiError(f"GET etcd /health: no answer ({type(exc).__name__})") from None
-        try:
-            body = r.json()
-        except ValueError:
-            body = None
-        ok = r.status_code == 200 and isinstance(body, dict) and body.get("health") == "true"
-        return ok, f"/health {r.status_code}"
-
-    def _apiserver_health(self, state: State) -> Health:
-        code = self._readyz(state)
-        return code == 200, f"/readyz {code if code is not None else 'unreachable'}"
-
-    def _controller_manager_health(self, state: State) -> Health:
-        return self._healthz(state.ports.controller_manager)
-
-    def _scheduler_health(self, state: State) -> Health:
-        return self._healthz(state.ports.scheduler)
-
-    def _healthz(self, port: int) -> Health:
-        """/healthz of a component serving with the sandbox's `components` certificate."""
-        with Kube.for_server(f"https://127.0.0.1:{port}", self.pki.ca_cert, timeout=5) as component:
-            r = component.raw("/healthz", timeout=5)
-        return r.status_code == 200, f"/healthz {r.status_code}"
-
-    def _kwok_health(self, _state: State) -> Health:
-        return None, "process only (kwok's /healthz proves nothing)"
 
     def _error(self, message: str, component: str) -> SandboxError:
         path = self.procs.log_path(component)
@@ -793,129 +328,6 @@ class Sandbox:
             link.unlink()
         link.symlink_to(state.bin_dir)
 
-    def _serving_flags(self, kubeconfig: Path, port: int) -> list[str]:
-        """Client and serving flags shared by the controller manager and the scheduler."""
-        return [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--tls-cert-file={self.pki.cert('components')}",
-            f"--tls-private-key-file={self.pki.key('components')}",
-        ]
-
-    def _etcd_argv(self, state: State) -> Argv:
-        b, p, sd = Path(state.bin_dir), state.ports, self.state_dir
-        peer = f"http://127.0.0.1:{p.etcd_peer}"
-        client = f"http://127.0.0.1:{p.etcd_client}"
-        return [
-            str(b / "etcd"),
-            "--name=sandbox",
-            f"--data-dir={sd / 'etcd'}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=sandbox={peer}",
-            # A throwaway cluster: durability buys nothing and fsync dominates start time.
-            "--unsafe-no-fsync",
-            "--quota-backend-bytes=8589934592",
-            "--log-level=warn",
-        ], None
-
-    def _apiserver_argv(self, state: State) -> Argv:
-        b, p, pki, sd = Path(state.bin_dir), state.ports, self.pki, self.state_dir
-        return [
-            str(b / "kube-apiserver"),
-            f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p.apiserver}",
-            f"--advertise-address={state.advertise_address}",
-            f"--cert-dir={sd / 'apiserver'}",
-            f"--tls-cert-file={pki.cert('apiserver')}",
-            f"--tls-private-key-file={pki.key('apiserver')}",
-            f"--tls-sni-cert-key={pki.cert('apiserver-internal')},{pki.key('apiserver-internal')}:localhost",
-            f"--client-ca-file={pki.ca_cert}",
-            f"--requestheader-client-ca-file={pki.ca_cert}",
-            "--requestheader-allowed-names=front-proxy-client",
-            "--requestheader-username-headers=X-Remote-User",
-            "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            f"--proxy-client-cert-file={pki.cert('front-proxy-client')}",
-            f"--proxy-client-key-file={pki.key('front-proxy-client')}",
-            f"--token-auth-file={pki.token_file}",
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki.sa_pub}",
-            f"--service-account-signing-key-file={pki.sa_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--enable-priority-and-fairness=true",
-            # No kube-proxy: the API server calls webhooks and proxies to Services on their ready endpoints,
-            # as it does for aggregated APIs (a dead manager then reads "connection refused" on its pod IP).
-            "--enable-aggregator-routing=true",
-            "--allow-privileged=true",
-            f"--kubelet-client-certificate={pki.cert('kubelet-client')}",
-            f"--kubelet-client-key={pki.key('kubelet-client')}",
-            # Fake node hostnames do not resolve; the node proxy must dial the InternalIP.
-            "--kubelet-preferred-address-types=InternalIP,Hostname",
-        ], None
-
-    def _controller_manager_argv(self, state: State) -> Argv:
-        b, p, pki, kc = Path(state.bin_dir), state.ports, self.pki, self.state_dir / "kubeconfigs"
-        return [
-            str(b / "kube-controller-manager"),
-            *self._serving_flags(kc / "kube-controller-manager.kubeconfig", p.controller_manager),
-            # One instance per sandbox: leader election would only make it exit when a fault
-            # stops the API server for longer than the lease.
-            "--leader-elect=false",
-            "--use-service-account-credentials=true",
-            f"--service-account-private-key-file={pki.sa_key}",
-            f"--root-ca-file={pki.ca_cert}",
-            f"--cluster-signing-cert-file={pki.ca_cert}",
-            f"--cluster-signing-key-file={pki.ca_key}",
-            "--allocate-node-cidrs=false",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            # No cloud and no kubelets: node IPAM (pod IPs come from kwok) and attach/detach
-            # (needs a kubelet/CSI) have nothing to act on.
-            "--controllers=*,-node-ipam-controller,-persistentvolume-attach-detach-controller",
-            "--kube-api-qps=200",
-            "--kube-api-burst=400",
-            *scale_profile(state.nodes).controller_manager_flags(),
-        ], None
-
-    def _scheduler_argv(self, state: State) -> Argv:
-        b, p, kc = Path(state.bin_dir), state.ports, self.state_dir / "kubeconfigs"
-        return [
-            str(b / "kube-scheduler"),
-            *self._serving_flags(kc / "kube-scheduler.kubeconfig", p.scheduler),
-            "--leader-elect=false",
-            *scale_profile(state.nodes).scheduler_flags(),
-        ], None
-
-    def _kwok_argv(self, state: State) -> Argv:
-        b, sd, kc = Path(state.bin_dir), self.state_dir, self.state_dir / "kubeconfigs"
-        env = dict(os.environ)
-        # kwok also reads ~/.kwok/kwok.yaml if present; a private work dir keeps a user's own
-        # kwok setup out of the sandbox.
-        env["KWOK_WORKDIR"] = str(sd / "kwok")
-        profile = scale_profile(state.nodes)
-        configs = [sd / "kwok" / "stages.yaml"]
-        if profile.kwok_configuration() is not None:
-            configs.append(sd / "kwok" / "kwok.yaml")
-        return [
-            str(b / "kwok"),
-            f"--kubeconfig={kc / 'kwok.kubeconfig'}",
-            *(f"--config={path}" for path in configs),
-            f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
-            f"--cidr={POD_CIDR}",
-            f"--node-lease-duration-seconds={profile.node_lease_seconds}",
-            # At INFO kwok logs every lease renewal (5000 nodes: ~500 JSON lines a second),
-            # which costs more CPU than the simulation itself.
-            "-v=WARN",
-        ], env
-
     # Lifecycle ---------------------------------------------------------------------------------
     def up(self, nodes: int = 100, timeout: float | None = None, install_systems: bool = True) -> UpResult:
         """Bring the sandbox up (or confirm it is up) with `nodes` fake nodes Ready."""
@@ -927,7 +339,7 @@ class Sandbox:
             if (
                 state is not None
                 and all(self.procs.alive(c) for c in COMPONENTS)
-                and self._readyz(state) == 200
+                and self.readyz(state) == 200
                 and self._nodes_ready(state, nodes) >= nodes
                 and (not install_systems or systems.running(self.state_dir))
             ):
@@ -954,7 +366,7 @@ class Sandbox:
                     # Nothing of ours runs: pick the binaries just built and move off any port
                     # someone else took meanwhile.
                     state.bin_dir = str(bin_dir)
-                    if not all(_port_free(port) for port in state.ports.all()):
+                    if not all(port_free(port) for port in state.ports.all()):
                         state.ports = Ports.allocate()
                 state.nodes = max(state.nodes, nodes)
             self.pki.ensure(state.advertise_address)
@@ -1013,11 +425,7 @@ class Sandbox:
         if wait:
             self._wait_healthy(name, state)
 
-    def _before_kwok_start(self, state: State) -> None:
-        if self.procs.alive("kube-apiserver"):
-            self._release_node_leases(state)
-
-    def _release_node_leases(self, state: State) -> None:
+    def release_node_leases(self, state: State) -> None:
         """Release the node Leases a stopped kwok held, as a leader releases its lease on shutdown.
 
         Every kwok process has a fresh identity, and would otherwise wait out the old holder's
@@ -1057,12 +465,6 @@ class Sandbox:
             timeout = max(timeout, spec.scaled_timeout(scale_profile(state.nodes)))
         self._wait(spec.ready_what, name, timeout, ready, watch=(*spec.requires_running, name))
 
-    def _kwok_ready_when(self, state: State) -> Callable[[], bool]:
-        """kwok has no health endpoint: it is working once it has renewed every node Lease it holds
-        since it started (none exist yet on a first start)."""
-        started = dt.datetime.now(dt.UTC)
-        return lambda: self._node_leases_renewed_since(state, started)
-
     @staticmethod
     def _kwok_node_leases(api: Kube) -> list[dict[str, Any]] | None:
         """The node Leases kwok is to renew, held or released, or None if they could not be listed.
@@ -1085,7 +487,7 @@ class Sandbox:
             and lease["metadata"]["name"] != PROCESS_NODE
         ]
 
-    def _node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
+    def node_leases_renewed_since(self, state: State, since: dt.datetime) -> bool:
         with self._api(state, timeout=30) as api:
             leases = self._kwok_node_leases(api)
         if leases is None:
@@ -1268,7 +670,7 @@ class Sandbox:
             else:
                 healthy, detail = False, "not running"
             comps.append(ComponentStatus(name, alive, self.procs.pid(name), healthy, detail))
-        readyz = self._readyz(state) if self.procs.alive("kube-apiserver") else None
+        readyz = self.readyz(state) if self.procs.alive("kube-apiserver") else None
         ready = self._nodes_ready(state, state.nodes) if readyz == 200 else None
         return SandboxStatus(
             state_dir=str(self.state_dir),
@@ -1321,88 +723,6 @@ class Sandbox:
             self.pki.issue_apiserver_serving(state.advertise_address, not_after=not_after, not_before=not_before)
         self.start_component("kube-apiserver")
         return self.pki.not_after("apiserver")
-
-
-# Module-level hooks for other modules (faults, demo, tests) -------------------------------------
-@dataclass(frozen=True)
-class ComponentSpec:
-    """Everything the launcher knows about one control-plane component; nothing branches on names."""
-
-    name: str
-    argv: Callable[[Sandbox, State], Argv]
-    health: Callable[[Sandbox, State], Health]
-    """What `status` shows; raises SandboxApiError/MalformedResponse when the endpoint does not answer."""
-    ready_what: str
-    """What start-up waits for, as named in a timeout message."""
-    ready_timeout: float
-    ready_when: Callable[[Sandbox, State], Callable[[], bool]] | None = None
-    """A predicate for start-up other than `health` being True (made when the start begins)."""
-    requires_running: tuple[str, ...] = ()
-    """Components whose exit during this one's start-up fails it at once (it always watches itself)."""
-    stop_grace: float = DEFAULT_STOP_GRACE
-    watcher: bool = False
-    """Acts on watches: restarted once the API server serves again after an etcd or API server
-    restart. While it starts, its RBAC caches are not yet filled and watches are refused with 403,
-    and a controller's informer was once seen never to recover from that (its DaemonSet controller
-    then waited forever for its own write). Fresh processes start after /readyz is 200 and list
-    everything anew."""
-    restarts_watchers: bool = False
-    """Its own restart (with wait) is followed by restarting the watchers (see `watcher`)."""
-    before_start: Callable[[Sandbox, State], None] | None = None
-    scaled_timeout: Callable[[ScaleProfile], float] | None = None
-    """A longer start-up wait where the node count's tier asks for one (never shorter than `ready_timeout`)."""
-
-
-COMPONENT_SPECS: dict[str, ComponentSpec] = {
-    spec.name: spec
-    for spec in (
-        ComponentSpec("etcd", Sandbox._etcd_argv, Sandbox._etcd_health, "etcd /health", 30, restarts_watchers=True),
-        # The API server stops listening at once on SIGTERM but then waits for its clients' open watch
-        # streams to drain (tens of seconds); it keeps no state of its own, so a short grace loses nothing.
-        ComponentSpec(
-            "kube-apiserver",
-            Sandbox._apiserver_argv,
-            Sandbox._apiserver_health,
-            "kube-apiserver /readyz 200",
-            120,
-            requires_running=("etcd",),
-            stop_grace=3.0,
-            restarts_watchers=True,
-        ),
-        ComponentSpec(
-            "kube-controller-manager",
-            Sandbox._controller_manager_argv,
-            Sandbox._controller_manager_health,
-            "kube-controller-manager /healthz 200",
-            60,
-            watcher=True,
-        ),
-        ComponentSpec(
-            "kube-scheduler",
-            Sandbox._scheduler_argv,
-            Sandbox._scheduler_health,
-            "kube-scheduler /healthz 200",
-            60,
-            watcher=True,
-        ),
-        ComponentSpec(
-            "kwok",
-            Sandbox._kwok_argv,
-            Sandbox._kwok_health,
-            "kwok renewing every node Lease",
-            90,
-            ready_when=Sandbox._kwok_ready_when,
-            watcher=True,
-            before_start=Sandbox._before_kwok_start,
-            scaled_timeout=lambda profile: profile.kwok_ready_timeout_seconds,
-        ),
-    )
-}
-"""In start order (etcd first); `down` stops them in reverse."""
-
-COMPONENTS = tuple(COMPONENT_SPECS)
-TUNED_COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
-"""The components whose flags depend on the node count (`ScaleProfile`), in start order."""
 
 
 def up(

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from outpost_sandbox import cluster
+from outpost_sandbox import cluster, scale
 from outpost_sandbox.faults.base import (
     Apply,
     FaultContext,
@@ -88,5 +88,5 @@ def kwok_down_fault() -> tuple[Apply, Heal]:
         "kwok",
         _every_node_lease_expired,
         "every node Lease to outlive its leaseDurationSeconds after kwok stopped",
-        cluster.NODE_LEASE_SECONDS * 3,
+        scale.NODE_LEASE_SECONDS * 3,
     )

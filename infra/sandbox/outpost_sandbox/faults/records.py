@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from outpost_sandbox import cluster, systems
+from outpost_sandbox import state, systems
 from outpost_sandbox.backends.kube import SandboxApiError
 from outpost_sandbox.faults.base import FaultContext, FaultError
 from outpost_sandbox.faults.catalogue import FAULTS
@@ -45,7 +45,7 @@ def _save(state_dir: Path, records: list[dict[str, Any]]) -> None:
 def _state(state_dir: Path | str | None) -> Path:
     if state_dir is not None:
         return Path(state_dir)
-    return Path(cluster.default_state_dir())
+    return Path(state.default_state_dir())
 
 
 def break_fault(
