@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from outpost.errors import MalformedResponse
@@ -573,12 +573,20 @@ class SliceEndpoint(View):
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
+def _null_as_empty(value: object) -> object:
+    return [] if value is None else value
+
+
 class EndpointSlice(KubeObject):
+    """`endpoints` and `ports` have no `omitempty` (`k8s.io/api@v0.37.2, discovery/v1/types.go`), so the slice of a
+    Service with no backends (its Deployment scaled to 0) says `"endpoints": null`: that is an empty list here, and a
+    webhook with no endpoints is judged, not "could not observe"."""
+
     KIND: ClassVar[str] = "EndpointSlice"
 
     address_type: str = ""
-    endpoints: list[SliceEndpoint] = Field(default_factory=list)
-    ports: list[EndpointPort] = Field(default_factory=list)
+    endpoints: Annotated[list[SliceEndpoint], BeforeValidator(_null_as_empty)] = Field(default_factory=list)
+    ports: Annotated[list[EndpointPort], BeforeValidator(_null_as_empty)] = Field(default_factory=list)
 
     @property
     def service_name(self) -> str:

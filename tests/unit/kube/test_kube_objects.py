@@ -226,6 +226,18 @@ def test_endpoint_slice_nil_ready_means_ready(conditions: dict[str, Any], ready:
     assert eps.service_name == "svc"
 
 
+def test_endpoint_slice_of_a_service_without_backends_is_empty() -> None:
+    # Captured from the sandbox with koord-manager scaled to 0: the API server writes the nil slices as null.
+    captured = {
+        "metadata": {"labels": {"kubernetes.io/service-name": "koordinator-webhook-service"}},
+        "addressType": "IPv4",
+        "endpoints": None,
+        "ports": None,
+    }
+    eps = parse(EndpointSlice, captured, "t")
+    assert (eps.endpoints, eps.ports, eps.ready_endpoints) == ([], [], [])
+
+
 def test_webhook_configuration_defaults() -> None:
     raw = {
         "kind": "ValidatingWebhookConfiguration",
