@@ -119,6 +119,16 @@ class Result(BaseModel):
         )
 
     @classmethod
+    def unobserved(
+        cls, check: str, summary: str, errors: Sequence[Finding], details: dict[str, Any] | None = None
+    ) -> Result:
+        """Could not observe (`error`), with what was not observed named per line, each with its next step."""
+        lines, steps = _lines_and_steps(errors)
+        return cls(
+            check=check, status=Status.ERROR, summary=summary, errors=lines, next_steps=steps, details=details or {}
+        )
+
+    @classmethod
     def error(cls, check: str, cause: str, next_step: NextStep | None = None, **details: Any) -> Result:
         """The probe could not observe: `cause` names what and why, in one line (newlines are folded)."""
         cause = " ".join(cause.split())[:500] or "no cause given"
