@@ -103,20 +103,33 @@ class Result(BaseModel):
         cls, check: str, summary: str, errors: Sequence[str | Finding], details: dict[str, Any] | None = None
     ) -> Result:
         """Healthy enough to ping, with what is wrong named per line."""
-        lines, steps = _lines_and_steps(errors)
-        return cls(
-            check=check, status=Status.DEGRADED, summary=summary, errors=lines, next_steps=steps, details=details or {}
-        )
+        return cls._named_per_line(Status.DEGRADED, check, summary, errors, details)
 
     @classmethod
     def failed(
         cls, check: str, summary: str, errors: Sequence[Finding], details: dict[str, Any] | None = None
     ) -> Result:
         """Observed and unhealthy: one error line per problem, naming the object, each with its next step."""
+        return cls._named_per_line(Status.FAILED, check, summary, errors, details)
+
+    @classmethod
+    def unobserved(
+        cls, check: str, summary: str, errors: Sequence[Finding], details: dict[str, Any] | None = None
+    ) -> Result:
+        """Could not observe (`error`), with what was not observed named per line, each with its next step."""
+        return cls._named_per_line(Status.ERROR, check, summary, errors, details)
+
+    @classmethod
+    def _named_per_line(
+        cls,
+        status: Status,
+        check: str,
+        summary: str,
+        errors: Sequence[str | Finding],
+        details: dict[str, Any] | None,
+    ) -> Result:
         lines, steps = _lines_and_steps(errors)
-        return cls(
-            check=check, status=Status.FAILED, summary=summary, errors=lines, next_steps=steps, details=details or {}
-        )
+        return cls(check=check, status=status, summary=summary, errors=lines, next_steps=steps, details=details or {})
 
     @classmethod
     def error(cls, check: str, cause: str, next_step: NextStep | None = None, **details: Any) -> Result:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -97,43 +97,33 @@ def page_type(kind: str) -> Any:
 Decode = Callable[[list[bytes]], list[object]]
 
 
-def build_pydantic_page(kind: str) -> Decode:
-    adapter = _page_adapter(VIEWS[kind])
-    reduce = REDUCE[kind]
+def per_page(items_of: Callable[[bytes], Iterable[Any]], reduce: Callable[[Any], object]) -> Decode:
+    """A decoder: every page's items as `items_of` gives them, each reduced, in order (what differs between the
+    contenders is `items_of` alone)."""
 
     def decode(bodies: list[bytes]) -> list[object]:
         facts: list[object] = []
         for body in bodies:
-            facts.extend(reduce(item) for item in adapter.validate_json(body).items)
+            facts.extend(reduce(item) for item in items_of(body))
         return facts
 
     return decode
+
+
+def build_pydantic_page(kind: str) -> Decode:
+    adapter = _page_adapter(VIEWS[kind])
+    return per_page(lambda body: adapter.validate_json(body).items, REDUCE[kind])
 
 
 def build_json_parse(kind: str) -> Decode:
-    view, reduce = VIEWS[kind], REDUCE[kind]
+    view = VIEWS[kind]
     view.model_rebuild()  # what the first `parse` would build (the views defer their validators)
-
-    def decode(bodies: list[bytes]) -> list[object]:
-        facts: list[object] = []
-        for body in bodies:
-            facts.extend(reduce(parse(view, item, WHERE)) for item in loads_json(body, WHERE)["items"])
-        return facts
-
-    return decode
+    return per_page(lambda body: (parse(view, item, WHERE) for item in loads_json(body, WHERE)["items"]), REDUCE[kind])
 
 
 def build_msgspec(kind: str) -> Decode:
     decoder = msgspec.json.Decoder(page_type(kind), strict=False)
-    reduce = REDUCE[kind]
-
-    def decode(bodies: list[bytes]) -> list[object]:
-        facts: list[object] = []
-        for body in bodies:
-            facts.extend(reduce(item) for item in decoder.decode(body).items)
-        return facts
-
-    return decode
+    return per_page(lambda body: decoder.decode(body).items, REDUCE[kind])
 
 
 def build_production(kind: str) -> Decode:
@@ -141,23 +131,16 @@ def build_production(kind: str) -> Decode:
     it refuses; a kind without a mirror is today's path."""
     fast = fast_outlines.page_decoder(VIEWS[kind])
     adapter = _page_adapter(VIEWS[kind])
-    reduce = REDUCE[kind]
 
-    def decode(bodies: list[bytes]) -> list[object]:
-        facts: list[object] = []
-        for body in bodies:
-            items: Sequence[object] | None = None
-            if fast is not None:
-                try:
-                    items = fast.decode(body).items
-                except fast_outlines.Refused:
-                    items = None
-            if items is None:
-                items = adapter.validate_json(body).items
-            facts.extend(reduce(item) for item in items)
-        return facts
+    def items_of(body: bytes) -> Sequence[object]:
+        if fast is not None:
+            try:
+                return fast.decode(body).items
+            except fast_outlines.Refused:
+                pass
+        return adapter.validate_json(body).items
 
-    return decode
+    return per_page(items_of, REDUCE[kind])
 
 
 CONTENDERS: dict[str, Callable[[str], Decode]] = {

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fake_clock import FakeClock
 from local_server import LocalServer, Recorded, Reply, free_port
 from unreachable import HEARTBEAT_TOKEN, write_unreachable_config
 
 from outpost import secrets
 from outpost.secrets import crc32c
 from outpost_sandbox.pki import LocalhostTls, localhost_tls
+from outpost_sandbox.vigilmon import Vigilmon
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,18 @@ def receiver() -> Iterator[LocalServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def vigilmon(clock: FakeClock) -> Iterator[Vigilmon]:
+    """The Vigilmon stand-in over real HTTP on loopback, on the test's `clock`."""
+    with Vigilmon(clock=clock) as service:
+        yield service
 
 
 @pytest.fixture

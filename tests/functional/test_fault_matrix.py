@@ -196,15 +196,18 @@ def _plugins_are_gone(env: Env, _result: Result) -> None:
         assert not alive(pid), f"credential plugin process {pid} outlived the run"
 
 
+def _exec_plugin(env: Env, script: str, **exec_fields: Any) -> Settings:
+    """A kubeconfig for a healthy API server whose user's credential comes from `script`, run as an exec plugin."""
+    return env.kubeconfig(env.server(healthy()).url, exec_user(env.plugin(script), **exec_fields))
+
+
 def _hanging_plugin(env: Env) -> Settings:
-    pid = env.pid_file("plugin.pid")
-    return env.kubeconfig(env.server(healthy()).url, exec_user(env.plugin(f"echo $$ > {pid}\nexec sleep 30\n")))
+    return _exec_plugin(env, f"echo $$ > {env.pid_file('plugin.pid')}\nexec sleep 30\n")
 
 
 def _plugin_with_grandchild(env: Env) -> Settings:
     parent, child = env.pid_file("parent.pid"), env.pid_file("child.pid")
-    script = f"echo $$ > {parent}\nsleep 30 &\necho $! > {child}\nwait\n"
-    return env.kubeconfig(env.server(healthy()).url, exec_user(env.plugin(script)))
+    return _exec_plugin(env, f"echo $$ > {parent}\nsleep 30 &\necho $! > {child}\nwait\n")
 
 
 def _gke_refresh_fails(env: Env) -> Settings:
@@ -422,36 +425,23 @@ CASES = [
     ),
     Case(
         "exec plugin fails with a secret on stderr",
-        lambda env: env.kubeconfig(
-            env.server(healthy()).url,
-            exec_user(env.plugin(f"echo 'refresh token {STDERR_SECRET} expired' >&2\nexit 3\n")),
-        ),
+        lambda env: _exec_plugin(env, f"echo 'refresh token {STDERR_SECRET} expired' >&2\nexit 3\n"),
         r"exited with status 3",
     ),
     Case(
         "exec plugin prints garbage",
-        lambda env: env.kubeconfig(
-            env.server(healthy()).url, exec_user(env.plugin("echo 'Please log in at https://sso.example/'\n"))
-        ),
+        lambda env: _exec_plugin(env, "echo 'Please log in at https://sso.example/'\n"),
         r"not an ExecCredential",
     ),
     Case(
         "exec plugin answers another apiVersion",
-        lambda env: env.kubeconfig(
-            env.server(healthy()).url,
-            exec_user(env.plugin(f"echo '{exec_credential(EXEC_TOKEN).replace('/v1', '/v1beta1')}'\n")),
-        ),
+        lambda env: _exec_plugin(env, f"echo '{exec_credential(EXEC_TOKEN).replace('/v1', '/v1beta1')}'\n"),
         r"apiVersion does not match",
     ),
     Case(
         "exec plugin gives no credentials",
-        lambda env: env.kubeconfig(
-            env.server(healthy()).url,
-            exec_user(
-                env.plugin(
-                    'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'\n'
-                )
-            ),
+        lambda env: _exec_plugin(
+            env, 'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'\n'
         ),
         r"produced no credentials",
     ),
@@ -464,9 +454,7 @@ CASES = [
     ),
     Case(
         "exec plugin wants a terminal",
-        lambda env: env.kubeconfig(
-            env.server(healthy()).url, exec_user(env.plugin("exit 0\n"), interactiveMode="Always")
-        ),
+        lambda env: _exec_plugin(env, "exit 0\n", interactiveMode="Always"),
         r"interactiveMode Always needs a terminal",
     ),
     Case(

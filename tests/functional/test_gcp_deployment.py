@@ -309,25 +309,21 @@ def test_the_source_has_main_py_whose_http_target_serves_the_check_outpost_check
         "app = functions_framework.create_app(target='http', source='main.py'); "
         "print(app.test_client().put('/').status_code)"
     )
-    environment = {"OUTPOST_CONFIG": variables["config_path"], "PATH": os.environ["PATH"]}
-    served = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**environment, "OUTPOST_CHECK": "webhook-cert-expiry"},
-        check=False,
-        timeout=120,
-    )
+
+    def serve(check: str) -> subprocess.CompletedProcess[str]:
+        """The source's main.py started as functions-framework starts it, with OUTPOST_CHECK=check."""
+        return subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={"OUTPOST_CONFIG": variables["config_path"], "PATH": os.environ["PATH"], "OUTPOST_CHECK": check},
+            check=False,
+            timeout=120,
+        )
+
+    served = serve("webhook-cert-expiry")
     assert (served.returncode, served.stdout.strip()) == (0, "405"), served.stderr
-    refused = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**environment, "OUTPOST_CHECK": "no-such-check"},
-        check=False,
-        timeout=120,
-    )
+    refused = serve("no-such-check")
     assert refused.returncode != 0
     assert "$OUTPOST_CHECK='no-such-check': not an enabled check" in refused.stderr

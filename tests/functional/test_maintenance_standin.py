@@ -7,11 +7,11 @@ inside the window, an alert as soon as it is over (or ended) while the checks ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from fake_clock import FakeClock
 
 from outpost.cli import main
 from outpost.settings import load_settings
@@ -19,25 +19,6 @@ from outpost.tooling import monitors
 from outpost_sandbox.vigilmon import Vigilmon
 
 CHECKS = {"apiserver-health": "mon-health", "koord-webhook": "mon-webhook"}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 5_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def vigilmon(clock: FakeClock) -> Iterator[Vigilmon]:
-    with Vigilmon(clock=clock) as service:
-        yield service
 
 
 @pytest.fixture

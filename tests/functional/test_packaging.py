@@ -113,6 +113,15 @@ def top_level(names: set[str]) -> set[str]:
     return tops | {"/".join(name.split("/")[:2]) for name in names if name.startswith("outpost/")}
 
 
+def unpack(archive: Path, into: Path, what: str) -> tuple[str, set[str]]:
+    """Extract `archive` into `into`; its summary (printed under `what`, the test log's record) and its entries."""
+    summary = describe(archive)
+    print(f"{what}: {summary}")
+    with zipfile.ZipFile(archive) as bundle:
+        bundle.extractall(into)
+        return summary, set(bundle.namelist())
+
+
 def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) -> None:
     root = source_project(tmp_path, GOOD)
     stale = tmp_path / "out" / "stage1" / "outpost-old.zip"  # what a previous build left: gone after this one
@@ -121,12 +130,8 @@ def test_lambda_bundle_holds_only_the_product_and_cold_starts(tmp_path: Path) ->
     target = build("stage1", tmp_path / "out", platform="host", root=root)
     assert sorted(path.name for path in target.iterdir()) == ["deployment.json", "outpost-stage1.zip"]
     archive = target / "outpost-stage1.zip"
-    summary = describe(archive)
-    print(f"Lambda bundle (token auth, ssm: secrets): {summary}")
     unpacked = tmp_path / "task"
-    with zipfile.ZipFile(archive) as bundle:
-        names = set(bundle.namelist())
-        bundle.extractall(unpacked)
+    summary, names = unpack(archive, unpacked, "Lambda bundle (token auth, ssm: secrets)")
     assert {
         "functions/apiserver_health/main.py",
         "infra/environments/stage1.yaml",
@@ -216,12 +221,8 @@ def test_cloud_functions_source_has_its_server_and_no_aws_sdk_it_does_not_reach(
     root = source_project(tmp_path, GKE)
     target = build("stage1", tmp_path / "out", platform="gcf", root=root)
     archive = target / "outpost-stage1-gcf.zip"
-    summary = describe(archive)
-    print(f"Cloud Functions source (gke auth, gcpsm: secrets): {summary}")
     unpacked = tmp_path / "source"
-    with zipfile.ZipFile(archive) as source:
-        names = set(source.namelist())
-        source.extractall(unpacked)
+    summary, names = unpack(archive, unpacked, "Cloud Functions source (gke auth, gcpsm: secrets)")
     requirements_text = (unpacked / "requirements.txt").read_text()
     pins = hashed_pins(requirements_text)
     required = set(pins)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
+from fake_clock import FakeClock
 
 from outpost.config import environment_file
 from outpost.errors import ReportError
@@ -20,28 +20,6 @@ from outpost.secrets import Secret
 from outpost.settings import load_settings
 from outpost.tooling import monitors
 from outpost_sandbox.vigilmon import Vigilmon
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def vigilmon(clock: FakeClock) -> Iterator[Vigilmon]:
-    with Vigilmon(clock=clock) as service:
-        yield service
 
 
 def ping(url: str) -> None:

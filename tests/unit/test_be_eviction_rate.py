@@ -14,10 +14,11 @@ import pytest
 from pydantic import ValidationError
 
 from kit import FakeApiServer, fake_cluster
+from kit.results import failures
 from outpost.checks import be_eviction_rate
 from outpost.checks.be_eviction_rate import BeEvictionData, BeEvictionRateParams, PodQos, koordlet_reason
 from outpost.kube import Event, core_event_shape, parse_items
-from outpost.result import Result, Status
+from outpost.result import Status
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
 NOW = datetime(2026, 12, 3, 13, 35, 20, tzinfo=UTC)
@@ -67,12 +68,6 @@ def event(
     raw["message"] = f"evict Pod:default/{pod}, reason: {reason}, message: node memory usage too high"
     raw.update(fields)
     return raw
-
-
-def failures(result: Result) -> list[str]:
-    """Each error line's failure class, checking that every line has its step."""
-    assert len(result.next_steps) == len(result.errors)
-    return [step.failure for step in result.next_steps]
 
 
 @pytest.mark.parametrize(

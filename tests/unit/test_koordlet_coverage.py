@@ -15,6 +15,7 @@ import pytest
 
 from kit import FakeApiServer, fake_cluster
 from kit.node_fixtures import captured_at, document, serve
+from kit.results import failures
 from outpost.checks import koordlet_coverage
 from outpost.checks.koordlet_coverage import KoordletCoverageParams
 from outpost.errors import MalformedResponse
@@ -45,12 +46,6 @@ def data(
 
 def run(d: DaemonCoverageData, state: str = "healthy", **params: Any) -> Result:
     return koordlet_coverage.evaluate(d, KoordletCoverageParams(**params), captured_at(state))
-
-
-def failures(result: Result) -> list[str]:
-    """Each error line's failure class, checking that every line has its step."""
-    assert len(result.next_steps) == len(result.errors)
-    return [step.failure for step in result.next_steps]
 
 
 def test_healthy_sandbox_is_ok_with_classes_counted_apart() -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from kit import fake_cluster
 from kit.node_fixtures import captured_at, document, healthz, serve
+from kit.results import failures
 from outpost.checks import kruise_daemon_coverage
 from outpost.checks.kruise_daemon_coverage import (
     KruiseDaemonCoverageParams,
@@ -67,12 +68,6 @@ def probed(
 
 def run(d: KruiseDaemonData, params: KruiseDaemonCoverageParams | None = None, state: str = "healthy") -> Result:
     return kruise_daemon_coverage.evaluate(d, params or COVERAGE, captured_at(state))
-
-
-def failures(result: Result) -> list[str]:
-    """Each error line's failure class, checking that every line has its step."""
-    assert len(result.next_steps) == len(result.errors)
-    return [step.failure for step in result.next_steps]
 
 
 def test_healthy_sandbox_is_ok_with_and_without_healthz() -> None:

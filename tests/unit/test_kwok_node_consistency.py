@@ -16,6 +16,7 @@ import pytest
 
 from kit import fake_cluster
 from kit.node_fixtures import captured_at, document, serve
+from kit.results import failures
 from outpost.checks import kwok_node_consistency
 from outpost.checks.kwok_node_consistency import KwokNodeConsistencyParams, KwokNodeData
 from outpost.kube.nodes import facts_of
@@ -36,12 +37,6 @@ def run(d: KwokNodeData, state: str = "healthy", skew: float = 0, **params: Any)
     return kwok_node_consistency.evaluate(
         d, KwokNodeConsistencyParams(**params), captured_at(state) + timedelta(seconds=skew)
     )
-
-
-def failures(result: Result) -> list[str]:
-    """Each error line's failure class, checking that every line has its step."""
-    assert len(result.next_steps) == len(result.errors)
-    return [step.failure for step in result.next_steps]
 
 
 def test_healthy_sandbox_is_ok() -> None:

@@ -15,6 +15,13 @@ from outpost.runbook import Runbook
 from outpost.secrets import register_secret_value
 
 
+def logged(result: Result, environment: str = "e") -> str:
+    """The text `emit_run_log` writes for `result`, as written."""
+    buffer = io.StringIO()
+    emit_run_log(result, environment=environment, stream=buffer)
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -51,9 +58,7 @@ def test_run_log_line_has_both_platforms_fields() -> None:
         details={"missing": ["n7"], "probe": "https://hooks.example/hb/AbCdEf0123456789xyz"},
         duration_ms=42,
     )
-    buffer = io.StringIO()
-    emit_run_log(result, environment="prod", stream=buffer)
-    (line,) = buffer.getvalue().splitlines()
+    (line,) = logged(result, environment="prod").splitlines()
     record = json.loads(line)
     assert record["severity"] == record["level"] == "ERROR"
     assert record["message"] == "koordlet-coverage failed: 1 of 3 nodes without a ready koordlet"
@@ -75,9 +80,7 @@ def test_run_log_line_carries_each_lines_next_step() -> None:
     result = Result.failed(
         "koordlet-coverage", "1 node", [missing.at("node n7: no ready koordlet", ns="ks", sel="a=b")]
     )
-    buffer = io.StringIO()
-    emit_run_log(result, environment="prod", stream=buffer)
-    record = json.loads(buffer.getvalue())
+    record = json.loads(logged(result, environment="prod"))
     assert record["next_steps"] == [
         {
             "failure": "no-pod",
@@ -92,9 +95,7 @@ def test_run_log_line_carries_each_lines_next_step() -> None:
     ("status", "level"), [(Status.OK, "INFO"), (Status.DEGRADED, "WARNING"), (Status.ERROR, "ERROR")]
 )
 def test_levels(status: Status, level: str) -> None:
-    buffer = io.StringIO()
-    emit_run_log(Result(check="c", status=status, summary="s"), environment="e", stream=buffer)
-    assert json.loads(buffer.getvalue())["severity"] == level
+    assert json.loads(logged(Result(check="c", status=status, summary="s")))["severity"] == level
 
 
 def test_redacting_filter_rewrites_library_records() -> None:
@@ -138,9 +139,7 @@ def test_log_line_never_carries_a_raw_control_character() -> None:
         errors=["line \x85 \x9b"],
         details={"key\x9b": "value\x7f"},
     )
-    buffer = io.StringIO()
-    emit_run_log(result, environment="e", stream=buffer)
-    line = buffer.getvalue()
+    line = logged(result)
     assert line.endswith("\n")
     assert not re.search("[\x00-\x1f\x7f-\x9f]", line.rstrip("\n")), repr(line)
     assert "café" in line  # UTF-8 text stays readable

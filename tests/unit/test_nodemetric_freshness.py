@@ -14,6 +14,7 @@ import pytest
 
 from kit import fake_cluster
 from kit.node_fixtures import captured_at, document, facts_and_usage, serve
+from kit.results import failures
 from outpost.checks import nodemetric_freshness
 from outpost.checks.nodemetric_freshness import NodeMetricFreshnessData, NodeMetricFreshnessParams
 from outpost.result import Result, Status
@@ -31,12 +32,6 @@ def run(d: NodeMetricFreshnessData, state: str = "healthy", skew: float = 0, **p
     return nodemetric_freshness.evaluate(
         d, NodeMetricFreshnessParams(**params), captured_at(state) + timedelta(seconds=skew)
     )
-
-
-def failures(result: Result) -> list[str]:
-    """Each error line's failure class, checking that every line has its step."""
-    assert len(result.next_steps) == len(result.errors)
-    return [step.failure for step in result.next_steps]
 
 
 def test_healthy_sandbox_is_ok() -> None:

@@ -76,7 +76,7 @@ from outpost.kube.colocation import (
 )
 from outpost.kube.objects import Webhook, parse_items
 from outpost.kube.paths import CLUSTER_COLOCATION_PROFILES
-from outpost.result import Finding, Result, Status
+from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "admission-dry-run"
@@ -714,15 +714,7 @@ def evaluate(data: DryRuns, params: AdmissionDryRunParams, now: datetime) -> Res
         failures += [failure] if failure else []
         unobserved += [not_observed] if not_observed else []
     if unobserved:
-        lines = unobserved + failures
-        return Result(
-            check=NAME,
-            status=Status.ERROR,
-            summary=unobserved[0].line,
-            errors=[finding.line for finding in lines],
-            next_steps=[finding.next for finding in lines],
-            details=details,
-        )
+        return Result.unobserved(NAME, unobserved[0].line, unobserved + failures, details)
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
         return Result.failed(NAME, f"{failures[0].line}{more}", failures, details)

@@ -25,7 +25,7 @@ from outpost.kube.certificates import (
     earliest_expiry,
     parse_der_chain,
 )
-from outpost.result import Finding, Result, Status
+from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-cert-expiry"
@@ -148,10 +148,7 @@ def evaluate(data: ApiserverCertData, params: ApiserverCertExpiryParams, now: da
 
 
 def _error(line: str, details: dict[str, Any]) -> Result:
-    finding: Finding = NOT_JUDGED.at(line, address=details["address"])
-    return Result(
-        check=NAME, status=Status.ERROR, summary=line, errors=[line], next_steps=[finding.next], details=details
-    )
+    return Result.unobserved(NAME, line, [NOT_JUDGED.at(line, address=details["address"])], details)
 
 
 CHECK = CheckSpec(

@@ -18,7 +18,7 @@ from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.kube import access
 from outpost.kube.health import MAX_HEALTH_BYTES, MAX_HEALTH_LINES, read_health_body
-from outpost.result import Finding, Result, Status
+from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-health"
@@ -134,14 +134,7 @@ def evaluate(data: ApiserverHealthData, params: ApiserverHealthParams, now: date
         if endpoint_errors:
             failing_endpoints.append(f"{endpoint.path} {endpoint.status_code}")
     if unobservable:
-        return Result(
-            check=NAME,
-            status=Status.ERROR,
-            summary=unobservable[0].line,
-            errors=[finding.line for finding in unobservable],
-            next_steps=[finding.next for finding in unobservable],
-            details=details,
-        )
+        return Result.unobserved(NAME, unobservable[0].line, unobservable, details)
     if errors:
         failing = dict.fromkeys(c["name"] for k in ("livez", "readyz") for c in details[k]["checks"] if not c["ok"])
         names = f"; failing: {', '.join(failing)}" if failing else ""

@@ -35,7 +35,7 @@ from outpost.cluster import Cluster, warm
 from outpost.errors import ClusterResponseError, ClusterTimeout, ConfigError
 from outpost.kube import access
 from outpost.kube.histograms import LabelSet, Series, aggregate, delta, parse_histogram, quantile
-from outpost.result import Finding, Result, Status
+from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-latency"
@@ -367,14 +367,7 @@ def evaluate(data: Scrapes, params: ApiserverLatencyParams, now: datetime) -> Re
 
 def _error(findings: list[Finding], details: dict[str, Any]) -> Result:
     """Not observed (`error`): each line with its next step."""
-    return Result(
-        check=NAME,
-        status=Status.ERROR,
-        summary=findings[0].line,
-        errors=[finding.line for finding in findings],
-        next_steps=[finding.next for finding in findings],
-        details=details,
-    )
+    return Result.unobserved(NAME, findings[0].line, findings, details)
 
 
 CHECK = CheckSpec(

@@ -27,7 +27,7 @@ from outpost.cluster import Cluster, TlsProbe
 from outpost.errors import ClusterTimeout, ClusterUnreachable, MalformedResponse
 from outpost.kube import access
 from outpost.kube.health import failing, parse_health_body
-from outpost.result import Result, Status
+from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-triage"
@@ -269,8 +269,7 @@ def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> 
     if readyz_lines:
         details["readyz_failing"] = [line.name for line in failing(readyz_lines)]
     if triage_class is None:
-        step = NOT_OBSERVED.step(address=data.address)
-        return Result(check=NAME, status=Status.ERROR, summary=why, errors=[why], next_steps=[step], details=details)
+        return Result.unobserved(NAME, why, [NOT_OBSERVED.at(why, address=data.address)], details)
     if triage_class != "healthy":
         finding = RUNBOOKS[triage_class].at(why, address=data.address)
         return Result.failed(NAME, f"apiserver {triage_class}: {why}", [finding], details)

@@ -64,7 +64,7 @@ from outpost.kube import (
     parse_label_selector,
 )
 from outpost.kube.objects import ContainerTerminated, PodSchedulingOutline
-from outpost.result import Finding, NextStep, Result, Status
+from outpost.result import Finding, NextStep, Result
 from outpost.runbook import Runbook
 
 NAME = "gang-scheduling"
@@ -799,15 +799,11 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
             details,
         )
     if verdicts.unjudgeable:
-        lines = listed(verdicts.unjudgeable) + listed(verdicts.degraded)
-        return Result(
-            check=NAME,
-            status=Status.ERROR,
-            summary=f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: "
-            f"{verdicts.unjudgeable[0].line}",
-            errors=_lines(lines),
-            next_steps=[finding.next for finding in lines],
-            details=details,
+        return Result.unobserved(
+            NAME,
+            f"{len(verdicts.unjudgeable)} gang(s) in a state Outpost cannot judge: {verdicts.unjudgeable[0].line}",
+            listed(verdicts.unjudgeable) + listed(verdicts.degraded),
+            details,
         )
     notes = [
         f"{len(verdicts.incomplete)} incomplete" if verdicts.incomplete else "",

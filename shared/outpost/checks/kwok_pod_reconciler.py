@@ -52,7 +52,7 @@ from outpost.kube import (
     object_path,
     parse,
 )
-from outpost.result import Result, Status
+from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "kwok-pod-reconciler"
@@ -390,13 +390,11 @@ def evaluate(data: ReconcileData, params: KwokPodReconcilerParams, now: datetime
     )
     done = f"{verb} {len(data.moved)} Pending pod(s) on fake nodes to Running" + (f": {named}" if named else "")
     if data.failure is not None:
-        return Result(
-            check=NAME,
-            status=Status.ERROR,
-            summary=f"{data.failure} (after {verb} {len(data.moved)})",
-            errors=[data.failure],
-            next_steps=[WRITE_FAILED.step(**_pod_names(data.failed_pod))],
-            details=details,
+        return Result.unobserved(
+            NAME,
+            f"{data.failure} (after {verb} {len(data.moved)})",
+            [WRITE_FAILED.at(data.failure, **_pod_names(data.failed_pod))],
+            details,
         )
     if data.fake_nodes == 0:
         why = f"no node selected by {params.fake_nodes}: nothing to reconcile, and the selector may be wrong"

@@ -323,15 +323,8 @@ def evaluate(data: LsLatencyData, params: LsLatencyParams, now: datetime) -> Res
             details,
         )
     if unobserved:
-        lines = unobserved + slow
-        return Result(
-            check=NAME,
-            status=Status.ERROR,
-            summary=f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0].line}",
-            errors=[finding.line for finding in lines],
-            next_steps=[finding.next for finding in lines],
-            details=details,
-        )
+        summary = f"{len(unobserved)} of {total} LS endpoint(s) not observed: {unobserved[0].line}"
+        return Result.unobserved(NAME, summary, unobserved + slow, details)
     if slow:
         return Result.degraded(NAME, f"{len(slow)} of {total} LS endpoint(s) slow: {slow[0].line}", slow, details)
     slowest = max((obs.elapsed_ms or 0) for obs in data.observations)

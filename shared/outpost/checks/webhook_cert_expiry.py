@@ -48,7 +48,7 @@ from outpost.kube.messages import ref
 from outpost.kube.objects import WebhookConfiguration, parse
 from outpost.kube.paths import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS, Kind, object_path
 from outpost.kube.timestamps import parse_time
-from outpost.result import Finding, Result, Status
+from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "webhook-cert-expiry"
@@ -480,10 +480,7 @@ def evaluate(data: WebhookCertData, params: WebhookCertExpiryParams, now: dateti
             f"{NAME}: nothing configured to judge (configurations and cert_manager_certificates are empty, "
             "and no serving_secrets are read)"
         )
-        step = NOTHING_CONFIGURED.step()
-        return Result(
-            check=NAME, status=Status.ERROR, summary=line, errors=[line], next_steps=[step], details=details_all
-        )
+        return Result.unobserved(NAME, line, [NOTHING_CONFIGURED.at(line)], details_all)
     judged = [f"{len(data.configurations)} webhook configuration(s)"]
     if data.certificates:
         judged.append(f"{len(data.certificates)} cert-manager Certificate(s)")

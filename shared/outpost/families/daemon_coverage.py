@@ -25,7 +25,7 @@ from outpost.kube.messages import FIRST_NAMED, first_named, ref
 from outpost.kube.nodes import NodeFacts, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.objects import DaemonSet, parse
 from outpost.kube.paths import DAEMON_SETS, NODES, PODS, object_path
-from outpost.result import Finding, Result, Status
+from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 # The failure classes of every coverage check, declared once: `{namespace}`, `{daemonset}` and `{selector}` are the
@@ -239,14 +239,7 @@ def _by_class(by_class: Mapping[str, int]) -> str:
 
 def unobservable_result(check: str, cause: Finding, details: dict[str, Any]) -> Result:
     """`error`: nothing could be judged; the cause is the one line, with its step."""
-    return Result(
-        check=check,
-        status=Status.ERROR,
-        summary=cause.line,
-        errors=[cause.line],
-        next_steps=[cause.next],
-        details=details,
-    )
+    return Result.unobserved(check, cause.line, [cause], details)
 
 
 def coverage_result(check: str, verdict: CoverageVerdict) -> Result:

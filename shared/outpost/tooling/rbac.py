@@ -252,6 +252,15 @@ def _role(
     return {"apiVersion": f"{_RBAC}/v1", "kind": kind, "metadata": metadata, "rules": [g.rule() for g in grants]}
 
 
+def _service_account(who: dict[str, Any]) -> dict[str, Any]:
+    """The ServiceAccount a token-authenticated `subject` names."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)},
+    }
+
+
 def _binding(kind: str, name: str, namespace: str | None, who: dict[str, Any]) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if namespace:
@@ -390,11 +399,7 @@ def probe_documents(settings: Settings, gcp_service_account: str | None = None) 
     if who["kind"] == "ServiceAccount":
         docs.append(
             Document(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)},
-                },
+                _service_account(who),
                 ("The probe's ServiceAccount: its token is cluster.auth.token (kubectl create token).",),
             )
         )
@@ -485,15 +490,7 @@ def reconciler_documents(settings: Settings) -> list[Document]:
     who = subject(auth, user=RECONCILER_USER, group=RECONCILER_GROUP)
     docs: list[Document] = []
     if who["kind"] == "ServiceAccount":
-        docs.append(
-            Document(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": who["name"], "namespace": who["namespace"], "labels": dict(_LABELS)},
-                }
-            )
-        )
+        docs.append(Document(_service_account(who)))
     wide: list[Grant | UrlGrant] = [*generated.cluster_grants(), *generated.urls]
     description = (
         "kwok-pod-reconciler only: what the job declares (list nodes and Pending pods, patch "
