@@ -6,11 +6,14 @@ tests/e2e; here the servers misbehave on purpose in ways a real API server rarel
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import socket
 import ssl
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -478,3 +481,72 @@ def test_a_400_is_still_the_callers_to_judge(pki: LocalhostTls) -> None:
     ):
         assert c.get("/api/v1/namespaces/ns/pods/p:8000/proxy/readyz").status_code == 400
         assert c.dry_run_create("/api/v1/namespaces/p/pods", {}).status_code == 400
+
+
+# A fatal TLS alert record, decode_error (RFC 8446 6.2): what a busy Go server sent once in the fault catalogue.
+DECODE_ERROR_ALERT = bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32])
+
+
+@contextlib.contextmanager
+def handshake_failing_front(upstream: str, failures: int) -> Iterator[tuple[str, list[int]]]:
+    """A TCP front for `upstream` that answers the first `failures` connections' ClientHello with a fatal TLS alert,
+    and pipes the others through; yields its URL and the number of connections it accepted."""
+    host, port = upstream.removeprefix("https://").split(":")
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = [0]
+
+    def pipe(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                accepted[0] += 1
+                if accepted[0] <= failures:
+                    conn.recv(65536)
+                    conn.sendall(DECODE_ERROR_ALERT)
+                    conn.close()
+                    continue
+                back = socket.create_connection((host, int(port)))
+                for a, b in ((conn, back), (back, conn)):
+                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        listener.close()
+
+
+def test_one_failed_handshake_is_tried_once_more(pki: LocalhostTls) -> None:
+    with (
+        https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _),
+        handshake_failing_front(url, failures=1) as (front, accepted),
+        cluster(front, pki) as c,
+    ):
+        assert c.get("/livez").status_code == 200
+    assert accepted == [2]
+
+
+def test_a_handshake_that_keeps_failing_is_unreachable_after_one_more_try(pki: LocalhostTls) -> None:
+    with (
+        https_server(pki, lambda _r: (200, "text/plain", "ok")) as (url, _),
+        handshake_failing_front(url, failures=10) as (front, accepted),
+        cluster(front, pki) as c,
+        pytest.raises(ClusterUnreachable, match=r"cannot connect .*DECODE_ERROR"),
+    ):
+        c.get("/livez")
+    assert accepted == [client.CONNECT_ATTEMPTS]
+
+
+def test_a_refused_connection_is_not_tried_again(pki: LocalhostTls) -> None:
+    started = time.monotonic()
+    with cluster(f"https://127.0.0.1:{closed_port()}", pki) as c, pytest.raises(ClusterUnreachable, match="refused"):
+        c.get("/livez")
+    assert c.requests == 0
+    assert time.monotonic() - started < 2

@@ -54,6 +54,8 @@ MAX_LIST_PAGES = 10_000
 """Pages one LIST may take: at the default `limit` of 250, 2.5 million objects, 16x Kubernetes' documented
 scalability threshold of 150,000 pods per cluster; a server that hands out `continue` tokens for ever (even
 with empty pages, which cost the byte budget almost nothing) is stopped here."""
+CONNECT_ATTEMPTS = 2
+"""Tries of a connection that fails before its request is sent (`Cluster._connect_and_send`)."""
 MAX_TOKEN_BYTES = 64 * 1024
 """The largest bearer token sent. Go's net/http server refuses request headers over DefaultMaxHeaderBytes,
 1 MiB (src/net/http/server.go), and kube-apiserver sets the same 1 << 20 (k8s.io/apiserver@v0.37.2
@@ -303,6 +305,19 @@ class Cluster:
             admission_denials=True,
         )
 
+    def _connect_and_send(self, request: httpx.Request) -> httpx.Response:
+        """Send `request`, streaming its answer. A connection that fails before the request is sent, in a way that may
+        not recur (a reset or a TLS alert during the handshake of a busy server, not refused, DNS or certificate
+        verification), is tried once more within the deadline: nothing reached the server, so nothing is repeated,
+        and one lost handshake does not become a verdict."""
+        for _ in range(CONNECT_ATTEMPTS - 1):
+            try:
+                return self._client.send(request, stream=True)
+            except httpx.ConnectError as error:
+                if not _transient(error) or self.deadline.expired:
+                    raise
+        return self._client.send(request, stream=True)
+
     def _send(
         self,
         method: str,
@@ -336,15 +351,17 @@ class Cluster:
         started = time.monotonic()
         try:
             query = httpx.QueryParams(dict(params) if isinstance(params, Mapping) else list(params or []))
-            with self._client.stream(
+            request = self._client.build_request(
                 method, path, params=query, headers=headers, content=body, timeout=limits
-            ) as response:
+            )
+            response = self._connect_and_send(request)
+            try:
                 self.requests += 1
-                try:
-                    data = self._read_body(response, where)
-                    self.decoded_bytes += len(data)
-                finally:
-                    self.received_bytes += response.num_bytes_downloaded
+                data = self._read_body(response, where)
+                self.decoded_bytes += len(data)
+            finally:
+                self.received_bytes += response.num_bytes_downloaded
+                response.close()
         except httpx.TimeoutException as error:
             if self.deadline.expired:
                 raise ClusterTimeout(
@@ -747,6 +764,11 @@ def _page_adapter(model: type[View]) -> TypeAdapter[ListPage[Any]]:
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return lines[0][:200] if lines else "no detail"
+
+
+def _transient(error: httpx.ConnectError) -> bool:
+    """A connection failure that may not recur on the next try: not refused, not DNS, not certificate verification."""
+    return _connect_cause(error).startswith("cannot connect")
 
 
 def _connect_cause(error: httpx.ConnectError) -> str:
