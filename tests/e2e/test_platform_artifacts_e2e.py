@@ -78,12 +78,6 @@ def environment(name: str, sandbox: SandboxInfo, deploy: dict[str, str], token: 
 
 
 @pytest.fixture
-def receiver() -> Iterator[HeartbeatReceiver]:
-    with HeartbeatReceiver() as running:
-        yield running
-
-
-@pytest.fixture
 def broken(sandbox: SandboxInfo) -> Iterator[None]:
     """The `be-evictions` fault for the length of one test, healed in teardown whatever happens."""
     faults.break_fault(FAULT, state_dir=sandbox.state_dir)
