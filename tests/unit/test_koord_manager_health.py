@@ -59,8 +59,8 @@ CAPTURED: dict[str, tuple[Status, str, list[str]]] = {
 def run(api: FakeApiServer, params: KoordManagerHealthParams | None = None) -> Result:
     params = params or KoordManagerHealthParams()
     with fake_cluster(api) as cluster:
-        data = koord_manager_health.fetch(cluster, params)
-    return koord_manager_health.evaluate(data, params, load("healthy").captured_at)
+        data = koord_manager_health.CHECK.fetch(cluster, params)
+    return koord_manager_health.CHECK.evaluate(data, params, load("healthy").captured_at)
 
 
 def test_every_captured_state_is_judged_here() -> None:
@@ -97,7 +97,7 @@ def test_the_frozen_capture_is_an_error_when_the_api_server_is_silent_too() -> N
             ),
         ),
     ):
-        koord_manager_health.fetch(cluster, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
+        koord_manager_health.CHECK.fetch(cluster, KoordManagerHealthParams(timeout_seconds=TIMEOUT))
 
 
 def test_the_kit_serves_only_a_captured_timeout_as_a_hang() -> None:

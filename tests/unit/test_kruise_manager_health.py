@@ -65,8 +65,10 @@ CAPTURED: dict[str, tuple[Status, str, list[str], list[tuple[str, str]]]] = {
 def run(api: FakeApiServer, params: KruiseManagerHealthParams | None = None, state: State | None = None) -> Result:
     params = params or KruiseManagerHealthParams()
     with fake_cluster(api) as cluster:
-        data = kruise_manager_health.fetch(cluster, params)
-    return kruise_manager_health.evaluate(data, params, state.captured_at if state else load("healthy").captured_at)
+        data = kruise_manager_health.CHECK.fetch(cluster, params)
+    return kruise_manager_health.CHECK.evaluate(
+        data, params, state.captured_at if state else load("healthy").captured_at
+    )
 
 
 def test_every_captured_state_is_known_to_the_kit_and_judged_here() -> None:
@@ -146,7 +148,7 @@ def test_a_hang_while_the_api_server_is_silent_is_an_error() -> None:
     state = load("healthy")
     api = serve(state).hang(pod_proxy(NS, state.pods(NS)[0], 8000, "/readyz")).hang(CONTROL_PATH)
     with fake_cluster(api) as cluster, pytest.raises(ClusterError, match="the API server itself does not answer"):
-        kruise_manager_health.fetch(cluster, KruiseManagerHealthParams(timeout_seconds=1))
+        kruise_manager_health.CHECK.fetch(cluster, KruiseManagerHealthParams(timeout_seconds=1))
 
 
 @pytest.mark.parametrize("status", [401, 403, 429, 302])
@@ -154,7 +156,7 @@ def test_refused_or_limited_proxy_is_an_error(status: int) -> None:
     state = load("healthy")
     api = serve(state).respond(pod_proxy(NS, state.pods(NS)[0], 8000, "/readyz"), status, "")
     with fake_cluster(api) as cluster, pytest.raises(ClusterError, match=f"HTTP {status}"):
-        kruise_manager_health.fetch(cluster, KruiseManagerHealthParams())
+        kruise_manager_health.CHECK.fetch(cluster, KruiseManagerHealthParams())
 
 
 def test_wrong_body_fails_with_the_body_match_and_passes_without() -> None:
@@ -212,7 +214,7 @@ def test_a_malformed_deployment_is_an_error() -> None:
     deployment["status"]["readyReplicas"] = "two"
     api = serve(state).add(deployment)
     with fake_cluster(api) as cluster, pytest.raises(MalformedResponse, match=r"status\.readyReplicas"):
-        kruise_manager_health.fetch(cluster, KruiseManagerHealthParams())
+        kruise_manager_health.CHECK.fetch(cluster, KruiseManagerHealthParams())
 
 
 def test_tutorial_setup_works_by_configuration() -> None:

@@ -80,6 +80,10 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "admission-dry-run"
+FAILS_WHEN = (
+    "a dry-run pod (Koordinator: selected by a ClusterColocationProfile; OpenKruise: controlled by an "
+    "apps.kruise.io workload) is refused by a pod webhook, or admitted without the mutation it owes"
+)
 _PREVIEW = 200
 READINESS_GATE = "readiness gate"
 CONTAINER = "container"
@@ -177,6 +181,7 @@ NOT_OBSERVED = Runbook(
     "kubectl get flowschemas -o wide",
     "docs/reliability.md",
 )
+
 RUNBOOKS = (
     NOT_MUTATED,
     CONFIGURATION_MISSING,
@@ -728,8 +733,7 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    fails_when="a dry-run pod (Koordinator: selected by a ClusterColocationProfile; OpenKruise: controlled by an "
-    "apps.kruise.io workload) is refused by a pod webhook, or admitted without the mutation it owes",
+    fails_when=FAILS_WHEN,
     params=AdmissionDryRunParams,
     fetch=fetch,
     evaluate=evaluate,

@@ -29,6 +29,7 @@ from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-cert-expiry"
+FAILS_WHEN = "serving certificate expires within {threshold_days:g} days"
 
 # `{address}` is the API server's host:port as the probe dials it; the command prints what it presents there.
 SHOW_CERTIFICATE = (
@@ -61,6 +62,8 @@ NOT_JUDGED = Runbook(
     SHOW_CERTIFICATE,
     "kubectl cluster-info",
 )
+
+RUNBOOKS = (CERT_EXPIRED, CERT_EXPIRING, NOT_JUDGED)
 
 
 class ApiserverCertExpiryParams(Params):
@@ -157,11 +160,11 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="warning",
     schedule_minutes=60,
-    fails_when="serving certificate expires within {threshold_days:g} days",
+    fails_when=FAILS_WHEN,
     params=ApiserverCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=RUNBOOKS,
     extras=("certificates",),
-    runbooks=(CERT_EXPIRED, CERT_EXPIRING, NOT_JUDGED),
 )

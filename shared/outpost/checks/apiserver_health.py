@@ -22,6 +22,7 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-health"
+FAILS_WHEN = "/livez or /readyz not 200; details list every readyz check line"
 
 CHECK_FAILING = Runbook(
     "check-failing",
@@ -48,6 +49,8 @@ NOT_A_HEALTH_REPORT = Runbook(
     "kubectl get --raw '{path}?verbose'",
     "kubectl cluster-info",
 )
+
+RUNBOOKS = (CHECK_FAILING, ENDPOINT_NOT_OK, NOT_A_HEALTH_REPORT)
 
 
 class ApiserverHealthParams(Params):
@@ -149,10 +152,10 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    fails_when="/livez or /readyz not 200; details list every readyz check line",
+    fails_when=FAILS_WHEN,
     params=ApiserverHealthParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(CHECK_FAILING, ENDPOINT_NOT_OK, NOT_A_HEALTH_REPORT),
+    runbooks=RUNBOOKS,
 )

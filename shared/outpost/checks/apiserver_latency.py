@@ -39,6 +39,7 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "apiserver-latency"
+FAILS_WHEN = "p99 request latency (from /metrics histogram, WATCH excluded) over threshold"
 
 # The failure classes, over the names a line gives: the scraped `{path}`, the histogram `{metric}` and the `{verb}`.
 # Each command reads what the check read, the API server's own metrics, and shows the part the line is about; none
@@ -77,6 +78,9 @@ TOO_FEW_REQUESTS = Runbook(
     "kubectl get --raw '{path}' | awk '/^{metric}_count/' | sort -g -k2 | tail -n 20",
     "docs/configuration.md",
 )
+
+RUNBOOKS = (SLOW_VERB, HISTOGRAM_UNUSABLE, METRIC_ABSENT, TOO_FEW_REQUESTS)
+
 DEADLINE_MARGIN_SECONDS = 5.0
 """Room in the deadline for the two scrapes themselves."""
 MIN_WINDOW_SECONDS = 1.0
@@ -376,10 +380,10 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="warning",
     schedule_minutes=5,
-    fails_when="p99 request latency (from /metrics histogram, WATCH excluded) over threshold",
+    fails_when=FAILS_WHEN,
     params=ApiserverLatencyParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(SLOW_VERB, HISTOGRAM_UNUSABLE, METRIC_ABSENT, TOO_FEW_REQUESTS),
+    runbooks=RUNBOOKS,
 )

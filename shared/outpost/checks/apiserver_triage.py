@@ -34,7 +34,7 @@ NAME = "apiserver-triage"
 
 HEALTH_CHECKS_PAGE = "https://kubernetes.io/docs/reference/using-api/health-checks/"
 # One failure class per triage class, named alike; `{address}` is the API server's host:port as the probe dials it.
-RUNBOOKS: dict[str, Runbook] = {
+RUNBOOK_OF_CLASS: dict[str, Runbook] = {
     "network": Runbook(
         "network",
         "The API server's address cannot be reached",
@@ -78,8 +78,14 @@ NOT_OBSERVED = Runbook(
     "kubectl get --raw '/readyz?verbose'",
     "docs/reliability.md",
 )
+RUNBOOKS = (*RUNBOOK_OF_CLASS.values(), NOT_OBSERVED)
 
 TriageClass = Literal["network", "tls", "not-ready", "overloaded", "healthy"]
+# The classes named are the ones the check gives a failure, so the catalogue cannot name another.
+FAILS_WHEN = "a rung of the TCP/TLS/readyz/LIST ladder breaks, classified " + ", ".join(
+    name for name in get_args(TriageClass) if name != "healthy"
+)
+
 Outcome = Literal["ok", "failed", "timeout", "unreachable", "skipped"]
 STEPS = ("tcp", "tls", "readyz", "list", "readyz-after")
 """`readyz-after` is asked only when the LIST failed (see `fetch`)."""
@@ -271,7 +277,7 @@ def evaluate(data: TriageData, params: ApiserverTriageParams, now: datetime) -> 
     if triage_class is None:
         return Result.unobserved(NAME, why, [NOT_OBSERVED.at(why, address=data.address)], details)
     if triage_class != "healthy":
-        finding = RUNBOOKS[triage_class].at(why, address=data.address)
+        finding = RUNBOOK_OF_CLASS[triage_class].at(why, address=data.address)
         return Result.failed(NAME, f"apiserver {triage_class}: {why}", [finding], details)
     list_ms = data.step("list").ms or 0.0
     timings = ", ".join(
@@ -291,12 +297,10 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    # The classes named are the ones the check gives a failure, so the catalogue cannot name another.
-    fails_when="a rung of the TCP/TLS/readyz/LIST ladder breaks, classified "
-    + ", ".join(name for name in get_args(TriageClass) if name != "healthy"),
+    fails_when=FAILS_WHEN,
     params=ApiserverTriageParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(*RUNBOOKS.values(), NOT_OBSERVED),
+    runbooks=RUNBOOKS,
 )

@@ -37,6 +37,7 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "be-eviction-rate"
+FAILS_WHEN = "more evictPodSuccess events in the window than allowed"
 # koord-manager's ConfigMap (koordinator-sh/charts v1.6.0): its resource-threshold-config holds the eviction
 # thresholds koordlet applies (memoryEvictThresholdPercent, cpuEvictBESatisfaction*).
 THRESHOLDS = "kubectl -n koordinator-system get configmap slo-controller-config -o yaml"
@@ -64,6 +65,9 @@ MORE_EVICTIONS = Runbook(
     "kubectl get events {scope} --field-selector reason={reason} --sort-by=.lastTimestamp",
     THRESHOLDS,
 )
+
+RUNBOOKS = (EVICTIONS_ABOVE_LIMIT, POD_EVICTED, MORE_EVICTIONS)
+
 _MESSAGE = re.compile(r"evict Pod:\s*(?P<pod>[^,\s]+)\s*,\s*reason:\s*(?P<reason>[^,]+)")
 LISTED = 10
 
@@ -250,10 +254,10 @@ CHECK = CheckSpec(
     layer="workload SLO",
     severity="warning",
     schedule_minutes=5,
-    fails_when="more evictPodSuccess events in the window than allowed",
+    fails_when=FAILS_WHEN,
     params=BeEvictionRateParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(EVICTIONS_ABOVE_LIMIT, POD_EVICTED, MORE_EVICTIONS),
+    runbooks=RUNBOOKS,
 )

@@ -68,6 +68,11 @@ from outpost.result import Finding, NextStep, Result
 from outpost.runbook import Runbook
 
 NAME = "gang-scheduling"
+FAILS_WHEN = (
+    "a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
+    "(by default {stuck_after_seconds} s, koord's), or a member pod failed in the last {failed_window_seconds} s "
+    "leaving fewer than minMember running or succeeded (or a PodGroup's status turned Failed so)"
+)
 # koord-scheduler's Deployment in koordinator-sh/charts v1.6.0: its log says why a gang's members were refused.
 SCHEDULER_LOGS = "kubectl -n koordinator-system logs deployment/koord-scheduler --tail=200"
 GANG_STUCK = Runbook(
@@ -135,6 +140,18 @@ MORE_GANGS = Runbook(
     "kubectl get podgroups {scope} -o wide && kubectl get pods {scope} --field-selector status.phase=Pending -o wide",
     SCHEDULER_LOGS,
 )
+
+RUNBOOKS = (
+    GANG_STUCK,
+    QUORUM_LOST,
+    MEMBER_FAILED,
+    PODGROUP_FAILED,
+    PODGROUP_UNKNOWN,
+    GANG_INCOMPLETE,
+    GANG_UNJUDGEABLE,
+    MORE_GANGS,
+)
+
 KNOWN_PHASES = ("Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", "Finished", "Failed", "Unknown")
 """Every phase upstream's PodGroup defines (`PodGroupPhase`)."""
 QUORUM_PHASES = ("Scheduled", "Running", "Finished")
@@ -831,21 +848,10 @@ CHECK = CheckSpec(
     layer="batch",
     severity="warning",
     schedule_minutes=5,
-    fails_when="a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
-    "(by default {stuck_after_seconds} s, koord's), or a member pod failed in the last {failed_window_seconds} s "
-    "leaving fewer than minMember running or succeeded (or a PodGroup's status turned Failed so)",
+    fails_when=FAILS_WHEN,
     params=GangSchedulingParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(
-        GANG_STUCK,
-        QUORUM_LOST,
-        MEMBER_FAILED,
-        PODGROUP_FAILED,
-        PODGROUP_UNKNOWN,
-        GANG_INCOMPLETE,
-        GANG_UNJUDGEABLE,
-        MORE_GANGS,
-    ),
+    runbooks=RUNBOOKS,
 )

@@ -16,15 +16,9 @@ process on the port is not taken for readiness.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
-from outpost.check import CheckSpec
-from outpost.cluster import Cluster
-from outpost.families import manager_pods
-from outpost.families.manager_pods import ManagerPodsData, ManagerPodsParams
-from outpost.result import Result
+from outpost.families.manager_pods import ManagerPodsParams, make_check
 
 NAME = "koord-manager-health"
 
@@ -39,24 +33,4 @@ class KoordManagerHealthParams(ManagerPodsParams):
     )
 
 
-def fetch(cluster: Cluster, params: KoordManagerHealthParams) -> ManagerPodsData:
-    return manager_pods.fetch(cluster, params)
-
-
-def evaluate(data: ManagerPodsData, params: KoordManagerHealthParams, now: datetime) -> Result:
-    return manager_pods.evaluate(NAME, data, params)
-
-
-CHECK = CheckSpec(
-    name=NAME,
-    system="koordinator",
-    layer="control plane",
-    severity="critical",
-    schedule_minutes=1,
-    fails_when="manager readyz not 200 (pod proxy :{port}{paths[0]} by default)",
-    params=KoordManagerHealthParams,
-    fetch=fetch,
-    evaluate=evaluate,
-    access=manager_pods.declared_access,
-    runbooks=manager_pods.RUNBOOKS,
-)
+CHECK = make_check(NAME, system="koordinator", params=KoordManagerHealthParams)

@@ -21,6 +21,9 @@ from outpost.families.daemon_coverage import (
 )
 
 NAME = "koordlet-coverage"
+FAILS_WHEN = (
+    "a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet pod (names them)"
+)
 
 
 class KoordletCoverageParams(DaemonCoverageParams):
@@ -32,6 +35,7 @@ class KoordletCoverageParams(DaemonCoverageParams):
 fetch = fetch_coverage
 evaluate = evaluator(NAME, "koordlet")
 
+RUNBOOKS = COVERAGE_RUNBOOKS
 
 CHECK = CheckSpec(
     name=NAME,
@@ -39,11 +43,10 @@ CHECK = CheckSpec(
     layer="node",
     severity="critical",
     schedule_minutes=1,
-    fails_when="a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet "
-    "pod (names them)",
+    fails_when=FAILS_WHEN,
     params=KoordletCoverageParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=COVERAGE_RUNBOOKS,
+    runbooks=RUNBOOKS,
 )

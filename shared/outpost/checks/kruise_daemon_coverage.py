@@ -49,6 +49,10 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "kruise-daemon-coverage"
+FAILS_WHEN = (
+    "a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
+    "/healthz:{healthz_port} (real nodes by default)"
+)
 ABSENT_HINT = "is OpenKruise running with feature gate KruiseDaemon=false?"
 
 HEALTHZ_FAILING = Runbook(
@@ -76,6 +80,8 @@ HEALTHZ_NOTHING_ELIGIBLE = Runbook(
     "kubectl get nodes -o wide --show-labels",
     "docs/checks.md#kruise-daemon-coverage",
 )
+
+RUNBOOKS = (*COVERAGE_RUNBOOKS, HEALTHZ_FAILING, MANY_HEALTHZ_FAILING, HEALTHZ_NOTHING_ELIGIBLE)
 
 
 class KruiseDaemonCoverageParams(DaemonCoverageParams):
@@ -249,11 +255,10 @@ CHECK = CheckSpec(
     layer="node",
     severity="critical",
     schedule_minutes=1,
-    fails_when="a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
-    "/healthz:{healthz_port} (real nodes by default)",
+    fails_when=FAILS_WHEN,
     params=KruiseDaemonCoverageParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(*COVERAGE_RUNBOOKS, HEALTHZ_FAILING, MANY_HEALTHZ_FAILING, HEALTHZ_NOTHING_ELIGIBLE),
+    runbooks=RUNBOOKS,
 )

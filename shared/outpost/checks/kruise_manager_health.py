@@ -10,15 +10,9 @@ Verdict as koord-manager-health (`outpost.families.manager_pods`), body `ok` exp
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
-from outpost.check import CheckSpec
-from outpost.cluster import Cluster
-from outpost.families import manager_pods
-from outpost.families.manager_pods import ManagerPodsData, ManagerPodsParams
-from outpost.result import Result
+from outpost.families.manager_pods import ManagerPodsParams, make_check
 
 NAME = "kruise-manager-health"
 
@@ -36,24 +30,4 @@ class KruiseManagerHealthParams(ManagerPodsParams):
     )
 
 
-def fetch(cluster: Cluster, params: KruiseManagerHealthParams) -> ManagerPodsData:
-    return manager_pods.fetch(cluster, params)
-
-
-def evaluate(data: ManagerPodsData, params: KruiseManagerHealthParams, now: datetime) -> Result:
-    return manager_pods.evaluate(NAME, data, params)
-
-
-CHECK = CheckSpec(
-    name=NAME,
-    system="openkruise",
-    layer="control plane",
-    severity="critical",
-    schedule_minutes=1,
-    fails_when="manager readyz not 200 (pod proxy :{port}{paths[0]} by default)",
-    params=KruiseManagerHealthParams,
-    fetch=fetch,
-    evaluate=evaluate,
-    access=manager_pods.declared_access,
-    runbooks=manager_pods.RUNBOOKS,
-)
+CHECK = make_check(NAME, system="openkruise", params=KruiseManagerHealthParams)

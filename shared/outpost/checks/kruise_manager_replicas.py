@@ -19,6 +19,7 @@ from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "kruise-manager-replicas"
+FAILS_WHEN = "kruise-controller-manager readyReplicas below minimum (absent = 0)"
 
 DESCRIBE_AND_PODS = (
     "kubectl -n {namespace} describe deployment {deployment} && kubectl -n {namespace} get pods -l '{selector}' -o wide"
@@ -46,6 +47,8 @@ REPLICA_MISSING = Runbook(
     DESCRIBE_AND_PODS,
     "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
 )
+
+RUNBOOKS = (DEPLOYMENT_MISSING, TOO_FEW_READY, REPLICA_MISSING)
 
 
 class KruiseManagerReplicasParams(Params):
@@ -116,10 +119,10 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    fails_when="kruise-controller-manager readyReplicas below minimum (absent = 0)",
+    fails_when=FAILS_WHEN,
     params=KruiseManagerReplicasParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(DEPLOYMENT_MISSING, TOO_FEW_READY, REPLICA_MISSING),
+    runbooks=RUNBOOKS,
 )

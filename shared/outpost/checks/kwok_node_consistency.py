@@ -40,6 +40,10 @@ from outpost.result import Finding, NextStep, Result
 from outpost.runbook import Runbook
 
 NAME = "kwok-node-consistency"
+FAILS_WHEN = (
+    "a fake node not Ready, or its Lease not renewed within its duration, or a Lease duration over "
+    "{max_lease_duration_seconds:g} s"
+)
 
 # kwok's in-cluster install runs Deployment kube-system/kwok-controller (sigs.k8s.io/kwok@v0.8.0,
 # kustomize/kwok/deployment.yaml); under kwokctl it is a process or container of the cluster kwokctl made.
@@ -110,6 +114,17 @@ NO_FAKE_NODES = Runbook(
     "its nodes with annotation kwok.x-k8s.io/node=fake; the tutorial's label type=kwok is not set by kwok)",
     "kubectl get nodes -o wide --show-labels",
     KWOK_LOGS,
+)
+
+RUNBOOKS = (
+    NODE_NOT_READY,
+    LEASE_STALE,
+    LEASE_ABSENT,
+    LEASE_TOO_LONG,
+    MANY_NOT_READY,
+    MANY_LEASES_STALE,
+    MANY_LEASES_TOO_LONG,
+    NO_FAKE_NODES,
 )
 
 
@@ -263,20 +278,10 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=1,
-    fails_when="a fake node not Ready, or its Lease not renewed within its duration, or a Lease duration over "
-    "{max_lease_duration_seconds:g} s",
+    fails_when=FAILS_WHEN,
     params=KwokNodeConsistencyParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(
-        NODE_NOT_READY,
-        LEASE_STALE,
-        LEASE_ABSENT,
-        LEASE_TOO_LONG,
-        MANY_NOT_READY,
-        MANY_LEASES_STALE,
-        MANY_LEASES_TOO_LONG,
-        NO_FAKE_NODES,
-    ),
+    runbooks=RUNBOOKS,
 )

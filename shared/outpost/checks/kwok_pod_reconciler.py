@@ -56,6 +56,7 @@ from outpost.result import Result
 from outpost.runbook import Runbook
 
 NAME = "kwok-pod-reconciler"
+FAILS_WHEN = "the run could not complete (a write refused or failed); never moves pods off fake nodes"
 
 # By field selector, so that it exits 0 and shows nothing rather than failing when the pod is gone meanwhile.
 THE_POD = "kubectl -n {namespace} get pods --field-selector metadata.name={pod} -o wide"
@@ -93,6 +94,9 @@ LEFT_FOR_NEXT_RUN = Runbook(
     "kubectl get pods -A --field-selector status.phase=Pending -o wide",
     "kubectl -n kube-system logs deployment/kwok-controller --tail=200",
 )
+
+RUNBOOKS = (WRITE_FAILED, NO_FAKE_NODES, POD_LEFT_ALONE, LEFT_FOR_NEXT_RUN)
+
 NAMED_IN_SUMMARY = 5
 STAGE_CONDITIONS = ("Initialized", READY, "ContainersReady")
 """The conditions kwok's pod-ready stage sets True, in its template's order."""
@@ -417,12 +421,12 @@ CHECK = CheckSpec(
     layer="job",
     severity="warning",
     schedule_minutes=5,
-    fails_when="the run could not complete (a write refused or failed); never moves pods off fake nodes",
+    fails_when=FAILS_WHEN,
     params=KwokPodReconcilerParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
+    runbooks=RUNBOOKS,
     writes=True,
     opt_in=True,
-    runbooks=(WRITE_FAILED, NO_FAKE_NODES, POD_LEFT_ALONE, LEFT_FOR_NEXT_RUN),
 )

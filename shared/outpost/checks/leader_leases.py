@@ -91,6 +91,8 @@ HOLDER_NOT_CANDIDATE = Runbook(
     "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
 )
 
+RUNBOOKS = (LEASE_MISSING, LEASE_RELEASED, LEASE_STALE, LEASE_TOO_LONG, NO_CANDIDATE, HOLDER_NOT_CANDIDATE)
+
 
 class LeaderLease(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,6 +128,13 @@ def _upstream_leases() -> list[LeaderLease]:
             name="kruise-manager", namespace="kruise-system", holder_selector="control-plane=controller-manager"
         ),
     ]
+
+
+# Named from the defaults: the catalogue and the monitors cannot list other Leases than the check watches.
+FAILS_WHEN = (
+    f"a leader Lease (by default {', '.join(lease.name for lease in _upstream_leases())}) stale, "
+    "over-long or without a running candidate"
+)
 
 
 class LeaderLeasesParams(Params):
@@ -341,12 +350,10 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="critical",
     schedule_minutes=1,
-    # Named from the defaults: the catalogue and the monitors cannot list other Leases than the check watches.
-    fails_when=f"a leader Lease (by default {', '.join(lease.name for lease in _upstream_leases())}) stale, "
-    "over-long or without a running candidate",
+    fails_when=FAILS_WHEN,
     params=LeaderLeasesParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(LEASE_MISSING, LEASE_RELEASED, LEASE_STALE, LEASE_TOO_LONG, NO_CANDIDATE, HOLDER_NOT_CANDIDATE),
+    runbooks=RUNBOOKS,
 )

@@ -89,6 +89,17 @@ URL_NOT_OBSERVED = Runbook(
     ASK_URL,
     "docs/checks.md#ls-latency",
 )
+
+RUNBOOKS = (
+    ENDPOINT_DOWN,
+    ENDPOINT_TOO_SLOW,
+    ENDPOINT_SLOW,
+    ENDPOINT_NOT_OBSERVED,
+    URL_FAILING,
+    URL_SLOW,
+    URL_NOT_OBSERVED,
+)
+
 _PROXY_PATH = re.compile(
     r"^/api/v1/namespaces/(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/(?P<kind>services|pods)/"
     r"(?P<target>[A-Za-z0-9][A-Za-z0-9._:-]*)/proxy(?P<rest>/.*)?$"
@@ -144,6 +155,12 @@ class LsEndpoint(Params):
     @property
     def ref(self) -> str:
         return f"ls endpoint {self.name} ({self.where})"
+
+
+FAILS_WHEN = (
+    "an LS workload endpoint slower than its threshold, or answering another status "
+    f"(default {LsEndpoint.model_fields['expected_status'].default}) or body than expected"
+)
 
 
 class LsLatencyParams(Params):
@@ -337,19 +354,10 @@ CHECK = CheckSpec(
     layer="workload SLO",
     severity="warning",
     schedule_minutes=1,
-    fails_when="an LS workload endpoint slower than its threshold, or answering another status "
-    f"(default {LsEndpoint.model_fields['expected_status'].default}) or body than expected",
+    fails_when=FAILS_WHEN,
     params=LsLatencyParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(
-        ENDPOINT_DOWN,
-        ENDPOINT_TOO_SLOW,
-        ENDPOINT_SLOW,
-        ENDPOINT_NOT_OBSERVED,
-        URL_FAILING,
-        URL_SLOW,
-        URL_NOT_OBSERVED,
-    ),
+    runbooks=RUNBOOKS,
 )

@@ -41,6 +41,13 @@ NAME = "node-utilization"
 Source = Literal["nodemetric", "metrics.k8s.io"]
 LOAD_AWARE_CPU_THRESHOLD = 65.0
 
+
+FAILS_WHEN = (
+    "mean node CPU utilisation above the upper bound (default LoadAware's "
+    f"{LOAD_AWARE_CPU_THRESHOLD:g} %) or below an opt-in lower bound (default none); a node above "
+    f"{LOAD_AWARE_CPU_THRESHOLD:g} % is named (degraded)"
+)
+
 # Each node's reported CPU usage beside its allocatable: what the check judged, for every node at once.
 USAGE_TABLE = (
     "kubectl get nodemetrics.slo.koordinator.sh -o custom-columns=NODE:.metadata.name,"
@@ -93,6 +100,15 @@ NOTHING_SELECTED = Runbook(
     "or the parameters' nodes.label_selector matches no node, or every node is cordoned",
     "kubectl get nodes -o wide --show-labels",
     "docs/checks.md#node-utilization",
+)
+
+RUNBOOKS = (
+    NODE_ABOVE_THRESHOLD,
+    MANY_ABOVE_THRESHOLD,
+    MEAN_ABOVE_BOUND,
+    MEAN_BELOW_BOUND,
+    NO_USABLE_REPORT,
+    NOTHING_SELECTED,
 )
 
 
@@ -271,19 +287,10 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="mean node CPU utilisation above the upper bound (default LoadAware's "
-    f"{LOAD_AWARE_CPU_THRESHOLD:g} %) or below an opt-in lower bound (default none); a node above "
-    f"{LOAD_AWARE_CPU_THRESHOLD:g} % is named (degraded)",
+    fails_when=FAILS_WHEN,
     params=NodeUtilizationParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(
-        NODE_ABOVE_THRESHOLD,
-        MANY_ABOVE_THRESHOLD,
-        MEAN_ABOVE_BOUND,
-        MEAN_BELOW_BOUND,
-        NO_USABLE_REPORT,
-        NOTHING_SELECTED,
-    ),
+    runbooks=RUNBOOKS,
 )

@@ -42,6 +42,10 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "nodemetric-freshness"
+FAILS_WHEN = (
+    "NodeMetric status.updateTime older than {expiry_seconds:g} s, or absent, for a node "
+    "(real by default; KWOK fake opt-in)"
+)
 
 # koordlet's and koord-manager's upstream namespace and pod labels (koordinator-sh/charts v1.6.0): the line names a
 # node, the agent that should report for it is found by these.
@@ -97,6 +101,8 @@ NOTHING_SELECTED = Runbook(
     "kubectl get nodes -o wide --show-labels",
     "docs/checks.md#nodemetric-freshness",
 )
+
+RUNBOOKS = (NODEMETRIC_STALE, NODEMETRIC_AHEAD, NODEMETRIC_ABSENT, MANY_STALE, MANY_ABSENT, NOTHING_SELECTED)
 
 
 class NodeMetricFreshnessParams(Params):
@@ -216,11 +222,10 @@ CHECK = CheckSpec(
     layer="node",
     severity="warning",
     schedule_minutes=5,
-    fails_when="NodeMetric status.updateTime older than {expiry_seconds:g} s, or absent, for a node "
-    "(real by default; KWOK fake opt-in)",
+    fails_when=FAILS_WHEN,
     params=NodeMetricFreshnessParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    runbooks=(NODEMETRIC_STALE, NODEMETRIC_AHEAD, NODEMETRIC_ABSENT, MANY_STALE, MANY_ABSENT, NOTHING_SELECTED),
+    runbooks=RUNBOOKS,
 )

@@ -52,6 +52,11 @@ from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
 NAME = "webhook-cert-expiry"
+FAILS_WHEN = (
+    "webhook caBundle, or serving cert where read (a cert-manager Certificate's status.notAfter, keyless; "
+    "opt-in `read_serving_secrets`: its Secret, private keys included), expires within the threshold "
+    "({threshold_days:g} days)"
+)
 
 # The failure classes, over the names a line gives: a configuration (`{resource}`, `{name}`, and where the Secret its
 # CA comes from would be, `{secrets_in}`: the namespace of the Services its webhooks call), a Secret or a cert-manager
@@ -123,6 +128,7 @@ NOTHING_CONFIGURED = Runbook(
     "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations",
     "docs/configuration.md",
 )
+
 RUNBOOKS = (
     CONFIGURATION_MISSING,
     CA_BUNDLE_INVALID,
@@ -133,6 +139,7 @@ RUNBOOKS = (
     CERTIFICATE_NOT_RENEWED,
     NOTHING_CONFIGURED,
 )
+
 SHOWN = 3
 """Webhook names listed per problem line (a kruise configuration has dozens sharing one caBundle)."""
 CERT_MANAGER_CERTIFICATES = Kind("Certificate", "cert-manager.io", "v1", "certificates", namespaced=True)
@@ -496,13 +503,11 @@ CHECK = CheckSpec(
     layer="control plane",
     severity="warning",
     schedule_minutes=60,
-    fails_when="webhook caBundle, or serving cert where read (a cert-manager Certificate's status.notAfter, keyless; "
-    "opt-in `read_serving_secrets`: its Secret, private keys included), expires within the threshold "
-    "({threshold_days:g} days)",
+    fails_when=FAILS_WHEN,
     params=WebhookCertExpiryParams,
     fetch=fetch,
     evaluate=evaluate,
     access=declared_access,
-    extras=("certificates",),
     runbooks=RUNBOOKS,
+    extras=("certificates",),
 )

@@ -12,11 +12,13 @@ a control request); 401/403/429/3xx, a silent API server or a malformed object a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import Field
 
-from outpost.check import Params
+from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster, ProbeOutcome, ProbeTarget, pod_proxy, probe_all
 from outpost.errors import MalformedResponse
 from outpost.kube import (
@@ -65,7 +67,10 @@ POD_NOT_READY = Runbook(
     "kubectl -n {namespace} logs {pod} --tail=200",
 )
 RUNBOOKS = (DEPLOYMENT_MISSING, NO_PODS, POD_NOT_READY)
-"""Every way a manager check fails or degrades; each check built on this module lists these in its CheckSpec."""
+"""Every way a manager check fails or degrades; `make_check` lists them in each system's CheckSpec."""
+
+FAILS_WHEN = "manager readyz not 200 (pod proxy :{port}{paths[0]} by default)"
+"""What fails either system's manager check: one body, so one sentence (placeholders from each one's defaults)."""
 
 
 class ManagerPodsParams(Params):
@@ -137,7 +142,7 @@ def declared_access(params: ManagerPodsParams) -> list[access.Access]:
     ]
 
 
-def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Result:
+def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams, now: datetime) -> Result:
     name = ref("Deployment", params.deployment, params.namespace)
     if data.deployment is None:
         line = f"{name}: not found (want the manager Deployment)"
@@ -180,3 +185,20 @@ def evaluate(check: str, data: ManagerPodsData, params: ManagerPodsParams) -> Re
     if healthy:
         return Result.degraded(check, f"{name}: {len(healthy)}/{total} pods healthy; failing: {names}", errors, details)
     return Result.failed(check, f"{name}: 0/{total} pods healthy; failing: {names}", errors, details)
+
+
+def make_check(name: str, system: str, params: type[ManagerPodsParams]) -> CheckSpec[Any, ManagerPodsData]:
+    """The CheckSpec of one system's manager check: this module's fetch and evaluate under the system's name."""
+    return CheckSpec(
+        name=name,
+        system=system,
+        layer="control plane",
+        severity="critical",
+        schedule_minutes=1,
+        fails_when=FAILS_WHEN,
+        params=params,
+        fetch=fetch,
+        evaluate=partial(evaluate, name),
+        access=declared_access,
+        runbooks=RUNBOOKS,
+    )
