@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from kit import NOW, FakeApiServer
+from kit.fake_cluster import failure
 from kit.webhook_fixtures import STATES, answer, objects
 from outpost.checks import admission_dry_run
 from outpost.checks.admission_dry_run import (
@@ -120,6 +121,19 @@ KRUISE_CONFIG = "mutatingwebhookconfiguration kruise-mutating-webhook-configurat
 KOORD_CONFIG = "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration"
 KOORD_POD = "pod outpost-probe/outpost-dry-run-* (dry run, koordinator)"
 KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
+KOORD_REFUSED = f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP 500"
+
+
+def koordinator_refused(body: str, reason: str) -> tuple[DryRunAnswer, DryRunAnswer, Status, list[str], list[str]]:
+    """A row of the table below: the API server answers koordinator's dry run 500 with `body` (koord-manager's
+    webhook refused it), openkruise's is admitted and mutated; the one line names the webhook and `reason`."""
+    return (
+        dry_run(KOORDINATOR, 500, body),
+        dry_run(OPENKRUISE, 201, KRUISE_OK),
+        Status.FAILED,
+        ["refused"],
+        [f"{KOORD_REFUSED} ({reason}"],
+    )
 
 
 @pytest.mark.parametrize(
@@ -171,29 +185,14 @@ KRUISE_POD = "pod outpost-probe/outpost-dry-run-* (dry run, openkruise)"
             ],
         ),
         # Fail and the webhook unreachable (the sandbox's capture)
-        (
-            dry_run(KOORDINATOR, 500, KOORD_FAIL_DOWN),
-            dry_run(OPENKRUISE, 201, KRUISE_OK),
-            Status.FAILED,
-            ["refused"],
-            [
-                f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
-                f"500 "
-                '(Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"'
-            ],
+        koordinator_refused(
+            KOORD_FAIL_DOWN, 'Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"'
         ),
         # koord-manager answering, refusing (the profile's PriorityClass is gone)
-        (
-            dry_run(KOORDINATOR, 500, KOORD_DENIED),
-            dry_run(OPENKRUISE, 201, KRUISE_OK),
-            Status.FAILED,
-            ["refused"],
-            [
-                f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of {KOORD_POD}: HTTP "
-                f"500 "
-                '(admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
-                '"koord-batch" not found)'
-            ],
+        koordinator_refused(
+            KOORD_DENIED,
+            'admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
+            '"koord-batch" not found)',
         ),
         # the charts (30 s) under a deadline that leaves 27 s: the API server's own deadline comes first, names nobody
         (
@@ -446,10 +445,9 @@ def captured_expectation(state: str) -> tuple[Status, str]:
     if state == "healthy":
         return Status.OK, ""
     if state.endswith("+failurePolicy=Fail"):
-        return Status.FAILED, (
-            f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh refused the dry-run create of "
-            f"{KOORD_POD}: HTTP 500 (Internal error occurred: failed calling webhook "
-            '"mpod-create.koordinator.sh"'
+        return (
+            Status.FAILED,
+            f'{KOORD_REFUSED} (Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"',
         )
     if state == "webhook-config-deleted@koordinator":
         return Status.FAILED, (
@@ -682,16 +680,12 @@ def test_a_server_timeout_below_one_second_is_refused() -> None:
 
 def test_rbac_refusal_raises_auth_error() -> None:
     rbac = json.dumps(
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "reason": "Forbidden",
-            "message": 'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group '
-            '"" in the namespace "default"',
-            "code": 403,
-        }
+        failure(
+            403,
+            "Forbidden",
+            'pods is forbidden: User "outpost-probe" cannot create resource "pods" in API group "" in the namespace '
+            '"default"',
+        )
     )
     with cluster(Recorder(403, rbac)) as c, pytest.raises(ClusterAuthError, match="cannot create resource"):
         c.dry_run_create("/api/v1/namespaces/default/pods", {"kind": "Pod"})

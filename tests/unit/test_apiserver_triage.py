@@ -19,6 +19,9 @@ LADDERS: dict[str, Any] = json.loads((FIXTURES / "apiserver_triage" / "ladders.j
 ETCD_DOWN_READYZ = (FIXTURES / "apiserver_health" / "etcd_down_readyz.body").read_text()
 HEALTHY_READYZ = (FIXTURES / "apiserver_health" / "healthy_readyz.body").read_text()
 PARAMS = ApiserverTriageParams()
+LIST_TIMED_OUT = Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s")
+READY_AFTER = Step("readyz-after", "ok", 3.0, 200)
+"""The /readyz the probe asks again after a failed LIST, answered 200."""
 
 
 def recorded(case: str, readyz_body: str = "") -> TriageData:
@@ -66,42 +69,28 @@ def edited(case: str, *replace: Step, readyz_body: str = "") -> TriageData:
             id="apiserver-cert-expired",
         ),
         pytest.param(
-            edited(
-                "healthy",
-                Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
-                Step("readyz-after", "ok", 3.0, 200),
-                readyz_body=HEALTHY_READYZ,
-            ),
+            edited("healthy", LIST_TIMED_OUT, READY_AFTER, readyz_body=HEALTHY_READYZ),
             Status.FAILED,
             "overloaded",
             "timed out while /readyz is 200",
             id="list-timeout",
         ),
         pytest.param(
-            edited(
-                "healthy",
-                Step("list", "timeout", 5001.0, None, "read timed out after 5.0 s"),
-                Step("readyz-after", "failed", 3.0, 500),
-                readyz_body=ETCD_DOWN_READYZ,
-            ),
+            edited("healthy", LIST_TIMED_OUT, Step("readyz-after", "failed", 3.0, 500), readyz_body=ETCD_DOWN_READYZ),
             Status.FAILED,
             "not-ready",
             "then /readyz not ready: etcd failed",
             id="etcd-died-after-readyz",
         ),
         pytest.param(
-            edited("healthy", Step("list", "failed", 12.0, 503), Step("readyz-after", "ok", 3.0, 200)),
+            edited("healthy", Step("list", "failed", 12.0, 503), READY_AFTER),
             Status.FAILED,
             "not-ready",
             "answered HTTP 503 while /readyz is 200",
             id="list-5xx",
         ),
         pytest.param(
-            edited(
-                "healthy",
-                Step("list", "unreachable", 1.0, None, "connection refused"),
-                Step("readyz-after", "ok", 3.0, 200),
-            ),
+            edited("healthy", Step("list", "unreachable", 1.0, None, "connection refused"), READY_AFTER),
             Status.FAILED,
             "network",
             "connection refused",
@@ -129,7 +118,7 @@ def edited(case: str, *replace: Step, readyz_body: str = "") -> TriageData:
             id="readyz-redirect",
         ),
         pytest.param(
-            edited("healthy", Step("list", "failed", 1.0, 404), Step("readyz-after", "ok", 3.0, 200)),
+            edited("healthy", Step("list", "failed", 1.0, 404), READY_AFTER),
             Status.ERROR,
             None,
             "answered HTTP 404, not observed",

@@ -72,6 +72,11 @@ def changed(path: str, value: Any) -> dict[str, Any]:
     return document
 
 
+def on_gcf(**deploy: str) -> dict[str, Any]:
+    """DEPLOYABLE moved to Cloud Functions in europe-west1, with the `deploy` fields given."""
+    return changed("deploy", {"platform": "gcf", "region": "europe-west1", **deploy})
+
+
 def renamed(environment: str) -> dict[str, Any]:
     """DEPLOYABLE for another environment name (its secret references moved into that stage's scope)."""
     renamed: dict[str, Any] = yaml.safe_load(yaml.safe_dump(DEPLOYABLE).replace("stage1", environment))
@@ -168,33 +173,21 @@ REFUSED = [
     ),
     (
         "ssm: on Cloud Functions",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
+        on_gcf(),
         f"{HB}: ssm: references cannot be read on gcf (gcf functions have no credentials for that store)",
     ),
     (
         "eks auth on Cloud Functions",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1"}) | {"cluster": {"name": "c", "auth": EKS}},
+        on_gcf() | {"cluster": {"name": "c", "auth": EKS}},
         "cluster.auth.mode: eks cannot authenticate on gcf",
     ),
-    (
-        "architecture on Cloud Functions",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1", "architecture": "x86_64"}),
-        "deploy.architecture: AWS only",
-    ),
-    (
-        "no project on Cloud Functions",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1"}),
-        "deploy.project: required on gcf",
-    ),
-    (
-        "project id shape",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "My_Project"}),
-        "deploy.project: not a Google Cloud project id",
-    ),
+    ("architecture on Cloud Functions", on_gcf(architecture="x86_64"), "deploy.architecture: AWS only"),
+    ("no project on Cloud Functions", on_gcf(), "deploy.project: required on gcf"),
+    ("project id shape", on_gcf(project="My_Project"), "deploy.project: not a Google Cloud project id"),
     ("project on AWS", changed("deploy.project", "outpost-example"), "deploy.project: Cloud Functions only"),
     (
         "a period cron cannot keep",
-        changed("deploy", {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"})
+        on_gcf(project="outpost-example")
         | {
             "checks": {
                 "apiserver-health": {

@@ -294,20 +294,6 @@ def _outcome(view: type[View], reduce: Callable[[Any, str], object], body: bytes
         return f"MalformedResponse: {error}"
 
 
-@pytest.mark.parametrize(
-    ("kind", "path", "value"),
-    MUTATIONS,
-    ids=MUTATION_IDS,
-)
-def test_a_page_reads_as_its_view_reads_it_whatever_a_field_holds(
-    kind: str, path: tuple[str | int, ...], value: Any
-) -> None:
-    view, reduce, _ = KINDS[kind]
-    item = _mutable(kind)
-    body = _unescaped_surrogates(_page([_at(item, path, value)]))
-    assert _outcome(view, reduce, body, mirrored=True) == _outcome(view, reduce, body, mirrored=False)
-
-
 @pytest.mark.parametrize("field", ["creationTimestamp", "deletionTimestamp"])
 def test_a_zoneless_time_where_the_view_wants_a_zone_is_malformed(field: str) -> None:
     item = _at(document("healthy", "koordlet_pods")[0], ("metadata", field), "2026-12-05T17:09:27")
@@ -378,18 +364,22 @@ def test_captured_objects_as_watch_events_reduce_to_the_records_the_views_give(
             assert _followed(view, reduce, line, mirrored=True) == (event_type, reduce(parse(view, item, WHERE), WHERE))
 
 
-@pytest.mark.parametrize(
-    ("kind", "path", "value"),
-    MUTATIONS,
-    ids=MUTATION_IDS,
-)
-def test_an_event_reads_as_its_view_reads_it_whatever_a_field_holds(
-    kind: str, path: tuple[str | int, ...], value: Any
+def _read_as(form: str, view: type[View], reduce: Callable[[Any, str], object], item: Any, *, mirrored: bool) -> object:
+    """What the reader of `form` makes of `item`: a list page of it (`_outcome`) or a MODIFIED watch event
+    (`_followed`)."""
+    if form == "page":
+        return _outcome(view, reduce, _unescaped_surrogates(_page([item])), mirrored=mirrored)
+    return _followed(view, reduce, _unescaped_surrogates(_event("MODIFIED", item)), mirrored=mirrored)
+
+
+@pytest.mark.parametrize("form", ["page", "event"])
+@pytest.mark.parametrize(("kind", "path", "value"), MUTATIONS, ids=MUTATION_IDS)
+def test_a_page_and_an_event_read_as_their_view_reads_them_whatever_a_field_holds(
+    form: str, kind: str, path: tuple[str | int, ...], value: Any
 ) -> None:
     view, reduce, _ = KINDS[kind]
-    item = _mutable(kind)
-    line = _unescaped_surrogates(_event("MODIFIED", _at(item, path, value)))
-    assert _followed(view, reduce, line, mirrored=True) == _followed(view, reduce, line, mirrored=False)
+    item = _at(_mutable(kind), path, value)
+    assert _read_as(form, view, reduce, item, mirrored=True) == _read_as(form, view, reduce, item, mirrored=False)
 
 
 BOOKMARK = {

@@ -412,43 +412,45 @@ def test_ips(host_network: bool, host_ips: list[str], expected: dict[str, Any]) 
     assert status_errors(status) == []
 
 
+def internal(address: str) -> dict[str, str]:
+    """A node's status.addresses entry of type InternalIP."""
+    return {"type": "InternalIP", "address": address}
+
+
+def external(address: str) -> dict[str, str]:
+    """A node's status.addresses entry of type ExternalIP."""
+    return {"type": "ExternalIP", "address": address}
+
+
 @pytest.mark.parametrize(
     ("addresses", "expected"),
     [
         pytest.param(None, ["10.245.0.1"], id="captured kwok-node-0"),
         pytest.param([{"type": "Hostname", "address": "n"}], [], id="no IP at all"),
-        pytest.param([{"type": "ExternalIP", "address": "203.0.113.7"}], ["203.0.113.7"], id="ExternalIP alone"),
+        pytest.param([external("203.0.113.7")], ["203.0.113.7"], id="ExternalIP alone"),
         pytest.param(
-            [{"type": "ExternalIP", "address": "203.0.113.7"}, {"type": "InternalIP", "address": "10.0.0.7"}],
+            [external("203.0.113.7"), internal("10.0.0.7")],
             ["10.0.0.7"],
             id="InternalIP before ExternalIP, one per family",
         ),
         pytest.param(
-            [
-                {"type": "InternalIP", "address": "fd00::7"},
-                {"type": "InternalIP", "address": "10.0.0.7"},
-                {"type": "InternalIP", "address": "10.0.0.8"},
-            ],
+            [internal("fd00::7"), internal("10.0.0.7"), internal("10.0.0.8")],
             ["fd00::7", "10.0.0.7"],
             id="dual-stack",
         ),
         pytest.param(
-            [{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "ExternalIP", "address": "2001:db8::7"}],
+            [internal("10.0.0.7"), external("2001:db8::7")],
             ["10.0.0.7", "2001:db8::7"],
             id="the other family may come from an ExternalIP",
         ),
+        pytest.param([internal("010.000.000.007")], ["10.0.0.7"], id="leading zeros read as ParseIPSloppy reads them"),
         pytest.param(
-            [{"type": "InternalIP", "address": "010.000.000.007"}],
-            ["10.0.0.7"],
-            id="leading zeros read as ParseIPSloppy reads them",
-        ),
-        pytest.param(
-            [{"type": "InternalIP", "address": "::ffff:10.0.0.7"}, {"type": "InternalIP", "address": "fd00::7"}],
+            [internal("::ffff:10.0.0.7"), internal("fd00::7")],
             ["10.0.0.7", "fd00::7"],
             id="IPv4-mapped is IPv4",
         ),
         pytest.param(
-            [{"type": "InternalIP", "address": "kwok-node-0"}, {"type": "InternalIP", "address": "fe80::1%eth0"}],
+            [internal("kwok-node-0"), internal("fe80::1%eth0")],
             [],
             id="not an IP, or with a zone: skipped as Go skips them",
         ),

@@ -126,6 +126,12 @@ def without(objects: list[dict[str, Any]], kind: str, name: str) -> list[dict[st
     return [o for o in objects if not (o["kind"] == kind and o["metadata"]["name"] == name)]
 
 
+def healthy_without(kind: str, name: str) -> Result:
+    """The healthy capture judged with the object `kind`/`name` gone."""
+    state = load("healthy")
+    return run(state, objects=without(state.objects, kind, name))
+
+
 def host_network(objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
     """`objects` with the namespace's pods on the host network (Helm value `manager.hostNetwork: true`): the API
     reports the node's address as the pod's. The sandbox ran every pod on its one process node, but replicas on the
@@ -353,8 +359,7 @@ def test_a_renewal_further_in_the_future_fails_naming_the_lease_and_how_far(ahea
     ],
 )
 def test_scheduler_and_descheduler_without_a_running_pod_fail(app: str, pod: str, holder: str) -> None:
-    state = load("healthy")
-    result = run(state, objects=without(state.objects, "Pod", pod))
+    result = healthy_without("Pod", pod)
     assert result.status is Status.FAILED
     assert result.errors == [
         f"lease koordinator-system/{app}: no running pod matches koord-app={app} in koordinator-system, nobody can "
@@ -368,7 +373,7 @@ def test_the_leader_pod_deleted_while_the_other_replica_runs_is_degraded() -> No
     holder = state.one("Lease", "kruise-manager")["spec"]["holderIdentity"]
     leader, other = KRUISE_HEALTHY[1], KRUISE_HEALTHY[0]
     assert holder.startswith(f"{leader}_")
-    result = run(state, objects=without(state.objects, "Pod", leader))
+    result = healthy_without("Pod", leader)
     assert result.status is Status.DEGRADED
     assert result.errors == [
         f"lease kruise-system/kruise-manager: holder {holder} is not a running candidate (no pod named {leader}, "
@@ -416,8 +421,7 @@ def test_omitted_fields_fail(spec: dict[str, Any], line: str) -> None:
 
 
 def test_absent_lease_is_named() -> None:
-    state = load("healthy")
-    result = run(state, objects=without(state.objects, "Lease", "koord-descheduler"))
+    result = healthy_without("Lease", "koord-descheduler")
     assert result.status is Status.FAILED
     assert result.errors == ["lease koordinator-system/koord-descheduler: not found (want a held leader Lease)"]
 

@@ -1,6 +1,6 @@
 """`outpost.kube.histograms` against Prometheus's own histogram_quantile tests (prometheus@v0.316.0, v3.16.0):
-`promql/quantile_test.go` verbatim and every classic evaluation of `promql/promqltest/testdata/histograms.test`
-whose input a /metrics scrape can carry.
+`promql/quantile_test.go` verbatim (`tests/unit/fixtures/upstream/histograms.json`, read by `kit.upstream_vectors`)
+and every classic evaluation of `promql/promqltest/testdata/histograms.test` whose input a /metrics scrape can carry.
 
 EDGE and GO_FLOATS were computed by upstream's own code (BucketQuantile and helpers copied from v0.316.0, Go
 1.26's ParseFloat), recorded as static tables. Deliberate differences (docs/contracts.md "Parsing as upstream"):
@@ -14,9 +14,10 @@ import math
 
 import pytest
 
+from kit.upstream_vectors import rows, source
 from outpost.kube.histograms import INF, aggregate, bucket_quantile, go_parse_float, parse_histogram, quantile
 
-QUANTILE_TEST = "github.com/prometheus/prometheus@v0.316.0 promql/quantile_test.go"
+QUANTILE_TEST = source("histograms")
 HISTOGRAMS_TEST = "github.com/prometheus/prometheus@v0.316.0 promql/promqltest/testdata/histograms.test"
 
 
@@ -49,110 +50,21 @@ def _quantiles(q: float, text: str, name: str) -> dict[str, float | None]:
 
 # -- quantile_test.go TestBucketQuantile_ForcedMonotonicity, verbatim -------------------------------------------------
 
-FORCED_MONOTONICITY: dict[str, tuple[list[tuple[float, float]], bool, bool, dict[float, float]]] = {
-    "simple - monotonic": (
-        [(10, 10), (15, 15), (20, 15), (30, 15), (INF, 15)],
-        False,
-        False,
-        {1: 15.0, 0.99: 14.85, 0.9: 13.5, 0.5: 7.5},
-    ),
-    "simple - non-monotonic middle": (
-        [(10, 10), (15, 15), (20, 15.00000000001), (30, 15), (INF, 15)],
-        False,
-        True,
-        {1: 15.0, 0.99: 14.85, 0.9: 13.5, 0.5: 7.5},
-    ),
-    "real example - monotonic": (
-        [
-            (1, 6454661.3014166197),
-            (5, 8339611.2001912938),
-            (10, 14118319.2444762159),
-            (25, 14130031.5272856522),
-            (50, 46001270.3030008152),
-            (64, 46008473.8585563600),
-            (80, 46008473.8585563600),
-            (100, 46008473.8585563600),
-            (250, 46008473.8585563600),
-            (1000, 46008473.8585563600),
-            (INF, 46008473.8585563600),
-        ],
-        False,
-        False,
-        {1: 64.0, 0.99: 49.64475715376406, 0.9: 46.39671690938454, 0.5: 31.96098248992002},
-    ),
-    "real example - non-monotonic": (
-        [
-            (1, 6454661.3014166225),
-            (5, 8339611.2001912957),
-            (10, 14118319.2444762159),
-            (25, 14130031.5272856504),
-            (50, 46001270.3030008227),
-            (64, 46008473.8585563824),
-            (80, 46008473.8585563898),
-            (100, 46008473.8585563824),
-            (250, 46008473.8585563824),
-            (1000, 46008473.8585563898),
-            (INF, 46008473.8585563824),
-        ],
-        False,
-        True,
-        {1: 64.0, 0.99: 49.64475715376406, 0.9: 46.39671690938454, 0.5: 31.96098248992002},
-    ),
-    "real example 2 - monotonic": (
-        [
-            (0.005, 9.6),
-            (0.01, 9.688888889),
-            (0.025, 9.755555556),
-            (0.05, 9.844444444),
-            (0.1, 9.888888889),
-            (0.25, 9.888888889),
-            (0.5, 9.888888889),
-            (1, 9.888888889),
-            (2.5, 9.888888889),
-            (5, 9.888888889),
-            (10, 9.888888889),
-            (25, 9.888888889),
-            (50, 9.888888889),
-            (100, 9.888888889),
-            (INF, 9.888888889),
-        ],
-        False,
-        False,
-        {1: 0.1, 0.99: 0.03468750000281261, 0.9: 0.00463541666671875, 0.5: 0.0025752314815104174},
-    ),
-    "real example 2 - non-monotonic": (
-        [
-            (0.005, 9.6),
-            (0.01, 9.688888889),
-            (0.025, 9.755555556),
-            (0.05, 9.844444444),
-            (0.1, 9.888888889),
-            (0.25, 9.888888889),
-            (0.5, 9.888888889),
-            (1, 9.888888889),
-            (2.5, 9.888888889),
-            (5, 9.888888889),
-            (10, 9.888888889001),
-            (25, 9.888888889),
-            (50, 9.888888888999),
-            (100, 9.888888889),
-            (INF, 9.888888889),
-        ],
-        False,
-        True,
-        {1: 0.1, 0.99: 0.03468750000281261, 0.9: 0.00463541666671875, 0.5: 0.0025752314815104174},
-    ),
-}
+FORCED_MONOTONICITY = {name: case for name, *case in rows("histograms", "forced_monotonicity")}
+"""Every case but "empty buckets" (below): name -> (buckets as written, [upper bound, cumulative count], forced
+monotonic, fixed precision, {q: expected value})."""
 
 
 @pytest.mark.parametrize("name", sorted(FORCED_MONOTONICITY))
 def test_bucket_quantile_forced_monotonicity(name: str) -> None:
-    buckets, forced, fixed, expected = FORCED_MONOTONICITY[name]
-    for q, value in expected.items():
+    written, forced, fixed, expected = FORCED_MONOTONICITY[name]
+    buckets = [(_float(le), _float(count)) for le, count in written]
+    for q_text, value in expected.items():
+        q = float(q_text)
         result = bucket_quantile(q, list(buckets))
         assert result.forced_monotonic is forced, f"{QUANTILE_TEST} {name}"
         assert result.fixed_precision is fixed, f"{QUANTILE_TEST} {name}"
-        assert result.value == pytest.approx(value, rel=1e-12, abs=0), f"{QUANTILE_TEST} {name} q={q}"
+        assert result.value == pytest.approx(value, rel=1e-12, abs=0), f"{QUANTILE_TEST} {name} q={q_text}"
         assert quantile(q, list(buckets)) == pytest.approx(value, rel=1e-12, abs=0)
 
 

@@ -2,10 +2,11 @@
 `pem_test.go`'s tests, and the API server's caBundle path (k8s.io/client-go@v0.37.2 `transport/transport.go`
 rootCertPool over `x509.CertPool.AppendCertsFromPEM`).
 
-BUNDLES and PEM_DATA_BLOCKS were computed by the real Go code and recorded as static tables; the CA certificates
-are public test certificates (no key kept). Deliberate differences: pemData's encrypted key block is replaced by
-a harmless block of the same shape (no key material checked in); TestCVE202224675 repeats 10^5 times, not 10^7;
-DER is parsed by `cryptography`, not Go's x509.
+BUNDLES and PEM_DATA_BLOCKS were computed by the real Go code and recorded as static tables (with TestGetLine's, in
+`tests/unit/fixtures/upstream/{ca_bundle,pem}.json`, read by `kit.upstream_vectors`); the CA certificates are public
+test certificates (no key kept). Deliberate differences: pemData's encrypted key block is replaced by a harmless
+block of the same shape (no key material checked in); TestCVE202224675 repeats 10^5 times, not 10^7; DER is parsed
+by `cryptography`, not Go's x509.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kit.upstream_vectors import rows, source
 from outpost.kube.certificates import (
     NotACertificate,
     _get_line,
@@ -27,8 +29,8 @@ from outpost.kube.certificates import (
     pem_decode,
 )
 
-PEM_TEST = "go1.26 src/encoding/pem/pem_test.go"
-CA_BUNDLE = "k8s.io/client-go@v0.37.2 transport/transport.go rootCertPool + crypto/x509 AppendCertsFromPEM"
+PEM_TEST = source("pem")
+CA_BUNDLE = source("ca_bundle")
 
 CA_OLD = (
     "-----BEGIN CERTIFICATE-----\n"
@@ -110,42 +112,8 @@ def variants(a: str, b: str) -> dict[str, str]:
     }
 
 
-BUNDLES = [
-    # (shape, the certificates the API server trusts (None: it refuses the bundle), source)
-    ("one certificate", ["CA_OLD"]),
-    ("rotation bundle: old and new CA", ["CA_OLD", "CA_NEW"]),
-    ("no final newline", ["CA_OLD"]),
-    ("CRLF line endings", ["CA_OLD"]),
-    ("text after the bundle", ["CA_OLD", "CA_NEW"]),
-    ("text before the bundle", ["CA_OLD"]),
-    ("text between the blocks", ["CA_OLD", "CA_NEW"]),
-    ("text on the END line", None),
-    ("text glued to the END line", None),
-    ("END line with four dashes", None),
-    ("END line with six dashes", None),
-    ("END of another type", None),
-    ("no END line", None),
-    ("END line with trailing spaces", ["CA_OLD"]),
-    ("BEGIN line with trailing spaces", ["CA_OLD"]),
-    ("BEGIN not at a line start", None),
-    ("indented BEGIN", None),
-    ("lower-case type", None),
-    ("second certificate's END malformed", ["CA_OLD"]),
-    ("first certificate's END malformed", ["CA_NEW"]),
-    ("headers on the certificate", None),
-    ("headers on the first of two", ["CA_NEW"]),
-    ("another block type before", ["CA_OLD"]),
-    ("only another block type", None),
-    ("certificate block that is not DER", None),
-    ("not-DER block, then a certificate", ["CA_OLD"]),
-    ("spaces and tabs inside the body", ["CA_OLD"]),
-    ("body that is not base64", None),
-    ("body without its padding", None),
-    ("the same certificate twice", ["CA_OLD", "CA_OLD"]),
-    ("a NUL byte after", ["CA_OLD"]),
-    ("whitespace only", None),
-    ("plain text", None),
-]
+BUNDLES = rows("ca_bundle", "bundles")
+"""(shape, the certificates the API server trusts (None: it refuses the bundle))."""
 
 PEM_DATA = (
     "verify return:0\n"
@@ -216,21 +184,14 @@ PEM_DATA = (
     "\n"
     "-----END VALID HEADERS-----"
 )
-PEM_DATA_BLOCKS = [
-    # (type, headers, body length) of each block pem.Decode returns, in order
-    ("CERTIFICATE", {}, 1005),
-    ("HEADERS TEST", {"DEK-Info": "DES-EDE3-CBC,80C7C7A09690757A", "Proc-Type": "4,ENCRYPTED"}, 5),
-    ("EMPTY", {}, 0),
-    ("EMPTY", {}, 0),
-    ("EMPTY", {}, 0),
-    ("VALID HEADERS", {"Header": "1"}, 0),
-]
+PEM_DATA_BLOCKS = rows("pem", "pem_data_blocks")
+"""(type, headers, body length) of each block pem.Decode returns, in order."""
 
 VARIANTS = variants(CA_OLD, CA_NEW)
 
 
 @pytest.mark.parametrize(("shape", "trusted"), BUNDLES, ids=[s for s, _ in BUNDLES])
-def test_ca_bundle_is_judged_as_the_api_server_judges_it(shape: str, trusted: list[str] | None) -> None:
+def test_ca_bundle_is_judged_as_the_api_server_judges_it(shape: str, trusted: tuple[str, ...] | None) -> None:
     text = VARIANTS[shape]
     if trusted is None:
         with pytest.raises(NotACertificate) as raised:
@@ -274,20 +235,7 @@ def test_serving_chain_is_strict() -> None:
 
 # -- pem_test.go ---------------------------------------------------------------------------------------------------
 
-GET_LINE = [
-    ("abc", "abc", ""),
-    ("abc\r", "abc\r", ""),
-    ("abc\n", "abc", ""),
-    ("abc\r\n", "abc", ""),
-    ("abc\nd", "abc", "d"),
-    ("abc\r\nd", "abc", "d"),
-    ("\nabc", "", "abc"),
-    ("\r\nabc", "", "abc"),
-    ("abc\t \nd", "abc", "d"),
-    ("\t abc\nd", "\t abc", "d"),
-    ("abc\n\t d", "abc", "\t d"),
-    ("abc\nd\t ", "abc", "d\t "),
-]
+GET_LINE = rows("pem", "get_line")
 
 
 @pytest.mark.parametrize(("text", "line", "rest"), GET_LINE)
