@@ -197,12 +197,12 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
         errors.append(MANY_ABSENT.at(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)"))
     n = len(selected.nodes)
     if errors:
-        parts = []
-        if stale:
-            parts.append(f"{len(stale)} stale: {first_named([s for s, _, _ in stale])}")
-        if missing:
-            parts.append(f"{len(missing)} missing: {first_named(missing)}")
-        return Result.failed(NAME, f"NodeMetrics of {n} nodes: " + "; ".join(parts), errors, details)
+        parts = [
+            f"{len(stale)} stale: {first_named([s for s, _, _ in stale])}" if stale else "",
+            f"{len(missing)} missing: {first_named(missing)}" if missing else "",
+        ]
+        named = "; ".join(part for part in parts if part)
+        return Result.failed(NAME, f"NodeMetrics of {n} nodes: {named}", errors, details)
     return Result.ok(
         NAME,
         (f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s (oldest {oldest:.0f} s)"),
