@@ -17,25 +17,17 @@ expired, without `status.updateTime` or missing is named (first ten, and the cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from outpost.check import CheckSpec, Params
-from outpost.cluster import Cluster, read_collections
-from outpost.cluster.nodes import node_collection, nodemetric_collection
+from outpost.cluster import Cluster
+from outpost.cluster.nodes import read_nodes_and_nodemetrics
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named
-from outpost.kube.nodes import (
-    NODEMETRIC_EXPIRY_SECONDS,
-    NodeFacts,
-    NodeSelection,
-    UsageSample,
-    nothing_selected,
-    select_nodes,
-)
+from outpost.kube.nodes import NODEMETRIC_EXPIRY_SECONDS, NodesAndUsage, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.paths import NODE_METRICS, NODES
 from outpost.kube.timestamps import future_skew_parameter
 from outpost.result import Finding, Result
@@ -119,17 +111,12 @@ class NodeMetricFreshnessParams(Params):
     )
 
 
-@dataclass(frozen=True)
-class NodeMetricFreshnessData:
-    nodes: tuple[NodeFacts, ...]
-    metrics: tuple[UsageSample, ...]
+NodeMetricFreshnessData = NodesAndUsage
+"""The selected nodes' facts and their NodeMetrics' reports."""
 
 
 def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
-    nodes, metrics = read_collections(
-        cluster, node_collection(params.nodes.label_query()), nodemetric_collection(params.page_size)
-    )
-    return NodeMetricFreshnessData(tuple(nodes), tuple(metrics))
+    return read_nodes_and_nodemetrics(cluster, params.nodes.label_query(), params.page_size)
 
 
 def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:
@@ -145,7 +132,7 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
     }
     if not selected.nodes:
         return Result.error(NAME, nothing_selected(params.nodes, selected), NOTHING_SELECTED.step(), **details)
-    by_node = {metric.node: metric for metric in data.metrics}
+    by_node = {metric.node: metric for metric in data.samples}
     missing: list[str] = []
     stale: list[tuple[str, str, Runbook]] = []
     skewed: list[str] = []

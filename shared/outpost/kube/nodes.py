@@ -301,6 +301,15 @@ class UsageSample:
         return None if self.taken_at is None else (now - self.taken_at).total_seconds()
 
 
+@dataclass(frozen=True)
+class NodesAndUsage:
+    """Nodes as facts beside the usage reported for them (NodeMetrics, or metrics.k8s.io): what the checks that
+    judge koordlet's reports evaluate."""
+
+    nodes: tuple[NodeFacts, ...]
+    samples: tuple[UsageSample, ...]
+
+
 def _millis(value: object) -> int | None:
     if value in (None, "") or not isinstance(value, str | int | float):
         return None
