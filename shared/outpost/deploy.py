@@ -195,6 +195,20 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
     return names
 
 
+def _name_problems(settings: Settings) -> list[str]:
+    """A line per generated name over its provider's limit, saying how long an environment name may be."""
+    env = settings.environment
+    problems: list[str] = []
+    for path, what, name, limit in generated_names(settings):
+        if len(name) > limit:
+            fits = limit - (len(name) - len(env))
+            problems.append(
+                f"{path}: the {what} {name!r} would be {len(name)} characters (limit {limit}); "
+                f"environment names of at most {max(fits, 0)} characters fit"
+            )
+    return problems
+
+
 def service_accounts(environment: str) -> dict[str, str]:
     """The Google service account ids of a Cloud Functions environment (infra/gcp creates them): `runtime`, the
     functions' identity (its secrets, the cluster), and `invoker`, the only identity allowed to call them (Cloud
@@ -248,13 +262,7 @@ def deployment_problems(settings: Settings, source: Path | None = None, only: st
     problems += _auth_problems(settings)
     problems += _arn_problems(settings)
     problems += _cloud_functions_problems(settings, only)
-    for path, what, name, limit in generated_names(settings):
-        if len(name) > limit:
-            fits = limit - (len(name) - len(env))
-            problems.append(
-                f"{path}: the {what} {name!r} would be {len(name)} characters (limit {limit}); "
-                f"environment names of at most {max(fits, 0)} characters fit"
-            )
+    problems += _name_problems(settings)
     return problems
 
 

@@ -15,14 +15,20 @@ from typing import Any
 import pytest
 
 from kit.fake_cluster import FakeApiServer, fake_cluster
-from kit.node_fixtures import serve
+from kit.node_fixtures import facts_and_usage, serve
 from outpost.cluster import Cluster, Deadline, warm
 from outpost.cluster.incremental import LIST_ONLY_RUNS, Collection, read_collection, read_collections
-from outpost.cluster.nodes import daemon_pod_collection, node_collection, read_daemon_pods, read_nodes
+from outpost.cluster.nodes import (
+    daemon_pod_collection,
+    node_collection,
+    read_daemon_pods,
+    read_nodes,
+    read_nodes_and_nodemetrics,
+)
 from outpost.errors import MalformedResponse
-from outpost.kube.nodes import outline_facts
+from outpost.kube.nodes import NodesAndUsage, outline_facts
 from outpost.kube.objects import NodeOutline
-from outpost.kube.paths import KINDS, NODES, collection_path
+from outpost.kube.paths import KINDS, NODE_METRICS, NODES, collection_path
 
 NODE_PATH = collection_path(NODES)
 HEALTHY = list(serve("healthy").objects.values())  # captured from the sandbox (tests/unit/fixtures/nodes)
@@ -436,3 +442,14 @@ def test_a_watch_left_unread_beside_another_and_cut_short_is_read_once_more_not_
     assert how.startswith("list"), how
     assert "no bookmark" in how, how
     assert facts == _listed(api)
+
+
+def test_nodes_and_nodemetrics_are_read_together_the_nodes_by_label_the_nodemetrics_in_their_own_pages() -> None:
+    api = serve("healthy")
+    with _cluster(api) as cluster:
+        read = read_nodes_and_nodemetrics(cluster, "kubernetes.io/hostname=kwok-node-1", 2)
+    nodes, samples = facts_and_usage("healthy")
+    assert read == NodesAndUsage(tuple(n for n in nodes if n.name == "kwok-node-1"), samples)
+    pages = [r for r in api.requests if r.path == collection_path(NODE_METRICS)]
+    assert len(pages) == (len(samples) + 1) // 2
+    assert all(r.param("limit") == "2" for r in pages)

@@ -44,7 +44,7 @@ from outpost.families.daemon_coverage import (
 from outpost.kube import access
 from outpost.kube.daemons import coverage
 from outpost.kube.messages import FIRST_NAMED, ref
-from outpost.kube.nodes import NodeClass, select_nodes
+from outpost.kube.nodes import NodeClass, node_classes_parameter, select_nodes
 from outpost.result import Finding, Result
 from outpost.runbook import Runbook
 
@@ -93,13 +93,11 @@ class KruiseDaemonCoverageParams(DaemonCoverageParams):
         description="Also GET each covered node's kruise-daemon /healthz through the node proxy. Needs "
         "`get nodes/proxy` (ClusterRole outpost-probe-node-proxy, powerful: reaches kubelets).",
     )
-    healthz_classes: tuple[NodeClass, ...] = Field(
-        (NodeClass.REAL,),
-        min_length=1,
-        description="Node classes whose /healthz is asked (among the selected, covered nodes). Default real only: "
-        "a KWOK fake node's address is the kwok controller's (or an unroutable 192.0.2.x under "
-        "kwokctl), where no kruise-daemon listens, so asking it fails every fake node. Add fake only "
-        "where something answers for fake nodes (the sandbox's stand-in).",
+    healthz_classes: tuple[NodeClass, ...] = node_classes_parameter(
+        "Node classes whose /healthz is asked (among the selected, covered nodes).",
+        "a KWOK fake node's address is the kwok controller's (or an unroutable 192.0.2.x under kwokctl), where no "
+        "kruise-daemon listens, so asking it fails every fake node",
+        "something answers for fake nodes (the sandbox's stand-in)",
     )
     healthz_port: int = Field(10221, ge=1, le=65535, description="kruise-daemon's health port (its `--addr`).")
     healthz_path: str = Field("/healthz", description="Health path asked through the node proxy.")

@@ -259,16 +259,13 @@ def evaluate(data: KwokNodeData, params: KwokNodeConsistencyParams, now: datetim
         }
     )
     if errors:
-        parts = []
-        if not_ready:
-            parts.append(f"{len(not_ready)} not Ready ({first_named(not_ready)})")
-        if stale:
-            parts.append(f"{len(stale)} with a stale Lease")
-        if long_held:
-            parts.append(f"{len(long_held)} with a Lease duration over {bound:g} s")
-        return Result.failed(
-            NAME, f"KWOK fake nodes ({n}): " + "; ".join(parts) + f": {errors[0].line}", errors, details
-        )
+        parts = [
+            f"{len(not_ready)} not Ready ({first_named(not_ready)})" if not_ready else "",
+            f"{len(stale)} with a stale Lease" if stale else "",
+            f"{len(long_held)} with a Lease duration over {bound:g} s" if long_held else "",
+        ]
+        named = "; ".join(part for part in parts if part)
+        return Result.failed(NAME, f"KWOK fake nodes ({n}): {named}: {errors[0].line}", errors, details)
     return Result.ok(NAME, f"all {n} KWOK fake nodes Ready with their Leases renewed in time", details)
 
 

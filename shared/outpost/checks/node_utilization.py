@@ -14,25 +14,17 @@ usable report, no API or no node selected is `error`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from outpost.check import CheckSpec, Params
-from outpost.cluster import Cluster, read_collections
-from outpost.cluster.nodes import node_collection, nodemetric_collection, read_metrics_k8s, read_nodes
+from outpost.cluster import Cluster
+from outpost.cluster.nodes import read_metrics_k8s, read_nodes, read_nodes_and_nodemetrics
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED
-from outpost.kube.nodes import (
-    NODEMETRIC_EXPIRY_SECONDS,
-    NodeFacts,
-    NodeSelection,
-    UsageSample,
-    nothing_selected,
-    select_nodes,
-)
+from outpost.kube.nodes import NODEMETRIC_EXPIRY_SECONDS, NodesAndUsage, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES
 from outpost.result import Finding, Result
 from outpost.runbook import Runbook
@@ -160,18 +152,13 @@ class NodeUtilizationParams(Params):
         return f"{self.lower_percent:g} to {self.upper:g} %"
 
 
-@dataclass(frozen=True)
-class NodeUtilizationData:
-    nodes: tuple[NodeFacts, ...]
-    samples: tuple[UsageSample, ...]
+NodeUtilizationData = NodesAndUsage
+"""The selected nodes' facts and their usage samples, from NodeMetrics or metrics.k8s.io (`params.source`)."""
 
 
 def fetch(cluster: Cluster, params: NodeUtilizationParams) -> NodeUtilizationData:
     if params.source == "nodemetric":
-        nodes, samples = read_collections(
-            cluster, node_collection(params.nodes.label_query()), nodemetric_collection(params.page_size)
-        )
-        return NodeUtilizationData(tuple(nodes), tuple(samples))
+        return read_nodes_and_nodemetrics(cluster, params.nodes.label_query(), params.page_size)
     return NodeUtilizationData(tuple(read_nodes(cluster, params.nodes.label_query())), tuple(read_metrics_k8s(cluster)))
 
 

@@ -17,25 +17,17 @@ expired, without `status.updateTime` or missing is named (first ten, and the cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from outpost.check import CheckSpec, Params
-from outpost.cluster import Cluster, read_collections
-from outpost.cluster.nodes import node_collection, nodemetric_collection
+from outpost.cluster import Cluster
+from outpost.cluster.nodes import read_nodes_and_nodemetrics
 from outpost.kube import access
 from outpost.kube.messages import FIRST_NAMED, first_named
-from outpost.kube.nodes import (
-    NODEMETRIC_EXPIRY_SECONDS,
-    NodeFacts,
-    NodeSelection,
-    UsageSample,
-    nothing_selected,
-    select_nodes,
-)
+from outpost.kube.nodes import NODEMETRIC_EXPIRY_SECONDS, NodesAndUsage, NodeSelection, nothing_selected, select_nodes
 from outpost.kube.paths import NODE_METRICS, NODES
 from outpost.kube.timestamps import future_skew_parameter
 from outpost.result import Finding, Result
@@ -125,17 +117,12 @@ class NodeMetricFreshnessParams(Params):
     )
 
 
-@dataclass(frozen=True)
-class NodeMetricFreshnessData:
-    nodes: tuple[NodeFacts, ...]
-    metrics: tuple[UsageSample, ...]
+NodeMetricFreshnessData = NodesAndUsage
+"""The selected nodes' facts and their NodeMetrics' reports."""
 
 
 def fetch(cluster: Cluster, params: NodeMetricFreshnessParams) -> NodeMetricFreshnessData:
-    nodes, metrics = read_collections(
-        cluster, node_collection(params.nodes.label_query()), nodemetric_collection(params.page_size)
-    )
-    return NodeMetricFreshnessData(tuple(nodes), tuple(metrics))
+    return read_nodes_and_nodemetrics(cluster, params.nodes.label_query(), params.page_size)
 
 
 def declared_access(params: NodeMetricFreshnessParams) -> list[access.Access]:
@@ -151,7 +138,7 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
     }
     if not selected.nodes:
         return Result.error(NAME, nothing_selected(params.nodes, selected), NOTHING_SELECTED.step(), **details)
-    by_node = {metric.node: metric for metric in data.metrics}
+    by_node = {metric.node: metric for metric in data.samples}
     missing: list[str] = []
     stale: list[tuple[str, str, Runbook]] = []
     skewed: list[str] = []
@@ -203,12 +190,12 @@ def evaluate(data: NodeMetricFreshnessData, params: NodeMetricFreshnessParams, n
         errors.append(MANY_ABSENT.at(f"nodemetrics: {len(missing) - FIRST_NAMED} more absent ({len(missing)} in all)"))
     n = len(selected.nodes)
     if errors:
-        parts = []
-        if stale:
-            parts.append(f"{len(stale)} stale: {first_named([s for s, _, _ in stale])}")
-        if missing:
-            parts.append(f"{len(missing)} missing: {first_named(missing)}")
-        return Result.failed(NAME, f"NodeMetrics of {n} nodes: " + "; ".join(parts), errors, details)
+        parts = [
+            f"{len(stale)} stale: {first_named([s for s, _, _ in stale])}" if stale else "",
+            f"{len(missing)} missing: {first_named(missing)}" if missing else "",
+        ]
+        named = "; ".join(part for part in parts if part)
+        return Result.failed(NAME, f"NodeMetrics of {n} nodes: {named}", errors, details)
     return Result.ok(
         NAME,
         (f"NodeMetrics of all {n} selected nodes updated within {params.expiry_seconds:g} s (oldest {oldest:.0f} s)"),

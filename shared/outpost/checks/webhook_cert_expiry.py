@@ -385,11 +385,15 @@ def _judge_configuration(
     return details, errors
 
 
+def _located(kind: str, located: ServingSecretRef | CertificateRef) -> tuple[str, dict[str, str]]:
+    """The message prefix of a namespaced object the check reads, and the runbook fields naming it."""
+    return ref(kind, located.name, located.namespace), {"namespace": located.namespace, "name": located.name}
+
+
 def _judge_secret(
     seen: SecretSeen, params: WebhookCertExpiryParams, now: datetime
 ) -> tuple[dict[str, Any], list[Finding]]:
-    where = ref("Secret", seen.ref.name, seen.ref.namespace)
-    names = {"namespace": seen.ref.namespace, "name": seen.ref.name}
+    where, names = _located("Secret", seen.ref)
     if not seen.found:
         line = f"{where}: not found (want the webhook's serving certificate there)"
         return {"found": False}, [SECRET_MISSING.at(line, **names)]
@@ -417,8 +421,7 @@ def _judge_secret(
 def _judge_certificate(
     seen: CertificateSeen, params: WebhookCertExpiryParams, now: datetime
 ) -> tuple[dict[str, Any], list[Finding]]:
-    where = ref("Certificate", seen.ref.name, seen.ref.namespace)
-    names = {"namespace": seen.ref.namespace, "name": seen.ref.name}
+    where, names = _located("Certificate", seen.ref)
     if not seen.found:
         line = (
             f"{where}: not found (want the cert-manager Certificate of the webhook's serving "

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, Generic, Protocol, Self, TypedDict, TypeVar, Unpack, cast
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -82,6 +82,14 @@ webhook's denial, a bad selector) and its proxy for a target without an address,
 
 Query = Mapping[str, str | int] | Sequence[tuple[str, str | int]]
 """Query parameters; a sequence of pairs keeps repeated keys (e.g. several `exclude`)."""
+
+
+class ListSelection(TypedDict, total=False):
+    """Which items of a collection `Cluster.list` reads: `iter_list`'s keywords but the page size."""
+
+    label_selector: str | None
+    field_selector: str | None
+    metadata_only: bool
 
 
 @dataclass(frozen=True)
@@ -448,20 +456,9 @@ class Cluster:
             raise MalformedResponse(f"{response.method} {response.path} on cluster {self.name}: expected a JSON object")
         return body
 
-    def list(
-        self,
-        path: str,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        metadata_only: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Every item of a collection, following `continue` tokens page by page."""
-        return list(
-            self.iter_list(
-                path, label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only
-            )
-        )
+    def list(self, path: str, **selection: Unpack[ListSelection]) -> list[dict[str, Any]]:
+        """Every item of a collection, following `continue` tokens page by page (`iter_list`, all at once)."""
+        return list(self.iter_list(path, **selection))
 
     def iter_list(
         self,

@@ -9,9 +9,16 @@ any item is `MalformedResponse`, never a silently skipped node.
 from __future__ import annotations
 
 from outpost.cluster.client import Cluster
-from outpost.cluster.incremental import Collection, read_collection
+from outpost.cluster.incremental import Collection, read_collection, read_collections
 from outpost.kube.daemons import DaemonPod, daemon_pod
-from outpost.kube.nodes import NodeFacts, UsageSample, nodemetric_usage, outline_facts, usage_from_metrics_k8s
+from outpost.kube.nodes import (
+    NodeFacts,
+    NodesAndUsage,
+    UsageSample,
+    nodemetric_usage,
+    outline_facts,
+    usage_from_metrics_k8s,
+)
 from outpost.kube.objects import NodeMetricOutline, NodeOutline, PodOutline
 from outpost.kube.paths import NODE_METRICS, NODE_METRICS_K8S, NODES, PODS, collection_path
 
@@ -33,6 +40,13 @@ def nodemetric_collection(page_size: int | None = None) -> Collection[NodeMetric
 
 def read_nodes(cluster: Cluster, label_selector: str | None = None) -> list[NodeFacts]:
     return read_collection(cluster, node_collection(label_selector))
+
+
+def read_nodes_and_nodemetrics(cluster: Cluster, label_selector: str | None, page_size: int | None) -> NodesAndUsage:
+    """The nodes `label_selector` matches and every NodeMetric's usage, read together (`nodemetric_collection`
+    for `page_size`)."""
+    nodes, samples = read_collections(cluster, node_collection(label_selector), nodemetric_collection(page_size))
+    return NodesAndUsage(tuple(nodes), tuple(samples))
 
 
 def read_daemon_pods(cluster: Cluster, namespace: str, label_selector: str) -> list[DaemonPod]:

@@ -219,24 +219,12 @@ def expected_mutation(
     by_name = {p.metadata.name: p for p in profiles}
     broken = [s for s in selections if s.selects and s.chance is None]
     if broken:
-        named = ", ".join(f"{s.profile} (probability {by_name[s.profile].spec.probability!r})" for s in broken)
-        return ProfileExpectation(
-            selections,
-            problem=f"ClusterColocationProfile {named} selects the pod with a "
-            "probability that is neither an integer nor a percentage: koord-manager fails on "
-            "every pod it selects, so no mutation can be predicted",
-        )
+        return ProfileExpectation(selections, problem=_unreadable_probability_problem(broken, by_name))
     applying = [s for s in selections if s.selects and s.chance is not None and s.chance > 0]
     certain = [s for s in applying if s.chance is not None and s.chance >= 100]
     if not certain:
         if applying:
-            named = ", ".join(f"{s.profile} ({s.chance}%)" for s in applying)
-            return ProfileExpectation(
-                selections,
-                problem=f"only ClusterColocationProfile {named} selects the pod, "
-                "and may skip it: the mutation is not predictable (a profile applied at "
-                "probability 100 is needed)",
-            )
+            return ProfileExpectation(selections, problem=_uncertain_problem(applying))
         return ProfileExpectation(
             selections, problem=no_profile_problem(selections, namespace, namespace_labels, pod_labels)
         )
@@ -298,3 +286,23 @@ def no_profile_problem(
         for s in selections
     )
     return f"no ClusterColocationProfile selects the pod, so koord-manager mutates nothing ({where}): {reasons}"
+
+
+def _unreadable_probability_problem(
+    broken: Sequence[Selection], by_name: Mapping[str, ClusterColocationProfile]
+) -> str:
+    """Why profiles that select the pod with a probability koord-manager cannot read leave nothing predictable."""
+    named = ", ".join(f"{s.profile} (probability {by_name[s.profile].spec.probability!r})" for s in broken)
+    return (
+        f"ClusterColocationProfile {named} selects the pod with a probability that is neither an integer nor a "
+        "percentage: koord-manager fails on every pod it selects, so no mutation can be predicted"
+    )
+
+
+def _uncertain_problem(applying: Sequence[Selection]) -> str:
+    """Why profiles that select the pod below probability 100, and none at 100, leave the mutation unpredictable."""
+    named = ", ".join(f"{s.profile} ({s.chance}%)" for s in applying)
+    return (
+        f"only ClusterColocationProfile {named} selects the pod, and may skip it: the mutation is not predictable "
+        "(a profile applied at probability 100 is needed)"
+    )

@@ -157,19 +157,27 @@ EXCLUDED_LABELS = "labels do not match {selector}"
 EXCLUDED_METADATA = "{selector} does not match"
 
 
+def node_classes_parameter(what: str, real_only_because: str, add_fake_where: str) -> Any:
+    """A `tuple[NodeClass, ...]` parameter of at least one class, real nodes only by default: `what` it picks, why
+    fake nodes are left out by default and where adding them makes sense, in one wording for every such field."""
+    return Field(
+        (NodeClass.REAL,),
+        min_length=1,
+        description=f"{what} Default real only: {real_only_because}. Add fake only where {add_fake_where}.",
+    )
+
+
 class NodeSelection(BaseModel):
     """Which nodes a node check judges (a `Params` field of every node check)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    classes: tuple[NodeClass, ...] = Field(
-        (NodeClass.REAL,),
-        min_length=1,
-        description="Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), virtual "
-        "(label type=virtual-kubelet). Default real only: no koordlet or kruise-daemon runs on a "
-        "KWOK fake node (kwok marks every pod bound to one Running and Ready, so its 'ready agent' "
-        "proves nothing, and its NodeMetric never gets a status). Add fake only where something "
-        "reports for fake nodes (the sandbox's stand-ins).",
+    classes: tuple[NodeClass, ...] = node_classes_parameter(
+        "Node classes judged: real, fake (KWOK annotation kwok.x-k8s.io/node=fake), virtual "
+        "(label type=virtual-kubelet).",
+        "no koordlet or kruise-daemon runs on a KWOK fake node (kwok marks every pod bound to one Running and Ready, "
+        "so its 'ready agent' proves nothing, and its NodeMetric never gets a status)",
+        "something reports for fake nodes (the sandbox's stand-ins)",
     )
     label_selector: str = Field(
         "",
@@ -291,6 +299,15 @@ class UsageSample:
     def age_seconds(self, now: datetime) -> float | None:
         """Seconds since the report (negative under clock skew); None if it carries no time."""
         return None if self.taken_at is None else (now - self.taken_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class NodesAndUsage:
+    """Nodes as facts beside the usage reported for them (NodeMetrics, or metrics.k8s.io): what the checks that
+    judge koordlet's reports evaluate."""
+
+    nodes: tuple[NodeFacts, ...]
+    samples: tuple[UsageSample, ...]
 
 
 def _millis(value: object) -> int | None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kit import NOW
 from kit.node_fixtures import document
@@ -19,6 +19,7 @@ from outpost.kube.nodes import (
     NodeFacts,
     NodeSelection,
     facts_of,
+    node_classes_parameter,
     nothing_selected,
     select_nodes,
     usage_from_metrics_k8s,
@@ -244,3 +245,20 @@ def test_usage_from_captured_nodemetric_and_metrics_api() -> None:
     assert (k8s.node, k8s.cpu_millis) == ("n1", 250)
     with pytest.raises(MalformedResponse):
         usage_from_metrics_k8s({"metadata": {}, "usage": {}})
+
+
+class _Probed(BaseModel):
+    classes: tuple[NodeClass, ...] = node_classes_parameter(
+        "Node classes probed.", "nothing answers for a fake node", "something answers for fake nodes"
+    )
+
+
+def test_a_node_classes_parameter_is_real_only_by_default_never_empty_and_says_why() -> None:
+    assert _Probed().classes == (NodeClass.REAL,)
+    assert _Probed(classes=("real", "fake")).classes == (NodeClass.REAL, NodeClass.FAKE)
+    with pytest.raises(ValidationError, match="at least 1 item"):
+        _Probed(classes=())
+    assert _Probed.model_fields["classes"].description == (
+        "Node classes probed. Default real only: nothing answers for a fake node. "
+        "Add fake only where something answers for fake nodes."
+    )
