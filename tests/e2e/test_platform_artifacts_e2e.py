@@ -59,6 +59,10 @@ GCP_ENVIRONMENT = "e2e-gcp"
 GCP_PROJECT = "outpost-e2e"
 REGION = "eu-west-1"
 THROWAWAY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+SSM_TOKEN, SSM_HEARTBEAT = f"/outpost/{AWS_ENVIRONMENT}/token", f"/outpost/{AWS_ENVIRONMENT}/hb/{CHECK}"
+"""The SSM parameters the AWS environment names and `lambda_running` stores."""
+GCP_TOKEN, GCP_HEARTBEAT = f"projects/{GCP_PROJECT}/secrets/token", f"projects/{GCP_PROJECT}/secrets/heartbeat"
+"""The Secret Manager secrets the Google environment names and `google` serves."""
 
 
 def environment(name: str, sandbox: SandboxInfo, deploy: dict[str, str], token: str, heartbeat: str) -> dict[str, Any]:
@@ -99,9 +103,8 @@ class LambdaBuild:
 @pytest.fixture(scope="module")
 def lambda_build(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> LambdaBuild:
     tmp = tmp_path_factory.mktemp("lambda")
-    scope = f"/outpost/{AWS_ENVIRONMENT}"
     deploy = {"platform": "aws", "region": REGION, "architecture": host_architecture()}
-    root = project(tmp, environment(AWS_ENVIRONMENT, sandbox, deploy, f"ssm:{scope}/token", f"ssm:{scope}/hb/{CHECK}"))
+    root = project(tmp, environment(AWS_ENVIRONMENT, sandbox, deploy, f"ssm:{SSM_TOKEN}", f"ssm:{SSM_HEARTBEAT}"))
     built = package(sys.executable, AWS_ENVIRONMENT, tmp / "build", root=root, platform=f"aws-{host_architecture()}")
     return LambdaBuild(built, unpack(built.artifact, tmp / "task"))
 
@@ -140,8 +143,7 @@ def lambda_running(
         aws_access_key_id=THROWAWAY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=THROWAWAY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
     )
-    scope = f"/outpost/{AWS_ENVIRONMENT}"
-    for name, value in ((f"{scope}/token", sandbox.probe_token), (f"{scope}/hb/{CHECK}", receiver.url_for(CHECK))):
+    for name, value in ((SSM_TOKEN, sandbox.probe_token), (SSM_HEARTBEAT, receiver.url_for(CHECK))):
         ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
     function = lambda_function(lambda_build.built.stage, CHECK)
     seams = {"AWS_ENDPOINT_URL": moto_server, **THROWAWAY_CREDENTIALS}
@@ -212,9 +214,8 @@ class CloudFunctionsBuild:
 def gcp_build(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) -> CloudFunctionsBuild:
     """The Cloud Functions source and a clean virtualenv holding exactly its requirements.txt (hashes required)."""
     tmp = tmp_path_factory.mktemp("gcf")
-    secrets = f"gcpsm:projects/{GCP_PROJECT}/secrets"
     deploy = {"platform": "gcf", "region": "europe-west1", "project": GCP_PROJECT}
-    doc = environment(GCP_ENVIRONMENT, sandbox, deploy, f"{secrets}/token", f"{secrets}/heartbeat")
+    doc = environment(GCP_ENVIRONMENT, sandbox, deploy, f"gcpsm:{GCP_TOKEN}", f"gcpsm:{GCP_HEARTBEAT}")
     built = package(sys.executable, GCP_ENVIRONMENT, tmp / "build", root=project(tmp, doc), platform="gcp")
     source = unpack(built.artifact, tmp / "source")
     clean_venv(tmp / "venv", source / "requirements.txt")
@@ -223,10 +224,7 @@ def gcp_build(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture
 def google(sandbox: SandboxInfo, receiver: HeartbeatReceiver) -> Iterator[GoogleStandIn]:
-    secrets = {
-        f"projects/{GCP_PROJECT}/secrets/token": sandbox.probe_token,
-        f"projects/{GCP_PROJECT}/secrets/heartbeat": receiver.url_for(CHECK),
-    }
+    secrets = {GCP_TOKEN: sandbox.probe_token, GCP_HEARTBEAT: receiver.url_for(CHECK)}
     with GoogleStandIn(secrets=secrets, project=GCP_PROJECT) as stand_in:
         yield stand_in
 
@@ -243,6 +241,14 @@ def cloud_function(gcp_build: CloudFunctionsBuild, google: GoogleStandIn, tmp_pa
         yield url
 
 
+def invoked(url: str, status: int, log: Path) -> Any:
+    """The function's JSON answer to a POST with no body, which must come with `status` (else the answer and the
+    tail of the function's log)."""
+    response = httpx.post(url, timeout=120)
+    assert response.status_code == status, (response.text, log.read_text()[-3000:])
+    return response.json()
+
+
 def test_cloud_function_is_what_terraform_deploys(gcp_build: CloudFunctionsBuild) -> None:
     entry_point, variables = cloud_function_environment(gcp_build.built.stage, CHECK)
     assert entry_point == "http"
@@ -255,9 +261,7 @@ def test_cloud_function_is_what_terraform_deploys(gcp_build: CloudFunctionsBuild
 def test_cloud_function_healthy_run_answers_200_and_pings_once(
     cloud_function: str, receiver: HeartbeatReceiver, google: GoogleStandIn, tmp_path: Path
 ) -> None:
-    response = httpx.post(cloud_function, timeout=120)
-    assert response.status_code == 200, (response.text, (tmp_path / "gcf.log").read_text()[-3000:])
-    body = response.json()
+    body = invoked(cloud_function, 200, tmp_path / "gcf.log")
     assert (body["check"], body["status"], body["reported"]) == (CHECK, "ok", True), body
     assert receiver.pings_for(CHECK) == 1
     assert set(google.accesses) == set(google.secrets)  # both secrets came from Secret Manager, as deployed
@@ -266,9 +270,7 @@ def test_cloud_function_healthy_run_answers_200_and_pings_once(
 def test_cloud_function_broken_run_answers_503_and_never_pings(
     broken: None, cloud_function: str, receiver: HeartbeatReceiver, tmp_path: Path
 ) -> None:
-    response = httpx.post(cloud_function, timeout=120)
-    assert response.status_code == 503, (response.text, (tmp_path / "gcf.log").read_text()[-3000:])
-    body = response.json()
+    body = invoked(cloud_function, 503, tmp_path / "gcf.log")
     assert (body["status"], body["reported"]) == ("failed", False), body
     assert body["summary"].startswith("BE pods: observed 10 evictPodSuccess"), body
     assert receiver.pings_for(CHECK) == 0

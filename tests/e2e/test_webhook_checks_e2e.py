@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +18,7 @@ import httpx
 import pytest
 from check_runs import CheckRuns, Receiver, broken
 
+from kit.outpost_cli import run_cli
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
@@ -137,24 +136,7 @@ def test_probe_refused_by_rbac_is_error_and_silent(
 
 def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path) -> None:
     with broken("webhook-config-deleted", sb.state_dir, "kruise"):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "outpost.cli",
-                "run",
-                "kruise-webhook",
-                "admission-dry-run",
-                "--config",
-                str(config),
-                "--json",
-                "--no-report",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = run_cli("kruise-webhook", "admission-dry-run", config=config, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     results = {r["check"]: r for r in json.loads(proc.stdout)}
     assert {name: r["status"] for name, r in results.items()} == {

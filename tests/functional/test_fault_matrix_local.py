@@ -183,12 +183,14 @@ class Case:
 # -- arrangements ------------------------------------------------------------------------------------------------
 
 
-def _config_file(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
-    def arrange(arena: Arena) -> Invocation:
-        path = make(arena)
-        return arena.run(path, str(path))
+def _given(make: Callable[[Arena], Path], invoke: Callable[[Arena, Path], Invocation]) -> Callable[[Arena], Invocation]:
+    """Make the bad input, then invoke Outpost with it."""
+    return lambda arena: invoke(arena, make(arena))
 
-    return arrange
+
+def _config_file(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
+    """The input as the configuration file of `outpost run`."""
+    return _given(make, lambda arena, path: arena.run(path, str(path)))
 
 
 def _validate_dev_zero(_arena: Arena) -> Invocation:
@@ -196,11 +198,8 @@ def _validate_dev_zero(_arena: Arena) -> Invocation:
 
 
 def _cold_start(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
-    def arrange(arena: Arena) -> Invocation:
-        path = make(arena)
-        return Invocation([], str(path), {"OUTPOST_CONFIG": str(path)})
-
-    return arrange
+    """The input as `OUTPOST_CONFIG` of a function's cold start."""
+    return _given(make, lambda _arena, path: Invocation([], str(path), {"OUTPOST_CONFIG": str(path)}))
 
 
 def _config_alias_bomb(arena: Arena) -> Path:
@@ -229,11 +228,8 @@ def _config_alias_bomb(arena: Arena) -> Path:
 
 
 def _kubeconfig_input(make: Callable[[Arena], Path]) -> Callable[[Arena], Invocation]:
-    def arrange(arena: Arena) -> Invocation:
-        path = make(arena)
-        return arena.with_kubeconfig(path, str(path))
-
-    return arrange
+    """The input as the kubeconfig a configuration names."""
+    return _given(make, lambda arena, path: arena.with_kubeconfig(path, str(path)))
 
 
 def _big_kubeconfig(arena: Arena) -> Invocation:

@@ -384,6 +384,28 @@ SERVER_AFTER = 5.0
 """functions-framework's server takes 1-2 s to start and answer; its request is then in flight."""
 
 
+STOPPED_CODE = {SIGINT: 130, SIGTERM: 143}
+"""How the CLI and the Lambda entry exit when a signal stops them: 128 + the signal's number, as a shell reports it."""
+
+
+def stop_case(
+    name: str,
+    launch: Callable[..., Callable[[Rig], ChildOutcome]],
+    signum: signal.Signals,
+    arrange: Callable[[Rig], Path],
+    *args: Any,
+    plugin: bool = False,
+    line: str | None = None,
+) -> Case:
+    """A CLI or Lambda run (`cli_signal`, `lambda_signal`) sent `signum` `CLI_AFTER` s in: it must stop with
+    `STOPPED_CODE`, as `stopped` judges."""
+    return Case(
+        name,
+        launch(signum, arrange, CLI_AFTER, *args),
+        stopped(signum, CLI_AFTER, code=STOPPED_CODE[signum], plugin=plugin, line=line),
+    )
+
+
 def _slow(rig: Rig) -> Path:
     return rig.config(rig.server(slow_healthy()))
 
@@ -465,45 +487,40 @@ CASES = [
         refused(r"^request body is larger than 65536 bytes"),
     ),
     # -- signals ---------------------------------------------------------------------------------------------------
-    Case(
-        "CLI: SIGINT while the API server hangs",
-        cli_signal(SIGINT, _hanging, CLI_AFTER),
-        stopped(SIGINT, CLI_AFTER, code=130, line=r"outpost run: stopped by SIGINT"),
+    stop_case(
+        "CLI: SIGINT while the API server hangs", cli_signal, SIGINT, _hanging, line=r"outpost run: stopped by SIGINT"
     ),
-    Case(
-        "CLI: SIGINT while the API server answers healthy slowly (no ping after)",
-        cli_signal(SIGINT, _slow, CLI_AFTER),
-        stopped(SIGINT, CLI_AFTER, code=130),
-    ),
-    Case(
+    stop_case("CLI: SIGINT while the API server answers healthy slowly (no ping after)", cli_signal, SIGINT, _slow),
+    stop_case(
         "CLI --all: SIGINT while the API server answers healthy slowly (no ping after)",
-        cli_signal(SIGINT, _slow, CLI_AFTER, "--all"),
-        stopped(SIGINT, CLI_AFTER, code=130),
+        cli_signal,
+        SIGINT,
+        _slow,
+        "--all",
     ),
-    Case(
+    stop_case(
         "CLI: SIGTERM while the API server answers healthy slowly",
-        cli_signal(SIGTERM, _slow, CLI_AFTER),
-        stopped(SIGTERM, CLI_AFTER, code=143, line=r"outpost run: stopped by SIGTERM"),
+        cli_signal,
+        SIGTERM,
+        _slow,
+        line=r"outpost run: stopped by SIGTERM",
     ),
-    Case(
-        "CLI: SIGINT while the exec plugin sleeps",
-        cli_signal(SIGINT, _plugin, CLI_AFTER),
-        stopped(SIGINT, CLI_AFTER, code=130, plugin=True),
-    ),
-    Case(
-        "CLI: SIGTERM while the exec plugin sleeps",
-        cli_signal(SIGTERM, _plugin, CLI_AFTER),
-        stopped(SIGTERM, CLI_AFTER, code=143, plugin=True),
-    ),
-    Case(
+    stop_case("CLI: SIGINT while the exec plugin sleeps", cli_signal, SIGINT, _plugin, plugin=True),
+    stop_case("CLI: SIGTERM while the exec plugin sleeps", cli_signal, SIGTERM, _plugin, plugin=True),
+    stop_case(
         "lambda: SIGTERM during a scheduled run while the exec plugin sleeps",
-        lambda_signal(SIGTERM, _plugin, CLI_AFTER),
-        stopped(SIGTERM, CLI_AFTER, code=143, plugin=True),
+        lambda_signal,
+        SIGTERM,
+        _plugin,
+        plugin=True,
     ),
-    Case(
+    stop_case(
         "lambda: SIGTERM during a function URL run against a slow healthy server",
-        lambda_signal(SIGTERM, _slow, CLI_AFTER, function_url()),
-        stopped(SIGTERM, CLI_AFTER, code=143, line=r'"outcome":"stopped","signal":"SIGTERM"'),
+        lambda_signal,
+        SIGTERM,
+        _slow,
+        function_url(),
+        line=r'"outcome":"stopped","signal":"SIGTERM"',
     ),
     Case(
         "functions-framework server: SIGTERM during a run against a slow healthy server",

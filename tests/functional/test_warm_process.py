@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from kit.kubeconfigs import exec_user, write_kubeconfig
+from kit.outpost_cli import run_cli
 from outpost.config import Settings, parse_settings
 from outpost.result import Status
 from outpost.runner import run_check
@@ -171,23 +172,8 @@ def test_the_cli_exits_as_soon_as_it_has_printed(
         )
     )
     started = time.monotonic()
-    process = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "outpost.cli",
-            "run",
-            "apiserver-health",
-            "--config",
-            str(config),
-            "--json",
-            "--no-report",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "WARM_TOKEN": "warm-process-token-Zx81"},
+    process = run_cli(
+        "apiserver-health", config=config, timeout=60, env={**os.environ, "WARM_TOKEN": "warm-process-token-Zx81"}
     )
     elapsed = time.monotonic() - started
     assert process.returncode == 2, process.stderr

@@ -120,10 +120,8 @@ source_dir() { # module-dir: sets $src to where it builds: itself, or a copy usi
   prepared_src[$dir]=$src
 }
 
-build() { # module-dir output-name package ldflags
-  local dir=$1 out=$2 pkg=$3 ldflags=$4 start=$SECONDS
-  echo "== building $out ($pkg)" >> "$log"
-  source_dir "$dir"
+compile() { # output-name package ldflags start: go build in $src, into $bindir only once it succeeded
+  local out=$1 pkg=$2 ldflags=$3 start=$4
   if ! (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$bindir/$out.tmp" "$pkg") >> "$log" 2>&1; then
     echo "build.sh: building $out failed; last lines of $log:" >&2
     tail -n 40 "$log" >&2
@@ -131,6 +129,13 @@ build() { # module-dir output-name package ldflags
   fi
   mv "$bindir/$out.tmp" "$bindir/$out"
   echo "== built $out in $((SECONDS - start)) s" >> "$log"
+}
+
+build() { # module-dir output-name package ldflags
+  local dir=$1 out=$2 pkg=$3 ldflags=$4 start=$SECONDS
+  echo "== building $out ($pkg)" >> "$log"
+  source_dir "$dir"
+  compile "$out" "$pkg" "$ldflags" "$start"
 }
 
 release_src() { # module version: sets $src to a writable copy of the verified release zip, unpacked under the cache
@@ -151,13 +156,7 @@ build_release() { # module version output-name package
   local module=$1 version=$2 out=$3 pkg=$4 start=$SECONDS
   echo "== building $out ($module@$version $pkg, as the main module)" >> "$log"
   release_src "$module" "$version"
-  if ! (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$bindir/$out.tmp" "$pkg") >> "$log" 2>&1; then
-    echo "build.sh: building $out failed; last lines of $log:" >&2
-    tail -n 40 "$log" >&2
-    exit 1
-  fi
-  mv "$bindir/$out.tmp" "$bindir/$out"
-  echo "== built $out in $((SECONDS - start)) s" >> "$log"
+  compile "$out" "$pkg" "-s -w" "$start"
 }
 
 if [ "$mode" = test ]; then

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -147,29 +147,14 @@ class Sandbox:
         self.log = log
         self.pki = PKI(self.state_dir / "pki")
         self.procs = ProcessTable(self.state_dir / "run", self.state_dir / "logs")
+        self.kubeconfig: Final = self.state_dir / "kubeconfig"
+        self.probe_kubeconfig: Final = self.state_dir / "probe.kubeconfig"
+        # The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.tooling.rbac).
+        self.reconciler_kubeconfig: Final = self.state_dir / "reconciler.kubeconfig"
+        self.ca_path: Final = self.pki.ca_cert
+        self._state_file: Final = self.state_dir / "sandbox.json"
 
-    # Paths and credentials ---------------------------------------------------------------------
-    @property
-    def kubeconfig(self) -> Path:
-        return self.state_dir / "kubeconfig"
-
-    @property
-    def probe_kubeconfig(self) -> Path:
-        return self.state_dir / "probe.kubeconfig"
-
-    @property
-    def reconciler_kubeconfig(self) -> Path:
-        """The `kwok-pod-reconciler` job's own write identity (`outpost-reconciler`, outpost.tooling.rbac)."""
-        return self.state_dir / "reconciler.kubeconfig"
-
-    @property
-    def ca_path(self) -> Path:
-        return self.pki.ca_cert
-
-    @property
-    def _state_file(self) -> Path:
-        return self.state_dir / "sandbox.json"
-
+    # State and credentials -----------------------------------------------------------------------
     def load_state(self) -> State | None:
         try:
             return State.from_json(self._state_file.read_text())

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Final, TypedDict, Unpack
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -73,17 +73,38 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePublicKey,
+    not_before: dt.datetime,
+    not_after: dt.datetime,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What every certificate here has: a random serial, its validity, and the basic constraints and key usage of
+    a CA (signs certificates and CRLs) or a leaf (signs only)."""
+    usage = x509.KeyUsage(
         digital_signature=True,
-        key_cert_sign=signs_certificates,
-        crl_sign=signs_certificates,
+        key_cert_sign=ca,
+        crl_sign=ca,
         content_commitment=False,
         key_encipherment=False,
         data_encipherment=False,
         key_agreement=False,
         encipher_only=False,
         decipher_only=False,
+    )
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(usage, critical=True)
     )
 
 
@@ -92,15 +113,7 @@ def make_ca(common_name: str, not_before: dt.datetime, not_after: dt.datetime) -
     key = new_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_key_usage(signs_certificates=True), critical=True)
+        _builder(name, name, key.public_key(), not_before, not_after, ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -150,15 +163,7 @@ def issue(
         if wanted
     ]
     builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attrs))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(signs_certificates=False), critical=True)
+        _builder(x509.Name(attrs), ca_cert.subject, key.public_key(), start, end, ca=False)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
     )
@@ -293,32 +298,17 @@ class PKI:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.dir / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.dir / "ca.key"
+        self.ca_cert: Final = self.cert("ca")
+        self.ca_key: Final = self.key("ca")
+        self.sa_key: Final = directory / "sa.key"
+        self.sa_pub: Final = directory / "sa.pub"
+        self.token_file: Final = directory / "tokens.csv"
 
     def cert(self, name: str) -> Path:
         return self.dir / f"{name}.crt"
 
     def key(self, name: str) -> Path:
         return self.dir / f"{name}.key"
-
-    @property
-    def sa_key(self) -> Path:
-        return self.dir / "sa.key"
-
-    @property
-    def sa_pub(self) -> Path:
-        return self.dir / "sa.pub"
-
-    @property
-    def token_file(self) -> Path:
-        return self.dir / "tokens.csv"
 
     def ensure(self, advertise_address: str) -> None:
         """Create whatever is missing; existing material is kept so a restarted sandbox keeps

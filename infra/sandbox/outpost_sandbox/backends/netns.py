@@ -8,11 +8,11 @@ failures are one-line `NetnsError`s naming the command.
 
 from __future__ import annotations
 
-import ctypes
-import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from outpost_sandbox import setns
 
 NETNS = "outpost-sbx"
 HOST_IF, NS_IF = "osbx0", "osbx1"
@@ -20,7 +20,6 @@ HOST_ADDR, NS_ADDR = "10.243.255.1/30", "10.243.255.2/30"
 NS_GW = "10.243.255.2"
 POD_CIDR, NODE_CIDR = "10.244.0.0/16", "10.245.0.0/16"
 OWNED_CIDRS = (POD_CIDR, NODE_CIDR)
-CLONE_NEWNET = 0x40000000
 
 
 class NetnsError(Exception):
@@ -76,24 +75,7 @@ def down() -> None:
 
 @contextmanager
 def inside() -> Iterator[None]:
-    """Run the body with this thread in the sandbox namespace; sockets created there stay there.
-
-    Why setns instead of `ip netns exec`: the daemon must listen inside the namespace but also
-    reach the API server on the host's loopback; a socket keeps the namespace it was created in,
-    so binding inside and switching back gives one process both.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{NETNS}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise NetnsError(f"setns into {NETNS} failed: {os.strerror(ctypes.get_errno())}")
-        try:
-            yield
-        finally:
-            if libc.setns(own, CLONE_NEWNET) != 0:
-                # A thread stuck in the wrong namespace would talk to the wrong network: stop.
-                os._exit(70)
-    finally:
-        os.close(own)
-        os.close(target)
+    """Run the body with this thread in the sandbox namespace (`setns.entered`); sockets created there stay there:
+    the daemon listens inside the namespace and reaches the API server on the host's loopback."""
+    with setns.entered(NETNS, NetnsError):
+        yield

@@ -103,6 +103,11 @@ def release(ctx: FaultContext, manager: str, timeout: float = 180) -> None:
         systems.wait_managers(kube, timeout)
 
 
+def release_held(ctx: FaultContext, undo: dict[str, Any]) -> None:
+    """The heal of a fault whose apply held one manager down or frozen (`undo["manager"]`)."""
+    release(ctx, undo["manager"])
+
+
 def systems_kube(ctx: FaultContext) -> Any:
     return ctx.kube.impersonating({}, timeout=30)
 
@@ -113,10 +118,7 @@ def down_fault() -> tuple[Apply, Heal]:
         hold_down(ctx, manager)
         return {"manager": manager}
 
-    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        release(ctx, undo["manager"])
-
-    return apply, heal
+    return apply, release_held
 
 
 def frozen_fault() -> tuple[Apply, Heal]:
@@ -134,10 +136,7 @@ def frozen_fault() -> tuple[Apply, Heal]:
         )
         return {"manager": manager}
 
-    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        release(ctx, undo["manager"])
-
-    return apply, heal
+    return apply, release_held
 
 
 def lease_stolen_fault() -> tuple[Apply, Heal]:

@@ -8,17 +8,17 @@ are idempotent; failures are one-line `PodNetError`s naming the command.
 
 from __future__ import annotations
 
-import ctypes
 import ipaddress
 import os
 import socket
 import subprocess
 
+from outpost_sandbox import setns
+
 POD_RANGE = ipaddress.IPv4Network("10.246.0.0/24")
 GATEWAY = "10.246.0.1"
 NETNS_PREFIX = "osbx-pod-"
 HOST_LINK_PREFIX = "osbxp"
-_CLONE_NEWNET = 0x40000000
 
 
 class PodNetError(Exception):
@@ -102,23 +102,10 @@ def delete(ip: str) -> None:
 
 def listening_socket(ns: str, host: str, port: int) -> socket.socket:
     """A non-blocking TCP socket listening on host:port inside namespace `ns`."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, _CLONE_NEWNET) != 0:
-            raise PodNetError(f"setns into {ns} failed: {os.strerror(ctypes.get_errno())}")
-        try:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            sock.listen(128)
-            sock.setblocking(False)
-            return sock
-        finally:
-            if libc.setns(own, _CLONE_NEWNET) != 0:
-                # A thread left in a pod's namespace would send the daemon's traffic there: stop.
-                os._exit(70)
-    finally:
-        os.close(own)
-        os.close(target)
+    with setns.entered(ns, PodNetError):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+        return sock
