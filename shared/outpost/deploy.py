@@ -42,16 +42,18 @@ ALERT_TARGET_SECONDS: Final = 300
 SECRET_STORES: Final = {"aws": ("ssm", "secretsmanager"), "gcf": ("gcpsm",)}
 AUTH_MODES: Final = {"aws": ("eks", "token"), "gcf": ("gke", "token")}
 
-# Provider limits of the names a deployment generates (characters).
-LAMBDA_FUNCTION_NAME_MAX: Final = 64
-IAM_ROLE_NAME_MAX: Final = 64
-IAM_POLICY_NAME_MAX: Final = 128
-STACK_NAME_MAX: Final = 128
-ALARM_NAME_MAX: Final = 255
-GCF_FUNCTION_NAME_MAX: Final = 63
-SERVICE_ACCOUNT_ID_MAX: Final = 30
-CLOUD_SCHEDULER_JOB_NAME_MAX: Final = 500
-BUCKET_NAME_MAX: Final = 63
+NAME_LIMITS: Final = {
+    "Lambda function name": 64,
+    "IAM role name": 64,
+    "IAM policy name": 128,
+    "CloudFormation stack name": 128,
+    "CloudWatch alarm name": 255,
+    "Cloud Functions function name": 63,
+    "service account id": 30,
+    "Cloud Scheduler job name": 500,
+    "source bucket name": 63,
+}
+"""The provider's limit (characters) of each kind of name a deployment generates."""
 
 _AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _GCP_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
@@ -163,35 +165,26 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
     assert settings.deploy is not None
     env = settings.environment
     names: list[tuple[str, str, str, int]] = []
+
+    def generates(path: str, what: str, name: str, kind: str | None = None) -> None:
+        names.append((path, what, name, NAME_LIMITS[kind or what]))
+
     if settings.deploy.platform == "aws":
         region = settings.deploy.region
-        names += [
-            ("environment", "CloudFormation stack name", f"{SERVICE}-{env}", STACK_NAME_MAX),
-            ("environment", "IAM role name", f"{SERVICE}-{env}-{region}-lambdaRole", IAM_ROLE_NAME_MAX),
-            ("environment", "IAM policy name", f"{SERVICE}-{env}-lambda", IAM_POLICY_NAME_MAX),
-        ]
+        generates("environment", "CloudFormation stack name", f"{SERVICE}-{env}")
+        generates("environment", "IAM role name", f"{SERVICE}-{env}-{region}-lambdaRole")
+        generates("environment", "IAM policy name", f"{SERVICE}-{env}-lambda")
         for check in settings.enabled_checks():
-            names += [
-                (f"checks.{check}", "Lambda function name", function_name(env, check), LAMBDA_FUNCTION_NAME_MAX),
-                (f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check), ALARM_NAME_MAX),
-            ]
+            generates(f"checks.{check}", "Lambda function name", function_name(env, check))
+            generates(f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check))
     else:
         for role, account in service_accounts(env).items():
-            names.append(("environment", f"{role} service account id", account, SERVICE_ACCOUNT_ID_MAX))
+            generates("environment", f"{role} service account id", account, kind="service account id")
         if settings.deploy.project is not None:
-            names.append(
-                ("environment", "source bucket name", source_bucket(settings.deploy.project, env), BUCKET_NAME_MAX)
-            )
+            generates("environment", "source bucket name", source_bucket(settings.deploy.project, env))
         for check in settings.enabled_checks():
-            names += [
-                (f"checks.{check}", "Cloud Functions function name", function_name(env, check), GCF_FUNCTION_NAME_MAX),
-                (
-                    f"checks.{check}",
-                    "Cloud Scheduler job name",
-                    function_name(env, check),
-                    CLOUD_SCHEDULER_JOB_NAME_MAX,
-                ),
-            ]
+            generates(f"checks.{check}", "Cloud Functions function name", function_name(env, check))
+            generates(f"checks.{check}", "Cloud Scheduler job name", function_name(env, check))
     return names
 
 
