@@ -1,4 +1,5 @@
-"""Certificates generated in the tests (never checked in): a CA, and leaves it signs, with chosen validity."""
+"""Certificates generated in the tests (never checked in): a CA, and leaves it signs, with chosen validity; and the
+base64 texts that are no certificate, each with the reason `outpost.kube.certificates` names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import datetime as dt
 import ipaddress
 from dataclasses import dataclass
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -65,6 +67,31 @@ def issue(
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+KEY_TEXT = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRET"
+"""The body of the private key in NOT_CERTIFICATES: no message, line or detail may quote it."""
+
+NOT_CERTIFICATES = [
+    pytest.param("", "empty", id="empty"),
+    pytest.param("   ", "empty", id="blank"),
+    pytest.param("not base64 at all!", "not base64", id="not-base64"),
+    pytest.param("%%%", "not base64", id="not-base64-symbols-only"),
+    pytest.param(b64(b"hello world"), "no PEM CERTIFICATE block", id="base64-of-hello-world"),
+    pytest.param(b64(b"not a cert"), "no PEM CERTIFICATE block", id="base64-of-not-a-cert"),
+    pytest.param(
+        b64(f"-----BEGIN PRIVATE KEY-----\n{KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()),
+        "no PEM CERTIFICATE block",
+        id="a-private-key",
+    ),
+    pytest.param(
+        b64(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"),
+        "PEM block 1 of 1 does not parse (ValueError): failed to parse certificate; the API server refuses this bundle",
+        id="truncated-certificate",
+    ),
+]
+"""(text, reason): what a caBundle may hold that is no certificate (base64, as the API returns it), and the whole
+reason `parse_base64_pem_bundle` gives for it."""
 
 
 def distinct_cas(count: int, prefix: str, days: int = 365) -> list[bytes]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kit import NOW, FakeApiServer, fake_cluster
-from kit.certs import Issued, b64, issue
+from kit.certs import KEY_TEXT, NOT_CERTIFICATES, Issued, b64, issue
 from outpost.checks import webhook_cert_expiry
 from outpost.checks.apiserver_cert_expiry import ApiserverCertData, ApiserverCertExpiryParams
 from outpost.checks.apiserver_cert_expiry import evaluate as evaluate_apiserver
@@ -246,22 +246,7 @@ def test_rotation_bundle_is_judged_by_its_earliest_certificate() -> None:
     assert all("CN=old-ca expires in 3.0 days" in line for line in result.errors)
 
 
-KEY_TEXT = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgTOPSECRET"
-
-
-@pytest.mark.parametrize(
-    ("bundle", "reason"),
-    [
-        pytest.param("", "empty", id="empty"),
-        pytest.param("bm90IGEgY2VydA==", "no PEM CERTIFICATE block", id="base64-text"),
-        pytest.param("%%%", "not base64", id="not-base64"),
-        pytest.param(
-            b64(f"-----BEGIN PRIVATE KEY-----\n{KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()),
-            "no PEM CERTIFICATE block",
-            id="a-key-instead",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("bundle", "reason"), NOT_CERTIFICATES)
 def test_ca_bundle_that_is_not_a_certificate_is_named_not_skipped(bundle: str, reason: str) -> None:
     result = evaluate_webhooks(seen_all(bundle), WebhookCertExpiryParams(), NOW)
     assert result.status is Status.FAILED

@@ -1,7 +1,8 @@
-"""gang-scheduling over PodGroups and member pods (Pending, Running, Failed) shaped as koord-scheduler v1.6.0 and the
-kubelet write them (built from the Go types: tests/unit/fixtures/gang_scheduling/koord_objects.json says how, and
-which case was measured against the real koord-scheduler), one table row per rule, plus the objects captured from
-the sandbox's stand-in (no koord-scheduler ran there) and the fetch over the kit's API server."""
+"""gang-scheduling over PodGroups and member pods (Pending, Running, Failed) shaped as koord-scheduler v1.6.0 and
+the kubelet write them (built from the Go types: tests/unit/fixtures/gang_scheduling/koord_objects.json says how,
+and which case was measured against the real koord-scheduler), one table row per rule (evaluate_cases.json beside
+it, its rows read by `case`), plus the objects captured from the sandbox's stand-in (no koord-scheduler ran there)
+and the fetch over the kit's API server."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ from outpost.kube import PodGroup, parse_items, parse_time
 from outpost.kube.objects import PodSchedulingOutline
 from outpost.result import Status
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gang_scheduling" / "koord_objects.json"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gang_scheduling"
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "workload-checks"
-DOC: dict[str, Any] = json.loads(FIXTURES.read_text())
+DOC: dict[str, Any] = json.loads((FIXTURES / "koord_objects.json").read_text())
+CASES: dict[str, Any] = json.loads((FIXTURES / "evaluate_cases.json").read_text())
 NOW = datetime.fromisoformat(DOC["now"])
 PARAMS = GangSchedulingParams()
 PG_PATH = "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
@@ -75,28 +77,6 @@ def judge(
     return gang_scheduling.evaluate(data, params, now)
 
 
-def with_status(name: str, status: dict[str, Any]) -> list[dict[str, Any]]:
-    """The fixture PodGroup `name` with another status (as koord-scheduler rewrites it)."""
-    raw = groups(name)
-    raw[0]["status"] = status
-    return raw
-
-
-def labelled(raw: list[dict[str, Any]], labels: dict[str, str]) -> list[dict[str, Any]]:
-    """`raw` PodGroups carrying `labels` (what a label selector lists)."""
-    for group in raw:
-        group["metadata"].setdefault("labels", {}).update(labels)
-    return raw
-
-
-def changed(raw: list[dict[str, Any]], name: str, change: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """`raw` with the pod `name` changed in place by `change`."""
-    for pod in raw:
-        if pod["metadata"]["name"] == name:
-            change(pod)
-    return raw
-
-
 def succeeded(pod: dict[str, Any]) -> None:
     """A running member that ended with exit code 0, as the kubelet writes it."""
     status = pod["status"]
@@ -129,551 +109,46 @@ def other_scheduler(pod: dict[str, Any]) -> None:
     pod["spec"]["schedulerName"] = "default-scheduler"
 
 
+CHANGES: dict[str, Callable[[dict[str, Any]], None]] = {
+    change.__name__: change for change in (succeeded, untimed, deleting, other_scheduler)
+}
+"""The edits a row of evaluate_cases.json may make to a member pod, by name."""
+
+
 def captured(state: str) -> list[dict[str, Any]]:
     doc: dict[str, Any] = json.loads((CAPTURED / f"podgroups.{state}.json").read_text())
     return list(doc["items"])
 
 
+def case(row: dict[str, Any]) -> Any:
+    """A row of evaluate_cases.json as test_evaluate's arguments (its "about" says what each key means)."""
+    raw_groups = captured(row["captured"]) if "captured" in row else groups(*row.get("podgroups", []))
+    if "podgroup_status" in row:  # as koord-scheduler rewrites it
+        raw_groups[0]["status"] = row["podgroup_status"]
+    if "labels" in row:  # what a label selector lists
+        for group in raw_groups:
+            group["metadata"].setdefault("labels", {}).update(row["labels"])
+    raw_pods = members(*row.get("members", [])) + pods(*row.get("pods", []))
+    for name, change in row.get("changes", []):
+        CHANGES[change](next(pod for pod in raw_pods if pod["metadata"]["name"] == name))
+    return pytest.param(
+        raw_groups,
+        raw_pods,
+        GangSchedulingParams(**row.get("params", {})),
+        Status(row["status"]),
+        row.get("named"),
+        row["summary"],
+        row.get("details", {}),
+        id=row["id"],
+    )
+
+
 INCOMPLETE = GangSchedulingParams(fail_incomplete=True)
-ANY_SCHEDULER = GangSchedulingParams(scheduler_names=[])
 
 
 @pytest.mark.parametrize(
     ("raw_groups", "raw_pods", "params", "status", "named", "summary", "details"),
-    [
-        # -- PodGroups koord keeps current ---------------------------------------------------------------
-        pytest.param(
-            groups("train-running"),
-            [],
-            PARAMS,
-            Status.OK,
-            None,
-            "1 PodGroup(s) and 0 gang(s) without one: none stuck past 600 s",
-            {"by_phase": {"Running": 1}},
-            id="running",
-        ),
-        pytest.param(
-            groups("train-running"),
-            pods("train-running-3"),
-            PARAMS,
-            Status.OK,
-            None,
-            "none stuck",
-            {
-                "members_waiting": 1,
-                "beyond_quorum": [
-                    "podgroup batch/train-running: 1 member(s) wait beyond the quorum (phase Running, 3 "
-                    "scheduled, 3 running, 0 succeeded, 0 failed of minMember 3): pod train-running-3 "
-                    "PodScheduled=False (Unschedulable) for 3919 s: 0/10 nodes are available: 10 Insufficient "
-                    "cpu. preemption: 0/10 nodes are available: 10 Preemption is not helpful for "
-                    "scheduling.."
-                ],
-            },
-            id="running-with-an-extra-member-that-fits-nowhere",
-        ),
-        pytest.param(
-            groups("train-stuck"),
-            members("train-stuck"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-stuck: observed 4 member(s) waiting to be scheduled longer than 600 s "
-            "(want minMember 3 scheduled within it; phase Scheduling, 0 scheduled, 0 running, 0 succeeded, "
-            "0 failed of minMember 3): pod train-stuck-0 PodScheduled=False (Unschedulable) for 3919 s: "
-            "0/10 nodes are available: 10 node(s) didn't match Pod's node affinity/selector. Gang "
-            '"batch/train-stuck" gets rejected due to pod is unschedulable, preemptio...; pod train-stuck-1 '
-            "PodScheduled=False (Unschedulable) for 3919 s: 0/10 nodes are available: gang scheduleCycle not "
-            "valid, gangName: batch/train-stuck, podName: batch/train-stuck-1. preemption: 0/10 nodes are "
-            "available: 10 P...; +2 more",
-            "1 gang(s) stuck waiting of 1 PodGroup(s) and 0 gang(s) without one",
-            {"stuck": 1, "members_waiting": 4},
-            id="stuck-members-ask-for-a-node-that-does-not-exist",
-        ),
-        pytest.param(
-            groups("train-young"),
-            members("train-young"),
-            PARAMS,
-            Status.OK,
-            None,
-            "none stuck",
-            {},
-            id="waiting-less-than-the-bound",
-        ),
-        pytest.param(
-            groups("train-patient"),
-            members("train-patient"),
-            PARAMS,
-            Status.OK,
-            None,
-            "none stuck",
-            {},
-            id="within-its-own-longer-scheduleTimeoutSeconds",
-        ),
-        pytest.param(
-            groups("train-unsynced"),
-            members("train-unsynced"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-unsynced: observed 2 member(s) waiting to be scheduled longer than 600 s "
-            "(want minMember 2 scheduled within it; phase (unset), 0 scheduled",
-            "1 gang(s) stuck",
-            {"by_phase": {"(unset)": 1}},
-            id="whole-gang-waits-and-no-phase-ever-written",
-        ),
-        pytest.param(
-            groups("train-partial"),
-            members("train-partial"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-partial: observed 1 member(s) waiting to be scheduled longer than 600 s "
-            "(want minMember 3 scheduled within it; phase Scheduling, 2 scheduled, 2 running",
-            "1 gang(s) stuck",
-            {},
-            id="scheduling-the-last-missing-member-waits",
-        ),
-        pytest.param(
-            groups("train-recreated"),
-            members("train-recreated"),
-            PARAMS,
-            Status.OK,
-            None,
-            "none stuck",
-            {},
-            id="old-scheduleStartTime-is-no-wait-a-member-recreated-just-now",
-        ),
-        # -- Pending: fewer pods than minMember exist --------------------------------------------------
-        pytest.param(
-            groups("train-deleted"),
-            [],
-            PARAMS,
-            Status.OK,
-            None,
-            "(1 Pending without members: see details)",
-            {"pending_without_members": ["podgroup batch/train-deleted"]},
-            id="workload-deleted-reset-to-Pending-with-old-counters",
-        ),
-        pytest.param(
-            groups("train-short"),
-            members("train-short"),
-            PARAMS,
-            Status.OK,
-            None,
-            "1 incomplete",
-            {
-                "incomplete": [
-                    "podgroup batch/train-short: observed 2 member(s) waiting, fewer than the 4 minMember still "
-                    "needs, held by koord-scheduler until the workload creates the rest (phase Pending, 0 "
-                    "scheduled, 0 running, 0 succeeded, 0 failed of minMember 4): pod train-short-0 "
-                    "PodScheduled=False (Unschedulable) for 2119 s: 0/10 nodes are available: gang child pod not "
-                    "collect enough, gangName: batch/train-short, podName: batch/train-short-0. preemption: 0/10 "
-                    "nodes are available:...; pod train-short-1 PodScheduled=False (Unschedulable) for 2119 s: "
-                    "0/10 nodes are available: gang child pod not collect enough, gangName: batch/train-short, "
-                    "podName: batch/train-short-1. preemption: 0/10 nodes are available:..."
-                ]
-            },
-            id="incomplete-held-by-PreFilter-helm-chart",
-        ),
-        pytest.param(
-            groups("train-short-quiet"),
-            members("train-short-quiet"),
-            PARAMS,
-            Status.OK,
-            None,
-            "1 incomplete",
-            {},
-            id="incomplete-held-by-PreEnqueue-kustomize-no-condition",
-        ),
-        pytest.param(
-            groups("train-short"),
-            members("train-short"),
-            INCOMPLETE,
-            Status.FAILED,
-            "podgroup batch/train-short: observed 2 member(s) waiting, fewer than the 4 minMember",
-            "1 incomplete gang(s) waiting",
-            {},
-            id="incomplete-fails-when-asked",
-        ),
-        # -- Failed: frozen by koord, judged by when and by its counters ---------------------------------
-        pytest.param(
-            groups("train-crashed"),
-            [],
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 succeeded "
-            "of minMember 3) (want running + succeeded >= minMember)",
-            "1 gang(s) failed below minMember of 1 PodGroup(s)",
-            {"failed": 1},
-            id="failed-now",
-        ),
-        pytest.param(
-            groups("train-spare-crashed"),
-            [],
-            PARAMS,
-            Status.DEGRADED,
-            "podgroup batch/train-spare-crashed: observed phase Failed 920 s ago (1 failed, 2 running, 0 "
-            "succeeded of minMember 2): minMember still met, a member beyond it failed",
-            "worth reading",
-            {},
-            id="failed-but-the-quorum-still-runs",
-        ),
-        pytest.param(
-            groups("train-old-crash"),
-            [],
-            PARAMS,
-            Status.OK,
-            None,
-            "1 stale Failed",
-            {
-                "stale_failed": [
-                    "podgroup batch/train-old-crash: phase Failed 181987 s ago (1 failed, 2 "
-                    "running, 0 succeeded of minMember 3); koord-scheduler never revisits a Failed "
-                    "PodGroup"
-                ]
-            },
-            id="failed-two-days-ago-is-stale",
-        ),
-        pytest.param(
-            groups("train-crash-untimed"),
-            [],
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-crash-untimed: observed phase Failed at an unrecorded time (2 failed, 1 running",
-            "1 gang(s) failed",
-            {},
-            id="failed-at-an-unrecorded-time-counts-as-now",
-        ),
-        # -- a member failed: judged from the pods, whatever koord's stale status says ----------------------
-        pytest.param(
-            groups("train-lost"),
-            members("train-lost"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
-            "(want running + succeeded >= minMember; phase Running, 3 scheduled, 3 running, 0 succeeded, 0 "
-            "failed of minMember 3): pod train-lost-2 failed 40 s ago (container worker exited 1, Error)",
-            "1 gang(s) failed below minMember of 1 PodGroup(s) and 0 gang(s) without one",
-            {
-                "failed": 1,
-                "failed_pods": 1,
-                "members_failed": 1,
-                "pending_pods": 0,
-                "quorum_counted_in": ["batch"],
-                "by_phase": {"Running": 1},
-            },
-            id="measured-koord-left-Running-3-of-3-after-a-member-failed",
-        ),
-        pytest.param(
-            with_status(
-                "train-lost",
-                {"phase": "Scheduling", "scheduled": 2, "running": 2, "scheduleStartTime": "2026-12-03T13:20:01Z"},
-            ),
-            members("train-lost"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
-            "(want running + succeeded >= minMember; phase Scheduling, 2 scheduled, 2 running",
-            "1 gang(s) failed below minMember",
-            {"stuck": 0},
-            id="measured-after-koord-restarted-Scheduling-2-of-3-never-Failed",
-        ),
-        pytest.param(
-            groups("train-lost"),
-            changed(members("train-lost"), "train-lost-2", untimed),
-            PARAMS,
-            Status.FAILED,
-            "pod train-lost-2 failed at an unrecorded time (container worker exited 1, Error)",
-            "1 gang(s) failed",
-            {},
-            id="member-failed-at-an-unrecorded-time-counts-as-now",
-        ),
-        pytest.param(
-            groups("train-lost"),
-            pods("train-lost-2"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s), 0 running + 0 succeeded of minMember 3",
-            "1 gang(s) failed",
-            {"quorum_counted_in": ["batch"]},
-            id="member-failed-and-the-rest-are-gone",
-        ),
-        pytest.param(
-            groups("train-lost"),
-            changed(changed(members("train-lost"), "train-lost-0", succeeded), "train-lost-1", succeeded),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s), 0 running + 2 succeeded of minMember 3",
-            "1 gang(s) failed",
-            {},
-            id="succeeded-members-count-but-not-enough",
-        ),
-        pytest.param(
-            groups("train-spare-lost"),
-            members("train-spare-lost"),
-            PARAMS,
-            Status.DEGRADED,
-            "podgroup batch/train-spare-lost: observed 1 failed member(s), 2 running + 0 succeeded of "
-            "minMember 2: minMember still met; phase Running, 3 scheduled, 3 running, 0 succeeded, 0 failed "
-            "of minMember 2: pod train-spare-lost-0 failed 320 s ago (container worker exited 1, Error)",
-            "1 of 1 PodGroup(s) and 0 gang(s) without one worth reading",
-            {"failed": 0},
-            id="member-failed-beyond-the-quorum",
-        ),
-        pytest.param(
-            groups("train-spare-lost"),
-            changed(members("train-spare-lost"), "train-spare-lost-1", succeeded),
-            PARAMS,
-            Status.DEGRADED,
-            "observed 1 failed member(s), 1 running + 1 succeeded of minMember 2: minMember still met",
-            "worth reading",
-            {},
-            id="running-and-succeeded-together-meet-minMember",
-        ),
-        pytest.param(
-            groups("train-spare-lost"),
-            changed(members("train-spare-lost"), "train-spare-lost-1", deleting),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-spare-lost: observed 1 failed member(s), 1 running + 0 succeeded of minMember 2",
-            "1 gang(s) failed",
-            {},
-            id="a-running-member-being-deleted-does-not-count",
-        ),
-        pytest.param(
-            groups("train-lost-long-ago"),
-            members("train-lost-long-ago"),
-            PARAMS,
-            Status.OK,
-            None,
-            "1 stale Failed",
-            {
-                "stale_failed": [
-                    "podgroup batch/train-lost-long-ago: 1 member(s) failed more than 3600 s ago: "
-                    "pod train-lost-long-ago-1 failed 181990 s ago (container worker exited 137, "
-                    "OOMKilled)"
-                ],
-                "quorum_counted_in": [],
-                "members_failed": 1,
-            },
-            id="member-failed-two-days-ago-is-stale-and-costs-no-read",
-        ),
-        pytest.param(
-            [],
-            members("ann-lost"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/ann-lost: observed 1 failed member(s), 1 running + 0 succeeded of minMember 2 (want "
-            "running + succeeded >= minMember; declared by pod annotation): pod ann-lost-0 failed 589 s ago "
-            "(Evicted: The node was low on resource: memory.",
-            "1 gang(s) failed below minMember of 0 PodGroup(s) and 1 gang(s) without one",
-            {"gangs_without_pod_group": 1},
-            id="annotation-gang-member-evicted",
-        ),
-        pytest.param(
-            groups("train-lost"),
-            changed(members("train-lost"), "train-lost-2", other_scheduler),
-            PARAMS,
-            Status.OK,
-            None,
-            "none failed below minMember in the last 3600 s",
-            {"other_scheduler_pods": 1, "quorum_counted_in": []},
-            id="failed-pod-of-another-scheduler-is-not-judged",
-        ),
-        pytest.param(
-            labelled(groups("train-lost"), {"team": "ml"}),
-            members("train-lost"),
-            GangSchedulingParams(label_selector="team=ml"),
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s)",
-            "1 gang(s) failed",
-            {},
-            id="failed-member-of-a-listed-PodGroup-under-a-label-selector",
-        ),
-        pytest.param(
-            [],
-            members("train-lost"),
-            GangSchedulingParams(label_selector="team=ml"),
-            Status.OK,
-            None,
-            "none failed",
-            {"not_attributed_pods": 1, "quorum_counted_in": []},
-            id="failed-member-of-an-unlisted-PodGroup-is-not-judged-nor-counted",
-        ),
-        pytest.param(
-            with_status(
-                "train-lost",
-                {
-                    "phase": "Failed",
-                    "scheduled": 3,
-                    "running": 2,
-                    "failed": 1,
-                    "scheduleStartTime": "2026-12-03T13:20:01Z",
-                },
-            ),
-            members("train-lost"),
-            PARAMS,
-            Status.FAILED,
-            "podgroup batch/train-lost: observed 1 failed member(s), 2 running + 0 succeeded of minMember 3 "
-            "(want running + succeeded >= minMember; phase Failed,",
-            "1 gang(s) failed below minMember",
-            {"failed": 1},
-            id="a-PodGroup-Failed-with-its-failed-member-is-one-failure",
-        ),
-        # -- phases koord never writes --------------------------------------------------------------------
-        pytest.param(
-            groups("train-unknown"),
-            [],
-            PARAMS,
-            Status.DEGRADED,
-            "podgroup batch/train-unknown: observed phase Unknown (phase Unknown, 1 scheduled, 1 running",
-            "worth reading",
-            {},
-            id="unknown",
-        ),
-        pytest.param(
-            groups("train-exploded"),
-            [],
-            PARAMS,
-            Status.ERROR,
-            "podgroup batch/train-exploded: observed phase 'Exploded', not a PodGroup phase",
-            "cannot judge",
-            {},
-            id="undefined-phase",
-        ),
-        pytest.param(
-            groups("train-exploded", "train-crashed"),
-            [],
-            PARAMS,
-            Status.FAILED,
-            "phase 'Exploded'",
-            "1 gang(s) failed",
-            {},
-            id="a-real-failure-wins-over-what-cannot-be-judged",
-        ),
-        # -- gangs without a PodGroup ---------------------------------------------------------------------
-        pytest.param(
-            [],
-            members("ann-stuck"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/ann-stuck: observed 2 member(s) waiting to be scheduled longer than 600 s (want "
-            "minMember 2 scheduled within it; declared by pod annotation): pod ann-stuck-0 "
-            "PodScheduled=False (Unschedulable) for 2719 s",
-            "1 gang(s) stuck waiting of 0 PodGroup(s) and 1 gang(s) without one",
-            {"gangs_without_pod_group": 1},
-            id="annotation-gang-stuck",
-        ),
-        pytest.param(
-            [],
-            members("lw-stuck"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/lw-stuck: observed 2 member(s)",
-            "1 gang(s) stuck",
-            {},
-            id="deprecated-lightweight-labels",
-        ),
-        pytest.param(
-            [], members("ann-short"), PARAMS, Status.OK, None, "1 incomplete", {}, id="annotation-gang-incomplete"
-        ),
-        pytest.param(
-            [],
-            members("ann-partial"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/ann-partial: observed 1 member(s) waiting to be scheduled longer than 600 s (want "
-            "minMember 3 scheduled within it; declared by pod annotation): pod ann-partial-0 "
-            "PodScheduled=False (Unschedulable) for 2719 s: 0/10 nodes are available: 10 Insufficient cpu.",
-            "1 gang(s) stuck",
-            {},
-            id="fewer-than-minMember-wait-but-one-was-tried-and-fits-nowhere",
-        ),
-        pytest.param(
-            [],
-            members("ann-patient"),
-            PARAMS,
-            Status.OK,
-            None,
-            "none stuck",
-            {},
-            id="annotation-gang-within-its-waiting-time",
-        ),
-        pytest.param(
-            [],
-            members("ann-badmin"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/ann-badmin: observed 1 member(s) waiting to be scheduled longer than 600 s (want "
-            "minMember 1 scheduled within it; declared by pod annotation without a valid "
-            "gang.scheduling.koordinator.sh/min-available: koord-scheduler never initialises this gang)",
-            "1 gang(s) stuck",
-            {},
-            id="annotation-gang-koord-never-initialises",
-        ),
-        pytest.param(
-            [],
-            members("ghost"),
-            PARAMS,
-            Status.FAILED,
-            "gang batch/ghost: observed 1 member(s) waiting to be scheduled longer than 600 s (want minMember "
-            "1 scheduled within it; pods labelled pod-group.scheduling.sigs.k8s.io=ghost but no such "
-            "PodGroup",
-            "1 gang(s) stuck",
-            {},
-            id="labelled-for-a-PodGroup-that-does-not-exist",
-        ),
-        # -- pods that do not wait for koord-scheduler ----------------------------------------------------
-        pytest.param(
-            [],
-            members("other-sched", "gated", "leaving", "bound", "skewed", "plain"),
-            PARAMS,
-            Status.OK,
-            None,
-            "0 PodGroup(s) and 1 gang(s) without one: none stuck",
-            {"pending_pods": 6, "members_waiting": 1, "other_scheduler_pods": 1, "gated_pods": 1},
-            id="other-scheduler-gated-leaving-bound-skewed-and-plain-pods",
-        ),
-        pytest.param(
-            [],
-            members("other-sched"),
-            ANY_SCHEDULER,
-            Status.FAILED,
-            "gang batch/other-sched: observed 1",
-            "1 gang(s) stuck",
-            {"scheduler_names": []},
-            id="every-scheduler-when-asked",
-        ),
-        # -- what the sandbox's stand-in wrote (captured) -------------------------------------------------
-        pytest.param(
-            captured("healthy"),
-            [],
-            PARAMS,
-            Status.OK,
-            None,
-            "1 PodGroup(s)",
-            {"by_phase": {"Running": 1}},
-            id="sandbox-healthy",
-        ),
-        pytest.param(
-            captured("podgroup-failed"),
-            [],
-            PARAMS,
-            Status.FAILED,
-            "podgroup default/outpost-fault-failed-gang: observed phase Failed at an unrecorded time (3 "
-            "failed, 0 running, 0 succeeded of minMember 3)",
-            "1 gang(s) failed",
-            {},
-            id="sandbox-podgroup-failed-managedFields-dropped-by-the-capture",
-        ),
-        pytest.param(
-            captured("podgroup-stuck"),
-            [],
-            PARAMS,
-            Status.OK,
-            None,
-            "1 Pending without members",
-            {"pending_without_members": ["podgroup default/outpost-fault-pending-gang"]},
-            id="sandbox-podgroup-stuck-without-its-pods-is-no-failure",
-        ),
-    ],
+    [case(row) for rows in CASES["sections"].values() for row in rows],
 )
 def test_evaluate(
     raw_groups: list[dict[str, Any]],

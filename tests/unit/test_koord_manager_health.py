@@ -182,17 +182,6 @@ def test_scaled_to_zero_is_failed() -> None:
     ]
 
 
-def test_tutorial_names_without_the_deployment_fail_naming_it() -> None:
-    result = run(serve(load("healthy")), KoordManagerHealthParams(deployment="koordinator-manager"))
-    assert result.status is Status.FAILED
-    assert result.errors == [
-        "deployment koordinator-system/koordinator-manager: not found (want the manager Deployment)"
-    ]
-    assert [(step.failure, step.command) for step in result.next_steps] == [
-        ("deployment-missing", f"kubectl -n {NS} get deployments,pods -o wide")
-    ]
-
-
 @pytest.mark.parametrize(
     ("ready_answer", "status"),
     [

@@ -172,16 +172,6 @@ def test_wrong_body_fails_with_the_body_match_and_passes_without() -> None:
     assert run(api, KruiseManagerHealthParams(expect_body=None)).status is Status.OK
 
 
-def test_the_deployment_absent_is_failed_naming_it() -> None:
-    api = FakeApiServer()  # a cluster set up the tutorial's way has no such Deployment
-    result = run(api)
-    assert result.status is Status.FAILED
-    assert result.errors == [f"{DEPLOYMENT}: not found (want the manager Deployment)"]
-    assert [(step.failure, step.command) for step in result.next_steps] == [
-        ("deployment-missing", f"kubectl -n {NS} get deployments,pods -o wide")
-    ]
-
-
 def test_pods_come_from_the_deployments_own_selector_and_leaving_or_finished_ones_are_left_out() -> None:
     state = load("healthy")
     objects: list[dict[str, Any]] = copy.deepcopy(state.objects)

@@ -36,6 +36,7 @@ KRUISE_HEALTHY = "kruise-controller-manager-cf4747b9-8qm55", "kruise-controller-
 KRUISE_LATER = "kruise-controller-manager-cf4747b9-kmrh9", "kruise-controller-manager-cf4747b9-zf4bw"
 KOORD_MANAGERS = "koord-manager-6b4f5dd6d7-ckx4f", "koord-manager-6b4f5dd6d7-wjghz"
 SCHEDULER, DESCHEDULER = "koord-scheduler-84f47756f8-xw59r", "koord-descheduler-65bcb95f74-dsq7m"
+KRUISE_HOLDER = f"{KRUISE_HEALTHY[1]}_8d8bae78-0d94-47d6-a8cc-353e85707075"
 KOORD_HOLDER = "koord-manager-6b4f5dd6d7-ckx4f_23914cd7-7321-4ae9-b198-09d1789cfea3"
 SCHEDULER_HOLDER = f"{SCHEDULER}_87969e8b-aace-45ee-af77-6cee0e54d7ae"
 
@@ -46,9 +47,7 @@ CAPTURED: dict[str, tuple[Status, list[str]]] = {
         [
             "lease kruise-system/kruise-manager: no running pod matches control-plane=controller-manager in "
             "kruise-system, "
-            "nobody can renew it (last holder "
-            "kruise-controller-manager-cf4747b9-c4wrh_8d8bae78-0d94-47d6-a8cc-353e85707075, renewed 1 s ago, expires "
-            "within 24 s)"
+            f"nobody can renew it (last holder {KRUISE_HOLDER}, renewed 1 s ago, expires within 24 s)"
         ],
     ),
     "lease_stolen_kruise": (
@@ -124,12 +123,6 @@ def edited(objects: list[dict[str, Any]], lease: str, **spec: Any) -> list[dict[
 
 def without(objects: list[dict[str, Any]], kind: str, name: str) -> list[dict[str, Any]]:
     return [o for o in objects if not (o["kind"] == kind and o["metadata"]["name"] == name)]
-
-
-def healthy_without(kind: str, name: str) -> Result:
-    """The healthy capture judged with the object `kind`/`name` gone."""
-    state = load("healthy")
-    return run(state, objects=without(state.objects, kind, name))
 
 
 def host_network(objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
@@ -351,34 +344,55 @@ def test_a_renewal_further_in_the_future_fails_naming_the_lease_and_how_far(ahea
     )
 
 
-@pytest.mark.parametrize(
-    ("app", "pod", "holder"),
-    [
-        ("koord-scheduler", SCHEDULER, SCHEDULER_HOLDER),
-        ("koord-descheduler", DESCHEDULER, f"{DESCHEDULER}_c2943626-b497-46c2-ae67-a5c7e950d0a2"),
-    ],
-)
-def test_scheduler_and_descheduler_without_a_running_pod_fail(app: str, pod: str, holder: str) -> None:
-    result = healthy_without("Pod", pod)
-    assert result.status is Status.FAILED
-    assert result.errors == [
+def unrenewable(app: str, holder: str) -> str:
+    """The line for koordinator's Lease `app` in the healthy capture (renewed 1 s before) with no pod of `app`."""
+    return (
         f"lease koordinator-system/{app}: no running pod matches koord-app={app} in koordinator-system, nobody can "
         f"renew it (last holder {holder}, renewed 1 s ago, expires within 24 s)"
-    ]
+    )
 
 
-def test_the_leader_pod_deleted_while_the_other_replica_runs_is_degraded() -> None:
-    """The Lease still names the deleted leader until it expires; the other replica should take over."""
+@pytest.mark.parametrize(
+    ("kind", "name", "status", "line"),
+    [
+        pytest.param(
+            "Pod",
+            SCHEDULER,
+            Status.FAILED,
+            unrenewable("koord-scheduler", SCHEDULER_HOLDER),
+            id="the-scheduler-without-a-running-pod-fails",
+        ),
+        pytest.param(
+            "Pod",
+            DESCHEDULER,
+            Status.FAILED,
+            unrenewable("koord-descheduler", f"{DESCHEDULER}_c2943626-b497-46c2-ae67-a5c7e950d0a2"),
+            id="the-descheduler-without-a-running-pod-fails",
+        ),
+        # The Lease still names the deleted leader (KRUISE_HOLDER is its pod's) until it expires; the other replica
+        # should take over.
+        pytest.param(
+            "Pod",
+            KRUISE_HEALTHY[1],
+            Status.DEGRADED,
+            f"lease kruise-system/kruise-manager: holder {KRUISE_HOLDER} is not a running candidate (no pod named "
+            f"{KRUISE_HEALTHY[1]}, nor a hostNetwork pod on node {KRUISE_HEALTHY[1]}); 1 candidate(s) "
+            f"({KRUISE_HEALTHY[0]}) should take over",
+            id="the-leader-pod-deleted-while-the-other-replica-runs-is-degraded",
+        ),
+        pytest.param(
+            "Lease",
+            "koord-descheduler",
+            Status.FAILED,
+            "lease koordinator-system/koord-descheduler: not found (want a held leader Lease)",
+            id="an-absent-lease-is-named",
+        ),
+    ],
+)
+def test_the_healthy_capture_less_one_object(kind: str, name: str, status: Status, line: str) -> None:
     state = load("healthy")
-    holder = state.one("Lease", "kruise-manager")["spec"]["holderIdentity"]
-    leader, other = KRUISE_HEALTHY[1], KRUISE_HEALTHY[0]
-    assert holder.startswith(f"{leader}_")
-    result = healthy_without("Pod", leader)
-    assert result.status is Status.DEGRADED
-    assert result.errors == [
-        f"lease kruise-system/kruise-manager: holder {holder} is not a running candidate (no pod named {leader}, "
-        f"nor a hostNetwork pod on node {leader}); 1 candidate(s) ({other}) should take over"
-    ]
+    result = run(state, objects=without(state.objects, kind, name))
+    assert (result.status, result.errors) == (status, [line])
 
 
 def test_fetch_keeps_name_node_and_host_network_of_running_non_terminating_candidates_only() -> None:
@@ -418,12 +432,6 @@ def test_omitted_fields_fail(spec: dict[str, Any], line: str) -> None:
     result = run(state, objects=edited(state.objects, "koord-scheduler", **spec))
     assert result.status is Status.FAILED
     assert result.errors == [f"lease koordinator-system/koord-scheduler: {line}"]
-
-
-def test_absent_lease_is_named() -> None:
-    result = healthy_without("Lease", "koord-descheduler")
-    assert result.status is Status.FAILED
-    assert result.errors == ["lease koordinator-system/koord-descheduler: not found (want a held leader Lease)"]
 
 
 def test_several_problems_are_each_named_and_the_worst_wins() -> None:

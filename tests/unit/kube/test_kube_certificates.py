@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 
 import pytest
 
 from kit import NOW
-from kit.certs import b64, issue
+from kit.certs import KEY_TEXT, NOT_CERTIFICATES, b64, issue
 from outpost.kube.certificates import (
     NotACertificate,
     describe_left,
@@ -79,35 +78,12 @@ def test_expired_and_expiring_descriptions() -> None:
     assert describe_left(soon, NOW).startswith("expires in 5.0 days (")
 
 
-SECRET_KEY_TEXT = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRET"
-
-
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        pytest.param("", "empty", id="empty"),
-        pytest.param("   ", "empty", id="blank"),
-        pytest.param("not base64 at all!", "not base64", id="not-base64"),
-        pytest.param(base64.b64encode(b"hello world").decode(), "no PEM CERTIFICATE block", id="base64-not-pem"),
-        pytest.param(
-            base64.b64encode(
-                f"-----BEGIN PRIVATE KEY-----\n{SECRET_KEY_TEXT}\n-----END PRIVATE KEY-----\n".encode()
-            ).decode(),
-            "no PEM CERTIFICATE block",
-            id="a-private-key",
-        ),
-        pytest.param(
-            base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").decode(),
-            "PEM block 1 of 1 does not parse",
-            id="truncated-certificate",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("text", "reason"), NOT_CERTIFICATES)
 def test_what_is_not_a_certificate_is_named_without_quoting_it(text: str, reason: str) -> None:
     with pytest.raises(NotACertificate) as raised:
         parse_base64_pem_bundle(text)
     assert reason in str(raised.value)
-    assert SECRET_KEY_TEXT not in str(raised.value)
+    assert KEY_TEXT not in str(raised.value)
     assert "hello" not in str(raised.value)
 
 
