@@ -14,11 +14,25 @@ import ssl
 import threading
 import time
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 import httpcore
 import httpx
+
+
+class Closing(ABC):
+    """Owns a client over a bounded transport: a `with` block closes it on the way out, however the block ends."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def close(self) -> None: ...
 
 
 class Deadline:

@@ -13,12 +13,12 @@ import ipaddress
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-from outpost.bounded import Deadline, bounded_transport
+from outpost.bounded import Closing, Deadline, bounded_transport
 from outpost.errors import ReportError
 from outpost.logs import install_redaction
 
@@ -151,16 +151,10 @@ def worst_case_seconds(timeout_seconds: float, retries: int, backoff_seconds: fl
     return float(timeout_seconds * (retries + 1) + backoffs + DELIVERY_MARGIN_SECONDS)
 
 
-class _VigilmonEndpoint:
+class _VigilmonEndpoint(Closing):
     """Owns one `_RetryingClient`: use as a context manager, or call `close()`."""
 
     _http: _RetryingClient
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._http.close()

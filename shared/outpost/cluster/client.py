@@ -19,12 +19,12 @@ import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, TypedDict, TypeVar, Unpack, cast
+from typing import Any, Generic, Protocol, TypedDict, TypeVar, Unpack, cast
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from outpost.bounded import GZIP, BodyRefused, ByteBudget, bounded_transport, read_body
+from outpost.bounded import GZIP, BodyRefused, ByteBudget, Closing, bounded_transport, read_body
 from outpost.cluster.auth import build_credentials
 from outpost.cluster.auth.credentials import Credentials, TokenSource
 from outpost.cluster.deadline import Deadline
@@ -171,7 +171,7 @@ class _BearerAuth(httpx.Auth):
         yield request
 
 
-class Cluster:
+class Cluster(Closing):
     """Read access to one cluster for one check run. Use as a context manager."""
 
     def __init__(
@@ -254,12 +254,6 @@ class Cluster:
             incremental=settings.incremental,
             incremental_max_age_seconds=settings.incremental_max_age_seconds,
         )
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._client.close()
