@@ -28,8 +28,8 @@ from outpost.kube.nodes import nodemetric_usage, outline_facts
 from outpost.kube.objects import Lease, NodeMetricOutline, NodeOutline, PodOutline, parse
 from outpost.kube.paths import LEASES, NODE_METRICS, NODES, PODS, collection_path
 from outpost.settings import load_settings
-from outpost_sandbox.faults.base import age_seconds
-from outpost_sandbox.faults.nodes import KWOK_RENEW_WINDOW_S
+from outpost_sandbox.backends.kube import Kube
+from outpost_sandbox.faults.nodes import hand_node_lease_to_kwok
 from outpost_sandbox.nodes import node_manifest
 from outpost_sandbox.state import pointed_at
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 NODE = "outpost-incremental-node"
 STOLEN_LEASE = "kwok-node-1"
-THIEF = "outpost-incremental-thief"
 COLLECTIONS: dict[str, Collection[Any, Any]] = {
     "nodes": Collection(collection_path(NODES), NodeOutline, outline_facts),
     "koordlet pods": Collection(
@@ -128,36 +127,16 @@ def roll_out_daemonset(sandbox: SandboxInfo) -> None:
 
 
 def steal_lease(sandbox: SandboxInfo) -> None:
-    set_lease_holder(sandbox, THIEF)
-
-
-def set_lease_holder(sandbox: SandboxInfo, holder: str | None) -> None:
-    body = {"spec": {"holderIdentity": holder}}
-    kubectl_json(sandbox, "-n", "kube-node-lease", "patch", "lease", STOLEN_LEASE, "--type=merge", body=body)
-
-
-def hand_lease_back(sandbox: SandboxInfo, timeout: float = 60) -> None:
-    """The stolen Lease released, as the node-lease-stale fault's heal releases it, and kwok renewing it again.
-
-    Left to itself kwok takes it back only once the thief's 40 s have run out, and the tests after this one would
-    find it unrenewed that long: kwok-node-consistency with a bound below 40 s judged it stale.
-    """
-
-    def lease() -> dict[str, Any]:
-        spec: dict[str, Any] = json.loads(
-            sandbox.kubectl("-n", "kube-node-lease", "get", "lease", STOLEN_LEASE, "-o", "json").stdout
-        )["spec"]
-        return spec
-
-    if lease().get("holderIdentity") == THIEF:
-        set_lease_holder(sandbox, None)
-    deadline = time.monotonic() + timeout
-    while True:
-        spec = lease()
-        if spec.get("holderIdentity") not in (None, THIEF) and age_seconds(spec.get("renewTime")) < KWOK_RENEW_WINDOW_S:
-            return
-        assert time.monotonic() < deadline, f"lease kube-node-lease/{STOLEN_LEASE}: not renewed by kwok again: {spec}"
-        time.sleep(1)
+    kubectl_json(
+        sandbox,
+        "-n",
+        "kube-node-lease",
+        "patch",
+        "lease",
+        STOLEN_LEASE,
+        "--type=merge",
+        body={"spec": {"holderIdentity": "outpost-incremental-thief"}},
+    )
 
 
 def remove_node(sandbox: SandboxInfo) -> None:
@@ -192,8 +171,13 @@ STEPS = [
 
 def heal(sandbox: SandboxInfo) -> None:
     """The stolen Lease renewed by kwok again, the node gone and, without waiting for the pod garbage collector,
-    the DaemonSet pods it was given (the tests after this one compare the daemon pods with the nodes)."""
-    hand_lease_back(sandbox)
+    the DaemonSet pods it was given (the tests after this one compare the daemon pods with the nodes).
+
+    Left to itself kwok takes the Lease back only once the thief's 40 s have run out, and the tests after this one
+    would find it unrenewed that long: kwok-node-consistency with a bound below 40 s judged it stale.
+    """
+    with Kube.from_kubeconfig(sandbox.kubeconfig) as kube:
+        hand_node_lease_to_kwok(kube, STOLEN_LEASE)
     sandbox.kubectl("delete", "node", NODE, "--ignore-not-found=true", "--wait=true")
     sandbox.kubectl(
         "delete",

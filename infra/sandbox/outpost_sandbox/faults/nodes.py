@@ -13,6 +13,7 @@ from typing import Any
 from outpost.kube.objects import Node, parse
 from outpost.kube.paths import LEASES, NODES, object_path
 from outpost_sandbox import systems
+from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.faults.base import (
     Apply,
     FaultContext,
@@ -87,29 +88,37 @@ def node_lease_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     time.sleep(KWOK_RENEW_WINDOW_S)
     now_spec = ctx.kube.get(path)["spec"]
     if now_spec.get("renewTime") != last or now_spec.get("holderIdentity") != FAULT_HOLDER:
-        _lease_restore(ctx, undo)
+        release_node_lease(ctx.kube, node, undo["duration"])
         raise FaultError(f"lease kube-node-lease/{node}: still renewed by {now_spec.get('holderIdentity')}")
     return undo
 
 
-def _lease_restore(ctx: FaultContext, undo: dict[str, Any]) -> None:
-    # Released (no holder), not handed back: kwok re-plays a node's stages (Ready again) only
-    # when it *acquires* the lease, not when it finds itself already holding it.
-    ctx.kube.merge_patch(
-        object_path(LEASES, undo["node"], "kube-node-lease"),
-        {"spec": {"holderIdentity": None, "leaseDurationSeconds": undo["duration"]}},
-    )
+def release_node_lease(kube: Kube, node: str, duration: int | None = None) -> None:
+    """`node`'s Lease left without a holder (`duration` restored when given), for kwok to take.
+
+    Released, not handed back: kwok re-plays a node's stages (Ready again) only when it *acquires* the lease, not
+    when it finds itself already holding it.
+    """
+    spec: dict[str, Any] = {"holderIdentity": None}
+    if duration is not None:
+        spec["leaseDurationSeconds"] = duration
+    kube.merge_patch(object_path(LEASES, node, "kube-node-lease"), {"spec": spec})
+
+
+def hand_node_lease_to_kwok(kube: Kube, node: str, duration: int | None = None, timeout: float = 60) -> None:
+    """`release_node_lease`, then wait until kwok holds the Lease and renews it: a Lease another holder took is
+    otherwise left unrenewed until that holder's duration runs out (kwok takes only a released or expired one)."""
+    release_node_lease(kube, node, duration)
+
+    def renewed() -> bool:
+        spec = kube.get(object_path(LEASES, node, "kube-node-lease"))["spec"]
+        return bool(spec.get("holderIdentity")) and age_seconds(spec.get("renewTime")) < 40
+
+    wait_for(f"kwok holding and renewing lease kube-node-lease/{node} again", timeout, renewed)
 
 
 def node_lease_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-    node = undo["node"]
-    _lease_restore(ctx, undo)
-
-    def renewed() -> bool:
-        spec = ctx.kube.get(object_path(LEASES, node, "kube-node-lease"))["spec"]
-        return bool(spec.get("holderIdentity")) and age_seconds(spec.get("renewTime")) < 40
-
-    wait_for(f"kwok holding and renewing lease kube-node-lease/{node} again", 60, renewed)
+    hand_node_lease_to_kwok(ctx.kube, undo["node"], undo["duration"])
     restore_systems(ctx)
 
 
