@@ -489,3 +489,48 @@ def test_a_lease_without_holder_selector_is_judged_without_candidates() -> None:
 def test_bad_params_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         LeaderLeasesParams.model_validate(bad)
+
+
+# The stale Lease's next step finds the holder's pod whether the holder names it (its own hostname) or its node
+# (`manager.hostNetwork: true`, both charts; false by default): `-o wide` shows both columns, `grep -iw` matches
+# either (the kubelet lowercases the hostname into the Node name). Its logs are the matched candidate's.
+@pytest.mark.parametrize(
+    ("holder", "on_host_network", "logs_of"),
+    [
+        pytest.param("{pod}", False, "{pod}", id="pod-network-holder-is-the-pod-name"),
+        pytest.param("{node}", True, "{pod}", id="host-network-holder-is-the-node-name"),
+        pytest.param("{NODE}", True, "{pod}", id="host-network-holder-in-capitals"),
+        pytest.param("kruise-controller-manager-cf4747b9-gone1", False, "<holder_pod>", id="holder-pod-gone"),
+    ],
+)
+def test_a_stale_lease_points_at_its_holders_pod_by_name_or_by_node(
+    holder: str, on_host_network: bool, logs_of: str
+) -> None:
+    state = load("healthy")
+    pod = KRUISE_HEALTHY[1]
+    objects = host_network(state.objects, KRUISE) if on_host_network else state.objects
+    node = node_of(objects, pod)
+    host = holder.format(pod=pod, node=node, NODE=node.upper())
+    objects = edited(objects, "kruise-manager", holderIdentity=f"{host}_{UUID}")
+    renewed = parse_time(state.one("Lease", "kruise-manager")["spec"]["renewTime"])
+    assert renewed is not None
+    result = run(state, renewed + timedelta(seconds=60), params=only("kruise-manager"), objects=objects)
+    assert result.status is Status.FAILED, result.errors
+    [step] = result.next_steps
+    assert (step.failure, step.command, step.see) == (
+        "lease-stale",
+        f"kubectl -n kruise-system get pods -l 'control-plane=controller-manager' -o wide | grep -iw {host}",
+        f"kubectl -n kruise-system logs {logs_of.format(pod=pod)} --tail=200",
+    )
+
+
+def test_a_stale_lease_without_a_holder_selector_lists_every_pod_of_its_namespace() -> None:
+    """No `holder_selector`: `-l ''` is no selector to kubectl (k8s.io/cli-runtime LabelSelectorParam trims it)."""
+    state = load("healthy")
+    renewed = parse_time(state.one("Lease", "kruise-manager")["spec"]["renewTime"])
+    assert renewed is not None
+    params = LeaderLeasesParams(leases=[LeaderLease(name="kruise-manager", namespace=KRUISE)])
+    result = run(state, renewed + timedelta(seconds=60), params=params)
+    [step] = result.next_steps
+    assert step.command == f"kubectl -n kruise-system get pods -l '' -o wide | grep -iw {KRUISE_HEALTHY[1]}"
+    assert step.see == "kubectl -n kruise-system logs <holder_pod> --tail=200"

@@ -7,11 +7,14 @@ pods that may hold them (docs/contracts.md "Upstream facts"): `kruise-system/kru
 `koord-scheduler`, `koord-descheduler` (`koord-app=...`, koordinator@v1.6.0 `cmd/koord-manager/main.go` and the
 scheduler and descheduler configs in `config/manager/` and the v1.6.0 chart).
 
-A holder is `<hostname>_<uuid>` (controller-runtime `pkg/leaderelection/leader_election.go`; kube-scheduler's
-`makeLeaderElectionConfig`), the hostname being the pod's name, or the node's with `hostNetwork` (the charts'
-`*.hostNetwork`), which the kubelet names its Node after (k8s.io/component-helpers@v0.37.2 `GetHostname`). So a
-holder matches a candidate (a Running, non-terminating pod of `holder_selector`) by pod name, or node name for
-hostNetwork pods; with `--hostname-override` it cannot match: give such a Lease no `holder_selector`.
+A holder is `<hostname>_<uuid>` (sigs.k8s.io/controller-runtime@v0.18.6, kruise's, and @v0.16.5, koord-manager's,
+`pkg/leaderelection/leader_election.go` NewResourceLock; kube-scheduler's `makeLeaderElectionConfig`, copied in
+koordinator@v1.6.0 `cmd/koord-descheduler/app/options/options.go`), the hostname being the pod's name, or the
+node's with `hostNetwork` (the charts' `manager.hostNetwork`, `scheduler.hostNetwork`, `descheduler.hostNetwork`,
+all false by default; config/ never sets it), which the kubelet names its Node after (k8s.io/component-helpers@v0.37.2
+`GetHostname`). So a holder matches a candidate (a Running, non-terminating pod of `holder_selector`) by pod name,
+or node name for hostNetwork pods, and the runbook finds its pod in `-o wide`'s NAME or NODE column; with
+`--hostname-override` it cannot match: give such a Lease no `holder_selector`.
 
 The duration is bounded because the holder writes it and the others wait that long before taking over (client-go
 `leaderelection.go` isLeaseValid): a Lease stolen for 3600 s (the sandbox's fault) makes the real manager exit
@@ -65,8 +68,8 @@ LEASE_STALE = Runbook(
     "A leader Lease is not renewed in time",
     "the leader is wedged or its pod is gone and no candidate took over; a renewTime ahead of now is a holder "
     "with a skewed clock",
-    "kubectl -n {namespace} get lease {name} -o yaml",
-    "kubectl -n {namespace} logs {holder} --tail=200 (the pod named before `_` in holderIdentity)",
+    "kubectl -n {namespace} get pods -l '{selector}' -o wide | grep -iw {holder}",
+    "kubectl -n {namespace} logs {holder_pod} --tail=200",
 )
 LEASE_TOO_LONG = Runbook(
     "lease-too-long",
@@ -86,7 +89,8 @@ NO_CANDIDATE = Runbook(
 HOLDER_NOT_CANDIDATE = Runbook(
     "holder-not-candidate",
     "A leader Lease is held by something that is not a running candidate",
-    "the holder's pod was deleted a moment ago (a failover is due), or a foreign client holds the Lease",
+    "the holder's pod was deleted a moment ago (a failover is due), a foreign client holds the Lease, or a "
+    "hostNetwork holder's node is not named after its hostname (`--hostname-override`)",
     "kubectl -n {namespace} get lease {name} -o yaml && kubectl -n {namespace} get pods -l {selector} -o wide",
     "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
 )
@@ -244,6 +248,9 @@ def _judge(
         detail["candidates"] = [c.pod for c in candidates]
         holder_pod = next((c.pod for c in candidates if host and c.answers_to(host)), None)
         detail["holder_pod"] = holder_pod
+    # The holder's pod when a candidate answers to it; else the row the runbook's grep shows (NAME, or NODE under
+    # hostNetwork, is the holder's hostname) names it.
+    names["holder_pod"] = holder_pod or "<holder_pod>"
     last = f"last holder {holder}" if holder else "no holder"
     if not holder:
         when = "never renewed" if age is None else f"last renewed {age:.0f} s ago"
