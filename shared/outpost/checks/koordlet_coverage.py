@@ -5,6 +5,11 @@ still read "N of N ready" while that node has no koordlet (no NodeMetric, no QoS
 `koordinator-system/koordlet`, pods `koord-app=koordlet` (the tutorial's `app=koordlet` selects nothing),
 tolerating every taint (koordinator-sh/charts versions/v1.6.0 `templates/koordlet.yaml`). Real nodes by default;
 fake nodes are opt-in, since kwok's pod-ready stage makes their koordlet Ready regardless.
+
+"Ready" is the kubelet's: koordlet has no readinessProbe (nor livenessProbe) in the chart or in config/
+(`config/manager/koordlet.yaml`), so its pod is Ready whenever its container runs (k8s.io/kubernetes@v1.37.2
+`pkg/kubelet/prober/prober_manager.go` UpdatePodStatus). This check proves koordlet runs on each node, not that it
+works: nodemetric-freshness judges whether it reports.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@ each answers `/healthz` on 10221.
 
 Judged by nodes against pods (`outpost.families.daemon_coverage`), not the DaemonSet's counters. Upstream
 (openkruise/kruise@v1.8.0 `cmd/daemon/main.go`, `pkg/daemon/util/healthz.go`): DaemonSet `kruise-system/kruise-daemon`,
-pods `control-plane=daemon`, hostNetwork, `/healthz` on `:10221`; the chart keeps it off `type=virtual-kubelet`
-nodes. Real nodes by default; fake nodes are opt-in, since kwok makes their pods Ready regardless. With the gate
-`KruiseDaemon=false` the DaemonSet does not exist: `failed`, never healthy (pre-download, restarts and in-place
-updates then do not work).
+pods `control-plane=daemon`, hostNetwork, `/healthz` on `:10221`; the chart (not config/) keeps it off
+`type=virtual-kubelet` nodes. Its only probe, on either install, is a livenessProbe on that `/healthz` (60 s initial
+delay, 3 failures 10 s apart), so "ready" means its container runs: a failing `/healthz` shows as restarts, and as
+not ready only while it restarts; `probe_healthz` asks it directly. Real nodes by default; fake nodes are opt-in,
+since kwok makes their pods Ready regardless. With the gate `KruiseDaemon=false` the DaemonSet does not exist:
+`failed`, never healthy (pre-download, restarts and in-place updates then do not work).
 
 `probe_healthz` (opt-in) asks each ready pod's node through the node proxy, for nodes in `healthz_classes` (real
 only by default: a fake node's address is kwok's own or TEST-NET-1, where no daemon listens;

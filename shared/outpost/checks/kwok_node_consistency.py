@@ -1,10 +1,17 @@
 """kwok-node-consistency: every KWOK fake node is Ready and its node Lease is being renewed.
 
-Nodes are selected by kwok's own annotation `kwok.x-k8s.io/node=fake` by default (the tutorial's label selects
-nothing); zero selected is `error` unless `allow_no_nodes`. Liveness is the node Lease, renewed every quarter of
-its duration (sigs.k8s.io/kwok@v0.8.0 `pkg/kwok/controllers/controller.go`), not `lastHeartbeatTime`, which kwok
-refreshes only every 10-20 minutes with Leases on. A Lease is stale past min(its own `leaseDurationSeconds`,
-`max_lease_duration_seconds`), or when renewed more than `max_future_skew_seconds` (10 s) ahead.
+Nodes are selected by kwok's own annotation `kwok.x-k8s.io/node=fake` by default. kwok-controller creates no node
+and adds no label; in-cluster it plays the nodes so annotated (sigs.k8s.io/kwok@v0.8.0 `kustomize/kwok/kwok.yaml`
+manageNodesWithAnnotationSelector; kwokctl's binary and compose runtimes play every node,
+`pkg/kwokctl/components/kwok_controller.go`). The tutorial's label `type=kwok` is set by kwokctl's node template
+(`kwokctl scale node`: `kustomize/kwokctl/resource/node.yaml`, with the annotation too), not by kwok; kwok's own
+example node is `type=kwok-controller` (`test/kwok/fake-node.yaml`). Zero selected is `error` unless
+`allow_no_nodes`.
+
+Liveness is the node Lease, renewed every quarter of its duration (`pkg/kwok/controllers/controller.go`), not
+`lastHeartbeatTime`, which kwok refreshes only every 10-20 minutes with Leases on. A Lease is stale past min(its
+own `leaseDurationSeconds`, `max_lease_duration_seconds`), or when renewed more than `max_future_skew_seconds`
+(10 s) ahead.
 
 Why a bound: the holder writes the duration. The sandbox's node-lease-stale fault takes the Lease for a day, and
 kwok then stops renewing it (`node_lease_controller.go` tryAcquireOrRenew) while it looks alive; the node
@@ -110,8 +117,9 @@ MANY_LEASES_TOO_LONG = Runbook(
 NO_FAKE_NODES = Runbook(
     "no-fake-nodes",
     "No node is selected as a KWOK fake node",
-    "kwok-controller has not created or taken any node, or the selector is not the one the nodes carry (kwok marks "
-    "its nodes with annotation kwok.x-k8s.io/node=fake; the tutorial's label type=kwok is not set by kwok)",
+    "no fake node exists (kwok-controller creates none: it plays the nodes kwokctl or you create, in-cluster only "
+    "those annotated kwok.x-k8s.io/node=fake), or the selector is not what the nodes carry (kwokctl's carry that "
+    "annotation and the label type=kwok; nodes made otherwise may carry neither)",
     "kubectl get nodes -o wide --show-labels",
     KWOK_LOGS,
 )

@@ -65,16 +65,17 @@ ADMISSION_PAGE = "https://kubernetes.io/docs/reference/access-authn-authz/extens
 CONFIGURATION_MISSING = Runbook(
     "configuration-missing",
     "A webhook configuration whose caBundle the check judges does not exist",
-    "deleted by hand or by a partial uninstall or upgrade of the chart; koord-manager and kruise-manager only "
-    "patch the caBundle of configurations the chart created and do not recreate one",
+    "deleted by hand or by a partial uninstall or upgrade; koord-manager and kruise-manager only patch the "
+    "configurations the install (chart or config/) created and do not recreate one",
     "kubectl get {resource}",
     ADMISSION_PAGE,
 )
 CA_BUNDLE_INVALID = Runbook(
     "ca-bundle-invalid",
     "A webhook's caBundle is empty or not a PEM certificate",
-    "the manager has not injected its CA yet (down since the install) or something re-applied the chart's "
-    "manifest over it (a GitOps sync restoring the empty caBundle); the API server cannot verify the webhook",
+    "the manager has not injected its CA yet (down since the install) or something re-applied the install's "
+    "manifest over it (a GitOps sync restoring Koordinator's chart's placeholder caBundle `Cg==`); the API server "
+    "cannot verify the webhook",
     "kubectl get {resource} {name} -o yaml && kubectl get secrets {secrets_in}",
     ADMISSION_PAGE,
 )

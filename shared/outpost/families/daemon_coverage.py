@@ -30,6 +30,12 @@ from outpost.runbook import Runbook
 
 # The failure classes of every coverage check, declared once: `{namespace}`, `{daemonset}` and `{selector}` are the
 # check's DaemonSet and pod selector, `{node}` and `{pod}` the node and agent pod a line names.
+# Neither agent's DaemonSet has a readinessProbe, on either install (koordlet: none at all,
+# koordinator-sh/charts@a1963c5d2091853f71012c6790f9d1b1364b7734 versions/v1.6.0/templates/koordlet.yaml and
+# koordinator@v1.6.0 config/manager/koordlet.yaml; kruise-daemon: a livenessProbe on /healthz:10221 only,
+# openkruise/charts@38153b0939bc8a240a5c841761095159a0f29ed3 versions/kruise/1.8.0/templates/manager.yaml and
+# kruise@v1.8.0 config/manager/manager.yaml), so the kubelet reports a container ready once it runs
+# (k8s.io/kubernetes@v1.37.2 pkg/kubelet/prober/prober_manager.go UpdatePodStatus: no readiness worker -> ready).
 # The DaemonSet's row (desired, ready, node selector), by field selector: it exits 0, empty, when the DaemonSet is gone.
 DAEMONSET_ROW = "kubectl -n {namespace} get daemonsets --field-selector metadata.name={daemonset} -o wide"
 DAEMONSET_ABSENT = Runbook(
@@ -61,8 +67,9 @@ NODE_WITHOUT_POD = Runbook(
 POD_NOT_READY = Runbook(
     "pod-not-ready",
     "The agent's pod on a node is not ready",
-    "the agent crashes or fails its readiness probe (image pull, the node's runtime or cgroup paths, its "
-    "certificates), or the pod is being deleted and its replacement has not started",
+    "the agent's container is not running: crash-looping (the node's runtime or cgroup paths, its API access), its "
+    "image not pulled, or restarted by its liveness probe (kruise-daemon's /healthz); neither agent has a readiness "
+    "probe, so Ready means only that the container runs; or the pod is being deleted and not yet replaced",
     "kubectl -n {namespace} describe pod {pod}",
     "kubectl -n {namespace} logs {pod} --all-containers --tail=200",
 )

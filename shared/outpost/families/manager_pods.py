@@ -39,7 +39,13 @@ from outpost.runbook import Runbook
 _FINISHED = ("Succeeded", "Failed")
 
 # The failure classes of both manager checks, over the names the line gives: the Deployment and, per pod, the
-# pod and the health port it was asked on.
+# pod and the health port it was asked on. Both charts set the Deployment's replicas from `manager.replicas`
+# (default 2; openkruise/charts@38153b0939bc8a240a5c841761095159a0f29ed3 versions/kruise/1.8.0/values.yaml and
+# templates/manager.yaml, koordinator-sh/charts@a1963c5d2091853f71012c6790f9d1b1364b7734 versions/v1.6.0/values.yaml
+# and templates/koord-manager.yaml); neither has a `replicaCount`. On Helm, kruise-system is labelled
+# `control-plane: openkruise` and koordinator-system `controle-plane: koordinator` (sic), so kruise's pod webhooks
+# (`mpod`, `vpod`: Fail, namespaceSelector `control-plane NotIn [openkruise]`, templates/webhookconfiguration.yaml)
+# select koordinator-system; config/ labels both namespaces `control-plane` and kruise's selector is DoesNotExist.
 DEPLOYMENT_MISSING = Runbook(
     "deployment-missing",
     "The manager Deployment does not exist",
@@ -51,8 +57,10 @@ DEPLOYMENT_MISSING = Runbook(
 NO_PODS = Runbook(
     "no-pods",
     "The manager Deployment has no running pod to ask",
-    "scaled to 0 (`kubectl scale`, an autoscaler, a chart value `replicaCount: 0`), or its ReplicaSet cannot create "
-    "pods (a ResourceQuota, Pod Security admission, a webhook refusing them, no node it tolerates)",
+    "scaled to 0 (`kubectl scale`, an autoscaler, the chart value `manager.replicas: 0`), or its ReplicaSet cannot "
+    "create pods (a ResourceQuota, Pod Security admission, no node it tolerates, or a webhook refusing them: on a "
+    "Helm install OpenKruise's `Fail` pod webhooks also gate koordinator-system, so a down kruise-manager blocks "
+    "koord-manager's pods)",
     "kubectl -n {namespace} describe deployment {deployment}",
     "kubectl -n {namespace} get events --sort-by=.lastTimestamp",
 )

@@ -68,7 +68,7 @@ NOT_ANSWERING = Runbook(
 SERVICE_MISSING = Runbook(
     "service-missing",
     "The webhook Service does not exist",
-    "deleted by hand or by a partial uninstall or upgrade of the chart, or the system installs it under another "
+    "deleted by hand or by a partial uninstall or upgrade (helm or kustomize), or the system installs it under another "
     "name than the check's `service` (a tutorial's name)",
     "kubectl -n {namespace} get services -o wide",
     MANAGER_LOG,
@@ -93,8 +93,8 @@ NO_READY_ENDPOINTS = Runbook(
 CONFIGURATION_MISSING = Runbook(
     "configuration-missing",
     "A webhook configuration of the system does not exist",
-    "deleted by hand or by a partial uninstall or upgrade of the chart; the manager only patches the caBundle of "
-    "configurations the chart created and does not recreate one, so the API server stops calling the webhook "
+    "deleted by hand or by a partial uninstall or upgrade; the manager only patches the configurations the install "
+    "(chart or config/) created and does not recreate one, so the API server stops calling the webhook "
     "while its Service still has ready endpoints",
     "kubectl get {resource} && kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}",
     MANAGER_LOG,
