@@ -326,6 +326,17 @@ AGGREGATED: dict[str, Any] = {"aggregated": {"usage_thresholds": {"cpu": 65}, "u
             Status.OK,
             {},
         ),
+        ("raw allocatable as allocatable", [62] * 5, None, {1: {RAW: '{"cpu": 32}'}}, None, {}, Status.OK, {}),
+        (
+            "raw allocatable of memory only",
+            [62] * 5,
+            [50, 99, 50, 50, 50],
+            {1: {RAW: '{"memory": "512Gi"}'}},
+            None,
+            {},
+            Status.OK,
+            {},
+        ),
         # aggregated usage, opted into by the scheduler's args or by the node's annotation
         (
             "aggregated: the longest period, not the hottest",
@@ -521,6 +532,14 @@ def test_many_nodes_above_threshold_first_ten_named() -> None:
         ({"usage_thresholds": {"cpu": -1}}, False),
         ({"aggregated": {"usage_thresholds": {"cpu": 120}, "usage_aggregation_type": "p95"}}, False),
         ({"aggregated": {"usage_thresholds": {"cpu": 60}, "usage_aggregation_type": "p42"}}, False),
+        ({"aggregated": {"usage_thresholds": {"cpu": 60}, "usage_aggregation_type": "p95"}}, True),
+        (
+            {
+                "aggregated": {"usage_thresholds": {"cpu": 60}, "usage_aggregation_type": "p95"},
+                "source": "metrics.k8s.io",
+            },
+            False,
+        ),
         ({}, True),
     ],
 )

@@ -222,6 +222,8 @@ class NodeUtilizationParams(Params):
             bad = {k: v for k, v in thresholds.items() if not 0 <= v <= 100}
             if bad:
                 raise ValueError(f"{where}: thresholds {bad} outside 0 to 100 (koord-scheduler refuses them)")
+        if self.aggregated and self.source != "nodemetric":
+            raise ValueError("aggregated: percentile usage is in NodeMetrics only (source nodemetric)")
         if (
             self.lower_percent is not None
             and self.upper_percent is not None
@@ -409,9 +411,10 @@ def node_allocatable(node: NodeFacts) -> dict[str, int]:
         return allocatable
     if not isinstance(raw, dict):
         return allocatable
-    values = {str(k): resource_value(str(k), v) for k, v in raw.items() if v is not None}
+    # a JSON null is a zero Quantity; one that does not parse fails the whole annotation
+    values = {str(k): 0 if v is None else resource_value(str(k), v) for k, v in raw.items()}
     if any(v is None for v in values.values()):
-        return allocatable  # a Quantity that does not parse fails the whole annotation
+        return allocatable
     allocatable.update({k: v for k, v in values.items() if v is not None})
     return allocatable
 
