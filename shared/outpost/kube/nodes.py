@@ -10,6 +10,7 @@ empty selection is the check's `error`, and a usage that is absent or not a quan
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +32,7 @@ from outpost.kube.objects import (
     View,
     parse,
 )
-from outpost.kube.quantity import cpu_millis
+from outpost.kube.quantity import cpu_millis, memory_bytes
 from outpost.kube.selectors import MetadataSelector, parse_label_selector
 
 if TYPE_CHECKING:  # msgspec is imported by the first LIST that decodes into a mirror, never by this module
@@ -103,6 +104,7 @@ class NodeFacts:
     ready: str = ""  # the Ready condition's status: "True", "False", "Unknown"; "" when not reported
     ready_reason: str = ""
     allocatable_cpu_millis: int | None = None  # None when not reported (or not a quantity)
+    allocatable: Mapping[str, int] = field(default_factory=dict)  # `resource_value` per resource that is a quantity
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
 
@@ -122,18 +124,15 @@ def node_facts(node: Node | NodeOutline | FastNodeOutline) -> NodeFacts:
     """The facts of a Node, read whole, as its outline or as the outline's msgspec mirror (equal facts)."""
     # `find_condition`, spelled out: a mirror's conditions are not `Condition`s
     condition = next((c for c in node.status.conditions if c.type == READY), None)
-    cpu = node.status.allocatable.get("cpu")
-    try:
-        millis = cpu_millis(cpu) if cpu not in (None, "") else None
-    except ValueError:
-        millis = None
+    allocatable = resource_values(node.status.allocatable)
     return NodeFacts(
         name=node.name,
         node_class=classify(node),
         unschedulable=node.spec.unschedulable,
         ready=condition.status if condition else "",
         ready_reason=condition.reason if condition else "",
-        allocatable_cpu_millis=millis,
+        allocatable_cpu_millis=allocatable.get("cpu"),
+        allocatable=allocatable,
         labels=dict(node.metadata.labels),
         annotations=dict(node.metadata.annotations),
     )
@@ -288,13 +287,43 @@ pkg/scheduler/apis/config/v1beta3/defaults.go`, `pkg/descheduler/apis/config/v1a
 three of koordlet's 60 s reports."""
 
 
+def resource_value(resource: str, value: object) -> int | None:
+    """A quantity as koord-scheduler's LoadAware counts it (`getResourceValue`: CPU in millicores, `MilliValue()`;
+    every other resource `Value()`, both rounded up; github.com/koordinator-sh/koordinator@v1.6.0
+    pkg/scheduler/plugins/loadaware/helper.go); None when absent or not a quantity."""
+    if value in (None, "") or not isinstance(value, str | int | float) or isinstance(value, bool):
+        return None
+    try:
+        return cpu_millis(value) if resource == "cpu" else memory_bytes(value)
+    except ValueError:
+        return None
+
+
+def resource_values(resources: Mapping[str, Any]) -> dict[str, int]:
+    """`resource_value` of each entry of a ResourceList; entries that are no quantity are left out."""
+    values = {str(name): resource_value(str(name), value) for name, value in resources.items()}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class AggregatedUsage:
+    """One `status.nodeMetric.aggregatedNodeUsages` entry: the node's usage per aggregation type (`p50`, `p90`,
+    `p95`, `p99`, `avg`) over `duration_seconds` (None: absent or not a Go duration)."""
+
+    duration_seconds: float | None
+    usage: Mapping[str, Mapping[str, int]]
+
+
 @dataclass(frozen=True)
 class UsageSample:
-    """One node's usage report: when it was taken and the CPU in use (None: not reported)."""
+    """One node's usage report: when it was taken and the CPU in use (None: not reported); `usage` is every
+    resource reported (`resource_value`), `aggregated` koordlet's percentiles (NodeMetrics only)."""
 
     node: str
     taken_at: datetime | None
     cpu_millis: int | None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    aggregated: tuple[AggregatedUsage, ...] = ()
 
     def age_seconds(self, now: datetime) -> float | None:
         """Seconds since the report (negative under clock skew); None if it carries no time."""
@@ -329,7 +358,53 @@ def nodemetric_usage(
     """One NodeMetric's usage sample; no name is MalformedResponse."""
     if not metric.name:
         raise MalformedResponse(f"{where}: a NodeMetric without metadata.name")
-    return UsageSample(metric.name, metric.status.update_time, _millis(metric.node_usage.get("cpu")))
+    usage = metric.node_usage
+    return UsageSample(
+        metric.name,
+        metric.status.update_time,
+        _millis(usage.get("cpu")),
+        resource_values(usage),
+        _aggregated(metric.status.node_metric.get("aggregatedNodeUsages")),
+    )
+
+
+def _aggregated(entries: object) -> tuple[AggregatedUsage, ...]:
+    """`aggregatedNodeUsages` as read; an entry of the wrong shape is left out (as its usage is then absent)."""
+    if not isinstance(entries, list):
+        return ()
+    kept: list[AggregatedUsage] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        duration = entry.get("duration")
+        by_type = entry.get("usage")
+        usage: dict[str, Mapping[str, int]] = {}
+        if isinstance(by_type, Mapping):
+            for kind, resource_map in by_type.items():
+                resources = resource_map.get("resources") if isinstance(resource_map, Mapping) else None
+                usage[str(kind)] = resource_values(resources) if isinstance(resources, Mapping) else {}
+        kept.append(AggregatedUsage(go_duration_seconds(duration) if isinstance(duration, str) else None, usage))
+    return tuple(kept)
+
+
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def go_duration_seconds(text: str) -> float | None:
+    """Seconds of a Go `time.ParseDuration` string (`5m0s`, `1h`), as `metav1.Duration` reads it; None when Go
+    would refuse it."""
+    sign, rest = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text[1:] if text[:1] == "+" else text)
+    if rest == "0":
+        return 0.0
+    total, position = 0.0, 0
+    while position < len(rest):
+        match = _GO_PART.match(rest, position)
+        if match is None:
+            return None
+        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
+        position = match.end()
+    return sign * total if rest else None
 
 
 class _ResourceMetrics(View):
@@ -345,4 +420,4 @@ def usage_from_metrics_k8s(raw: Any, where: str = "metrics.k8s.io node") -> Usag
     name = metric.metadata.get("name")
     if not isinstance(name, str) or not name:
         raise MalformedResponse(f"{where}: node metrics without metadata.name")
-    return UsageSample(name, metric.timestamp, _millis(metric.usage.get("cpu")))
+    return UsageSample(name, metric.timestamp, _millis(metric.usage.get("cpu")), resource_values(metric.usage))

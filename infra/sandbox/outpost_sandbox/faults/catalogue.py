@@ -198,7 +198,12 @@ FAULTS: dict[str, Fault] = {
             "node (default: first)",
         ),
         _fault("node-utilization-low", ("node-utilization",), "NodeMetrics report 20 % CPU", utilization_fault(0.20)),
-        _fault("node-utilization-high", ("node-utilization",), "NodeMetrics report 90 % CPU", utilization_fault(0.90)),
+        _fault(
+            "node-utilization-high",
+            ("node-utilization",),
+            "every NodeMetric reports 90 % CPU: above LoadAware's 65 % on every node, its Filter rejects them all",
+            utilization_fault(0.90),
+        ),
         _fault(
             "podgroup-failed",
             ("gang-scheduling",),
