@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import ConfigDict
 
@@ -60,6 +60,10 @@ class CheckSpec(Generic[P, D]):
     runbooks: tuple[Runbook, ...] = ()
     """Every way `evaluate` can fail or degrade: each line it gives carries one of these, filled in with the
     object it names (`Runbook.at`); docs/runbooks.md is generated from them."""
+    ships: Callable[[P], Sequence[dict[str, Any]]] | None = None
+    """Objects the check needs in the cluster that no upstream install creates (admission-dry-run's
+    ClusterColocationProfile), for these params: `outpost rbac` prints them after the grants, so the operator
+    applies them together. Never written by the check itself (it only reads)."""
 
     def __post_init__(self) -> None:
         defaults = {

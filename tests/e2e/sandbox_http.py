@@ -44,8 +44,8 @@ def dry_run_pod(
     namespace: str = "outpost-sandbox",
     timeout: float = 40.0,
 ) -> dict[str, Any]:
-    """Create a pod with dryRun=All as admin: the admission chain runs, nothing is stored. The sandbox's own
-    namespace is opted in to the colocation profile, as the probe's is."""
+    """Create a pod with dryRun=All as admin: the admission chain runs, nothing is stored. Koordinator mutates it
+    only if Outpost's ClusterColocationProfile selects it: in the probe's namespace, with the probe label."""
     metadata: dict[str, Any] = {"generateName": "dry-", "namespace": namespace, "labels": labels}
     if owner is not None:
         metadata["ownerReferences"] = [owner]

@@ -19,12 +19,15 @@ from typing import Any
 import pytest
 from sandbox_http import KRUISE_WEBHOOK_HEALTHZ, LS_WEB, age, api, dry_run_pod, get_json
 
+from outpost.checks.admission_dry_run import MUTATED_BY, PROBE_LABEL, PROFILE_NAME
+from outpost.tooling.rbac import PROBE_NAMESPACE
 from outpost_sandbox import systems
 from outpost_sandbox.backends import netns
 from outpost_sandbox.kubelet import daemon as kubelet
 from outpost_sandbox.kubelet import images, podnet
 from outpost_sandbox.procs import ProcessTable
 
+PROFILES_PATH = "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles"
 KOORD_WEBHOOK_HEALTHZ = (
     "/api/v1/namespaces/koordinator-system/services/https:koordinator-webhook-service:443/proxy/healthz"
 )
@@ -303,18 +306,49 @@ def test_a_requeued_gang_is_reconsidered_by_koord_scheduler(sandbox: Any, monkey
 
 
 def test_admission_dry_run_is_mutated_by_both_real_webhooks(sandbox: Any) -> None:
-    # Koordinator: the documented ClusterColocationProfile selects it; OpenKruise: a CloneSet controls it.
-    pod = dry_run_pod(sandbox, {systems.COLOCATION_LABEL: "true"}, owner=systems.DRY_RUN_OWNER)
+    # Koordinator: Outpost's ClusterColocationProfile selects it (the probe's namespace and the probe label), as
+    # koord-manager writes it: github.com/koordinator-sh/koordinator@v1.6.0
+    # pkg/webhook/pod/mutating/cluster_colocation_profile.go; OpenKruise: a CloneSet controls it.
+    probe = {PROBE_LABEL: "admission-dry-run"}
+    pod = dry_run_pod(sandbox, probe, owner=systems.DRY_RUN_OWNER, namespace=PROBE_NAMESPACE)
     labels = pod["metadata"]["labels"]
-    assert (labels["koordinator.sh/qosClass"], labels["koordinator.sh/priority"]) == ("BE", "1000")
-    assert (pod["spec"]["priorityClassName"], pod["spec"]["priority"]) == ("koord-batch", 5000)
-    assert pod["spec"]["schedulerName"] == "koord-scheduler"
-    assert "kubernetes.io/batch-cpu" in pod["spec"]["containers"][0]["resources"]["requests"]
-    assert "koordinator.sh/priority-class" not in labels  # the stand-in's invention; upstream never writes it
+    assert (labels["koordinator.sh/qosClass"], labels[MUTATED_BY]) == ("LS", PROFILE_NAME)
+    assert pod["metadata"]["annotations"][MUTATED_BY] == PROFILE_NAME
+    assert "koordinator.sh/priority" not in labels
+    assert not pod["spec"].get("priorityClassName")
+    assert pod["spec"]["schedulerName"] == "default-scheduler"
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "100m", "memory": "64Mi"}
     assert {"conditionType": "KruisePodReady"} in pod["spec"]["readinessGates"]
-    plain = dry_run_pod(sandbox, {"app": "not-opted-in"})
-    assert "koordinator.sh/qosClass" not in plain["metadata"]["labels"]
-    assert not plain["spec"].get("readinessGates")
+    # No other pod: unlabelled in the probe's namespace, labelled in another, opted in to colocation the old way.
+    for labels_sent, namespace in (
+        ({"app": "not-opted-in"}, PROBE_NAMESPACE),
+        ({"koordinator.sh/enable-colocation": "true"}, PROBE_NAMESPACE),
+        (probe, "outpost-sandbox"),
+        (probe, "default"),
+    ):
+        plain = dry_run_pod(sandbox, labels_sent, namespace=namespace)
+        assert "koordinator.sh/qosClass" not in plain["metadata"]["labels"], (labels_sent, namespace)
+        assert MUTATED_BY not in plain["metadata"]["labels"], (labels_sent, namespace)
+        assert not plain["spec"].get("readinessGates")
+
+
+def test_the_only_colocation_profile_is_outposts_own(sandbox: Any) -> None:
+    names = [p["metadata"]["name"] for p in get_json(sandbox, PROFILES_PATH)["items"]]
+    assert names == [PROFILE_NAME]
+    # be-batch is a BE gang of koord-scheduler by its own spec, with no profile selecting it
+    deployment = get_json(sandbox, "/apis/apps/v1/namespaces/default/deployments/be-batch")
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["labels"]["koordinator.sh/qosClass"] == "BE"
+    assert (template["spec"]["schedulerName"], template["spec"]["priorityClassName"]) == (
+        "koord-scheduler",
+        "koord-batch",
+    )
+    for pod in pods(sandbox, "default", "app=be-batch"):
+        assert (pod["spec"]["schedulerName"], pod["metadata"]["labels"]["koordinator.sh/qosClass"]) == (
+            "koord-scheduler",
+            "BE",
+        )
+        assert MUTATED_BY not in pod["metadata"]["labels"]
 
 
 def test_uninstall_removes_network_and_install_restores(sandbox: Any) -> None:

@@ -1,16 +1,18 @@
 """koord-webhook, kruise-webhook and admission-dry-run end to end: the real managers' webhooks, the probe's own
 identity, a real heartbeat receiver.
 
-Healthy: each ok with one ping, both dry-run pods mutated. Also: the dry run stores nothing, the probe may create
-pods only in its namespace, a refusal of the probe is `error` not `failed`, a deleted configuration exits 1, and a
-dead koord-manager makes the API server refuse both systems' dry runs (fail-closed pod webhook), named. Other
-faults are the fault catalogue's.
+Healthy: each ok with one ping, both dry-run pods mutated (Koordinator's under Outpost's own profile, the only
+one). Also: without that profile admission-dry-run is `error` naming it, the dry run stores nothing, the probe may
+create pods only in its namespace, a refusal of the probe is `error` not `failed`, a deleted configuration exits 1,
+and a dead koord-manager makes the API server refuse both systems' dry runs (fail-closed pod webhook), named.
+Other faults are the fault catalogue's.
 """
 
 from __future__ import annotations
 
 import json
 import ssl
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +21,11 @@ import pytest
 from check_runs import CheckRuns, Receiver, broken
 
 from kit.outpost_cli import run_cli
+from outpost.checks.admission_dry_run import PROFILE_NAME
 from outpost.result import Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
+from outpost.tooling import rbac
 
 if TYPE_CHECKING:
     from conftest import SandboxInfo
@@ -74,8 +78,41 @@ def test_healthy_each_check_ok_and_pings_once(sb: SandboxInfo, config: Path, rec
         assert receiver.pings_for(check) == 1, check
     dry_run = run_check(settings, "admission-dry-run", log=False, report=False)
     assert {s: d["mutated"] for s, d in dry_run.details["systems"].items()} == {"koordinator": True, "openkruise": True}
-    # The sandbox applies the documented profile and labels the probe namespace as its documentation asks.
-    assert dry_run.details["systems"]["koordinator"]["profiles"] == {"colocation-profile-example": "selects (100%)"}
+    # The sandbox applies `outpost rbac --env local`'s output, Outpost's own profile included, and nothing else.
+    assert dry_run.details["systems"]["koordinator"]["profiles"] == {PROFILE_NAME: "selects (100%)"}
+    assert dry_run.details["systems"]["koordinator"]["expected"] == [
+        "annotation outpost.dev/mutated-by",
+        "label koordinator.sh/qosClass",
+        "label outpost.dev/mutated-by",
+    ]
+
+
+def test_without_outposts_profile_it_fails_closed_naming_it(sb: SandboxInfo, config: Path, tmp_path: Path) -> None:
+    """The profile deleted, koord-manager admits the pod unmutated: `error` (its webhook is not observed), never
+    `ok`, and the line names the profile to apply; applying `outpost rbac`'s profile again makes it ok."""
+    manifest = tmp_path / "profile.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": rbac.shipped_manifests()}))
+    sb.kubectl("delete", "clustercolocationprofile", PROFILE_NAME, "--wait=true")
+    try:
+        result = wait_for_status(config, Status.ERROR)
+        assert "no ClusterColocationProfile exists" in result.errors[0], result.errors
+        assert f"apply the ClusterColocationProfile {PROFILE_NAME}" in result.errors[0]
+        assert [step.failure for step in result.next_steps] == ["no-profile-applies"]
+    finally:
+        sb.kubectl("apply", "-f", str(manifest))
+    assert wait_for_status(config, Status.OK).details["systems"]["koordinator"]["mutated"] is True
+
+
+def wait_for_status(config: Path, status: Status, timeout: float = 30.0) -> Any:
+    """admission-dry-run run until it reaches `status` (koord-manager's informer follows the profile's deletion or
+    creation within moments, not at once)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = run_check(load_settings(config), "admission-dry-run", log=False, report=False)
+        if result.status is status or time.monotonic() > deadline:
+            assert result.status is status, result.errors
+            return result
+        time.sleep(1)
 
 
 def test_dry_run_stores_nothing(sb: SandboxInfo, config: Path) -> None:

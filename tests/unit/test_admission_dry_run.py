@@ -2,9 +2,14 @@
 server, and `Cluster.dry_run_create` (always dryRun=All, `timeout` sent, webhook 403 returned, RBAC 403 raised).
 
 Fixtures (tests/unit/fixtures/admission_dry_run) are API server answers captured from upstream (v1.37.2, koord-
-manager v1.6.0 under the documented profile, OpenKruise's readinessGates), both systems' webhook configurations
-from config/ and the charts, and Status bodies as k8s.io/apiserver@v0.37.2 writes them (a webhook's own timeout,
-the two racing 504s, a koord-manager refusal); the real managers' answers are judged by the e2e tests.
+manager v1.6.0 under upstream's documented profile `koordinator-admitted*.json`, OpenKruise's readinessGates), both
+systems' webhook configurations from config/ and the charts, and Status bodies as k8s.io/apiserver@v0.37.2 writes
+them (a webhook's own timeout, the two racing 504s, a koord-manager refusal); the real managers' answers are judged
+by the e2e tests. Hand-built: `namespace.outpost-probe.json` (the namespace `outpost rbac` creates, with the name
+label the API server adds) and `koordinator-admitted-outpost-profile.json` (the captured admitted pod with the
+documented profile's writes taken out and Outpost's profile's put in, as `doMutateByColocationProfile` writes them:
+labels, annotations, qosClass; no capture exists yet, the e2e tests judge the real answer). The profiles are
+Outpost's own, as `probe_profile` (what `outpost rbac` prints) builds it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from outpost.checks.admission_dry_run import (
     KOORDINATOR,
     OPENKRUISE,
     OWNER_UID,
+    PROBE_LABEL,
+    PROFILE_NAME,
     AdmissionDryRunParams,
     ColocationState,
     DryRunAnswer,
@@ -34,20 +41,30 @@ from outpost.checks.admission_dry_run import (
     evaluate,
     fetch,
     probe_pod,
+    probe_profile,
+    sent_labels,
 )
 from outpost.cluster import Cluster, Deadline
+from outpost.config import Settings, environment_file
 from outpost.errors import ClusterAuthError, ClusterTimeout
 from outpost.kube import WebhookConfiguration, parse, parse_list
-from outpost.kube.colocation import ClusterColocationProfile
+from outpost.kube.colocation import ClusterColocationProfile, select
 from outpost.result import Result, Status
+from outpost.settings import load_settings
+from outpost.tooling import rbac
 
 FIXTURES = Path(__file__).parent / "fixtures" / "admission_dry_run"
 PARAMS = AdmissionDryRunParams()
 PODS = "/api/v1/namespaces/outpost-probe/pods"
-PROFILES_LIST: dict[str, Any] = json.loads((FIXTURES / "clustercolocationprofiles.json").read_text())
 NAMESPACE: dict[str, Any] = json.loads((FIXTURES / "namespace.outpost-probe.json").read_text())
-PROFILES = parse_list(ClusterColocationProfile, PROFILES_LIST, "fixture")
+OUTPOST_PROFILE: dict[str, Any] = probe_profile(PARAMS)
+PROFILES = [parse(ClusterColocationProfile, OUTPOST_PROFILE, "outpost rbac")]
 COLOCATION = ColocationState(PROFILES, NAMESPACE["metadata"]["labels"])
+DOCUMENTED = parse_list(
+    ClusterColocationProfile, json.loads((FIXTURES / "clustercolocationprofiles.json").read_text()), "fixture"
+)
+"""Upstream's documented colocation-profile-example (koordinator-sh/website docs/user-manuals/colocation-profile.md),
+which selects koordinator.sh/enable-colocation=true on both the namespace and the pod."""
 SENT = 32
 
 
@@ -86,20 +103,40 @@ def run(
     return evaluate(DryRuns([koordinator, openkruise], colocation), params, NOW)
 
 
-KOORD_OK = text("koordinator-admitted.json")
+KOORD_OK = text("koordinator-admitted-outpost-profile.json")
+UNDER_DOCUMENTED = text("koordinator-admitted.json")
 KRUISE_OK = text("openkruise-admitted.json")
 
 
 @pytest.mark.parametrize("install", ["kustomize", "chart"])
-@pytest.mark.parametrize("koordinator_body", ["koordinator-admitted.json", "koordinator-admitted-1cpu.json"])
-def test_both_upstream_webhooks_mutating_is_ok(install: str, koordinator_body: str) -> None:
-    result = run(
-        dry_run(KOORDINATOR, 201, text(koordinator_body), install), dry_run(OPENKRUISE, 201, KRUISE_OK, install)
-    )
+def test_both_upstream_webhooks_mutating_under_outposts_own_profile_is_ok(install: str) -> None:
+    result = run(dry_run(KOORDINATOR, 201, KOORD_OK, install), dry_run(OPENKRUISE, 201, KRUISE_OK, install))
     assert result.status is Status.OK, result.errors
     assert result.summary == "dry-run pods admitted and mutated (koordinator, openkruise); nothing stored"
     koordinator = result.details["systems"]["koordinator"]
     assert koordinator["mutated"] is True
+    assert koordinator["profiles"] == {PROFILE_NAME: "selects (100%)"}
+    assert koordinator["expected"] == [
+        "annotation outpost.dev/mutated-by",
+        "label koordinator.sh/qosClass",
+        "label outpost.dev/mutated-by",
+    ]
+    assert result.details["systems"]["openkruise"]["readiness_gates"] == ["KruisePodReady"]
+
+
+@pytest.mark.parametrize("koordinator_body", ["koordinator-admitted.json", "koordinator-admitted-1cpu.json"])
+def test_a_profile_of_the_users_own_is_read_the_same_way(koordinator_body: str) -> None:
+    """Wants come from whatever profiles the cluster holds: upstream's documented one, its namespace labelled and
+    the case sending its label, alone (the captured answers of koord-manager v1.6.0 under it)."""
+    case = KOORDINATOR.model_copy(update={"pod_labels": {"koordinator.sh/enable-colocation": "true"}})
+    labelled = {**NAMESPACE["metadata"]["labels"], "koordinator.sh/enable-colocation": "true"}
+    result = run(
+        dry_run(case, 201, text(koordinator_body)),
+        dry_run(OPENKRUISE, 201, KRUISE_OK),
+        ColocationState(DOCUMENTED, labelled),
+    )
+    assert result.status is Status.OK, result.errors
+    koordinator = result.details["systems"]["koordinator"]
     assert koordinator["profiles"] == {"colocation-profile-example": "selects (100%)"}
     assert koordinator["expected"] == [
         "annotation koordinator.sh/intercepted",
@@ -109,7 +146,6 @@ def test_both_upstream_webhooks_mutating_is_ok(install: str, koordinator_body: s
         "priorityClassName",
         "schedulerName",
     ]
-    assert result.details["systems"]["openkruise"]["readiness_gates"] == ["KruisePodReady"]
 
 
 TIMEOUT_FILTER = text("status/timeout-filter.504.json")
@@ -146,16 +182,11 @@ def koordinator_refused(body: str, reason: str) -> tuple[DryRunAnswer, DryRunAns
             Status.FAILED,
             ["not-mutated"],
             [
-                "(dry run, koordinator): admitted without mutation (annotation "
-                "koordinator.sh/intercepted absent (want 'true', profile colocation-profile-example); label "
-                "koordinator.sh/mutated absent (want 'true', profile colocation-profile-example); label "
-                "koordinator.sh/priority "
-                "absent (want '1000', profile colocation-profile-example); label koordinator.sh/qosClass absent (want "
-                "'BE', "
-                "profile colocation-profile-example); priorityClassName absent (want 'koord-batch', profile "
-                "colocation-profile-example); schedulerName='default-scheduler' (want 'koord-scheduler', profile "
-                f"colocation-profile-example)); {KOORD_CONFIG} webhook mpod-create.koordinator.sh (failurePolicy "
-                f"Ignore, "
+                "(dry run, koordinator): admitted without mutation (annotation outpost.dev/mutated-by absent (want "
+                "'outpost-probe-dry-run', profile outpost-probe-dry-run); label koordinator.sh/qosClass absent (want "
+                "'LS', profile outpost-probe-dry-run); label outpost.dev/mutated-by absent (want "
+                "'outpost-probe-dry-run', profile outpost-probe-dry-run)); "
+                f"{KOORD_CONFIG} webhook mpod-create.koordinator.sh (failurePolicy Ignore, "
                 "timeoutSeconds 30): the answer took 30.2 s, so it likely did not answer in time and was skipped"
             ],
         ),
@@ -188,7 +219,7 @@ def koordinator_refused(body: str, reason: str) -> tuple[DryRunAnswer, DryRunAns
         koordinator_refused(
             KOORD_FAIL_DOWN, 'Internal error occurred: failed calling webhook "mpod-create.koordinator.sh"'
         ),
-        # koord-manager answering, refusing (the profile's PriorityClass is gone)
+        # koord-manager answering, refusing (a profile of the user's names a PriorityClass that is gone)
         koordinator_refused(
             KOORD_DENIED,
             'admission webhook "mpod-create.koordinator.sh" denied the request: priorityclasses.scheduling.k8s.io '
@@ -292,21 +323,31 @@ def test_a_hung_ignore_webhook_is_not_blamed_before_its_timeout() -> None:
 @pytest.mark.parametrize(
     ("colocation", "says", "failure"),
     [
+        # Outpost's profile deleted (or never applied): fails closed, naming the profile to apply
         (
             ColocationState([], COLOCATION.namespace_labels),
             "admitted, but no ClusterColocationProfile exists, so koord-manager mutates nothing (pod labels "
-            "app.kubernetes.io/managed-by=outpost, koordinator.sh/enable-colocation=true in namespace outpost-probe "
-            "(namespace labels koordinator.sh/enable-colocation=true, kubernetes.io/metadata.name=outpost-probe)); "
-            "upstream's documented colocation-profile-example selects pods labelled "
-            "koordinator.sh/enable-colocation=true "
-            "in namespaces labelled koordinator.sh/enable-colocation=true: create such a profile and label namespace "
-            "outpost-probe koordinator.sh/enable-colocation=true; admission not observed",
+            "app.kubernetes.io/managed-by=outpost, outpost.dev/probe=admission-dry-run in namespace outpost-probe "
+            "(namespace labels app.kubernetes.io/part-of=outpost, kubernetes.io/metadata.name=outpost-probe)); "
+            "apply the ClusterColocationProfile outpost-probe-dry-run that `outpost rbac` prints for namespace "
+            "outpost-probe (Koordinator ships none); admission not observed",
             "no-profile-applies",
         ),
+        # only upstream's documented profile, the namespace not labelled for it (a stock install before this fix)
         (
-            ColocationState(PROFILES, {"kubernetes.io/metadata.name": "outpost-probe"}),
+            ColocationState(DOCUMENTED, COLOCATION.namespace_labels),
             "colocation-profile-example: namespace outpost-probe lacks koordinator.sh/enable-colocation=true (its "
-            "namespaceSelector); admission not observed",
+            "namespaceSelector); apply the ClusterColocationProfile outpost-probe-dry-run",
+            "no-profile-applies",
+        ),
+        # Outpost's profile generated for another namespace than the check's
+        (
+            ColocationState(
+                [parse(ClusterColocationProfile, probe_profile(AdmissionDryRunParams(namespace="ops")), "test")],
+                COLOCATION.namespace_labels,
+            ),
+            "outpost-probe-dry-run: namespace outpost-probe lacks kubernetes.io/metadata.name=ops (its "
+            "namespaceSelector)",
             "no-profile-applies",
         ),
         (
@@ -348,15 +389,16 @@ def test_stated_wants_replace_the_profiles_or_add_to_them() -> None:
         want_labels={"team": "batch"},
         want_scheduler_name="koord-scheduler",
     )
+    # an answer with schedulerName koord-scheduler (koord-manager under upstream's documented profile)
     both = stated.model_copy(update={"colocation_profiles": True})
     for case, found in ((stated, "label team absent (want 'batch')"), (both, "label team absent")):
-        result = run(dry_run(case, 201, KOORD_OK), dry_run(OPENKRUISE, 201, KRUISE_OK))
+        result = run(dry_run(case, 201, UNDER_DOCUMENTED), dry_run(OPENKRUISE, 201, KRUISE_OK))
         assert result.status is Status.FAILED
         assert found in result.errors[0]
         assert "profile" not in result.errors[0].split("; ")[0]  # the stated want names no profile
     assert (
         run(
-            dry_run(stated.model_copy(update={"want_labels": {}}), 201, KOORD_OK),
+            dry_run(stated.model_copy(update={"want_labels": {}}), 201, UNDER_DOCUMENTED),
             dry_run(OPENKRUISE, 201, KRUISE_OK),
             None,
         ).status
@@ -413,7 +455,7 @@ STAND_IN_PROFILE = parse(
     ClusterColocationProfile,
     {
         "metadata": {"name": "qos-only"},
-        "spec": {"selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE"},
+        "spec": {"selector": {"matchLabels": {PROBE_LABEL: "admission-dry-run"}}, "qosClass": "BE"},
     },
     "test",
 )
@@ -524,13 +566,15 @@ def test_params_refuse_what_cannot_work(params: dict[str, Any], error: str) -> N
         AdmissionDryRunParams.model_validate(params)
 
 
-def test_the_koordinator_pod_carries_the_documented_profiles_label_and_mounts_no_token() -> None:
+def test_the_koordinator_pod_carries_the_probe_label_and_mounts_no_token() -> None:
     pod = probe_pod(PARAMS, KOORDINATOR)
     assert pod["metadata"] == {
         "generateName": "outpost-dry-run-",
         "namespace": "outpost-probe",
-        "labels": {"app.kubernetes.io/managed-by": "outpost", "koordinator.sh/enable-colocation": "true"},
+        "labels": {"app.kubernetes.io/managed-by": "outpost", "outpost.dev/probe": "admission-dry-run"},
     }
+    dropping = KOORDINATOR.model_copy(update={"pod_labels": {PROBE_LABEL: "mine", "team": "a"}})
+    assert probe_pod(PARAMS, dropping)["metadata"]["labels"][PROBE_LABEL] == "admission-dry-run"
     assert pod["spec"]["automountServiceAccountToken"] is False
     assert [c["name"] for c in pod["spec"]["containers"]] == ["probe"]
 
@@ -566,7 +610,7 @@ class UpstreamApi:
     def __init__(self, koordinator: tuple[int, str], openkruise: tuple[int, str]) -> None:
         self.api = FakeApiServer().add(
             NAMESPACE,
-            *PROFILES_LIST["items"],
+            OUTPOST_PROFILE,
             *(json.loads(text(f"configurations/kustomize/{c.configuration}.json")) for c in PARAMS.systems),
         )
         self.answers = {"koordinator": koordinator, "openkruise": openkruise}
@@ -635,6 +679,111 @@ def test_fetch_without_the_profiles_api_reports_it() -> None:
         result = evaluate(fetch(cluster, PARAMS), PARAMS, NOW)
     assert result.status is Status.ERROR
     assert "does not serve clustercolocationprofiles.config.koordinator.sh" in result.errors[0]
+
+
+# -- Outpost's own profile (`outpost rbac`) ----------------------------------------------------------------------
+
+
+def as_created(namespace: dict[str, Any]) -> dict[str, Any]:
+    """A Namespace as the API server stores it: labelled kubernetes.io/metadata.name=<its name> whatever was sent
+    (k8s.io/kubernetes@v1.37.2 pkg/registry/core/namespace/strategy.go Canonicalize)."""
+    name = namespace["metadata"]["name"]
+    labels = {**namespace["metadata"].get("labels", {}), "kubernetes.io/metadata.name": name}
+    return {**namespace, "metadata": {**namespace["metadata"], "labels": labels}}
+
+
+def namespace_labels(namespace: str, **labels: str) -> dict[str, str]:
+    return {**labels, "kubernetes.io/metadata.name": namespace}  # as `as_created` leaves them
+
+
+OPTED_IN = {"koordinator.sh/enable-colocation": "true"}
+PROBE_POD = sent_labels(KOORDINATOR)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "labels", "pod", "selected"),
+    [
+        # the one pod it is for: admission-dry-run's Koordinator dry-run pod in the probe's namespace
+        ("outpost-probe", {}, PROBE_POD, True),
+        ("outpost-probe", {"app.kubernetes.io/part-of": "outpost"}, PROBE_POD, True),
+        # other pods of the probe's namespace: the OpenKruise dry-run pod, unlabelled, opted in, a near miss
+        ("outpost-probe", {}, sent_labels(OPENKRUISE), False),
+        ("outpost-probe", {}, {}, False),
+        ("outpost-probe", OPTED_IN, {"app.kubernetes.io/managed-by": "outpost", **OPTED_IN}, False),
+        ("outpost-probe", {}, {PROBE_LABEL: "other-check"}, False),
+        ("outpost-probe", {}, {"outpost.dev/probes": "admission-dry-run"}, False),
+        # the probe label elsewhere: other namespaces, opted in to colocation or not, system ones
+        ("default", {}, PROBE_POD, False),
+        ("default", OPTED_IN, PROBE_POD, False),
+        ("team-batch", OPTED_IN, {**PROBE_POD, **OPTED_IN}, False),
+        ("kube-system", {}, PROBE_POD, False),
+        ("koordinator-system", {"control-plane": "koordinator"}, PROBE_POD, False),
+        ("outpost-probe-2", {"name": "outpost-probe"}, PROBE_POD, False),
+        ("outpost", {"app.kubernetes.io/part-of": "outpost"}, PROBE_POD, False),
+        # ordinary pods of other namespaces, opted in to colocation or not
+        ("default", OPTED_IN, OPTED_IN, False),
+        ("default", {}, {"app": "ls-web", "koordinator.sh/qosClass": "LS"}, False),
+        ("team-batch", OPTED_IN, {"app": "be-batch", "koordinator.sh/qosClass": "BE", **OPTED_IN}, False),
+    ],
+)
+def test_outposts_profile_selects_the_probe_pod_and_no_other(
+    namespace: str, labels: dict[str, str], pod: dict[str, str], selected: bool
+) -> None:
+    """Judged by koord-manager's rules as `outpost.kube.colocation.select` models them (both selectors matchLabels:
+    plain equality over the namespace's and the pod's labels, `outpost.kube.selectors` for expressions)."""
+    (profile,) = PROFILES
+    selection = select(profile, namespace, namespace_labels(namespace, **labels), pod)
+    assert selection.selects is selected, selection.why
+    assert selection.chance == 100  # no probability: when it selects, it always applies
+
+
+def test_the_profile_follows_the_checks_namespace_and_is_shipped_only_with_a_profile_case() -> None:
+    ops = AdmissionDryRunParams(namespace="ops")
+    (profile,) = admission_dry_run.shipped(ops)
+    assert profile["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "ops"}}
+    assert select(parse(ClusterColocationProfile, profile, "test"), "ops", namespace_labels("ops"), PROBE_POD).selects
+    assert not select(PROFILES[0], "ops", namespace_labels("ops"), PROBE_POD).selects
+    assert admission_dry_run.shipped(AdmissionDryRunParams(systems=[OPENKRUISE])) == []
+
+
+def rbac_output(settings: Settings) -> list[dict[str, Any]]:
+    """What of `outpost rbac`'s output for `settings` the check reads (its namespace and the profiles; the fake
+    API server enforces no RBAC), as the API server holds it once applied."""
+    objects = rbac.manifests(settings) + rbac.shipped_manifests(settings) + rbac.reconciler_manifests(settings)
+    return [
+        as_created(o) if o["kind"] == "Namespace" else o
+        for o in objects
+        if o["kind"] in ("Namespace", "ClusterColocationProfile")
+    ]
+
+
+def stock_install_plus(objects: list[dict[str, Any]], koordinator: tuple[int, str]) -> UpstreamApi:
+    """Upstream's objects as a stock install leaves them (no ClusterColocationProfile, no probe namespace), then
+    `objects`."""
+    upstream = UpstreamApi(koordinator, (201, KRUISE_OK))
+    upstream.api = FakeApiServer().add(
+        *(json.loads(text(f"configurations/chart/{c.configuration}.json")) for c in PARAMS.systems), *objects
+    )
+    return upstream
+
+
+def test_a_stock_install_plus_outpost_rbacs_output_is_ok_and_without_the_profile_fails_closed() -> None:
+    settings = load_settings(environment_file("local"))
+    applied = rbac_output(settings)
+    assert [o["metadata"]["name"] for o in applied if o["kind"] == "ClusterColocationProfile"] == [PROFILE_NAME]
+    params = AdmissionDryRunParams.model_validate(settings.checks["admission-dry-run"].params)
+    with stock_install_plus(applied, (201, KOORD_OK)).cluster() as cluster:
+        result = evaluate(fetch(cluster, params), params, NOW)
+    assert result.status is Status.OK, result.errors
+    assert result.details["systems"]["koordinator"]["profiles"] == {PROFILE_NAME: "selects (100%)"}
+    # the profile deleted: koord-manager admits the pod unmutated, and the check cannot observe its webhook
+    without = [o for o in applied if o["kind"] != "ClusterColocationProfile"]
+    with stock_install_plus(without, (201, unmutated_koordinator_pod())).cluster() as cluster:
+        result = evaluate(fetch(cluster, params), params, NOW)
+    assert result.status is Status.ERROR
+    assert "no ClusterColocationProfile exists" in result.errors[0]
+    assert "apply the ClusterColocationProfile outpost-probe-dry-run that `outpost rbac` prints" in result.errors[0]
+    assert [step.failure for step in result.next_steps] == ["no-profile-applies"]
 
 
 # -- the seam -----------------------------------------------------------------------------------------------

@@ -370,7 +370,39 @@ def test_outpost_rbac_prints_the_output_the_golden_file_is_written_from(capsys: 
 
 def test_the_golden_output_is_valid_yaml_of_exactly_the_manifests() -> None:
     documents = [d for d in yaml.safe_load_all(GOLDEN.read_text()) if d is not None]
-    assert documents == rbac.manifests() + rbac.reconciler_manifests()
+    assert documents == rbac.manifests() + rbac.shipped_manifests() + rbac.reconciler_manifests()
+
+
+def test_admission_dry_runs_profile_is_shipped_only_while_a_case_derives_from_profiles() -> None:
+    """The one object a check ships (`CheckSpec.ships`): Outpost's ClusterColocationProfile, for the check's own
+    namespace, after the grants; gone with the check or its Koordinator case. The probe only lists profiles."""
+    (profile,) = rbac.shipped_manifests(local())
+    assert (profile["kind"], profile["metadata"]["name"]) == ("ClusterColocationProfile", "outpost-probe-dry-run")
+    assert profile["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "outpost-probe"}}
+    assert profile["spec"]["selector"] == {"matchLabels": {"outpost.dev/probe": "admission-dry-run"}}
+    moved = rbac.shipped_manifests(with_params(local(), "admission-dry-run", {"namespace": "ops"}))
+    assert moved[0]["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "ops"}}
+    assert rbac.shipped_manifests(without(local(), "admission-dry-run")) == []
+    openkruise_only = {
+        "systems": [
+            {
+                "system": "openkruise",
+                "configuration": "kruise-mutating-webhook-configuration",
+                "want_readiness_gates": ["KruisePodReady"],
+            }
+        ]
+    }
+    assert rbac.shipped_manifests(with_params(local(), "admission-dry-run", openkruise_only)) == []
+    text = rbac.output(local())
+    assert text.index("kind: ClusterColocationProfile") > text.index("kind: ValidatingAdmissionPolicyBinding")
+    rules = [
+        rule
+        for _, rule in all_rules(rbac.manifests(local()))
+        if "clustercolocationprofiles" in rule.get("resources", [])
+    ]
+    assert rules == [
+        {"apiGroups": ["config.koordinator.sh"], "resources": ["clustercolocationprofiles"], "verbs": ["list"]}
+    ]
 
 
 def opted_in() -> Settings:

@@ -36,4 +36,4 @@ def test_the_check_defaults_to_the_namespace_rbac_grants() -> None:
 
 def test_yaml_text_holds_every_manifest() -> None:
     documents = list(yaml.safe_load_all(rbac.yaml_text()))
-    assert documents == rbac.manifests() + rbac.reconciler_manifests()
+    assert documents == rbac.manifests() + rbac.shipped_manifests() + rbac.reconciler_manifests()

@@ -329,11 +329,14 @@ class Sandbox:
                 and (not install_systems or systems.running(self.state_dir))
             ):
                 # The generated RBAC follows the code, not the day the sandbox came up: re-applied (server-side, so
-                # a rule no longer generated leaves its role; the dry-run policy included).
+                # a rule no longer generated leaves its role; the dry-run policy included), and with the systems
+                # what it ships for the checks (admission-dry-run's ClusterColocationProfile, a Koordinator kind).
                 probe_rbac = rbac.manifests()
                 own = _own_namespaces(probe_rbac)
                 self._apply(state, [obj for obj in probe_rbac if install_systems or _namespace_of(obj) in own])
                 self._apply(state, rbac.reconciler_manifests())
+                if install_systems:
+                    self._apply(state, rbac.shipped_manifests())
                 return self._result(state, nodes, time.monotonic() - started, already_up=True)
             self._claim_machine()
             bin_dir = ensure_binaries(self.log)
@@ -377,7 +380,8 @@ class Sandbox:
             )
             # Grants in a system's namespace (e.g. the webhook certificate Secrets) need that namespace: they
             # are applied once the systems are installed. The probe's own namespace comes with its grants.
-            # The probe's RBAC is what `outpost rbac --env local` generates from the enabled checks.
+            # The probe's RBAC is what `outpost rbac --env local` generates from the enabled checks; what it ships
+            # for them needs the systems' CRDs, so `systems.install` applies it.
             probe_rbac = rbac.manifests()
             own = _own_namespaces(probe_rbac)
             self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) in own])

@@ -2,10 +2,12 @@
 
 `install` applies upstream's rendered objects, starts the process node (which runs the real managers) and the
 backend daemon (what needs a real node), then the sandbox's own objects once the fail-closed webhooks admit pods
-(docs/contracts.md "Sandbox"). It returns only when every manager is ready, leading and mutating a dry-run pod,
-every DaemonSet ready and every NodeMetric reported, else raises `SystemsError` naming what is not; it is
-idempotent. `uninstall` stops exactly what it started. The backend network is machine-wide, so `install` refuses
-while another sandbox's daemon runs and `uninstall` never removes it from under one.
+(docs/contracts.md "Sandbox"), then what `outpost rbac --env local` ships for the checks (admission-dry-run's
+ClusterColocationProfile; the sandbox makes none of its own), as a user applies it once Koordinator is in. It
+returns only when every manager is ready, leading and mutating a dry-run pod, every DaemonSet ready and every
+NodeMetric reported, else raises `SystemsError` naming what is not; it is idempotent. `uninstall` stops exactly
+what it started. The backend network is machine-wide, so `install` refuses while another sandbox's daemon runs
+and `uninstall` never removes it from under one.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from typing import Any
 
 import yaml
 
+from outpost.checks.admission_dry_run import MUTATED_BY, NAME, PROBE_LABEL, PROFILE_NAME, PROFILE_QOS
 from outpost.errors import OutpostError
 from outpost.kube import timestamps
 from outpost.kube.conditions import ESTABLISHED, Condition, is_true
 from outpost.kube.objects import DaemonSet, Deployment, Node, Pod, parse, parse_list
-from outpost.kube.paths import CRDS, DAEMON_SETS, NAMESPACES, NODES, POD_GROUPS, PODS, collection_path, object_path
+from outpost.kube.paths import CRDS, DAEMON_SETS, NODES, POD_GROUPS, PODS, collection_path, object_path
 from outpost.kube.paths import DEPLOYMENTS as DEPLOYMENT_KIND
+from outpost.tooling import rbac
 from outpost_sandbox import pki
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
@@ -71,8 +75,6 @@ DAEMON_MARK = "outpost_sandbox.backends"
 INSTALLED = "installed"
 """Marker file in the systems directory: the last `install` returned, everything ready."""
 INSTALL_TIMEOUT_S = 240.0
-COLOCATION_LABEL = "koordinator.sh/enable-colocation"
-"""The label of the documented ClusterColocationProfile (manifests/35-colocation.yaml), on namespaces and pods."""
 
 
 class SystemsError(OutpostError):
@@ -440,21 +442,12 @@ def install(
             log(f"systems: backend daemon and process node running (logs in {state / 'logs'})")
             wait_managers(kube, left(), mutating=False)
             apply_all(kube, sandbox_manifests(template_values(sdir)), log)
-            label_colocation_namespaces(kube)
+            apply_all(kube, rbac.shipped_manifests(), log)
             wait_ready(kube, left())
     except SandboxApiError as exc:
         raise SystemsError(f"systems install: {exc}") from None
     (sdir / INSTALLED).write_text("")
     log("systems: koordinator and openkruise ready (real managers)")
-
-
-def label_colocation_namespaces(kube: Kube, namespaces: Iterable[str] = ("outpost-probe", "outpost-sandbox")) -> None:
-    """Opt the probe's and the sandbox's namespaces in to the colocation profile, as its documentation asks.
-
-    A merge patch, as an operator's `kubectl label` is: the sandbox's server-side applies of these namespaces
-    (the probe's RBAC, 40-sandbox.yaml) do not own the label, so re-applying them keeps it."""
-    for ns in namespaces:
-        kube.merge_patch(object_path(NAMESPACES, ns), {"metadata": {"labels": {COLOCATION_LABEL: "true"}}})
 
 
 def wait_managers(kube: Kube, timeout: float = INSTALL_TIMEOUT_S, mutating: bool = True) -> None:
@@ -540,13 +533,14 @@ DRY_RUN_OWNER = {
 workloads (github.com/openkruise/kruise@v1.8.0 pkg/webhook/pod/mutating/pod_readiness.go); none is stored."""
 
 
-def webhooks_mutate(kube: Kube, namespace: str = "outpost-sandbox") -> bool:
+def webhooks_mutate(kube: Kube, namespace: str = rbac.PROBE_NAMESPACE) -> bool:
     """A dry-run pod that both real webhooks act on comes back mutated by both.
 
     Why: a 200 from the webhook Services through the API server's proxy does not prove admission reaches them:
     the API server's webhook client trusts the configurations' caBundle (picked up by an informer, a moment after
     the manager writes it), and calls the endpoints the EndpointSlices list. Koordinator mutates the pod because
-    the documented ClusterColocationProfile selects it (its namespace and pod carry COLOCATION_LABEL).
+    Outpost's own ClusterColocationProfile (`outpost rbac`) selects it: it is in the probe's namespace and carries
+    the probe label, as admission-dry-run's pod does; no other pod is selected.
     """
     pod = {
         "apiVersion": "v1",
@@ -554,7 +548,7 @@ def webhooks_mutate(kube: Kube, namespace: str = "outpost-sandbox") -> bool:
         "metadata": {
             "generateName": "outpost-sandbox-ready-",
             "namespace": namespace,
-            "labels": {COLOCATION_LABEL: "true"},
+            "labels": {PROBE_LABEL: NAME},
             "ownerReferences": [DRY_RUN_OWNER],
         },
         "spec": {
@@ -573,7 +567,8 @@ def webhooks_mutate(kube: Kube, namespace: str = "outpost-sandbox") -> bool:
         return False
     labels = (admitted.get("metadata") or {}).get("labels") or {}
     gates = (admitted.get("spec") or {}).get("readinessGates") or []
-    return labels.get("koordinator.sh/qosClass") == "BE" and {"conditionType": "KruisePodReady"} in gates
+    mutated = labels.get("koordinator.sh/qosClass") == PROFILE_QOS and labels.get(MUTATED_BY) == PROFILE_NAME
+    return mutated and {"conditionType": "KruisePodReady"} in gates
 
 
 def count(kube: Kube, path: str) -> int:

@@ -12,10 +12,15 @@ Per system (`systems`; upstream's defaults):
   `pkg/util/pods.go` IsPodOwnedByKruise; the KruisePodReadinessGate gate is off by default), so the pod names one
   (`pod_owner`, default CloneSet `outpost-dry-run`); it need not exist, as `blockOwnerDeletion` is not set;
 - Koordinator: koord-manager mutates only as the ClusterColocationProfiles selecting the pod say
-  (`outpost.kube.colocation`). The pod carries the label of upstream's `colocation-profile-example`,
-  `koordinator.sh/enable-colocation=true`, and the check asserts what the profiles that certainly apply write.
-  If none certainly applies (none, none selecting, or only ones with probability below 100) it is `error`: nothing
-  would mutate the pod, so the webhook is not observed; the line names the labels and what each profile misses;
+  (`outpost.kube.colocation`), and neither its chart nor config/ ships one. So the check ships its own
+  (`probe_profile`, printed by `outpost rbac`): `outpost-probe-dry-run` selects only this check's dry-run pods, by
+  the probe namespace's `kubernetes.io/metadata.name` label (set to the name by the API server on every namespace,
+  k8s.io/kubernetes@v1.37.2 `pkg/registry/core/namespace/strategy.go` Canonicalize) and the pod label
+  `outpost.dev/probe=admission-dry-run`, which only this check's pods carry. The check still reads every profile
+  and asserts what those that certainly apply write, so another profile selecting the pod adds to the wants. If
+  none certainly applies (the profile not applied or deleted, none selecting, or only ones with probability below
+  100) it is `error`: nothing would mutate the pod, so the webhook is not observed; the line names the labels,
+  what each profile misses, and the profile to apply;
 - a case may state the mutation itself (`want_labels`, `want_annotations`, `want_readiness_gates`,
   `want_containers`, `want_scheduler_name`, `want_priority_class_name`), added to the profiles' with
   `colocation_profiles`.
@@ -66,7 +71,6 @@ from outpost.kube import (
 )
 from outpost.kube.colocation import (
     ANNOTATION,
-    DOCUMENTED_SELECTOR,
     LABEL,
     PRIORITY_CLASS_NAME,
     SCHEDULER_NAME,
@@ -96,6 +100,23 @@ CREATE_HANDLER_SECONDS = 34
 (k8s.io/apiserver@v0.37.2, pkg/endpoints/handlers/rest.go `requestTimeoutUpperBound`)."""
 OWNER_UID = "00000000-0000-4000-8000-6f7574706f73"
 """The dry-run pod's owner uid: fixed and well-formed (validation wants one), pointing at nothing."""
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""Set to the namespace's own name on every namespace by the API server, whatever is asked (k8s.io/kubernetes@v1.37.2
+`pkg/registry/core/namespace/strategy.go` Canonicalize): a selector on it matches that one namespace."""
+PROBE_LABEL = "outpost.dev/probe"
+"""Carried, with the value NAME, by the dry-run pod of every case that derives its wants from the profiles, and
+by no other pod: what Outpost's own ClusterColocationProfile selects."""
+PROFILE_NAME = "outpost-probe-dry-run"
+"""Outpost's own ClusterColocationProfile (`probe_profile`)."""
+PROFILE_QOS = "LS"
+"""The qosClass the profile writes. With no priority, LS defaults to prod (github.com/koordinator-sh/koordinator@v1.6.0
+`apis/extension/priority_utils.go` GetPodPriorityClassWithDefault), whose requests koord-manager leaves as sent
+(`pkg/webhook/pod/mutating/cluster_colocation_profile.go` mutatePodResourceSpec; BE would move them to batch
+resources); and no rule of the pod validating webhook objects to it (`pkg/webhook/pod/validating/
+cluster_colocation_profile.go` forbids BE with no or a prod priority and LSR with no, mid, batch or free one,
+a verdict `validating_handler.go` discards anyway)."""
+MUTATED_BY = "outpost.dev/mutated-by"
+"""The label and annotation the profile writes, its name as the value."""
 
 # The failure classes, over the names a line gives: the probe's `{namespace}` and the system's mutating
 # `{configuration}`. A line naming no configuration points at every webhook the API server may call for a pod.
@@ -143,11 +164,12 @@ REFUSED_BY_OTHER = Runbook(
 NO_PROFILE = Runbook(
     "no-profile-applies",
     "No ClusterColocationProfile certainly applies to the dry-run pod, so koord-manager's webhook is not observed",
-    "no profile exists, none selects the probe's namespace and pod labels, or only ones with probability below "
-    "100 do; upstream's documented colocation-profile-example selects koordinator.sh/enable-colocation=true on "
-    "both the namespace and the pod",
-    "kubectl get clustercolocationprofiles -o yaml && kubectl get namespace {namespace} --show-labels",
-    "https://koordinator.sh/docs/user-manuals/colocation-profile/",
+    f"the ClusterColocationProfile {PROFILE_NAME} that `outpost rbac` prints with the probe's grants was not "
+    "applied, was deleted, or was generated for another namespace than the check's (it selects the probe "
+    f"namespace by name and pods labelled {PROBE_LABEL}={NAME}); or only profiles with probability below 100 "
+    "select the pod. Koordinator's chart and config/ ship no profile: apply `outpost rbac --env ENV`'s output",
+    f"kubectl get clustercolocationprofile {PROFILE_NAME} -o yaml && kubectl get namespace {{namespace}} --show-labels",
+    "docs/rbac.md",
 )
 PROFILES_NOT_SERVED = Runbook(
     "profiles-not-served",
@@ -270,7 +292,6 @@ class MutationCase(Params):
 KOORDINATOR = MutationCase(
     system="koordinator",
     configuration="koordinator-mutating-webhook-configuration",
-    pod_labels=dict(DOCUMENTED_SELECTOR),
     colocation_profiles=True,
 )
 OPENKRUISE = MutationCase(
@@ -352,7 +373,57 @@ class DryRuns:
 
 
 def sent_labels(case: MutationCase) -> dict[str, str]:
-    return {"app.kubernetes.io/managed-by": "outpost", **case.pod_labels}
+    """The dry-run pod's labels: the case's, and `PROBE_LABEL` (last, so no case can drop it) where the wants come
+    from the profiles."""
+    probe = {PROBE_LABEL: NAME} if case.colocation_profiles else {}
+    return {"app.kubernetes.io/managed-by": "outpost", **case.pod_labels, **probe}
+
+
+def probe_profile(params: AdmissionDryRunParams) -> dict[str, Any]:
+    """Outpost's own ClusterColocationProfile (config.koordinator.sh/v1alpha1; github.com/koordinator-sh/
+    koordinator@v1.6.0 `apis/config/v1alpha1/cluster_colocation_profile_types.go`), for `outpost rbac` to print.
+
+    It selects only this check's dry-run pods: the probe namespace by its `kubernetes.io/metadata.name` label AND
+    the pod label `PROBE_LABEL`=NAME (both selectors must match: `pkg/webhook/pod/mutating/
+    cluster_colocation_profile.go` clusterColocationProfileMutatingPod). What it asks koord-manager to write into
+    the pod, in doMutateByColocationProfile's order, is seen in the dry-run answer and touches nothing else (a
+    dry run stores nothing):
+    - `labels` and `annotations`: `MUTATED_BY` = its name, copied into the pod's labels and annotations;
+    - `qosClass` LS: the label `koordinator.sh/qosClass=LS` (`PROFILE_QOS` says why LS);
+    and, on purpose, nothing else: no `priorityClassName` (the webhook GETs the PriorityClass and refuses the pod
+    when it is missing, and sets the priority), no `koordinatorPriority` or `schedulerName` (they would only name
+    a priority and a scheduler the pod never reaches), no `patch` (partly unpredictable), no `probability` (absent
+    is 100: it always applies, `shouldSkipProfile`). The check derives its wants from the profile as read from
+    the cluster, like any other (`outpost.kube.colocation`), never from this function.
+    """
+    return {
+        "apiVersion": f"{CLUSTER_COLOCATION_PROFILES.group}/{CLUSTER_COLOCATION_PROFILES.version}",
+        "kind": CLUSTER_COLOCATION_PROFILES.kind,
+        "metadata": {
+            "name": PROFILE_NAME,
+            "labels": {"app.kubernetes.io/part-of": "outpost"},
+            "annotations": {
+                "outpost.dev/description": (
+                    f"Selects only admission-dry-run's dry-run pods (namespace {params.namespace}, label "
+                    f"{PROBE_LABEL}={NAME}), so that koord-manager's pod webhook has a mutation to show. "
+                    "Generated by `outpost rbac`."
+                )
+            },
+        },
+        "spec": {
+            "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: params.namespace}},
+            "selector": {"matchLabels": {PROBE_LABEL: NAME}},
+            "qosClass": PROFILE_QOS,
+            "labels": {MUTATED_BY: PROFILE_NAME},
+            "annotations": {MUTATED_BY: PROFILE_NAME},
+        },
+    }
+
+
+def shipped(params: AdmissionDryRunParams) -> list[dict[str, Any]]:
+    """What `outpost rbac` prints for this check beyond grants: the profile, when a case derives its wants from
+    the profiles."""
+    return [probe_profile(params)] if any(case.colocation_profiles for case in params.systems) else []
 
 
 def probe_pod(params: AdmissionDryRunParams, case: MutationCase) -> dict[str, Any]:
@@ -482,7 +553,13 @@ def expectation(case: MutationCase, params: AdmissionDryRunParams, colocation: C
         )
     if colocation.namespace_labels is None:
         return Expectation(stated, f"namespace {params.namespace} not found", problem_class=NAMESPACE_MISSING)
-    derived = expected_mutation(colocation.profiles, params.namespace, colocation.namespace_labels, sent_labels(case))
+    remedy = (
+        f"apply the ClusterColocationProfile {PROFILE_NAME} that `outpost rbac` prints for namespace "
+        f"{params.namespace} (Koordinator ships none)"
+    )
+    derived = expected_mutation(
+        colocation.profiles, params.namespace, colocation.namespace_labels, sent_labels(case), remedy
+    )
     details: dict[str, Any] = {
         "profiles": {s.profile: (f"selects ({s.chance}%)" if s.selects else s.why) for s in derived.selections},
         "unpredictable": list(derived.unpredictable),
@@ -739,4 +816,5 @@ CHECK = CheckSpec(
     evaluate=evaluate,
     access=declared_access,
     runbooks=RUNBOOKS,
+    ships=shipped,
 )

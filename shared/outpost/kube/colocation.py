@@ -23,14 +23,6 @@ QOS_LABEL = "koordinator.sh/qosClass"
 PRIORITY_LABEL = "koordinator.sh/priority"
 SKIP_UPDATE_RESOURCES = "config.koordinator.sh/skip-update-resources"
 
-DOCUMENTED_PROFILE = "colocation-profile-example"
-"""Upstream's documented sample (koordinator-sh/website docs/user-manuals/colocation-profile.md): it selects pods
-labelled `koordinator.sh/enable-colocation=true` in namespaces labelled `koordinator.sh/enable-colocation=true` and
-sets qosClass BE, priorityClassName koord-batch, koordinatorPriority 1000, schedulerName koord-scheduler, label
-`koordinator.sh/mutated=true`, annotation `koordinator.sh/intercepted=true` and a patch."""
-DOCUMENTED_SELECTOR = {"koordinator.sh/enable-colocation": "true"}
-"""The documented sample's pod selector and namespace selector (both matchLabels)."""
-
 LABEL = "label"
 ANNOTATION = "annotation"
 SCHEDULER_NAME = "schedulerName"
@@ -213,8 +205,10 @@ def expected_mutation(
     namespace: str,
     namespace_labels: Mapping[str, str],
     pod_labels: Mapping[str, str],
+    remedy: str = "",
 ) -> ProfileExpectation:
-    """What the admitted pod must carry, from the profiles koord-manager would apply to it (module docstring)."""
+    """What the admitted pod must carry, from the profiles koord-manager would apply to it (module docstring);
+    `remedy` ends the problem when no profile selects the pod (the caller's way to make one that does)."""
     selections = tuple(select(p, namespace, namespace_labels, pod_labels) for p in profiles)
     by_name = {p.metadata.name: p for p in profiles}
     broken = [s for s in selections if s.selects and s.chance is None]
@@ -226,7 +220,7 @@ def expected_mutation(
         if applying:
             return ProfileExpectation(selections, problem=_uncertain_problem(applying))
         return ProfileExpectation(
-            selections, problem=no_profile_problem(selections, namespace, namespace_labels, pod_labels)
+            selections, problem=no_profile_problem(selections, namespace, namespace_labels, pod_labels, remedy)
         )
     writes = {s.profile: profile_writes(by_name[s.profile].spec) for s in applying}
     certain_keys = sorted({key for s in certain for key in writes[s.profile][0] if key[1] != _ALL})
@@ -270,22 +264,23 @@ def pairs(labels: Mapping[str, str]) -> str:
 
 
 def no_profile_problem(
-    selections: Sequence[Selection], namespace: str, namespace_labels: Mapping[str, str], pod_labels: Mapping[str, str]
+    selections: Sequence[Selection],
+    namespace: str,
+    namespace_labels: Mapping[str, str],
+    pod_labels: Mapping[str, str],
+    remedy: str = "",
 ) -> str:
-    """Why no profile would mutate the pod: the pod's labels, the namespace's, and what each profile misses."""
+    """Why no profile would mutate the pod: the pod's labels, the namespace's, what each profile misses, then
+    `remedy` (after "; ")."""
     where = f"pod labels {pairs(pod_labels)} in namespace {namespace} (namespace labels {pairs(namespace_labels)})"
-    documented = ", ".join(f"{k}={v}" for k, v in DOCUMENTED_SELECTOR.items())
+    fix = f"; {remedy}" if remedy else ""
     if not selections:
-        return (
-            f"no ClusterColocationProfile exists, so koord-manager mutates nothing ({where}); upstream's "
-            f"documented {DOCUMENTED_PROFILE} selects pods labelled {documented} in namespaces labelled "
-            f"{documented}: create such a profile and label namespace {namespace} {documented}"
-        )
+        return f"no ClusterColocationProfile exists, so koord-manager mutates nothing ({where}){fix}"
     reasons = "; ".join(
         f"{s.profile}: {s.why}" if not s.selects else f"{s.profile}: probability {s.chance}, never applies"
         for s in selections
     )
-    return f"no ClusterColocationProfile selects the pod, so koord-manager mutates nothing ({where}): {reasons}"
+    return f"no ClusterColocationProfile selects the pod, so koord-manager mutates nothing ({where}): {reasons}{fix}"
 
 
 def _unreadable_probability_problem(

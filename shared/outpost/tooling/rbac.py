@@ -4,7 +4,9 @@ Each check declares its requests (`CheckSpec.access`); this turns an environment
 Roles, ClusterRoles and bindings, so what is granted is exactly what is read: read-only, by name and namespace
 where known, nothing bootstrap RBAC already grants. Beyond reading only admission-dry-run's `create pods`, held
 to dry runs by a ValidatingAdmissionPolicy (RBAC cannot tell a dry run from a create), opt-in Secrets and
-`nodes/proxy` with a warning, and write jobs under their own identity. docs/rbac.md lists the rules.
+`nodes/proxy` with a warning, and write jobs under their own identity. After the grants come the objects the
+enabled checks need and no upstream install creates (`CheckSpec.ships`: admission-dry-run's
+ClusterColocationProfile), so one `kubectl apply` gives the checks all they need. docs/rbac.md lists the rules.
 """
 
 from __future__ import annotations
@@ -466,6 +468,28 @@ def probe_documents(settings: Settings, gcp_service_account: str | None = None) 
     return docs
 
 
+def shipped_documents(settings: Settings) -> list[Document]:
+    """What the enabled checks ship (`CheckSpec.ships`) for their configured params, each object once."""
+    docs: dict[tuple[str, str, str], Document] = {}
+    for name in settings.enabled_checks():
+        spec = registry.get(name)
+        if spec.ships is None:
+            continue
+        for obj in spec.ships(check_params(settings, name)):
+            key = (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            docs.setdefault(
+                key,
+                Document(
+                    obj,
+                    (
+                        f"{obj['kind']} {obj['metadata']['name']}: {name} needs it and no upstream install "
+                        "creates it; apply it with the grants (the probe only reads it).",
+                    ),
+                ),
+            )
+    return list(docs.values())
+
+
 def secrets_warning(settings: Settings) -> str | None:
     """What `outpost rbac` says on stderr when the probe is granted Secrets (None when it is not)."""
     grants = plan(declared(settings)).secrets()
@@ -521,6 +545,12 @@ def manifests(settings: Settings | None = None) -> list[dict[str, Any]]:
     return [doc.obj for doc in probe_documents(settings or local_settings())]
 
 
+def shipped_manifests(settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The objects the enabled checks ship (default: `local`); their kinds may be the systems' own (a
+    ClusterColocationProfile needs Koordinator's CRDs), so whoever applies them does so once the systems are in."""
+    return [doc.obj for doc in shipped_documents(settings or local_settings())]
+
+
 def reconciler_manifests(settings: Settings | None = None) -> list[dict[str, Any]]:
     """The write job's manifests (default: the `local` environment)."""
     return [doc.obj for doc in reconciler_documents(settings or local_settings())]
@@ -546,7 +576,9 @@ def render(documents: Sequence[Document]) -> str:
 
 def yaml_text(settings: Settings | None = None, gcp_service_account: str | None = None) -> str:
     chosen = settings or local_settings()
-    return render(probe_documents(chosen, gcp_service_account) + reconciler_documents(chosen))
+    return render(
+        probe_documents(chosen, gcp_service_account) + shipped_documents(chosen) + reconciler_documents(chosen)
+    )
 
 
 def instructions(settings: Settings, gcp_service_account: str | None = None) -> str:

@@ -133,7 +133,6 @@ def test_probability_is_read_as_get_scaled_value_from_int_or_percent(
                 "no ClusterColocationProfile exists",
                 "pod labels app.kubernetes.io/managed-by=outpost, "
                 "koordinator.sh/enable-colocation=true in namespace outpost-probe",
-                "label namespace outpost-probe koordinator.sh/enable-colocation=true",
             ],
         ),
         (
@@ -189,6 +188,21 @@ def test_no_predictable_mutation_says_why(
     text = problem(*profiles, namespace=namespace, pod=pod)
     for part in says:
         assert part in text
+
+
+@pytest.mark.parametrize(
+    ("profiles", "ends_with_remedy"),
+    [
+        ([], True),
+        ([profile(namespaceSelector={"matchLabels": {"team": "a"}})], True),
+        ([profile(probability=50)], False),
+    ],
+)
+def test_the_callers_remedy_ends_the_problem_when_no_profile_selects_the_pod(
+    profiles: list[ClusterColocationProfile], ends_with_remedy: bool
+) -> None:
+    expectation = expected_mutation(profiles, "outpost-probe", NAMESPACE, POD, remedy="apply profile p")
+    assert expectation.problem.endswith("; apply profile p") is ends_with_remedy, expectation.problem
 
 
 def test_profiles_applied_in_no_stable_order_allow_either_value_of_a_key_they_both_write() -> None:
