@@ -4,6 +4,7 @@ It never skips: a sandbox that cannot start fails with the cause and its log's t
 red, not missing coverage. Environment:
   OUTPOST_SANDBOX_NODES     fake nodes to create (default 20, to keep the session fast)
   OUTPOST_SANDBOX_SYSTEMS   "0" to start only the control plane (no Koordinator/OpenKruise installs)
+  OUTPOST_SANDBOX_INSTALL   how they are installed: "helm" (default, the official charts) or "kustomize"
   OUTPOST_E2E_SANDBOX_DIR   reuse (or create) a sandbox in this directory and leave it running
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 from check_runs import CheckRuns
 
-from outpost_sandbox import faults, systems
+from outpost_sandbox import faults
+from outpost_sandbox import systems as sandbox_systems
 from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.components import COMPONENTS
@@ -41,6 +43,7 @@ class SandboxInfo:
     bin_dir: Path
     nodes: int
     systems: bool  # Koordinator and OpenKruise installed
+    install: str  # how: "helm" or "kustomize" (outpost_sandbox.systems.INSTALLS)
 
     def kubectl(
         self, *args: str, probe: bool = False, check: bool = True, timeout: float = 60
@@ -70,11 +73,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     nodes = int(os.environ.get("OUTPOST_SANDBOX_NODES", "20"))
     systems = os.environ.get("OUTPOST_SANDBOX_SYSTEMS", "1") != "0"
+    install = os.environ.get("OUTPOST_SANDBOX_INSTALL", sandbox_systems.DEFAULT_INSTALL)
     reuse_dir = os.environ.get("OUTPOST_E2E_SANDBOX_DIR")
     state_dir = Path(reuse_dir) if reuse_dir else tmp_path_factory.mktemp("sandbox")
     handle = Sandbox(state_dir)
     try:
-        result = handle.up(nodes=nodes, install_systems=systems)
+        result = handle.up(nodes=nodes, install_systems=systems, install=install)
     except SandboxError as exc:
         if not reuse_dir:
             handle.down()
@@ -95,6 +99,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
         bin_dir=result.bin_dir,
         nodes=nodes,
         systems=systems,
+        install=install,
     )
     try:
         yield info
@@ -220,8 +225,8 @@ def _systems_settled(request: pytest.FixtureRequest, info: SandboxInfo) -> None:
     """
     try:
         with Kube.from_kubeconfig(info.kubeconfig) as kube:
-            systems.wait_ready(kube, 180)
-    except systems.SystemsError as exc:
+            sandbox_systems.wait_ready(kube, 180)
+    except sandbox_systems.SystemsError as exc:
         pytest.fail(f"sandbox systems not ready again after this test: {exc}", pytrace=False)
 
 

@@ -91,6 +91,37 @@ def test_ls_workload_answers_through_its_service(sandbox: Any) -> None:
     assert len(ready) == 2  # written by the real endpointslice controller
 
 
+POD_WEBHOOK_POLICIES = {  # install -> pod webhook -> (failurePolicy, timeoutSeconds) as the API server holds them
+    # koordinator-sh/charts@a1963c5 versions/v1.6.0 values.yaml webhookConfiguration (failurePolicy.pods Ignore,
+    # timeoutSeconds 30); openkruise/charts@38153b0 versions/kruise/1.8.0 templates/webhookconfiguration.yaml (Fail)
+    # and values.yaml webhookConfiguration.timeoutSeconds 30.
+    "helm": {
+        "mpod.kb.io": ("Fail", 30),
+        "vpod.kb.io": ("Fail", 30),
+        "vpodeviction.kb.io": ("Fail", 30),
+        "mpod-create.koordinator.sh": ("Ignore", 30),
+        "mpod-update.koordinator.sh": ("Ignore", 30),
+        "vpod.koordinator.sh": ("Ignore", 30),
+    },
+    # config/webhook of each release: Fail, no timeout (the API server's default, 10 s).
+    "kustomize": {
+        "mpod.kb.io": ("Fail", 10),
+        "vpod.kb.io": ("Fail", 10),
+        "vpodeviction.kb.io": ("Fail", 10),
+        "mpod-create.koordinator.sh": ("Fail", 10),
+        "mpod-update.koordinator.sh": ("Fail", 10),
+        "vpod.koordinator.sh": ("Fail", 10),
+    },
+}
+NAMESPACE_LABELS = {  # the label by which both systems' pod webhooks leave a namespace out, or (Helm) do not
+    "helm": {"koordinator-system": ("controle-plane", "koordinator"), "kruise-system": ("control-plane", "openkruise")},
+    "kustomize": {
+        "koordinator-system": ("control-plane", "koordinator"),
+        "kruise-system": ("control-plane", "controller-manager"),
+    },
+}
+
+
 def test_upstream_names_labels_and_ports(sandbox: Any) -> None:
     d = get_json(sandbox, "/apis/apps/v1/namespaces/koordinator-system/deployments/koord-manager")
     assert d["spec"]["selector"]["matchLabels"] == {"koord-app": "koord-manager"}
@@ -109,21 +140,35 @@ def test_upstream_names_labels_and_ports(sandbox: Any) -> None:
     for svc, ns in (("koordinator-webhook-service", "koordinator-system"), ("kruise-webhook-service", "kruise-system")):
         s = get_json(sandbox, f"/api/v1/namespaces/{ns}/services/{svc}")
         assert [(p["port"], p["targetPort"]) for p in s["spec"]["ports"]] == [(443, 9876)]
-    pod_webhooks = {"mpod.kb.io", "vpod.kb.io", "mpod-create.koordinator.sh", "vpod.koordinator.sh"}
+    policies: dict[str, tuple[str, int]] = {}
     for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         for system in ("koordinator", "kruise"):
             name = f"{system}-{kind.removesuffix('webhookconfigurations')}-webhook-configuration"
             cfg = get_json(sandbox, f"/apis/admissionregistration.k8s.io/v1/{kind}/{name}")
-            # Every caBundle is the one the manager wrote from its own CA; pod webhooks fail closed, as config/ has it.
+            # Every caBundle is the one the manager wrote from its own CA.
             assert all(w["clientConfig"]["caBundle"] for w in cfg["webhooks"]), name
-            assert all(w["failurePolicy"] == "Fail" for w in cfg["webhooks"] if w["name"] in pod_webhooks), name
             assert "template" in cfg["metadata"]["annotations"], name  # the manager's Ensure keeps its template
+            policies |= {w["name"]: (w["failurePolicy"], w["timeoutSeconds"]) for w in cfg["webhooks"]}
+    assert {name: policies[name] for name in POD_WEBHOOK_POLICIES[sandbox.install]} == (
+        POD_WEBHOOK_POLICIES[sandbox.install]
+    )
+    labels = {
+        ns: get_json(sandbox, f"/api/v1/namespaces/{ns}")["metadata"].get("labels") or {}
+        for ns in ("koordinator-system", "kruise-system")
+    }
+    for ns, (key, value) in NAMESPACE_LABELS[sandbox.install].items():
+        assert labels[ns].get(key) == value, (ns, labels[ns])
     crds = {
         c["metadata"]["name"]
         for c in get_json(sandbox, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
     }
-    upstream = {d["metadata"]["name"] for d in systems.upstream_manifests() if d["kind"] == "CustomResourceDefinition"}
-    assert len(upstream) == 29  # 18 of OpenKruise's, 11 of Koordinator's config/crd/bases
+    upstream = {
+        d["metadata"]["name"]
+        for d in systems.upstream_manifests(sandbox.install)
+        if d["kind"] == "CustomResourceDefinition"
+    }
+    # 18 of OpenKruise's, 11 of Koordinator's config/crd/bases; OpenKruise's 1.8.0 chart leaves out ephemeraljobs
+    assert len(upstream) == {"kustomize": 29, "helm": 28}[sandbox.install]
     assert upstream <= crds
 
 

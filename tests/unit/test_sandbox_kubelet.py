@@ -22,22 +22,22 @@ PINS = {"github.com/openkruise/kruise": "v1.8.0", "github.com/koordinator-sh/koo
 
 
 @functools.cache
-def upstream_deployments() -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for d in systems.upstream_manifests() if d["kind"] == "Deployment"}
+def upstream_deployments(install: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in systems.upstream_manifests(install) if d["kind"] == "Deployment"}
 
 
-def deployment(name: str) -> dict[str, Any]:
-    return upstream_deployments()[name]
+def deployment(name: str, install: str) -> dict[str, Any]:
+    return upstream_deployments(install)[name]
 
 
-def pod_of(name: str) -> dict[str, Any]:
+def pod_of(name: str, install: str) -> dict[str, Any]:
     """The pod the Deployment's ReplicaSet would create, as the API server stores it (namespace, uid, node)."""
-    template = deployment(name)["spec"]["template"]
+    template = deployment(name, install)["spec"]["template"]
     return {
         "metadata": {
             **template["metadata"],
             "name": f"{name}-abc12",
-            "namespace": deployment(name)["metadata"]["namespace"],
+            "namespace": deployment(name, install)["metadata"]["namespace"],
             "uid": "uid-1",
         },
         "spec": {**template["spec"], "nodeName": "outpost-sandbox-node"},
@@ -76,18 +76,34 @@ def test_an_image_runs_the_binary_built_from_its_release_only(
 
 
 @pytest.mark.parametrize(
-    ("manager", "command", "mounts"),
+    ("command", "binary"), [("/manager", "kruise-manager"), (None, "kruise-manager"), ("/kruise-daemon", None)]
+)
+def test_the_command_picks_the_program_of_an_image_that_holds_two(
+    command: str | None, binary: str | None, bin_dir: Path
+) -> None:
+    """The chart runs kruise-daemon from the kruise-manager image: a stand-in, never kruise-manager under its name."""
+    resolved = images.resolve("openkruise/kruise-manager:v1.8.0", bin_dir, command)
+    assert (resolved.binary, resolved.missing) == (bin_dir / binary if binary else None, None)
+
+
+@pytest.mark.parametrize(
+    ("install", "manager", "command", "mounts"),
     [
-        ("kruise-controller-manager", "/manager", {"/tmp/k8s-webhook-server/serving-certs"}),
-        ("koord-manager", "/koord-manager", set()),
-        ("koord-scheduler", "/koord-scheduler", {"/config"}),
-        ("koord-descheduler", "/koord-descheduler", {"/config"}),
+        ("kustomize", "kruise-controller-manager", "/manager", {"/tmp/k8s-webhook-server/serving-certs"}),
+        ("kustomize", "koord-manager", "/koord-manager", set()),
+        ("kustomize", "koord-scheduler", "/koord-scheduler", {"/config"}),
+        ("kustomize", "koord-descheduler", "/koord-descheduler", {"/config"}),
+        # The charts mount no certificate volume into kruise-manager: it writes its own to WEBHOOK_CERT_DIR's default.
+        ("helm", "kruise-controller-manager", "/manager", set()),
+        ("helm", "koord-manager", "/koord-manager", set()),
+        ("helm", "koord-scheduler", "/koord-scheduler", {"/config"}),
+        ("helm", "koord-descheduler", "/koord-descheduler", {"/config"}),
     ],
 )
 def test_every_upstream_manager_pod_becomes_a_launch(
-    manager: str, command: str, mounts: set[str], tmp_path: Path
+    install: str, manager: str, command: str, mounts: set[str], tmp_path: Path
 ) -> None:
-    pod = pod_of(manager)
+    pod = pod_of(manager, install)
     container = pod["spec"]["containers"][0]
     volumes = {v["name"]: tmp_path / v["name"] for v in pod["spec"].get("volumes") or []}
     launch = runtime.launch_for(
@@ -162,15 +178,18 @@ def test_env_is_resolved_as_a_kubelet_resolves_it(
 
 
 @pytest.mark.parametrize(
-    ("manager", "kind", "port", "path"),
+    ("install", "manager", "kind", "port", "path"),
     [
-        ("kruise-controller-manager", "http", 8000, "/readyz"),  # config/: `path: readyz`, made absolute as the kubelet
-        ("koord-manager", "http", 8080, "/metrics"),
-        ("koord-scheduler", "http", 10251, "/healthz"),
+        ("kustomize", "kruise-controller-manager", "http", 8000, "/readyz"),  # `path: readyz`, made absolute
+        ("kustomize", "koord-manager", "http", 8080, "/metrics"),
+        ("kustomize", "koord-scheduler", "http", 10251, "/healthz"),
+        ("helm", "kruise-controller-manager", "http", 8000, "/readyz"),
+        ("helm", "koord-manager", "http", 8000, "/readyz"),  # the chart probes readyz where config/ probes metrics
+        ("helm", "koord-scheduler", "http", 10251, "/healthz"),
     ],
 )
-def test_readiness_probes_of_the_upstream_managers(manager: str, kind: str, port: int, path: str) -> None:
-    probe = Probe.of(deployment(manager)["spec"]["template"]["spec"]["containers"][0])
+def test_readiness_probes_of_the_upstream_managers(install: str, manager: str, kind: str, port: int, path: str) -> None:
+    probe = Probe.of(deployment(manager, install)["spec"]["template"]["spec"]["containers"][0])
     assert probe is not None
     assert (probe.kind, probe.port, probe.path) == (kind, port, path)
     # Upstream's defaults for what config/ leaves out (core/v1 Probe).

@@ -1,32 +1,76 @@
 #!/usr/bin/env python3
-"""Renders OpenKruise's and Koordinator's own install objects for the sandbox, from their pinned release modules.
+"""Renders OpenKruise's and Koordinator's install objects for the sandbox, as each install path gives them.
 
-`render_upstream.py` writes outpost_sandbox/manifests/upstream/*.yaml; `--check` fails if the committed files
-differ. Per system it downloads the release module pinned in versions.env and runs pinned kustomize over its
-`config/default` as `make deploy` does, then applies only the overlay changes below, each with its reason. It uses
-config/ rather than the Helm charts because the module zip is reachable through the Go module proxy; where
-config/ holds a developer setting, the overlay takes the chart's value (charts versions/v1.6.0, kruise/1.8.0).
-Needs go and the Go module proxy; output is deterministic.
+Two install paths, one folder each under outpost_sandbox/manifests/upstream/ (`outpost sandbox up --install`):
+- `helm` (the sandbox's default, what people run): the official charts with their default values. No chart
+  repository is reachable from CI's machine, so the charts' own render is committed as data: `charts/<system>.yaml`
+  beside this script is `helm template` of the chart at the commit in CHARTS, default values, verbatim but for the
+  CRDs (the release module's own, checked identical when the charts are rendered) and image registry hosts. Each
+  object keeps helm's `# Source:` line naming the chart template it came from. `--charts DIR` re-renders them from
+  checkouts of the chart repositories (needs go: helm is built from its module at HELM_VERSION).
+- `kustomize` (upstream's `make deploy`): the release module's `config/default`, rendered by pinned kustomize.
+Both then get the sandbox's own changes, listed in the file headers with their reasons: the agents that need a
+real node (koordlet, kruise-daemon) become stand-ins, and on kustomize the names and developer settings config/
+gets wrong. `--check` fails if the committed files differ from what the pins render. Needs go and the Go module
+proxy; output is deterministic.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 HERE = Path(__file__).resolve().parent
-OUT_DIR = HERE.parent / "outpost_sandbox" / "manifests" / "upstream"
+OUT_ROOT = HERE.parent / "outpost_sandbox" / "manifests" / "upstream"
+CHART_RENDERS = HERE / "charts"
+INSTALLS = ("helm", "kustomize")
+HELM_VERSION = "v3.21.4"
+"""helm.sh/helm/v3, built from its module only to re-render charts/ (`--charts`); the sandbox never runs it."""
+KUBE_VERSION = "v1.37.2"
+"""What `helm template` tells the charts the cluster runs (`--kube-version`): the sandbox's KUBERNETES_VERSION."""
 Doc = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """An official chart at the commit its render in charts/ was made from."""
+
+    repository: str
+    commit: str
+    path: str
+    release: str
+    namespace: str
+
+
+CHARTS = {
+    "openkruise.yaml": Chart(
+        "openkruise/charts",
+        "38153b0939bc8a240a5c841761095159a0f29ed3",
+        "versions/kruise/1.8.0",
+        "kruise",
+        "kruise-system",
+    ),
+    "koordinator.yaml": Chart(
+        "koordinator-sh/charts",
+        "a1963c5d2091853f71012c6790f9d1b1364b7734",
+        "versions/v1.6.0",
+        "koordinator",
+        "koordinator-system",
+    ),
+}
 
 
 def pins() -> dict[str, str]:
@@ -58,11 +102,18 @@ def kustomize(kustomize_version: str, directory: Path) -> list[Doc]:
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
+def release_crds(docs: list[Doc]) -> dict[str, Doc]:
+    """The CRDs of config/default as kustomize renders them (its patches add e.g. OpenKruise's conversion
+    webhook): the charts' are the same objects, checked when they are rendered, except that a chart may leave
+    some out (OpenKruise's 1.8.0 chart has no ephemeraljobs.apps.kruise.io)."""
+    return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] == "CustomResourceDefinition"}
+
+
 def find(docs: list[Doc], kind: str, name: str) -> Doc:
     matches = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     if len(matches) != 1:
         raise SystemExit(
-            f"render: expected one {kind} {name} in the kustomize output, found {len(matches)}: "
+            f"render: expected one {kind} {name} in the rendered objects, found {len(matches)}: "
             "upstream changed, re-read the overlay"
         )
     return matches[0]
@@ -103,7 +154,8 @@ def rename(docs: list[Doc], kind: str, old: str, new: str) -> None:
             spec["serviceAccountName"] = new
 
 
-OPENKRUISE_CHANGES = """\
+# ---- kustomize: config/default -------------------------------------------------------------------
+OPENKRUISE_KUSTOMIZE = """\
 Changes from config/default, each for a reason:
 - Deployment kruise-controller-manager: image openkruise/kruise-manager:<version> (the sandbox's kubelet runs
   the binary build.sh built from the same module for that image); replicas 2 and the manager's args and env as
@@ -115,7 +167,7 @@ Changes from config/default, each for a reason:
   virtual-kubelet) plus a sandbox-only term that lets a fault take one node out of the DaemonSet for real.
 """
 
-KOORDINATOR_CHANGES = """\
+KOORDINATOR_KUSTOMIZE = """\
 Changes from config/default, each for a reason:
 - Names: config/default's namePrefix `koord-` renames objects that koord-manager v1.6.0 looks up by their
   unprefixed names (pkg/webhook/util/util.go, pkg/util/sloconfig/config.go); they carry the names the code and
@@ -129,7 +181,7 @@ Changes from config/default, each for a reason:
 """
 
 
-def openkruise_overlay(docs: list[Doc], version: str) -> None:
+def openkruise_kustomize(docs: list[Doc], version: str) -> None:
     manager = find(docs, "Deployment", "kruise-controller-manager")
     manager["spec"]["replicas"] = 2  # openkruise/charts versions/kruise/1.8.0/values.yaml manager.replicas
     main = container(manager, "manager")
@@ -155,7 +207,7 @@ def openkruise_overlay(docs: list[Doc], version: str) -> None:
     stand_in(daemon, "10221=kruise-daemon:health", "outpost.sandbox/no-kruise-daemon")
 
 
-def koordinator_overlay(docs: list[Doc], version: str) -> None:
+def koordinator_kustomize(docs: list[Doc], version: str) -> None:
     rename(docs, "Service", "koord-webhook-service", "koordinator-webhook-service")
     rename(
         docs,
@@ -184,32 +236,173 @@ def koordinator_overlay(docs: list[Doc], version: str) -> None:
     stand_in(find(docs, "DaemonSet", "koordlet"), "9316=koordlet:metrics", "outpost.sandbox/no-koordlet")
 
 
-SYSTEMS: dict[str, tuple[str, str, Callable[[list[Doc], str], None], str]] = {
-    # output file: (module, version pin, overlay, what the overlay changes)
-    "openkruise.yaml": ("github.com/openkruise/kruise", "KRUISE_VERSION", openkruise_overlay, OPENKRUISE_CHANGES),
-    "koordinator.yaml": (
+# ---- helm: the official charts ---------------------------------------------------------------------
+OPENKRUISE_HELM = """\
+Changes from the chart's render, each for a reason:
+- DaemonSet kruise-daemon: kruise-daemon needs a container runtime, so its pods are stand-ins answered by the
+  sandbox's backend daemon (annotation outpost.sandbox/ports), plus a sandbox-only node-affinity term that lets a
+  fault take one node out of the DaemonSet for real. Its image stays the chart's (kruise-daemon ships in the
+  kruise-manager image): the sandbox's kubelet tells the two apart by the command.
+"""
+
+KOORDINATOR_HELM = """\
+Changes from the chart's render, each for a reason:
+- DaemonSet koordlet: koordlet needs a real node (cgroups, a container runtime), so its pods are stand-ins
+  answered by the sandbox's backend daemon, which also writes koordlet's NodeMetric status; plus a sandbox-only
+  node-affinity term that lets a fault take one node out of the DaemonSet for real.
+"""
+
+
+def openkruise_helm(docs: list[Doc], _version: str) -> None:
+    stand_in(find(docs, "DaemonSet", "kruise-daemon"), "10221=kruise-daemon:health", "outpost.sandbox/no-kruise-daemon")
+
+
+def koordinator_helm(docs: list[Doc], _version: str) -> None:
+    stand_in(find(docs, "DaemonSet", "koordlet"), "9316=koordlet:metrics", "outpost.sandbox/no-koordlet")
+
+
+@dataclass(frozen=True)
+class System:
+    module: str
+    pin: str
+    kustomize: Callable[[list[Doc], str], None]
+    kustomize_changes: str
+    helm: Callable[[list[Doc], str], None]
+    helm_changes: str
+
+
+SYSTEMS: dict[str, System] = {
+    "openkruise.yaml": System(
+        "github.com/openkruise/kruise",
+        "KRUISE_VERSION",
+        openkruise_kustomize,
+        OPENKRUISE_KUSTOMIZE,
+        openkruise_helm,
+        OPENKRUISE_HELM,
+    ),
+    "koordinator.yaml": System(
         "github.com/koordinator-sh/koordinator",
         "KOORDINATOR_VERSION",
-        koordinator_overlay,
-        KOORDINATOR_CHANGES,
+        koordinator_kustomize,
+        KOORDINATOR_KUSTOMIZE,
+        koordinator_helm,
+        KOORDINATOR_HELM,
     ),
 }
 
 
-def render(out_dir: Path) -> list[Path]:
+def _without_registry_host(image: str) -> str:
+    """`host.example/org/name:tag` -> `org/name:tag`: where an image is pulled from is no fact the sandbox uses
+    (its kubelet runs the binaries built from the release), and this repository names no registry."""
+    first, _, rest = image.partition("/")
+    return rest if rest and ("." in first or ":" in first) else image
+
+
+def _split_render(text: str) -> list[str]:
+    return [part for part in re.split(r"^---\s*$", text, flags=re.MULTILINE) if yaml.safe_load(part)]
+
+
+def render_chart(filename: str, chart_checkout: Path, crds: dict[str, Doc]) -> str:
+    """`helm template` of one chart with default values: the text committed as charts/<filename>."""
+    chart = CHARTS[filename]
+    head = subprocess.run(
+        ["git", "-C", str(chart_checkout), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    if head != chart.commit:
+        raise SystemExit(f"render: {chart_checkout} is at {head}, CHARTS pins {chart.repository}@{chart.commit}")
+    out = subprocess.run(
+        [
+            "go",
+            "run",
+            f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}",
+            "template",
+            chart.release,
+            str(chart_checkout / chart.path),
+            "--namespace",
+            chart.namespace,
+            "--kube-version",
+            KUBE_VERSION,
+            "--no-hooks",  # the charts' only hook is a pre-delete Job: nothing an install creates
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOFLAGS="-mod=mod"),
+    ).stdout
+    kept = []
+    for part in _split_render(out):
+        doc = yaml.safe_load(part)
+        if doc["kind"] == "CustomResourceDefinition":
+            name = doc["metadata"]["name"]
+            if doc != crds.get(name):
+                raise SystemExit(f"render: the chart's CRD {name} is not the release's config/default one")
+            source = "\n".join(line for line in part.strip().splitlines() if line.startswith("#"))
+            stub = {"apiVersion": doc["apiVersion"], "kind": doc["kind"], "metadata": {"name": name}}
+            part = f"{source}\n{yaml.safe_dump(stub, sort_keys=False)}"
+        kept.append(re.sub(r"(image:\s*\"?)([^\s\"]+)", lambda m: m[1] + _without_registry_host(m[2]), part.strip()))
+    header = (
+        f"# `helm template {chart.release} {chart.repository}@{chart.commit} {chart.path}\n"
+        f"#  --namespace {chart.namespace} --kube-version {KUBE_VERSION} --no-hooks` (helm {HELM_VERSION}),"
+        " default values.\n"
+        "# Written by infra/sandbox/go/render_upstream.py --charts: do not edit. Each CRD is named only: it is\n"
+        "# the release's config/default one, as kustomize renders it (checked when rendered). Image registry hosts\n"
+        "# left out.\n"
+    )
+    return header + "---\n".join(f"{part}\n" for part in kept)
+
+
+def chart_objects(filename: str) -> list[Doc]:
+    return [doc for doc in yaml.safe_load_all((CHART_RENDERS / filename).read_text()) if doc]
+
+
+def render(out_root: Path) -> list[Path]:
     versions = pins()
     written = []
-    for filename, (module, pin, overlay, changes) in SYSTEMS.items():
-        version = versions[pin]
-        docs = kustomize(versions["KUSTOMIZE_VERSION"], module_dir(module, version) / "config" / "default")
-        overlay(docs, version)
-        header = (
-            f"# Generated by infra/sandbox/go/render_upstream.py: do not edit.\n"
-            f"# {module}@{version} config/default, rendered by kustomize {versions['KUSTOMIZE_VERSION']}.\n"
-            + "".join(f"# {line}\n" if line else "#\n" for line in changes.splitlines())
-        )
-        path = out_dir / filename
-        path.write_text(header + yaml.safe_dump_all(docs, sort_keys=True, width=120))
+    for filename, system in SYSTEMS.items():
+        version = versions[system.pin]
+        source = module_dir(system.module, version)
+        config_default = kustomize(versions["KUSTOMIZE_VERSION"], source / "config" / "default")
+        for install in INSTALLS:
+            if install == "kustomize":
+                docs = copy.deepcopy(config_default)
+                system.kustomize(docs, version)
+                what = (
+                    f"{system.module}@{version} config/default, rendered by kustomize {versions['KUSTOMIZE_VERSION']}"
+                )
+                changes = system.kustomize_changes
+            else:
+                chart = CHARTS[filename]
+                crds = release_crds(config_default)
+                docs = [
+                    copy.deepcopy(crds[doc["metadata"]["name"]]) if doc["kind"] == "CustomResourceDefinition" else doc
+                    for doc in chart_objects(filename)
+                ]
+                system.helm(docs, version)
+                what = (
+                    f"{chart.repository}@{chart.commit} {chart.path} with default values (infra/sandbox/go/charts/"
+                    f"{filename}); its CRDs as {system.module}@{version} config/default has them"
+                )
+                changes = system.helm_changes
+            header = f"# Generated by infra/sandbox/go/render_upstream.py: do not edit.\n# {what}.\n" + "".join(
+                f"# {line}\n" if line else "#\n" for line in changes.splitlines()
+            )
+            path = out_root / install / filename
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(header + yaml.safe_dump_all(docs, sort_keys=True, width=120))
+            written.append(path)
+    return written
+
+
+def render_charts(checkouts: dict[str, Path]) -> list[Path]:
+    versions = pins()
+    written = []
+    for filename, chart in CHARTS.items():
+        system = SYSTEMS[filename]
+        source = module_dir(system.module, versions[system.pin])
+        crds = release_crds(kustomize(versions["KUSTOMIZE_VERSION"], source / "config" / "default"))
+        path = CHART_RENDERS / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_chart(filename, checkouts[chart.repository], crds))
         written.append(path)
     return written
 
@@ -217,16 +410,25 @@ def render(out_dir: Path) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the committed files are not what renders")
+    parser.add_argument(
+        "--charts",
+        nargs=2,
+        metavar=("OPENKRUISE_CHARTS", "KOORDINATOR_CHARTS"),
+        type=Path,
+        help="first re-render charts/ from checkouts of openkruise/charts and koordinator-sh/charts at CHARTS' commits",
+    )
     args = parser.parse_args()
+    if args.charts:
+        for path in render_charts(dict(zip(("openkruise/charts", "koordinator-sh/charts"), args.charts, strict=True))):
+            print(path)
     if not args.check:
-        OUT_DIR.mkdir(parents=True, exist_ok=True)
-        for path in render(OUT_DIR):
+        for path in render(OUT_ROOT):
             print(path)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         stale = []
         for fresh in render(Path(tmp)):
-            committed = OUT_DIR / fresh.name
+            committed = OUT_ROOT / fresh.relative_to(tmp)
             old = committed.read_text().splitlines(keepends=True) if committed.exists() else []
             diff = list(
                 difflib.unified_diff(

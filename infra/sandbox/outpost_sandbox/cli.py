@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from outpost_sandbox import alert_times, faults
+from outpost_sandbox import alert_times, faults, systems
 from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.state import SandboxError
 
@@ -51,6 +51,13 @@ def add_commands(parser: argparse.ArgumentParser) -> Any:
         action="store_true",
         help="do not install Koordinator/OpenKruise/kwok extras (control plane only)",
     )
+    p_up.add_argument(
+        "--install",
+        choices=systems.INSTALLS,
+        default=systems.DEFAULT_INSTALL,
+        help="how Koordinator and OpenKruise are installed: `helm`, their official charts with default values "
+        "(the default: what people run), or `kustomize`, upstream's own config/",
+    )
     p_up.set_defaults(func=cmd_up)
 
     p_down = sub.add_parser("down", parents=[common], help="stop every sandbox process")
@@ -78,7 +85,9 @@ def _fail(exc: SandboxError) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        result = Sandbox(args.state_dir).up(nodes=args.nodes, timeout=args.timeout, install_systems=not args.no_systems)
+        result = Sandbox(args.state_dir).up(
+            nodes=args.nodes, timeout=args.timeout, install_systems=not args.no_systems, install=args.install
+        )
     except SandboxError as exc:
         code = _fail(exc)
         print(

@@ -314,10 +314,19 @@ class Sandbox:
         link.symlink_to(state.bin_dir)
 
     # Lifecycle ---------------------------------------------------------------------------------
-    def up(self, nodes: int = 100, timeout: float | None = None, install_systems: bool = True) -> UpResult:
-        """Bring the sandbox up (or confirm it is up) with `nodes` fake nodes Ready."""
+    def up(
+        self,
+        nodes: int = 100,
+        timeout: float | None = None,
+        install_systems: bool = True,
+        install: str = systems.DEFAULT_INSTALL,
+    ) -> UpResult:
+        """Bring the sandbox up (or confirm it is up) with `nodes` fake nodes Ready, its systems installed as
+        `install` says (one of systems.INSTALLS)."""
         if not 0 < nodes <= MAX_NODES:
             raise SandboxError(f"node count {nodes} out of range 1..{MAX_NODES}")
+        if install not in systems.INSTALLS:
+            raise SandboxError(f"install {install!r} is not one of {', '.join(systems.INSTALLS)}")
         started = time.monotonic()
         with self._locked():
             state = self.load_state()
@@ -326,7 +335,7 @@ class Sandbox:
                 and all(self.procs.alive(c) for c in COMPONENTS)
                 and self.readyz(state) == 200
                 and self._nodes_ready(state, nodes) >= nodes
-                and (not install_systems or systems.running(self.state_dir))
+                and (not install_systems or (systems.running(self.state_dir) and self._installed_as(install)))
             ):
                 # The generated RBAC follows the code, not the day the sandbox came up: re-applied (server-side, so
                 # a rule no longer generated leaves its role; the dry-run policy included), and with the systems
@@ -387,7 +396,7 @@ class Sandbox:
             self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) in own])
             self._apply(state, rbac.reconciler_manifests())
         if install_systems:
-            self._install_systems(scale_profile(state.nodes).install_timeout_seconds)
+            self._install_systems(scale_profile(state.nodes).install_timeout_seconds, install)
             with self._locked():
                 self._apply(state, [obj for obj in probe_rbac if _namespace_of(obj) not in own])
         return self._result(state, nodes, time.monotonic() - started, already_up=False)
@@ -609,8 +618,15 @@ class Sandbox:
         if MACHINE_CLAIM.exists() and Path(MACHINE_CLAIM.read_text().strip()) == self.state_dir:
             MACHINE_CLAIM.unlink()
 
-    def _install_systems(self, timeout: float = systems.INSTALL_TIMEOUT_S) -> None:
-        systems.install(self.kubeconfig, self.state_dir, timeout=timeout)
+    def _install_systems(self, timeout: float, install: str) -> None:
+        systems.install(self.kubeconfig, self.state_dir, timeout=timeout, install_with=install)
+
+    def _installed_as(self, install: str) -> bool:
+        """Whether the systems were installed as `install` (else the install below refuses, naming both)."""
+        try:
+            return systems.installed_with(self.state_dir) == install
+        except systems.SystemsError:
+            return False
 
     def _uninstall_systems(self) -> None:
         """Stop what `systems.install` started outside the control plane (backend daemon,
@@ -715,9 +731,13 @@ class Sandbox:
 
 
 def up(
-    nodes: int = 100, state_dir: Path | str | None = None, timeout: float | None = None, install_systems: bool = True
+    nodes: int = 100,
+    state_dir: Path | str | None = None,
+    timeout: float | None = None,
+    install_systems: bool = True,
+    install: str = systems.DEFAULT_INSTALL,
 ) -> UpResult:
-    return Sandbox(state_dir).up(nodes=nodes, timeout=timeout, install_systems=install_systems)
+    return Sandbox(state_dir).up(nodes=nodes, timeout=timeout, install_systems=install_systems, install=install)
 
 
 def down(state_dir: Path | str | None = None, purge: bool = False) -> list[str]:

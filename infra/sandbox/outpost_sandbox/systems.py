@@ -1,9 +1,11 @@
 """Koordinator and OpenKruise installed into the sandbox as a cluster runs them: the real managers, upstream's objects.
 
-`install` applies upstream's rendered objects, starts the process node (which runs the real managers) and the
-backend daemon (what needs a real node), then the sandbox's own objects once the fail-closed webhooks admit pods
-(docs/contracts.md "Sandbox"), then what `outpost rbac --env local` ships for the checks (admission-dry-run's
-ClusterColocationProfile; the sandbox makes none of its own), as a user applies it once Koordinator is in. It
+`install` applies upstream's rendered objects (the official Helm charts' by default, or upstream's kustomize
+`config/`: `INSTALLS`, rendered by infra/sandbox/go/render_upstream.py), starts the process node (which runs the
+real managers) and the backend daemon (what needs a real node), then the sandbox's own objects once the
+fail-closed webhooks admit pods (docs/contracts.md "Sandbox"), then what `outpost rbac --env local` ships for the
+checks (admission-dry-run's ClusterColocationProfile; the sandbox makes none of its own), as a user applies it
+once Koordinator is in. It
 returns only when every manager is ready, leading and mutating a dry-run pod, every DaemonSet ready and every
 NodeMetric reported, else raises `SystemsError` naming what is not; it is idempotent. `uninstall` stops exactly
 what it started. The backend network is machine-wide, so `install` refuses while another sandbox's daemon runs
@@ -74,6 +76,12 @@ DAEMONSETS = (("koordinator-system", "koordlet"), ("kruise-system", "kruise-daem
 DAEMON_MARK = "outpost_sandbox.backends"
 INSTALLED = "installed"
 """Marker file in the systems directory: the last `install` returned, everything ready."""
+INSTALLS = ("helm", "kustomize")
+"""How upstream is installed: the official Helm charts with their default values (what people run, so the
+default), or upstream's own `config/default` rendered by kustomize (`make deploy`)."""
+DEFAULT_INSTALL = "helm"
+INSTALL_FILE = "install"
+"""File in the systems directory: which of INSTALLS this sandbox was installed with (faults re-apply from it)."""
 INSTALL_TIMEOUT_S = 240.0
 
 
@@ -93,9 +101,24 @@ def template_values(sdir: Path) -> dict[str, str]:
     return {"CA_CERT_B64": base64.b64encode(ca.cert_pem).decode()}
 
 
-def upstream_manifests() -> list[dict[str, Any]]:
-    """Upstream's own objects, verbatim as rendered (never templated: CRD descriptions hold `$`)."""
-    folder = resources.files("outpost_sandbox") / "manifests" / "upstream"
+def installed_with(state_dir: Path | str) -> str:
+    """Which of INSTALLS this sandbox's systems were installed with."""
+    path = systems_dir(state_dir) / INSTALL_FILE
+    try:
+        install = path.read_text().strip()
+    except FileNotFoundError:
+        raise SystemsError(f"no systems installed in the sandbox at {state_dir} ({path} is missing)") from None
+    if install not in INSTALLS:
+        raise SystemsError(f"{path} names install {install!r}, not one of {', '.join(INSTALLS)}")
+    return install
+
+
+def upstream_manifests(install: str) -> list[dict[str, Any]]:
+    """Upstream's own objects as `install` gives them, verbatim as rendered (never templated: CRD descriptions
+    hold `$`)."""
+    if install not in INSTALLS:
+        raise SystemsError(f"unknown install {install!r}: one of {', '.join(INSTALLS)}")
+    folder = resources.files("outpost_sandbox") / "manifests" / "upstream" / install
     docs: list[dict[str, Any]] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
@@ -115,9 +138,9 @@ def sandbox_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
     return docs
 
 
-def load_manifests(values: dict[str, str]) -> list[dict[str, Any]]:
+def load_manifests(install: str, values: dict[str, str]) -> list[dict[str, Any]]:
     """Every object the sandbox installs: upstream's, then its own."""
-    return upstream_manifests() + sandbox_manifests(values)
+    return upstream_manifests(install) + sandbox_manifests(values)
 
 
 def apply_all(kube: Kube, docs: list[dict[str, Any]], log: Callable[[str], None]) -> None:
@@ -227,9 +250,9 @@ def daemonset_ready(kube: Kube, ns: str, name: str) -> bool:
     return want > 0 and d.status.number_ready == want and d.observed_current
 
 
-def upstream_replicas(name: str) -> int:
+def upstream_replicas(state_dir: Path | str, name: str) -> int:
     """A manager or workload Deployment's replica count as installed (what a scale-to-zero heal restores)."""
-    for doc in load_manifests({"CA_CERT_B64": ""}):
+    for doc in load_manifests(installed_with(state_dir), {"CA_CERT_B64": ""}):
         if doc["kind"] == "Deployment" and doc["metadata"]["name"] == name:
             return int(doc["spec"].get("replicas", 1))
     raise SystemsError(f"no Deployment {name} among the sandbox's manifests")
@@ -407,11 +430,20 @@ def install(
     state_dir: Path | str,
     log: Callable[[str], None] = _stderr,
     timeout: float = INSTALL_TIMEOUT_S,
+    install_with: str = DEFAULT_INSTALL,
 ) -> None:
-    """Install both systems, their managers and the backends; returns when all are verifiably ready."""
+    """Install both systems as `install_with` does, their managers and the backends; returns when all are verifiably
+    ready. A sandbox installed one way is not switched to the other in place (objects of one would linger)."""
     kubeconfig, state = Path(kubeconfig_path), Path(state_dir)
     sdir = systems_dir(state)
     sdir.mkdir(parents=True, exist_ok=True)
+    manifests = upstream_manifests(install_with)
+    if (sdir / INSTALL_FILE).exists() and installed_with(state) != install_with:
+        raise SystemsError(
+            f"the sandbox at {state} was installed with {installed_with(state)}, not {install_with}: "
+            f"`outpost sandbox down --purge` it first"
+        )
+    (sdir / INSTALL_FILE).write_text(install_with)
     (sdir / INSTALLED).unlink(missing_ok=True)
     others = other_daemons(state)
     if others:
@@ -436,7 +468,7 @@ def install(
 
     try:
         with Kube.from_kubeconfig(kubeconfig) as kube:
-            apply_all(kube, upstream_manifests(), log)
+            apply_all(kube, manifests, log)
             start_backend(kubeconfig, state)
             start_kubelet(state)
             log(f"systems: backend daemon and process node running (logs in {state / 'logs'})")
@@ -447,7 +479,7 @@ def install(
     except SandboxApiError as exc:
         raise SystemsError(f"systems install: {exc}") from None
     (sdir / INSTALLED).write_text("")
-    log("systems: koordinator and openkruise ready (real managers)")
+    log(f"systems: koordinator and openkruise ready (real managers, installed with {install_with})")
 
 
 def wait_managers(kube: Kube, timeout: float = INSTALL_TIMEOUT_S, mutating: bool = True) -> None:

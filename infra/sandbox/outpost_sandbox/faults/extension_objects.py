@@ -303,5 +303,7 @@ def scaled_to_zero_apply(ctx: FaultContext) -> dict[str, Any]:
 def scaled_to_zero_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     name = undo["name"]
     ns = systems.MANAGERS[name][0]
-    ctx.kube.merge_patch(object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": systems.upstream_replicas(name)}})
+    ctx.kube.merge_patch(
+        object_path(DEPLOYMENTS, name, ns), {"spec": {"replicas": systems.upstream_replicas(ctx.state_dir, name)}}
+    )
     systems.wait_managers(ctx.kube, 180)

@@ -277,7 +277,7 @@ def webhook_deleted_apply(ctx: FaultContext) -> dict[str, Any]:
 def webhook_deleted_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     """Re-create both configurations as installed; the running manager fills their caBundle (its Ensure on add)."""
     names = set(WEBHOOK_CONFIGS[undo["system"]])
-    for doc in systems.upstream_manifests():
+    for doc in systems.upstream_manifests(systems.installed_with(ctx.state_dir)):
         if doc["metadata"]["name"] in names:
             ctx.kube.apply(doc)
     with systems_kube(ctx) as kube:

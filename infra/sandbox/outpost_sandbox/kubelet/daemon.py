@@ -316,7 +316,8 @@ class Kubelet:
     async def run_pod(self, state: PodState, pod: dict[str, Any]) -> None:
         spec = pod["spec"]
         container = spec["containers"][0]
-        image = images.resolve(str(container.get("image", "")), self.bin_dir)
+        command = container.get("command") or [None]
+        image = images.resolve(str(container.get("image", "")), self.bin_dir, command[0])
         if image.missing:
             state.waiting = ("ErrImageNeverPull", image.missing)
             return

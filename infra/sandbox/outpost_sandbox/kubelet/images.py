@@ -5,7 +5,9 @@ the release module of exactly that tag (the pins in infra/sandbox/go/versions.en
 `<bin dir>/versions.json`). Any other image of those repositories is not present (ErrImageNeverPull, as a
 kubelet says for an image it may not pull), and an image of another repository is a stand-in: the pod is
 reported Running without a process (koordlet and kruise-daemon need a real node; the sandbox's backend daemon
-answers their ports).
+answers their ports). One image can hold more than one program: the Helm chart runs kruise-daemon from the
+kruise-manager image (openkruise/charts versions/kruise/1.8.0 templates/manager.yaml, command /kruise-daemon), so a
+container's command picks the program, as its entrypoint would in the image.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ RUNNABLE: dict[str, tuple[str, str]] = {
     "koordinator-sh/koord-scheduler": ("koord-scheduler", "github.com/koordinator-sh/koordinator"),
     "koordinator-sh/koord-descheduler": ("koord-descheduler", "github.com/koordinator-sh/koordinator"),
 }
+
+
+STAND_IN_COMMANDS = {("openkruise/kruise-manager", "/kruise-daemon")}
+"""(repository, command) of programs a runnable image also holds that need a real node: stand-ins."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,10 @@ def built_versions(bin_dir: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def resolve(image: str, bin_dir: Path) -> Image:
+def resolve(image: str, bin_dir: Path, command: str | None = None) -> Image:
     repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "latest")
     entry = RUNNABLE.get(repository)
-    if entry is None:
+    if entry is None or (repository, command) in STAND_IN_COMMANDS:
         return Image(None)
     name, module = entry
     built = built_versions(bin_dir).get(module)
