@@ -29,8 +29,9 @@ and from the phase only where it can be current:
   Permit only while minMember members, itself included, wait there together, so its spares are a gang of their
   own. Gang groups (`.../groups`) share koord's once-satisfied flag, which these rules do not depend on. A member
   past its wait time whose namespace's Running pods were not read is `error` (the probe's clock went back);
-- **incomplete** (failed only with `fail_incomplete`): fewer than minMember members wait untried, held by koord;
-  listed in `details.incomplete` (Pending PodGroups without waiting members: `details.pending_without_members`);
+- **incomplete** (failed only with `fail_incomplete`): fewer members wait, untried, than the gang still needs
+  (minMember, less the bound ones where the policy counts them), held by koord; listed in `details.incomplete`
+  (Pending PodGroups without waiting members: `details.pending_without_members`);
 - **member failed** (failed): a member turned `Failed` within `failed_window_seconds` (default 3600 s; at its
   newest container `finishedAt` or `Ready=False` transition, neither recorded counts as recent) and the Running
   plus Succeeded members are fewer than minMember, koord's quorum rule; still at minMember `degraded`; older
@@ -247,7 +248,7 @@ class GangSchedulingParams(Params):
     fail_incomplete: bool = Field(
         False,
         description="Also fail gangs whose fewer-than-minMember members wait "
-        "past the bound (the workload did not create them all).",
+        "past their wait time (the workload did not create them all).",
     )
 
     @field_validator("label_selector")
