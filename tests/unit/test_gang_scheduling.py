@@ -23,8 +23,8 @@ from outpost.checks.gang_scheduling import (
     UNSETTLED_PHASES,
     GangSchedulingData,
     GangSchedulingParams,
+    counted_namespaces,
     go_duration_seconds,
-    recently_failed_namespaces,
 )
 from outpost.errors import ClusterError, MalformedResponse
 from outpost.kube import PodGroup, parse_items, parse_time
@@ -62,16 +62,16 @@ def judge(
     fetched_at: datetime | None = None,
 ) -> Any:
     """evaluate over what fetch would have read at `fetched_at` (default `now`): the pods neither Running nor
-    Succeeded, and the Running and Succeeded ones of each namespace holding a recent failed member."""
+    Succeeded, and the Running and Succeeded ones of each namespace holding a recent failed member or a member
+    near its gang's wait time whose quorum the rest do not show."""
     pod_groups = parse_items(PodGroup, raw_groups, "test")
     every_pod = parse_items(PodSchedulingOutline, raw_pods, "test")
     unsettled = [pod for pod in every_pod if pod.status.phase not in ("Running", "Succeeded")]
-    listed = {(group.namespace, group.name) for group in pod_groups}
     settled = {
         namespace: [
             pod for pod in every_pod if pod.namespace == namespace and pod.status.phase in ("Running", "Succeeded")
         ]
-        for namespace in recently_failed_namespaces(unsettled, listed, params, fetched_at or now)
+        for namespace in counted_namespaces(pod_groups, unsettled, params, fetched_at or now)
     }
     data = GangSchedulingData(PG_PATH, pod_groups, PODS_PATH, unsettled, settled)
     return gang_scheduling.evaluate(data, params, now)
@@ -109,8 +109,13 @@ def other_scheduler(pod: dict[str, Any]) -> None:
     pod["spec"]["schedulerName"] = "default-scheduler"
 
 
+def bound_pending(pod: dict[str, Any]) -> None:
+    """A running member as it was just after binding: on its node, Pending, its containers not started yet."""
+    pod["status"] = copy.deepcopy(DOC["pods"]["bound-0"]["status"])
+
+
 CHANGES: dict[str, Callable[[dict[str, Any]], None]] = {
-    change.__name__: change for change in (succeeded, untimed, deleting, other_scheduler)
+    change.__name__: change for change in (succeeded, untimed, deleting, other_scheduler, bound_pending)
 }
 """The edits a row of evaluate_cases.json may make to a member pod, by name."""
 
@@ -128,7 +133,12 @@ def case(row: dict[str, Any]) -> Any:
     if "labels" in row:  # what a label selector lists
         for group in raw_groups:
             group["metadata"].setdefault("labels", {}).update(row["labels"])
+    for group in raw_groups:
+        group["metadata"].setdefault("annotations", {}).update(row.get("podgroup_annotations", {}))
+        group["spec"].update(row.get("podgroup_spec", {}))
     raw_pods = members(*row.get("members", [])) + pods(*row.get("pods", []))
+    for pod in raw_pods:
+        pod["metadata"].setdefault("annotations", {}).update(row.get("pod_annotations", {}))
     for name, change in row.get("changes", []):
         CHANGES[change](next(pod for pod in raw_pods if pod["metadata"]["name"] == name))
     return pytest.param(
@@ -200,7 +210,7 @@ def test_everything_at_once_names_each_problem_once() -> None:
     assert result.details["stuck"] == len(stuck)
     assert result.details["failed"] == len(failed)
     assert result.summary == (
-        "8 gang(s) stuck waiting and 4 gang(s) failed below minMember of 19 PodGroup(s) and 9 gang(s) without one"
+        "8 gang(s) stuck waiting and 4 gang(s) failed below minMember of 20 PodGroup(s) and 11 gang(s) without one"
     )
     for ref in stuck + failed + ["podgroup batch/train-spare-lost", "podgroup batch/train-spare-crashed"]:
         assert sum(line.startswith(ref + ":") for line in result.errors) == 1, ref
@@ -229,7 +239,7 @@ def test_everything_at_once_names_each_problem_once() -> None:
         "Exploded": 1,
         "Failed": 4,
         "Pending": 3,
-        "Running": 3,
+        "Running": 4,
         "Scheduling": 6,
         "Unknown": 1,
     }
@@ -248,7 +258,7 @@ def test_the_bound_is_a_parameter(params: GangSchedulingParams, status: Status) 
     assert judge(groups("train-stuck"), members("train-stuck"), params).status is status
 
 
-def test_a_gangs_own_longer_wait_time_wins_over_the_bound() -> None:
+def test_a_gangs_own_wait_time_wins_over_the_default_shorter_or_longer() -> None:
     raw = groups("train-patient")
     raw[0]["spec"]["scheduleTimeoutSeconds"] = 60
     assert judge(raw, members("train-patient")).status is Status.FAILED
@@ -284,6 +294,38 @@ def test_a_recent_failure_whose_quorum_was_not_read_is_error_not_ok() -> None:
         "40 s ago (container worker exited 1, Error)"
     ]
     assert [step.failure for step in result.next_steps] == ["gang-unjudgeable"]
+
+
+def test_an_overdue_gang_whose_running_members_were_not_read_is_error_not_ok() -> None:
+    # fetch's clock ran an hour behind evaluate's: its spares had not neared the wait time, no Running pod was read.
+    result = judge([], members("ann-elastic"), fetched_at=NOW - timedelta(hours=1))
+    assert result.status is Status.ERROR
+    assert result.errors[0].startswith(
+        "gang batch/ann-elastic: 2 member(s) waited longer than 600 s but the running members of namespace batch "
+        "were not read (the probe's clock went back?): pod ann-elastic-2 PodScheduled=False (Unschedulable)"
+    )
+    assert [step.failure for step in result.next_steps] == ["gang-unjudgeable"]
+
+
+@pytest.mark.parametrize(
+    ("seconds_before", "counted"),
+    [(600 - 61, []), (600 - 59, ["batch"]), (601, ["batch"])],
+    ids=["61-s-before-its-wait-time", "within-the-read-ahead", "past-its-wait-time"],
+)
+def test_fetch_counts_a_namespace_a_read_ahead_before_a_member_reaches_its_wait_time(
+    seconds_before: int, counted: list[str]
+) -> None:
+    waited = parse_items(PodSchedulingOutline, pods("ann-elastic-2", "ann-elastic-3"), "test")
+    since = waited[0].status.conditions[0].last_transition_time
+    assert since is not None
+    assert counted_namespaces([], waited, PARAMS, since + timedelta(seconds=seconds_before)) == counted
+
+
+def test_only_waiting_and_uninitialised_gangs_never_cost_a_read() -> None:
+    only_waiting = pods("ann-elastic-2", "ann-elastic-3", "ghost-0", "ann-badmin-0")
+    for pod in only_waiting[:2]:
+        pod["metadata"]["annotations"]["gang.scheduling.koordinator.sh/match-policy"] = "only-waiting"
+    assert counted_namespaces([], parse_items(PodSchedulingOutline, only_waiting, "test"), PARAMS, NOW) == []
 
 
 def _terminated(name: str, finished: str | None, exit_code: int = 1) -> dict[str, Any]:
@@ -503,8 +545,16 @@ def test_fetch_reads_pods_neither_running_nor_succeeded_once_page_by_page() -> N
         "train-stuck-2",
         "train-stuck-3",
     ]
-    assert data.settled_pods == {}  # no recent failure: no quorum to count
-    assert _pod_reads(api) == [(PODS_PATH, UNSETTLED_PHASES)] * 7
+    # No recent failure, but members waited past their wait time with no member bound among the pods read: the
+    # gangs' Running members decide whether minMember are bound, so their namespace is counted, once.
+    assert {ns: sorted(p.name for p in pods) for ns, pods in data.settled_pods.items()} == {
+        "batch": ["running-0", "train-lost-0", "train-lost-1"]
+    }
+    assert list(dict.fromkeys(_pod_reads(api))) == [
+        (PODS_PATH, UNSETTLED_PHASES),
+        ("/api/v1/namespaces/batch/pods", SETTLED_PHASES),
+    ]
+    assert _pod_reads(api).count((PODS_PATH, UNSETTLED_PHASES)) == 7
     assert {r.param("limit") for r in api.requests if r.path == PODS_PATH} == {"1"}  # paginated
     assert [r.path for r in api.requests if r.path == PG_PATH] == [PG_PATH] * 3
     result = gang_scheduling.evaluate(data, PARAMS, datetime.now(UTC))
@@ -533,6 +583,22 @@ def test_fetch_counts_running_and_succeeded_members_only_where_one_failed_recent
     ]
     assert result.details["quorum_counted_in"] == ["batch"]
     assert result.details["stale_failed"][0].startswith("gang ml/ann-lost: 1 member(s) failed more than 3600 s ago")
+
+
+def test_fetch_counts_the_running_members_of_an_elastic_gang_whose_spares_wait() -> None:
+    api = FakeApiServer().add(*[{"kind": "Pod", "apiVersion": "v1", **pod} for pod in members("ann-elastic")])
+    with fake_cluster(api) as cluster:
+        data = gang_scheduling.fetch(cluster, PARAMS)
+    assert sorted(p.name for p in data.unsettled_pods) == ["ann-elastic-2", "ann-elastic-3"]
+    assert {ns: sorted(p.name for p in pods) for ns, pods in data.settled_pods.items()} == {
+        "batch": ["ann-elastic-0", "ann-elastic-1"]
+    }
+    result = gang_scheduling.evaluate(data, PARAMS, datetime.now(UTC))
+    assert result.status is Status.OK, result.errors
+    assert result.details["beyond_quorum"][0].startswith(
+        "gang batch/ann-elastic: 2 member(s) wait beyond the quorum (2 bound of minMember 2; declared by pod "
+        "annotation, total-number 4)"
+    )
 
 
 def test_fetch_in_one_namespace_reads_every_list_there() -> None:

@@ -6,15 +6,32 @@ kube-scheduler it embeds is k8s.io/kubernetes@v1.28.7). A PodGroup's status is n
 finished pod, so v1.6.0 never writes `Failed` or `Finished`, and its counters stay stale after a member fails
 until another event (docs/contracts.md "Koordinator", PodGroup). So verdicts about NOW come from the member pods,
 and from the phase only where it can be current:
-- **stuck** (failed): members wait unbound past `stuck_after_seconds` (default 600 s, koord's `defaultTimeout`,
-  which neither shipped config overrides; or the gang's own longer `scheduleTimeoutSeconds` / annotation
-  `gang.scheduling.koordinator.sh/waiting-time`), either at least (minMember - `scheduled`) of them while
-  `PreScheduling`/`Scheduling`, or any that koord-scheduler found unschedulable (`PodScheduled=False`,
-  `Unschedulable` or `SchedulerError`, not koord's own "gang child pod not collect enough" hold). A member waits
-  since its `PodScheduled=False` transition or, never tried, since creation; members of a `Scheduled`, `Running`
-  or `Finished` PodGroup are beyond quorum;
-- **incomplete** (failed only with `fail_incomplete`): fewer than minMember members wait untried, held by koord;
-  listed in `details.incomplete` (Pending PodGroups without waiting members: `details.pending_without_members`);
+- **stuck** (failed): members wait unbound past the gang's wait time, either at least as many as the gang still
+  needs placed together or any that koord-scheduler found unschedulable (`PodScheduled=False`, `Unschedulable` or
+  `SchedulerError`, not koord's own "gang child pod not collect enough" hold). A member waits since its
+  `PodScheduled=False` transition or, never tried, since creation. The wait time is the gang's own, shorter or
+  longer: a PodGroup's `spec.scheduleTimeoutSeconds` when set and not negative (0 included,
+  `coscheduling/util/gang_helper.go` GetWaitTimeDuration), a pod-declared gang's annotation
+  `gang.scheduling.koordinator.sh/waiting-time` when Go parses it above 0 (`coscheduling/core/gang.go`
+  tryInitByPodConfig); else `stuck_after_seconds`, koord's `CoschedulingArgs.defaultTimeout` (600 s,
+  `pkg/scheduler/apis/config/v1/defaults.go`, which neither shipped config overrides);
+- **quorum**, per the gang's match policy (annotation `gang.scheduling.koordinator.sh/match-policy`, on a pod also
+  `pod-group.scheduling.sigs.k8s.io/match-policy`, on a PodGroup its own annotation; anything else is
+  `once-satisfied`: `core/gang.go` tryInitByPodConfig / tryInitByPodGroup). A member counts bound while it has a
+  node and has not finished, as koord's `BoundChildren` does (its pod informer holds no Succeeded or Failed pod).
+  `once-satisfied` and `waiting-and-running`: with minMember bound (counted from the pods, whatever a PodGroup's
+  stale phase says) whoever waits is beyond the quorum, placed one by one for capacity (`core/core.go`
+  PreEnqueue, PreFilter; `core/gang.go` isGangValidForPermit), so an elastic gang (`total-number` above
+  minMember) whose spares wait is ok; with fewer, the waiting members need minMember less the bound ones placed
+  together. (koord's once-satisfied flag is set by any one binding, `core/gang.go` addBoundPod; a gang with fewer
+  than minMember bound is still judged, as it runs short of its quorum. Finished members do not count: koord
+  forgets them when it restarts or the gang empties.) `only-waiting`: bound members never count, a member passes
+  Permit only while minMember members, itself included, wait there together, so its spares are a gang of their
+  own. Gang groups (`.../groups`) share koord's once-satisfied flag, which these rules do not depend on. A member
+  past its wait time whose namespace's Running pods were not read is `error` (the probe's clock went back);
+- **incomplete** (failed only with `fail_incomplete`): fewer members wait, untried, than the gang still needs
+  (minMember, less the bound ones where the policy counts them), held by koord; listed in `details.incomplete`
+  (Pending PodGroups without waiting members: `details.pending_without_members`);
 - **member failed** (failed): a member turned `Failed` within `failed_window_seconds` (default 3600 s; at its
   newest container `finishedAt` or `Ready=False` transition, neither recorded counts as recent) and the Running
   plus Succeeded members are fewer than minMember, koord's quorum rule; still at minMember `degraded`; older
@@ -26,16 +43,19 @@ and from the phase only where it can be current:
 
 Members are found as `coscheduling/util/gang_helper.go` GetGangNameByPod finds them (label
 `pod-group.scheduling.sigs.k8s.io`, its deprecated `/name` form, else annotation `gang.scheduling.koordinator.sh/name`,
-in the pod's namespace); a PodGroup of that name wins, else the pods' `min-available` declares the gang, and a gang
-koord never initialises counts minMember 1. Only waiting and failed pods of `scheduler_names` (default
+in the pod's namespace); a PodGroup of that name wins, else the first of the pods declares the gang (`min-available`,
+`total-number`, `match-policy`, `waiting-time`, as `tryInitByPodConfig` reads them), and a gang koord never
+initialises counts minMember 1 and nothing bound. Only waiting and failed pods of `scheduler_names` (default
 `koord-scheduler`) are judged; running and succeeded members count whatever their scheduler. Pods held by
 `schedulingGates` or being deleted do not wait.
 
 Cost, besides the PodGroups: every run one paginated LIST of pods with `status.phase!=Running,status.phase!=Succeeded`
 (one read of the scope where two `=` LISTs would read it twice; `status.phase` is a selectable field, not an index,
-k8s.io/kubernetes@v1.37.2 `pkg/registry/core/pod/strategy.go`); only while a judged member failed recently, one LIST
-per such namespace of its Running and Succeeded pods (the counters are stale), not narrowed by label since a
-member may be named by annotation. Scope both with `namespace` where the gangs live in one namespace.
+k8s.io/kubernetes@v1.37.2 `pkg/registry/core/pod/strategy.go`); only while a judged member failed recently, or a
+member is within 60 s of its gang's wait time and the pods read do not show minMember bound (not under
+`only-waiting`), one LIST per such namespace of its Running and Succeeded pods (the counters are stale), not
+narrowed by label since a member may be named by annotation: an elastic gang whose spares wait costs it every
+run. Scope both with `namespace` where the gangs live in one namespace.
 
 The PodGroup API not being served (404) is `error`, never "no gangs"; a future timestamp counts as "just now".
 """
@@ -69,18 +89,20 @@ from outpost.runbook import Runbook
 
 NAME = "gang-scheduling"
 FAILS_WHEN = (
-    "a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its wait time "
-    "(by default {stuck_after_seconds} s, koord's), or a member pod failed in the last {failed_window_seconds} s "
-    "leaving fewer than minMember running or succeeded (or a PodGroup's status turned Failed so)"
+    "a gang's (PodGroup's or pod-annotation gang's) members wait unscheduled past its own wait time "
+    "(else {stuck_after_seconds} s, koord's default) while fewer than minMember are bound as its match policy "
+    "counts them, or a member pod failed in the last {failed_window_seconds} s leaving fewer than minMember "
+    "running or succeeded (or a PodGroup's status turned Failed so)"
 )
 # koord-scheduler's Deployment in koordinator-sh/charts v1.6.0: its log says why a gang's members were refused.
 SCHEDULER_LOGS = "kubectl -n koordinator-system logs deployment/koord-scheduler --tail=200"
 GANG_STUCK = Runbook(
     "gang-stuck",
     "A gang's members wait to be scheduled past the gang's wait time",
-    "the nodes cannot hold minMember members at once (CPU, memory or batch resources, node affinity, taints, an "
-    "ElasticQuota used up: the pod's FailedScheduling events say which), or koord-scheduler is not running or not "
-    "leading, so pods with schedulerName koord-scheduler are never tried",
+    "the nodes cannot hold at once the members the gang still needs (CPU, memory or batch resources, node "
+    "affinity, taints, an ElasticQuota used up: the pod's FailedScheduling events say which; under match-policy "
+    "only-waiting a gang's spare members also need minMember of them placed together), or koord-scheduler is not "
+    "running or not leading, so pods with schedulerName koord-scheduler are never tried",
     "kubectl -n {namespace} describe pod {pod}",
     SCHEDULER_LOGS,
 )
@@ -127,8 +149,8 @@ GANG_INCOMPLETE = Runbook(
 GANG_UNJUDGEABLE = Runbook(
     "gang-unjudgeable",
     "A gang is in a state Outpost cannot judge",
-    "a PodGroup phase upstream does not define, pods without creationTimestamp, or a failed member whose "
-    "namespace's running pods were not read (the probe's clock went back)",
+    "a PodGroup phase upstream does not define, pods without creationTimestamp, or a failed or overdue member "
+    "whose namespace's running pods were not read (the probe's clock went back)",
     "kubectl -n {namespace} get podgroups,pods -o wide",
     "docs/checks.md#gang-scheduling",
 )
@@ -154,14 +176,24 @@ RUNBOOKS = (
 
 KNOWN_PHASES = ("Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", "Finished", "Failed", "Unknown")
 """Every phase upstream's PodGroup defines (`PodGroupPhase`)."""
-QUORUM_PHASES = ("Scheduled", "Running", "Finished")
-"""koord-scheduler writes these only once minMember members are bound: waiting members are beyond the quorum."""
 POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 LIGHTWEIGHT_NAME_LABEL = "pod-group.scheduling.sigs.k8s.io/name"
 LIGHTWEIGHT_MIN_LABEL = "pod-group.scheduling.sigs.k8s.io/min-available"
 GANG_NAME_ANNOTATION = "gang.scheduling.koordinator.sh/name"
 GANG_MIN_ANNOTATION = "gang.scheduling.koordinator.sh/min-available"
 GANG_WAIT_ANNOTATION = "gang.scheduling.koordinator.sh/waiting-time"
+GANG_TOTAL_ANNOTATION = "gang.scheduling.koordinator.sh/total-number"
+GANG_MATCH_POLICY_ANNOTATION = "gang.scheduling.koordinator.sh/match-policy"
+ALIAS_MATCH_POLICY_ANNOTATION = "pod-group.scheduling.sigs.k8s.io/match-policy"
+"""A pod's (never a PodGroup's) second spelling of the match policy (`apis/extension/coscheduling.go`)."""
+ONLY_WAITING = "only-waiting"
+WAITING_AND_RUNNING = "waiting-and-running"
+ONCE_SATISFIED = "once-satisfied"
+MATCH_POLICIES = (ONLY_WAITING, WAITING_AND_RUNNING, ONCE_SATISFIED)
+"""The match policies koord-scheduler accepts; any other value, or none, is `once-satisfied` (`core/gang.go`)."""
+READ_AHEAD_SECONDS = 60
+"""fetch counts a namespace's Running members for a gang whose member is within this of its wait time, so that
+evaluate, a moment later on its own clock, has them when the member crosses it."""
 KOORD_GANG_WAIT_SECONDS = 600
 """CoschedulingArgs.defaultTimeout's default (`pkg/scheduler/apis/config/v1/defaults.go`)."""
 HELD_UNTIL_COMPLETE = "gang child pod not collect enough"
@@ -196,8 +228,10 @@ class GangSchedulingParams(Params):
         KOORD_GANG_WAIT_SECONDS,
         ge=1,
         le=7 * 86400,
-        description="How long a gang's members may wait to be scheduled before it "
-        "counts as stuck (a gang's own longer wait time wins).",
+        description="koord-scheduler's defaultTimeout: how long the members of a gang "
+        "that declares no wait time of its own may wait to be scheduled "
+        "before it counts as stuck (a gang's own wait time, shorter or "
+        "longer, wins, as in koord).",
     )
     failed_window_seconds: int = Field(
         3600,
@@ -214,7 +248,7 @@ class GangSchedulingParams(Params):
     fail_incomplete: bool = Field(
         False,
         description="Also fail gangs whose fewer-than-minMember members wait "
-        "past the bound (the workload did not create them all).",
+        "past their wait time (the workload did not create them all).",
     )
 
     @field_validator("label_selector")
@@ -252,10 +286,9 @@ def fetch(cluster: Cluster, params: GangSchedulingParams) -> GangSchedulingData:
         PodSchedulingOutline, cluster.list(pods_path, field_selector=UNSETTLED_PHASES), f"LIST {pods_path}"
     )
     # What to read is decided on this clock; evaluate's `now` is later, so it never finds a failure recent that
-    # was old here, and calls any unread one `error`.
-    listed = {(group.namespace, group.name) for group in pod_groups}
+    # was old here, reads ahead of a wait time by READ_AHEAD_SECONDS, and calls any unread one `error`.
     settled: dict[str, list[PodSchedulingOutline]] = {}
-    for namespace in recently_failed_namespaces(unsettled, listed, params, datetime.now(UTC)):
+    for namespace in counted_namespaces(pod_groups, unsettled, params, datetime.now(UTC)):
         namespace_path = collection_path(PODS, namespace)
         settled[namespace] = parse_items(
             PodSchedulingOutline, cluster.list(namespace_path, field_selector=SETTLED_PHASES), f"LIST {namespace_path}"
@@ -392,6 +425,22 @@ def recently_failed_namespaces(
     )
 
 
+def counted_namespaces(
+    pod_groups: list[PodGroup], pods: list[PodSchedulingOutline], params: GangSchedulingParams, now: datetime
+) -> list[str]:
+    """Namespaces whose Running and Succeeded pods decide a gang: one holds a member that failed within the window,
+    or a member that waited (nearly) its gang's wait time while the pods read so far do not show minMember bound."""
+    listed = {(group.namespace, group.name) for group in pod_groups}
+    gangs = _gangs(GangSchedulingData("", pod_groups, "", pods), params, now)
+    overdue = {
+        gang.namespace
+        for gang in gangs.by_key.values()
+        if gang.needs_count
+        and any(m.waited is not None and m.waited > gang.wait - READ_AHEAD_SECONDS for m in gang.members)
+    }
+    return sorted(overdue.union(recently_failed_namespaces(pods, listed, params, now)))
+
+
 @dataclass(frozen=True)
 class FailedMember:
     name: str
@@ -423,30 +472,55 @@ class Gang:
     ref: str
     namespace: str
     min_member: int
-    bound: float
+    wait: float
+    """The gang's wait time in seconds: its own, else koord's default (`stuck_after_seconds`)."""
     note: str = ""
     pod_group: PodGroup | None = None
+    policy: str = ONCE_SATISFIED
+    total: int = 0
+    initialised: bool = True
+    """False where koord-scheduler never initialises the gang: it refuses every member (`PreEnqueue`)."""
     members: list[Member] = field(default_factory=list)
     failed: list[FailedMember] = field(default_factory=list)
     running: int = 0
     succeeded: int = 0
+    bound: int = 0
+    """Members on a node and not finished, as koord-scheduler counts them bound (`BoundChildren`: its pod informer
+    holds no Succeeded or Failed pod); Running ones only where their namespace was read."""
 
     @property
-    def quorum_met(self) -> bool:
-        """koord reports minMember members bound: whoever still waits is beyond the quorum."""
-        return self.pod_group is not None and self.pod_group.status.phase in QUORUM_PHASES
+    def minimum(self) -> int:
+        return max(self.min_member, 1)
 
     @property
-    def bound_members(self) -> int:
-        """Members koord counts as bound, where its count is current (it keeps stale counters in Pending and
-        frozen ones in Failed)."""
-        if self.pod_group is not None and self.pod_group.status.phase in ("PreScheduling", "Scheduling"):
-            return self.pod_group.status.scheduled
-        return 0
+    def satisfied(self) -> bool:
+        """minMember members are bound as the gang's match policy counts them: koord-scheduler places whoever
+        still waits one by one, beyond the quorum (`core/core.go` PreEnqueue, PreFilter; `core/gang.go`
+        isGangValidForPermit)."""
+        # only-waiting: a member passes Permit only while minMember members wait there together, bound or not.
+        # The PodGroup's phase is not asked: its counters stay stale after a member fails (see above).
+        return self.initialised and self.policy != ONLY_WAITING and self.bound >= self.minimum
+
+    @property
+    def wanted(self) -> int:
+        """Members the waiting ones must still place together: minMember, less those bound where the policy
+        counts them."""
+        if not self.initialised or self.policy == ONLY_WAITING:
+            return self.minimum
+        return max(self.minimum - self.bound, 1)
+
+    @property
+    def needs_count(self) -> bool:
+        """Whether the gang's Running members decide its quorum (they are read only where needed)."""
+        return self.initialised and self.policy != ONLY_WAITING and not self.satisfied
 
     @property
     def context(self) -> str:
-        return self.note or (_counts(self.pod_group) if self.pod_group else "")
+        extra = [f"total-number {self.total}"] if self.total > self.min_member else []
+        extra += [f"match-policy {self.policy}"] if self.policy != ONCE_SATISFIED else []
+        if self.note:
+            return ", ".join([self.note, *extra])
+        return "; ".join([_counts(self.pod_group), *extra]) if self.pod_group else ""
 
     @property
     def name(self) -> str:
@@ -469,14 +543,8 @@ class Gangs:
 def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime) -> Gangs:
     found = Gangs()
     for group in data.pod_groups:
-        declared = group.spec.schedule_timeout_seconds  # util.GetWaitTimeDuration
-        found.by_key[(group.namespace, group.name)] = Gang(
-            group.ref,
-            group.namespace,
-            group.spec.min_member,
-            max(params.stuck_after_seconds, declared),
-            pod_group=group,
-        )
+        found.by_key[(group.namespace, group.name)] = _declared_by_pod_group(group, params)
+    bound: list[PodSchedulingOutline] = []
     for pod in sorted(
         data.unsettled_pods,
         key=lambda p: (
@@ -491,6 +559,8 @@ def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime
         found.pending += phase == "Pending"
         found.failed_pods += phase == "Failed"
         name = gang_name(pod)
+        if name and pod.node_name and phase not in ("Succeeded", "Failed"):
+            bound.append(pod)
         # Bound or leaving pods do not wait; Unknown ones neither wait nor failed.
         waiting = phase == "Pending" and not pod.node_name and not pod.terminating
         if not name or not (waiting or phase == "Failed"):
@@ -517,17 +587,49 @@ def _gangs(data: GangSchedulingData, params: GangSchedulingParams, now: datetime
             found.failed_members += 1
     for pods in data.settled_pods.values():
         for pod in pods:
+            if pod.status.phase == "Running" and pod.node_name:
+                bound.append(pod)
             gang = found.by_key.get((pod.namespace, gang_name(pod)))
             if gang is None or pod.terminating:  # a member being deleted is leaving the gang
                 continue
             gang.running += pod.status.phase == "Running"
             gang.succeeded += pod.status.phase == "Succeeded"
+    for pod in bound:  # of every scheduler, being deleted or not: koord counts each until it is gone
+        gang = found.by_key.get((pod.namespace, gang_name(pod)))
+        if gang is not None:
+            gang.bound += 1
     return found
+
+
+def match_policy(value: str) -> str:
+    """The match policy koord-scheduler applies for an annotation's value (`core/gang.go` tryInitBy...)."""
+    return value if value in MATCH_POLICIES else ONCE_SATISFIED
+
+
+def total_number(annotations: dict[str, str], minimum: int) -> int:
+    """TotalChildrenNum as `core/gang.go` reads it: minMember when unparsable or (other than 0) below it."""
+    total = go_int32(annotations.get(GANG_TOTAL_ANNOTATION, ""))
+    return minimum if total is None or (total != 0 and total < minimum) else total
+
+
+def _declared_by_pod_group(group: PodGroup, params: GangSchedulingParams) -> Gang:
+    """A PodGroup's gang as `core/gang.go` tryInitByPodGroup configures it: its spec and its own annotations."""
+    timeout = group.spec.schedule_timeout_seconds  # util.GetWaitTimeDuration: its own when set and >= 0
+    annotations = group.metadata.annotations
+    return Gang(
+        group.ref,
+        group.namespace,
+        group.spec.min_member,
+        float(timeout) if timeout is not None and timeout >= 0 else float(params.stuck_after_seconds),
+        pod_group=group,
+        policy=match_policy(annotations.get(GANG_MATCH_POLICY_ANNOTATION, "")),
+        total=total_number(annotations, group.spec.min_member),
+    )
 
 
 def _declared_by_pods(first: PodSchedulingOutline, name: str, params: GangSchedulingParams) -> Gang:
     """A gang without a PodGroup, configured as koord does it: from the first of its pods it sees."""
-    ref, namespace = f"gang {first.namespace}/{name}", first.namespace
+    ref, namespace, annotations = f"gang {first.namespace}/{name}", first.namespace, first.metadata.annotations
     if first.metadata.labels.get(POD_GROUP_LABEL):
         return Gang(
             ref,
@@ -536,21 +638,33 @@ def _declared_by_pods(first: PodSchedulingOutline, name: str, params: GangSchedu
             params.stuck_after_seconds,
             note=f"pods labelled {POD_GROUP_LABEL}={name} but no such PodGroup: koord-scheduler never "
             "initialises this gang",
+            initialised=False,
         )
-    wait = go_duration_seconds(first.metadata.annotations.get(GANG_WAIT_ANNOTATION, "")) or 0.0
-    bound = max(float(params.stuck_after_seconds), wait)
+    # tryInitByPodConfig: a waiting-time Go cannot parse, or not above 0, is the default.
+    declared = go_duration_seconds(annotations.get(GANG_WAIT_ANNOTATION, ""))
+    wait = declared if declared is not None and declared > 0 else float(params.stuck_after_seconds)
     minimum = declared_min(first)
     if minimum is None:
         return Gang(
             ref,
             namespace,
             1,
-            bound,
+            wait,
             note=f"declared by pod annotation without a valid "
             f"{GANG_MIN_ANNOTATION}: koord-scheduler never initialises "
             "this gang",
+            initialised=False,
         )
-    return Gang(ref, namespace, minimum, bound, note="declared by pod annotation")
+    policy = annotations.get(GANG_MATCH_POLICY_ANNOTATION) or annotations.get(ALIAS_MATCH_POLICY_ANNOTATION, "")
+    return Gang(
+        ref,
+        namespace,
+        minimum,
+        wait,
+        note="declared by pod annotation",
+        policy=match_policy(policy),
+        total=total_number(annotations, minimum),
+    )
 
 
 # -- judgement ------------------------------------------------------------------------------------------
@@ -614,13 +728,14 @@ class Verdicts:
     pending_without_members: list[str] = field(default_factory=list)
 
 
-def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
+def _judge_members(gang: Gang, counted: bool, verdicts: Verdicts) -> None:
     if not gang.members:
         return
-    if gang.quorum_met:
+    if gang.satisfied:
+        bound = f"{gang.bound} bound of minMember {gang.minimum}; " if gang.bound >= gang.minimum else ""
         verdicts.beyond_quorum.append(
             f"{gang.ref}: {len(gang.members)} member(s) wait beyond the quorum "
-            f"({gang.context}): {_members(gang.members)}"
+            f"({bound}{gang.context}): {_members(gang.members)}"
         )
         return
     timeless = [m for m in gang.members if m.waited is None]
@@ -632,16 +747,27 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
                 namespace=gang.namespace,
             )
         )
-    overdue = [m for m in gang.members if m.waited is not None and m.waited > gang.bound]
+    overdue = [m for m in gang.members if m.waited is not None and m.waited > gang.wait]
     if not overdue:
         return
-    wanted = max(gang.min_member - gang.bound_members, 1)
     first = {"namespace": gang.namespace, "pod": _members_ordered(overdue)[0].name}  # the first the line names
+    if gang.needs_count and not counted:
+        verdicts.unjudgeable.append(
+            GANG_UNJUDGEABLE.at(
+                f"{gang.ref}: {len(overdue)} member(s) waited longer than {int(gang.wait)} s but the running "
+                f"members of namespace {gang.namespace} were not read (the probe's clock went back?): "
+                f"{_members(overdue)}",
+                **first,
+            )
+        )
+        return
+    wanted = gang.wanted
     if len(overdue) >= wanted or any(m.tried for m in overdue):
+        bound = f", {gang.bound} bound" if gang.bound and gang.policy != ONLY_WAITING else ""
         verdicts.stuck.append(
             GANG_STUCK.at(
                 f"{gang.ref}: observed {len(overdue)} member(s) waiting to be scheduled longer than "
-                f"{int(gang.bound)} s (want minMember {max(gang.min_member, 1)} scheduled within it; "
+                f"{int(gang.wait)} s (want minMember {gang.minimum} scheduled within it{bound}; "
                 f"{gang.context}): {_members(overdue)}",
                 **first,
             )
@@ -655,7 +781,7 @@ def _judge_members(gang: Gang, verdicts: Verdicts) -> None:
                 **first,
             )
         )
-    # Otherwise the gang is complete and its younger members have not waited the bound yet.
+    # Otherwise the gang is complete and its younger members have not waited their wait time yet.
 
 
 def _judge_failed_members(gang: Gang, counted: bool, params: GangSchedulingParams, verdicts: Verdicts) -> bool:
@@ -757,8 +883,9 @@ def evaluate(data: GangSchedulingData, params: GangSchedulingParams, now: dateti
     verdicts = Verdicts()
     by_phase: dict[str, int] = {}
     for _, gang in sorted(gangs.by_key.items(), key=lambda item: item[0]):
-        _judge_members(gang, verdicts)
-        failure_judged = _judge_failed_members(gang, gang.namespace in data.settled_pods, params, verdicts)
+        counted = gang.namespace in data.settled_pods
+        _judge_members(gang, counted, verdicts)
+        failure_judged = _judge_failed_members(gang, counted, params, verdicts)
         if gang.pod_group is not None:
             phase = gang.pod_group.status.phase or "(unset)"
             by_phase[phase] = by_phase.get(phase, 0) + 1

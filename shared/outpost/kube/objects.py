@@ -781,7 +781,7 @@ class NodeMetricOutline(KubeObject):
 
 class PodGroupSpec(View):
     min_member: int = 0
-    schedule_timeout_seconds: int = 0
+    schedule_timeout_seconds: int | None = None  # unset: the scheduler's default; 0 is a wait time of 0
     min_resources: dict[str, Any] = Field(default_factory=dict)
 
 
