@@ -62,6 +62,9 @@ LEASE_OF = {
     "kruise-controller-manager": "kruise-manager",
     "koord-scheduler": "koord-scheduler",
     "koord-descheduler": "koord-descheduler",
+    # A fault aimed at a system (its webhook certificates) holds that system's manager down, so its Lease goes stale.
+    "koordinator": "koordinator-manager",
+    "kruise": "kruise-manager",
 }
 
 

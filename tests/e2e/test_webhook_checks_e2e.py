@@ -182,23 +182,35 @@ def test_cli_exit_code_for_a_deleted_configuration(sb: SandboxInfo, config: Path
     }
 
 
-def test_a_dead_pod_webhook_refuses_every_dry_run_naming_it(sb: SandboxInfo, config: Path, receiver: Receiver) -> None:
-    """Koordinator's pod webhook fails closed and selects every pod outside the control-plane namespaces, so with
-    koord-manager gone the API server refuses OpenKruise's dry-run pod too, naming Koordinator's webhook."""
+def test_a_dead_koordinator_pod_webhook_is_caught_as_its_install_configures_it(
+    sb: SandboxInfo, config: Path, receiver: Receiver
+) -> None:
+    """With koord-manager gone, what its pod webhook's failurePolicy makes of a pod create is caught, naming it.
+
+    kustomize (config/: `Fail`): the API server refuses every dry-run pod outside the control-plane namespaces,
+    OpenKruise's too, naming Koordinator's webhook. helm (the chart's `webhookConfiguration.failurePolicy.pods:
+    Ignore`): the API server admits the pods without Koordinator's mutation, so the Koordinator case is failed for
+    the mutation it did not get, and OpenKruise's is unaffected."""
     with broken("manager-scaled-to-zero", sb.state_dir, "koord-manager"):
         result = run_check(load_settings(config), "admission-dry-run", log=False)
     assert result.status is Status.FAILED, result.errors
-    refusal = (
-        "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
-        "mpod-create.koordinator.sh refused the dry-run create of pod outpost-probe/outpost-dry-run-* "
-        "(dry run, {system}): HTTP "
-    )
-    assert [line.partition("HTTP ")[0] + "HTTP " for line in result.errors] == [
-        refusal.format(system=system) for system in ("koordinator", "openkruise")
-    ]
-    assert all('failed calling webhook "mpod-create.koordinator.sh"' in line for line in result.errors)
-    assert {s: d["webhook"] for s, d in result.details["systems"].items()} == {
-        "koordinator": "mpod-create.koordinator.sh",
-        "openkruise": "mpod-create.koordinator.sh",
-    }
+    if sb.install == "kustomize":
+        refusal = (
+            "mutatingwebhookconfiguration koordinator-mutating-webhook-configuration webhook "
+            "mpod-create.koordinator.sh refused the dry-run create of pod outpost-probe/outpost-dry-run-* "
+            "(dry run, {system}): HTTP "
+        )
+        assert [line.partition("HTTP ")[0] + "HTTP " for line in result.errors] == [
+            refusal.format(system=system) for system in ("koordinator", "openkruise")
+        ]
+        assert all('failed calling webhook "mpod-create.koordinator.sh"' in line for line in result.errors)
+        assert {s: d["webhook"] for s, d in result.details["systems"].items()} == {
+            "koordinator": "mpod-create.koordinator.sh",
+            "openkruise": "mpod-create.koordinator.sh",
+        }
+    else:
+        (line,) = result.errors
+        assert line.startswith("pod outpost-probe/outpost-dry-run-"), line
+        assert "(dry run, koordinator): admitted without mutation (" in line, line
+        assert "want 'LS', profile outpost-probe-dry-run" in line, line
     assert receiver.pings_for("admission-dry-run") == 0

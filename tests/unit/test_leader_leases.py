@@ -492,8 +492,8 @@ def test_bad_params_are_refused(bad: dict[str, Any]) -> None:
 
 
 # The stale Lease's next step finds the holder's pod whether the holder names it (its own hostname) or its node
-# (`manager.hostNetwork: true`, both charts; false by default): `-o wide` shows both columns, `grep -iw` matches
-# either (the kubelet lowercases the hostname into the Node name). Its logs are the matched candidate's.
+# (`manager.hostNetwork: true`, both charts; false by default): the Lease (`-o wide`: its holder) beside the pods
+# (`-o wide`: NAME and NODE columns, whichever the holder names). Its logs are the matched candidate's.
 @pytest.mark.parametrize(
     ("holder", "on_host_network", "logs_of"),
     [
@@ -519,7 +519,8 @@ def test_a_stale_lease_points_at_its_holders_pod_by_name_or_by_node(
     [step] = result.next_steps
     assert (step.failure, step.command, step.see) == (
         "lease-stale",
-        f"kubectl -n kruise-system get pods -l 'control-plane=controller-manager' -o wide | grep -iw {host}",
+        "kubectl -n kruise-system get lease kruise-manager -o wide && "
+        "kubectl -n kruise-system get pods -l 'control-plane=controller-manager' -o wide",
         f"kubectl -n kruise-system logs {logs_of.format(pod=pod)} --tail=200",
     )
 
@@ -532,5 +533,7 @@ def test_a_stale_lease_without_a_holder_selector_lists_every_pod_of_its_namespac
     params = LeaderLeasesParams(leases=[LeaderLease(name="kruise-manager", namespace=KRUISE)])
     result = run(state, renewed + timedelta(seconds=60), params=params)
     [step] = result.next_steps
-    assert step.command == f"kubectl -n kruise-system get pods -l '' -o wide | grep -iw {KRUISE_HEALTHY[1]}"
+    assert step.command == (
+        "kubectl -n kruise-system get lease kruise-manager -o wide && kubectl -n kruise-system get pods -l '' -o wide"
+    )
     assert step.see == "kubectl -n kruise-system logs <holder_pod> --tail=200"

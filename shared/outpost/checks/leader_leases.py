@@ -68,7 +68,7 @@ LEASE_STALE = Runbook(
     "A leader Lease is not renewed in time",
     "the leader is wedged or its pod is gone and no candidate took over; a renewTime ahead of now is a holder "
     "with a skewed clock",
-    "kubectl -n {namespace} get pods -l '{selector}' -o wide | grep -iw {holder}",
+    "kubectl -n {namespace} get lease {name} -o wide && kubectl -n {namespace} get pods -l '{selector}' -o wide",
     "kubectl -n {namespace} logs {holder_pod} --tail=200",
 )
 LEASE_TOO_LONG = Runbook(
@@ -248,7 +248,7 @@ def _judge(
         detail["candidates"] = [c.pod for c in candidates]
         holder_pod = next((c.pod for c in candidates if host and c.answers_to(host)), None)
         detail["holder_pod"] = holder_pod
-    # The holder's pod when a candidate answers to it; else the row the runbook's grep shows (NAME, or NODE under
+    # The holder's pod when a candidate answers to it; else the pods the runbook lists show it (NAME, or NODE under
     # hostNetwork, is the holder's hostname) names it.
     names["holder_pod"] = holder_pod or "<holder_pod>"
     last = f"last holder {holder}" if holder else "no holder"
