@@ -24,10 +24,10 @@ from outpost.checks.gang_scheduling import (
     GangSchedulingData,
     GangSchedulingParams,
     counted_namespaces,
-    go_duration_seconds,
 )
 from outpost.errors import ClusterError, MalformedResponse
 from outpost.kube import PodGroup, parse_items, parse_time
+from outpost.kube.golang import go_duration_seconds
 from outpost.kube.objects import PodSchedulingOutline
 from outpost.result import Status
 

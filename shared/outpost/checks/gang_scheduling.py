@@ -62,7 +62,6 @@ The PodGroup API not being served (404) is `error`, never "no gangs"; a future t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -83,6 +82,7 @@ from outpost.kube import (
     parse_items,
     parse_label_selector,
 )
+from outpost.kube.golang import go_duration_seconds, go_int32
 from outpost.kube.objects import ContainerTerminated, PodSchedulingOutline
 from outpost.result import Finding, NextStep, Result
 from outpost.runbook import Runbook
@@ -303,33 +303,6 @@ def declared_access(params: GangSchedulingParams) -> list[access.Access]:
 
 
 # -- members --------------------------------------------------------------------------------------------
-
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_GO_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def go_duration_seconds(text: str) -> float | None:
-    """Seconds of a Go `time.ParseDuration` string (`600s`, `1h30m`, `1.5m`); None when Go would refuse it."""
-    sign, rest = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text[1:] if text[:1] == "+" else text)
-    if rest == "0":
-        return 0.0
-    total, position = 0.0, 0
-    while position < len(rest):
-        match = _GO_PART.match(rest, position)
-        if match is None:
-            return None
-        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
-        position = match.end()
-    return sign * total if rest else None
-
-
-def go_int32(text: str) -> int | None:
-    """A Go `strconv.ParseInt(text, 10, 32)` value; None when Go would refuse it."""
-    if not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
 
 
 def gang_name(pod: PodSchedulingOutline) -> str:

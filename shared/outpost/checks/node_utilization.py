@@ -36,6 +36,7 @@ from outpost.check import CheckSpec, Params
 from outpost.cluster import Cluster
 from outpost.cluster.nodes import read_metrics_k8s, read_nodes, read_nodes_and_nodemetrics
 from outpost.kube import access
+from outpost.kube.golang import go_duration_seconds
 from outpost.kube.messages import FIRST_NAMED
 from outpost.kube.nodes import (
     NODEMETRIC_EXPIRY_SECONDS,
@@ -43,7 +44,6 @@ from outpost.kube.nodes import (
     NodesAndUsage,
     NodeSelection,
     UsageSample,
-    go_duration_seconds,
     nothing_selected,
     resource_value,
     select_nodes,

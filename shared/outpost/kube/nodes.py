@@ -10,7 +10,6 @@ empty selection is the check's `error`, and a usage that is absent or not a quan
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from outpost.errors import MalformedResponse
 from outpost.kube.conditions import READY
+from outpost.kube.golang import go_duration_seconds
 from outpost.kube.objects import (
     KubeObject,
     Node,
@@ -385,26 +385,6 @@ def _aggregated(entries: object) -> tuple[AggregatedUsage, ...]:
                 usage[str(kind)] = resource_values(resources) if isinstance(resources, Mapping) else {}
         kept.append(AggregatedUsage(go_duration_seconds(duration) if isinstance(duration, str) else None, usage))
     return tuple(kept)
-
-
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_GO_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def go_duration_seconds(text: str) -> float | None:
-    """Seconds of a Go `time.ParseDuration` string (`5m0s`, `1h`), as `metav1.Duration` reads it; None when Go
-    would refuse it."""
-    sign, rest = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text[1:] if text[:1] == "+" else text)
-    if rest == "0":
-        return 0.0
-    total, position = 0.0, 0
-    while position < len(rest):
-        match = _GO_PART.match(rest, position)
-        if match is None:
-            return None
-        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
-        position = match.end()
-    return sign * total if rest else None
 
 
 class _ResourceMetrics(View):
