@@ -430,17 +430,20 @@ def install(
     state_dir: Path | str,
     log: Callable[[str], None] = _stderr,
     timeout: float = INSTALL_TIMEOUT_S,
-    install_with: str = DEFAULT_INSTALL,
+    install_with: str | None = None,
 ) -> None:
-    """Install both systems as `install_with` does, their managers and the backends; returns when all are verifiably
-    ready. A sandbox installed one way is not switched to the other in place (objects of one would linger)."""
+    """Install both systems as `install_with` does (by default: as this sandbox was installed before, else
+    DEFAULT_INSTALL), their managers and the backends; returns when all are verifiably ready. A sandbox installed
+    one way is not switched to the other in place (objects of one would linger)."""
     kubeconfig, state = Path(kubeconfig_path), Path(state_dir)
     sdir = systems_dir(state)
     sdir.mkdir(parents=True, exist_ok=True)
+    before = installed_with(state) if (sdir / INSTALL_FILE).exists() else None
+    install_with = install_with or before or DEFAULT_INSTALL
     manifests = upstream_manifests(install_with)
-    if (sdir / INSTALL_FILE).exists() and installed_with(state) != install_with:
+    if before is not None and before != install_with:
         raise SystemsError(
-            f"the sandbox at {state} was installed with {installed_with(state)}, not {install_with}: "
+            f"the sandbox at {state} was installed with {before}, not {install_with}: "
             f"`outpost sandbox down --purge` it first"
         )
     (sdir / INSTALL_FILE).write_text(install_with)
