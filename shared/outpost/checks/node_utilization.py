@@ -429,14 +429,10 @@ def judged_usage(sample: UsageSample, aggregated: AggregatedProfile | None) -> d
         return None
     wanted = aggregated.duration_seconds
     if not wanted:
-        longest = None
-        for entry in sample.aggregated:
-            if entry.usage.get(aggregated.kind) and (entry.duration_seconds or 0) > (
-                (longest.duration_seconds or 0) if longest else 0
-            ):
-                longest = entry
-        if longest is None:
+        periods = [e for e in sample.aggregated if e.usage.get(aggregated.kind) and (e.duration_seconds or 0) > 0]
+        if not periods:
             return dict(sample.usage) if sample.usage else None
+        longest = max(periods, key=lambda e: e.duration_seconds or 0)  # the first of equals, as the scan kept it
         return dict(longest.usage[aggregated.kind])
     for entry in sample.aggregated:
         if entry.duration_seconds == wanted and entry.usage.get(aggregated.kind):
