@@ -103,15 +103,18 @@ POD_WEBHOOK_POLICIES = {  # install -> pod webhook -> (failurePolicy, timeoutSec
         "mpod-update.koordinator.sh": ("Ignore", 30),
         "vpod.koordinator.sh": ("Ignore", 30),
     },
-    # config/webhook of each release: Fail, no timeout (the API server's default, 10 s).
-    "kustomize": {
-        "mpod.kb.io": ("Fail", 10),
-        "vpod.kb.io": ("Fail", 10),
-        "vpodeviction.kb.io": ("Fail", 10),
-        "mpod-create.koordinator.sh": ("Fail", 10),
-        "mpod-update.koordinator.sh": ("Fail", 10),
-        "vpod.koordinator.sh": ("Fail", 10),
-    },
+    # config/webhook of each release: every pod webhook Fail, no timeout (the API server's default, 10 s).
+    "kustomize": dict.fromkeys(
+        (
+            "mpod.kb.io",
+            "vpod.kb.io",
+            "vpodeviction.kb.io",
+            "mpod-create.koordinator.sh",
+            "mpod-update.koordinator.sh",
+            "vpod.koordinator.sh",
+        ),
+        ("Fail", 10),
+    ),
 }
 NAMESPACE_LABELS = {  # the label by which both systems' pod webhooks leave a namespace out, or (Helm) do not
     "helm": {"koordinator-system": ("controle-plane", "koordinator"), "kruise-system": ("control-plane", "openkruise")},
