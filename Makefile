@@ -14,12 +14,16 @@ STAMP := $(VENV)/.installed
 setup: system-packages python sandbox-binaries tools
 
 # iproute2 gives `ip netns`/veth for the sandbox's proxied backends; patch applies infra/sandbox/go/patches;
-# jq runs the KWOK tutorial's reconcile pipeline in `make bench` and GNU time measures its contenders' peak RSS; the rest builds Go and Python.
+# jq runs the KWOK tutorial's reconcile pipeline in `make bench` and GNU time measures its contenders' peak RSS;
+# containerd (with runc) is the CRI runtime the process node's real kruise-daemon connects to, and libpfm4-dev (with
+# gcc) builds koordlet, whose perf_group package is cgo; the rest builds Go and Python.
 system-packages:
 	@command -v go >/dev/null || { echo "Go >= 1.26 is required to build the sandbox (it comes with this machine kind)"; exit 1; }
-	@missing=""; for cmd in ip:iproute2 patch:patch git:git openssl:openssl npm:npm jq:jq; do \
+	@missing=""; for cmd in ip:iproute2 patch:patch git:git openssl:openssl npm:npm jq:jq gcc:gcc \
+	  containerd:containerd runc:runc; do \
 	  command -v "$${cmd%%:*}" >/dev/null || missing="$$missing $${cmd##*:}"; done; \
 	test -x /usr/bin/time || missing="$$missing time"; \
+	test -f /usr/include/perfmon/pfmlib.h || missing="$$missing libpfm4-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -50,8 +54,9 @@ terraform-cli:
 	  echo "the terraform CLI is missing (expected on PATH or at /usr/local/bin/terraform, from the machine image):" \
 	       "tests/functional/test_gcp_deployment.py needs it for terraform fmt -check on infra/gcp"; exit 1; }
 
-# Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok and the real managers
-# (kruise-manager; koord-manager, koord-scheduler, koord-descheduler, from their release zips), and the Lambda Runtime
+# Go builds of etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok, the real managers and node agents
+# (kruise-manager, kruise-daemon; koord-manager, koord-scheduler, koord-descheduler, koordlet, from their release
+# zips), and the Lambda Runtime
 # Interface Emulator the e2e tests run the Lambda bundle behind, into a cache outside the repo (~/.cache/outpost);
 # a no-op when the pinned versions are already built (cold: about 13 min on 2 cores).
 sandbox-binaries: system-packages

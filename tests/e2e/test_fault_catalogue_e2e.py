@@ -34,6 +34,7 @@ from outpost.runner import run_check
 from outpost.settings import load_settings
 from outpost_sandbox import faults, systems
 from outpost_sandbox.faults.managers import CERT_SECRET, LEADER_LEASES
+from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
 from outpost_sandbox.procs import ProcessTable
 from outpost_sandbox.state import pointed_at
 
@@ -68,6 +69,10 @@ LEASE_OF = {
 }
 
 
+REAL_AGENT_FAULTS = ("koordlet-down", "koordlet-frozen", "kruise-daemon-down")
+"""Faults of the process node's real agents (the others act on KWOK nodes, whose agents are stand-ins)."""
+
+
 def named(fault: str, target: str | None, check: str) -> str:
     """What the failure must name: the broken object, as the check calls it."""
     system = target if target in CONFIGURATION else SYSTEM_OF.get(target or "", "")
@@ -85,9 +90,11 @@ def named(fault: str, target: str | None, check: str) -> str:
             if fault.startswith("webhook-cert")
             else CONFIGURATION.get(system, "webhook")
         ),
-        "kruise-daemon-coverage": "kwok-node-0" if fault == "kruise-daemon-missing" else "kruise-daemon",
-        "koordlet-coverage": "kwok-node-0",
-        "nodemetric-freshness": "kwok-node-0",
+        "kruise-daemon-coverage": {"kruise-daemon-missing": "kwok-node-0", "kruise-daemon-down": PROCESS_NODE}.get(
+            fault, "kruise-daemon"
+        ),
+        "koordlet-coverage": PROCESS_NODE if fault in REAL_AGENT_FAULTS else "kwok-node-0",
+        "nodemetric-freshness": PROCESS_NODE if fault in REAL_AGENT_FAULTS else "kwok-node-0",
         "kwok-node-consistency": "kwok-node-0",
         "node-utilization": "kwok-node-",
         "gang-scheduling": "outpost-fault-",
@@ -173,6 +180,28 @@ def frozen(sandbox: SandboxInfo, target: str | None) -> None:
         assert process_state(sandbox, pod) == "T", pod["metadata"]["name"]  # stopped, not gone
 
 
+def agent_pod(sandbox: SandboxInfo, ns: str, selector: str) -> dict[str, Any]:
+    items = get_json(
+        sandbox, f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}&fieldSelector=spec.nodeName={PROCESS_NODE}"
+    )["items"]
+    assert len(items) == 1, f"{ns} {selector} on {PROCESS_NODE}: {len(items)} pods"
+    pod: dict[str, Any] = items[0]
+    return pod
+
+
+def agent_in_state(ns: str, selector: str, state: str) -> Callable[[SandboxInfo, str | None], None]:
+    """The process node's real agent as the fault left it: `state` '' (no process, CrashLoopBackOff) or T."""
+
+    def verify(sandbox: SandboxInfo, _target: str | None) -> None:
+        pod = agent_pod(sandbox, ns, selector)
+        assert process_state(sandbox, pod) == state, pod["metadata"]["name"]
+        if not state:
+            waiting = pod["status"]["containerStatuses"][0]["state"].get("waiting") or {}
+            assert waiting.get("reason") == "CrashLoopBackOff", pod["metadata"]["name"]
+
+    return verify
+
+
 def leader_restarted_not_leading(sandbox: SandboxInfo, target: str | None) -> None:
     """The real manager loses its Lease, exits after its renew deadline and is restarted; nobody may take the
     Lease until the thief's hour is up."""
@@ -228,6 +257,9 @@ WHILE_BROKEN: dict[str, Callable[[SandboxInfo, str | None], None]] = {
     "manager-lease-stolen": leader_restarted_not_leading,
     "etcd-down": control_plane_status,
     "apiserver-cert-expired": observers_only,
+    "koordlet-down": agent_in_state("koordinator-system", "koord-app=koordlet", ""),
+    "koordlet-frozen": agent_in_state("koordinator-system", "koord-app=koordlet", "T"),
+    "kruise-daemon-down": agent_in_state("kruise-system", "control-plane=daemon", ""),
 }
 AFTER_HEAL: dict[str, Callable[[SandboxInfo, str | None], None]] = {
     "webhook-cert-expiring": republished_by_the_manager,

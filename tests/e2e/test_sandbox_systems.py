@@ -74,7 +74,7 @@ def test_kruise_daemon_answers_on_every_node_through_node_proxy(sandbox: Any) ->
     daemons = pods(sandbox, "kruise-system", "control-plane=daemon")
     assert {p["spec"]["nodeName"] for p in daemons} == {n["metadata"]["name"] for n in nodes}
     names = [n["metadata"]["name"] for n in nodes]
-    assert kubelet.NODE_NAME in names  # the process node runs the DaemonSets' stand-ins too
+    assert kubelet.NODE_NAME in names  # the process node runs the real kruise-daemon, the KWOK nodes stand-ins
     for node in [*names[:2], kubelet.NODE_NAME]:  # node proxy needs nodes/proxy, which the probe lacks: admin
         r = api(sandbox, f"/api/v1/nodes/{node}:10221/proxy/healthz", probe=False)
         assert (r.status_code, r.text) == (200, "ok")
@@ -196,7 +196,7 @@ def test_every_node_has_a_fresh_nodemetric_in_band(sandbox: Any) -> None:
     metrics = get_json(sandbox, "/apis/slo.koordinator.sh/v1alpha1/nodemetrics")["items"]
     assert {m["metadata"]["name"] for m in metrics} >= set(nodes)
     for m in metrics:
-        # koord-manager's spec (and no owner), the stand-in koordlet's status
+        # koord-manager's spec (and no owner), koordlet's status (the real one's on the process node)
         assert m["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 60, m["metadata"]["name"]
         assert "ownerReferences" not in m["metadata"], m["metadata"]["name"]
         assert age(m["status"]["updateTime"]) < 180, m["metadata"]["name"]
@@ -406,6 +406,9 @@ def test_uninstall_removes_network_and_install_restores(sandbox: Any) -> None:
         assert systems.daemon_pid(sandbox.state_dir, systems.KUBELET) is None
         assert not list((sandbox.state_dir / "kubelet" / "run").glob("*.json"))  # no manager process left
         assert podnet.existing() == []
+        assert podnet.NODE_NETNS not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert not Path("/sys/fs/cgroup/cpu/kubepods").exists()  # the node's cgroups go with it
+        assert not list((sandbox.state_dir / "kubelet" / "node-run").glob("*.json"))  # containerd stopped too
         assert not netns.exists()
         links = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout
         assert netns.HOST_IF not in {link["ifname"] for link in json.loads(links)}
@@ -437,7 +440,7 @@ def test_network_plan_matches_the_launcher() -> None:
     assert netns.POD_CIDR == nodes.POD_CIDR
     assert str(nodes.NODE_IP_BASE) + "/16" == netns.NODE_CIDR
     # The process node's pods have networks of their own, outside kwok's pool and the backend network's ranges;
-    # its own address is a node address (the stand-ins' hostNetwork ports are answered there).
+    # its own address is a node address, which its own network takes from the backend's (the real agents answer it).
     owned = [ipaddress.ip_network(cidr) for cidr in netns.OWNED_CIDRS]
     assert not any(podnet.POD_RANGE.overlaps(cidr) for cidr in owned)
     assert ipaddress.ip_address(kubelet.NODE_IP) in ipaddress.ip_network(netns.NODE_CIDR)
@@ -487,3 +490,47 @@ def test_the_kubelet_restarts_a_manager_that_exits(sandbox: Any) -> None:
         time.sleep(1)
     last = get_json(sandbox, f"/api/v1/namespaces/koordinator-system/pods/{name}")["status"]["containerStatuses"][0]
     assert last["lastState"]["terminated"]["exitCode"] == 137
+
+
+AGENTS = {  # the process node's real node agents: DaemonSet -> (namespace, selector, binary)
+    "koordlet": ("koordinator-system", "koord-app=koordlet", "koordlet"),
+    "kruise-daemon": ("kruise-system", "control-plane=daemon", "kruise-daemon"),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_the_process_nodes_agents_are_the_release_binaries_in_the_nodes_network(sandbox: Any, agent: str) -> None:
+    ns, selector, binary = AGENTS[agent]
+    [pod] = [p for p in pods(sandbox, ns, selector) if p["spec"]["nodeName"] == kubelet.NODE_NAME]
+    name = pod["metadata"]["name"]
+    assert pod["status"]["podIP"] == kubelet.NODE_IP  # hostNetwork: the node's address
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"]), name
+    pid = manager_processes(sandbox)[name]
+    assert os.stat(f"/proc/{pid}/exe").st_ino == (sandbox.bin_dir / binary).stat().st_ino
+    assert podnet.in_namespace(pid, podnet.NODE_NETNS)
+    assert Path(f"/proc/{pid}/root").resolve() != Path("/")
+
+
+def test_the_real_koordlet_reports_its_nodes_nodemetric_from_the_kubelets_pods(sandbox: Any) -> None:
+    """koordlet writes the process node's NodeMetric itself (the backend writes only the KWOK nodes'), which it
+    does only once it has listed its pods from the node's kubelet API (authorized by its own ServiceAccount's
+    nodes/proxy), and koord-manager derives the node's batch resources from it."""
+    path = f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{kubelet.NODE_NAME}?showManagedFields=true"
+    metric = get_json(sandbox, path)
+    writers = {(m["manager"], m.get("subresource")) for m in metric["metadata"]["managedFields"]}
+    assert ("koordlet", "status") in writers
+    assert not any(manager == "outpost-sandbox" for manager, _ in writers)
+    assert age(metric["status"]["updateTime"]) < 180
+    assert metric["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"].endswith("m")
+    node = get_json(sandbox, f"/api/v1/nodes/{kubelet.NODE_NAME}")
+    assert int(node["status"]["allocatable"]["kubernetes.io/batch-cpu"]) > 0
+
+
+def test_the_kubelet_api_refuses_a_caller_without_nodes_proxy(sandbox: Any) -> None:
+    """The probe identity may not read the node's pods from the kubelet (no nodes/proxy); the admin may."""
+    probe = api(sandbox, f"/api/v1/nodes/{kubelet.NODE_NAME}:10250/proxy/pods/")
+    assert probe.status_code == 403  # refused by the API server already
+    admin = api(sandbox, f"/api/v1/nodes/{kubelet.NODE_NAME}:10250/proxy/pods/", probe=False)
+    assert admin.status_code == 200
+    names = {p["metadata"]["name"] for p in admin.json()["items"]}
+    assert any(n.startswith("koordlet-") for n in names)

@@ -39,6 +39,10 @@ KRUISE_DOWN = (
         ("webhook-cert-expiring", "kruise", ("webhook-cert-expiry", *KRUISE_DOWN)),
         ("webhook-certs-deleted", "koordinator", ("webhook-cert-expiry", *KOORD_DOWN)),
         ("koordlet-missing", "kwok-node-0", ("koordlet-coverage",)),
+        # The process node's real agents: a killed koordlet is NotReady and unreported, a frozen one only unreported.
+        ("koordlet-down", None, ("koordlet-coverage", "nodemetric-freshness")),
+        ("koordlet-frozen", None, ("nodemetric-freshness",)),
+        ("kruise-daemon-down", None, ("kruise-daemon-coverage",)),
     ],
 )
 def test_checks_that_must_fail_follow_the_target(fault: str, target: str, expected: tuple[str, ...]) -> None:

@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 
 from outpost_sandbox import systems
-from outpost_sandbox.kubelet import images, podnet, runtime
-from outpost_sandbox.kubelet.daemon import Probe
+from outpost_sandbox.kubelet import host, images, podnet, runtime
+from outpost_sandbox.kubelet.daemon import NODE_IP, NODE_NAME, Probe
 
 PINS = {"github.com/openkruise/kruise": "v1.8.0", "github.com/koordinator-sh/koordinator": "v1.6.0"}
 
 
 @functools.cache
 def upstream_deployments(install: str) -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for d in systems.upstream_manifests(install) if d["kind"] == "Deployment"}
+    kinds = ("Deployment", "DaemonSet")
+    return {d["metadata"]["name"]: d for d in systems.upstream_manifests(install) if d["kind"] in kinds}
 
 
 def deployment(name: str, install: str) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def deployment(name: str, install: str) -> dict[str, Any]:
 
 
 def pod_of(name: str, install: str) -> dict[str, Any]:
-    """The pod the Deployment's ReplicaSet would create, as the API server stores it (namespace, uid, node)."""
+    """The pod the Deployment's ReplicaSet (or the DaemonSet) would create, as the API server stores it."""
     template = deployment(name, install)["spec"]["template"]
     return {
         "metadata": {
@@ -46,7 +47,14 @@ def pod_of(name: str, install: str) -> dict[str, Any]:
 
 @pytest.fixture
 def bin_dir(tmp_path: Path) -> Path:
-    for binary in ("kruise-manager", "koord-manager", "koord-scheduler", "koord-descheduler"):
+    for binary in (
+        "kruise-manager",
+        "kruise-daemon",
+        "koord-manager",
+        "koord-scheduler",
+        "koord-descheduler",
+        "koordlet",
+    ):
         (tmp_path / binary).write_text("")
     (tmp_path / "versions.json").write_text(json.dumps(PINS))
     return tmp_path
@@ -59,7 +67,9 @@ def bin_dir(tmp_path: Path) -> Path:
         ("koordinator-sh/koord-scheduler:v1.6.0", "koord-scheduler", None),
         ("openkruise/kruise-manager:v1.7.0", None, "has kruise-manager from github.com/openkruise/kruise@v1.8.0"),
         ("koordinator-sh/koord-manager", None, "the sandbox has koord-manager from"),  # no tag: latest, not the pin
-        ("koordinator-sh/koordlet:v1.6.0", None, None),  # needs a real node: a stand-in
+        ("koordinator-sh/koordlet:v1.6.0", "koordlet", None),
+        ("openkruise/kruise-daemon:v1.8.0", "kruise-daemon", None),  # config/ names the daemon's own image
+        ("koordinator-sh/koordlet:v1.5.0", None, "has koordlet from github.com/koordinator-sh/koordinator@v1.6.0"),
         ("library/nginx:1.27", None, None),
     ],
 )
@@ -76,14 +86,23 @@ def test_an_image_runs_the_binary_built_from_its_release_only(
 
 
 @pytest.mark.parametrize(
-    ("command", "binary"), [("/manager", "kruise-manager"), (None, "kruise-manager"), ("/kruise-daemon", None)]
+    ("command", "binary"),
+    [("/manager", "kruise-manager"), (None, "kruise-manager"), ("/kruise-daemon", "kruise-daemon")],
 )
 def test_the_command_picks_the_program_of_an_image_that_holds_two(
-    command: str | None, binary: str | None, bin_dir: Path
+    command: str | None, binary: str, bin_dir: Path
 ) -> None:
-    """The chart runs kruise-daemon from the kruise-manager image: a stand-in, never kruise-manager under its name."""
+    """The chart runs kruise-daemon from the kruise-manager image: the daemon, never kruise-manager under its name."""
     resolved = images.resolve("openkruise/kruise-manager:v1.8.0", bin_dir, command)
-    assert (resolved.binary, resolved.missing) == (bin_dir / binary if binary else None, None)
+    assert (resolved.binary, resolved.missing) == (bin_dir / binary, None)
+
+
+@pytest.mark.parametrize(
+    ("image", "userland"),
+    [("koordinator-sh/koordlet:v1.6.0", True), ("koordinator-sh/koord-manager:v1.6.0", False)],
+)
+def test_only_a_distribution_based_image_gets_the_machines_userland(image: str, userland: bool, bin_dir: Path) -> None:
+    assert images.resolve(image, bin_dir).userland is userland
 
 
 @pytest.mark.parametrize(
@@ -105,7 +124,7 @@ def test_every_upstream_manager_pod_becomes_a_launch(
 ) -> None:
     pod = pod_of(manager, install)
     container = pod["spec"]["containers"][0]
-    volumes = {v["name"]: tmp_path / v["name"] for v in pod["spec"].get("volumes") or []}
+    volumes = {v["name"]: runtime.Volume(tmp_path / v["name"]) for v in pod["spec"].get("volumes") or []}
     launch = runtime.launch_for(
         pod,
         container,
@@ -127,6 +146,115 @@ def test_every_upstream_manager_pod_becomes_a_launch(
     if manager == "koord-manager":
         assert launch.env["POD_NAMESPACE"] == "koordinator-system"  # a fieldRef, resolved
         assert launch.env["WEBHOOK_PORT"] == "9876"
+
+
+KOORDLET_MOUNTS = {
+    "/etc/localtime",
+    "/host-cgroup/",
+    "/host-sys-fs/",
+    "/host-var-run/",
+    "/host-run/",
+    "/host-var-run-koordlet/",
+    "/prediction-checkpoints",
+    "/host-sys/",
+    "/etc/kubernetes/",
+    "/host-etc-hookserver/",
+    "/var/lib/kubelet",
+    "/var/run/koordlet/pod-resources/",
+    "/dev",
+    "/metric-data/",
+}
+
+
+@pytest.mark.parametrize(
+    ("install", "agent", "command", "mounts"),
+    [
+        ("helm", "koordlet", "/koordlet", KOORDLET_MOUNTS),
+        ("kustomize", "koordlet", "/koordlet", KOORDLET_MOUNTS),
+        ("helm", "kruise-daemon", "/kruise-daemon", {"/hostvarrun"}),
+        ("kustomize", "kruise-daemon", "/kruise-daemon", {"/hostvarrun"}),
+    ],
+)
+def test_every_upstream_node_agent_pod_becomes_a_launch_on_the_node(
+    install: str, agent: str, command: str, mounts: set[str], tmp_path: Path
+) -> None:
+    """The agents are hostNetwork DaemonSets: the node's name, its address, and each hostPath where `host` puts it."""
+    pod = pod_of(agent, install)
+    assert pod["spec"]["hostNetwork"] is True
+    container = pod["spec"]["containers"][0]
+    kubelet_dir = tmp_path / "kubelet"
+    volumes = {
+        v["name"]: host.host_path(kubelet_dir, v["hostPath"]["path"])
+        if "hostPath" in v
+        else runtime.Volume(tmp_path / v["name"])
+        for v in pod["spec"]["volumes"]
+    }
+    launch = runtime.launch_for(
+        pod,
+        container,
+        tmp_path / "binary",
+        tmp_path,
+        podnet.NODE_NETNS,
+        NODE_IP,
+        NODE_IP,
+        24077,
+        volumes,
+        lambda *_args: None,
+        hostname=NODE_NAME,
+    )
+    assert launch.command[0] == command
+    assert launch.hostname == NODE_NAME
+    assert f"{NODE_IP}\t{NODE_NAME}" in launch.hosts
+    assert launch.env["NODE_NAME"] == NODE_NAME
+    assert {m.target for m in launch.mounts} == mounts
+    by_target = {m.target: m for m in launch.mounts}
+    if agent == "kruise-daemon":  # the CRI socket dir, read-only: containerd's socket is where it looks
+        assert by_target["/hostvarrun"].read_only
+        assert by_target["/hostvarrun"].source / "containerd" / "containerd.sock" == host.containerd_socket(kubelet_dir)
+    else:
+        assert by_target["/host-cgroup/"].source == Path("/sys/fs/cgroup")
+        assert by_target["/host-cgroup/"].recursive  # one submount per controller
+
+
+@pytest.mark.parametrize(
+    ("path", "on_machine", "under_host"),
+    [
+        ("/sys/fs/cgroup/", "/sys/fs/cgroup", None),
+        ("/sys/", "/sys", None),
+        ("/dev", "/dev", None),
+        ("/etc/localtime", "/etc/localtime", None),
+        ("/var/run", None, "run"),
+        ("/var/run/koordlet/pod-resources/", None, "run/koordlet/pod-resources"),
+        ("/run/", None, "run"),
+        ("/etc/kubernetes/", None, "etc/kubernetes"),
+        ("/var/lib/kubelet/", None, "var/lib/kubelet"),
+        ("/sysadmin", None, "sysadmin"),  # a prefix of /sys by its letters only
+        ("/var/../etc/passwd", None, "etc/passwd"),  # never the machine's /etc
+    ],
+)
+def test_a_host_path_is_the_machines_only_where_the_agents_measure_it(
+    path: str, on_machine: str | None, under_host: str | None, tmp_path: Path
+) -> None:
+    volume = host.host_path(tmp_path, path)
+    assert volume.recursive
+    if on_machine:
+        assert volume.source == Path(on_machine)
+    else:
+        assert volume.source == host.host_root(tmp_path) / str(under_host)
+        assert volume.source.is_dir()
+
+
+def test_the_sandbox_containerd_keeps_everything_under_the_node(tmp_path: Path) -> None:
+    config = host.containerd_config(tmp_path).read_text()
+    assert f'address = "{host.containerd_socket(tmp_path)}"' in config
+    paths = [line.split("=", 1)[1].strip().strip('"') for line in config.splitlines() if "=" in line and "/" in line]
+    assert paths
+    assert all(p.startswith(str(tmp_path)) for p in paths)
+
+
+def test_a_containerd_socket_path_too_long_for_unix_sockets_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(runtime.ContainerConfigError, match="longer than a unix socket path"):
+        host.containerd_config(tmp_path / ("x" * 100))
 
 
 def test_the_launch_script_mounts_shallow_paths_first_and_chroots(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ if [ "${1:-}" = rie ]; then build_rie; echo "$rie"; exit 0; fi
 # <<< rie
 bindir="$cache_root/bin/$key"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl
-          kruise-manager koord-manager koord-scheduler koord-descheduler)
+          kruise-manager kruise-daemon koord-manager koord-scheduler koord-descheduler koordlet)
 
 mode=${1:-build}
 case $mode in build | test) ;; *) echo "usage: build.sh [test]" >&2; exit 64 ;; esac
@@ -152,11 +152,11 @@ release_src() { # module version: sets $src to a writable copy of the verified r
   fi
 }
 
-build_release() { # module version output-name package
-  local module=$1 version=$2 out=$3 pkg=$4 start=$SECONDS
+build_release() { # module version output-name package [ldflags]
+  local module=$1 version=$2 out=$3 pkg=$4 ldflags=${5:--s -w} start=$SECONDS
   echo "== building $out ($module@$version $pkg, as the main module)" >> "$log"
   release_src "$module" "$version"
-  compile "$out" "$pkg" "-s -w" "$start"
+  compile "$out" "$pkg" "$ldflags" "$start"
 }
 
 if [ "$mode" = test ]; then
@@ -176,9 +176,17 @@ build kube kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags"
 build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags"
 build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-manager .
+# The node agent, as upstream's Dockerfile builds it (CGO_ENABLED=0 go build ./cmd/daemon/main.go, kruise@v1.8.0 Dockerfile).
+build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-daemon ./cmd/daemon
 for cmd in koord-manager koord-scheduler koord-descheduler; do
   build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" "$cmd" "./cmd/$cmd"
 done
+# koordlet needs cgo: pkg/koordlet/util/perf_group is cgo-only (`#cgo LDFLAGS: -lpfm`, perf_group_linux.go), built by
+# upstream against libpfm 4.13.0 (koordinator@v1.6.0 docker/koordlet.dockerfile), which is Debian's libpfm4-dev.
+# Linked statically, so the binary runs in the pod's near-empty root; it dials IP addresses only, so glibc's
+# warning that getaddrinfo needs the shared libraries at run time does not apply.
+CGO_ENABLED=1 build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" koordlet ./cmd/koordlet \
+  '-s -w -linkmode external -extldflags "-static"'
 rm -rf "$bindir/src"/*@*  # the unpacked release trees (hundreds of MB); Go's caches keep what a rebuild needs
 printf '{"github.com/openkruise/kruise": "%s", "github.com/koordinator-sh/koordinator": "%s"}\n' \
   "$KRUISE_VERSION" "$KOORDINATOR_VERSION" > "$bindir/versions.json"

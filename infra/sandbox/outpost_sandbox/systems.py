@@ -46,6 +46,7 @@ from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import default_behaviour, write_behaviour
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.kubelet import daemon as kubelet
+from outpost_sandbox.kubelet import host as kubelet_host
 from outpost_sandbox.kubelet import podnet
 from outpost_sandbox.poll import PollTimeout, poll_until
 from outpost_sandbox.procs import ProcessTable
@@ -406,17 +407,24 @@ def start_kubelet(state_dir: Path) -> int:
 
 
 def stop_process_node(state_dir: Path, networks: bool = True) -> list[str]:
-    """Stop every container process this sandbox's process node started and (with `networks`: the pod networks
-    are machine-wide, as the backend network is) remove the pod networks; returns what ran."""
-    table = ProcessTable(state_dir / "kubelet" / "run", state_dir / "logs" / "pods")
+    """Stop every container process this sandbox's process node started, then its containerd, and (with
+    `networks`: the pod networks, the node's network and the kubepods cgroups are machine-wide, as the backend
+    network is) remove them; returns what ran."""
     stopped = []
-    for record in sorted((state_dir / "kubelet" / "run").glob("*.json")):
-        if table.stop(record.stem, timeout=5.0):
-            stopped.append(record.stem)
-        record.unlink(missing_ok=True)
-    for ns in podnet.existing() if networks else []:
-        ip = str(podnet.POD_RANGE.network_address + int(ns.removeprefix(podnet.NETNS_PREFIX)))
-        podnet.delete(ip)
+    for table_dir, log_dir in (("run", "pods"), ("node-run", "node")):  # the pods first, then what served them
+        table = ProcessTable(state_dir / "kubelet" / table_dir, state_dir / "logs" / log_dir)
+        for record in sorted((state_dir / "kubelet" / table_dir).glob("*.json")):
+            if table.stop(record.stem, timeout=5.0):
+                stopped.append(record.stem)
+            record.unlink(missing_ok=True)
+    if networks:
+        for ns in podnet.existing():
+            ip = str(podnet.POD_RANGE.network_address + int(ns.removeprefix(podnet.NETNS_PREFIX)))
+            podnet.delete(ip)
+        podnet.delete_node()
+        left = kubelet_host.remove_kubepods()
+        if left:
+            _stderr(f"kubepods cgroups still in use, left in place: {', '.join(left)}")
     return stopped
 
 

@@ -1,6 +1,7 @@
 """The sandbox backend daemon: what needs a real node, for pods kwok (or the process node) runs without a process.
 
-It stands in for koordlet (metrics port and NodeMetric status), kruise-daemon's /healthz, the example LS workload
+It stands in for koordlet (metrics port and NodeMetric status) and kruise-daemon's /healthz on the KWOK nodes (the
+process node runs the real agents, and its koordlet reports its own NodeMetric), the example LS workload
 and the overload fault's seat holder: one process in `outpost-sbx` that tells pods apart by the local address and
 port a connection reached (annotation `outpost.sandbox/ports`); an unclaimed port is reset, so a pod the real
 controllers removed stops answering. Answers follow upstream's formats; per-target behaviour comes from
@@ -28,6 +29,7 @@ from outpost.kube.timestamps import format_time
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
 from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
+from outpost_sandbox.kubelet.daemon import NODE_LABEL
 
 log = logging.getLogger("outpost_sandbox.backend")
 
@@ -433,7 +435,10 @@ class Daemon:
         due = [
             name
             for name, uid in existing.items()
-            if name in nodes and name not in stale and not (only_new and uid in self._reported_uids)
+            if name in nodes
+            and name not in stale
+            and NODE_LABEL not in (nodes[name]["metadata"].get("labels") or {})  # its real koordlet reports
+            and not (only_new and uid in self._reported_uids)
         ]
         outcomes = await asyncio.gather(*(report(name) for name in due), return_exceptions=True)
         self._reported_uids &= set(existing.values())

@@ -44,7 +44,12 @@ from outpost_sandbox.faults.managers import (
     webhook_deleted_apply,
     webhook_deleted_heal,
 )
-from outpost_sandbox.faults.nodes import daemonset_pod_missing, node_lease_stale_apply, node_lease_stale_heal
+from outpost_sandbox.faults.nodes import (
+    agent_fault,
+    daemonset_pod_missing,
+    node_lease_stale_apply,
+    node_lease_stale_heal,
+)
 from outpost_sandbox.faults.overload import overload_apply, overload_heal
 
 
@@ -182,6 +187,26 @@ FAULTS: dict[str, Fault] = {
             "the kruise-daemon DaemonSet leaves one node",
             daemonset_pod_missing(NO_KRUISE_DAEMON_LABEL, "kruise-system", "kruise-daemon"),
             "node (default: first)",
+        ),
+        _fault(
+            "koordlet-down",
+            ("koordlet-coverage", "nodemetric-freshness"),
+            "the process node's real koordlet is killed and kept down (CrashLoopBackOff): its pod NotReady, its "
+            "NodeMetric no longer reported",
+            agent_fault("koordlet", "crashloop"),
+        ),
+        _fault(
+            "koordlet-frozen",
+            ("nodemetric-freshness",),
+            "the process node's real koordlet is stopped (SIGSTOP): its pod stays Ready (the chart gives it no "
+            "probe), only its NodeMetric goes unreported",
+            agent_fault("koordlet", "frozen"),
+        ),
+        _fault(
+            "kruise-daemon-down",
+            ("kruise-daemon-coverage",),
+            "the process node's real kruise-daemon is killed and kept down (CrashLoopBackOff)",
+            agent_fault("kruise-daemon", "crashloop"),
         ),
         _fault(
             "node-lease-stale",

@@ -39,6 +39,7 @@ from outpost_sandbox.faults.base import (
     utc_now,
     wait_for,
 )
+from outpost_sandbox.kubelet.daemon import NODE_LABEL
 
 
 # ---- Koordinator objects -------------------------------------------------------------------------
@@ -72,9 +73,11 @@ def nodemetric_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
 
 
 def _nodemetrics_report(ctx: FaultContext, ratio: float) -> bool:
-    """True once every node's NodeMetric reports the usage the daemon derives from `ratio`."""
+    """True once every KWOK node's NodeMetric reports the usage the daemon derives from `ratio` (the process node's
+    real koordlet reports this machine's own usage, which no behaviour steers)."""
     stale = set(read_behaviour(ctx.sdir).get("stale_nodemetrics") or [])
     nodes = {n["metadata"]["name"]: n for n in ctx.kube.get("/api/v1/nodes")["items"]}
+    nodes = {name: n for name, n in nodes.items() if NODE_LABEL not in (n["metadata"].get("labels") or {})}
     metrics = {m["metadata"]["name"]: m for m in ctx.kube.get("/apis/slo.koordinator.sh/v1alpha1/nodemetrics")["items"]}
     for name, node in nodes.items():
         if name in stale:

@@ -1,17 +1,22 @@
 """Node faults: a DaemonSet's pod missing from one node (the real controller takes it off), a node
 Lease kwok stops renewing; and the shared recovery after a node or control-plane outage.
 
+The process node's real koordlet and kruise-daemon are killed (held in CrashLoopBackOff) or frozen (SIGSTOP) by
+its kubelet, as the managers are.
+
 Guarantees: apply returns once the outcome is observable through the API server; heal returns
 once the nodes are Ready and the extension systems' pods are ready again.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
+from pathlib import Path
 from typing import Any
 
 from outpost.kube.objects import Node, parse
-from outpost.kube.paths import LEASES, NODES, object_path
+from outpost.kube.paths import LEASES, NODE_METRICS, NODES, object_path
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.faults.base import (
@@ -26,7 +31,9 @@ from outpost_sandbox.faults.base import (
     utc_now,
     wait_for,
 )
+from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
 from outpost_sandbox.poll import poll_until
+from outpost_sandbox.procs import ProcessTable
 
 
 # ---- DaemonSet coverage --------------------------------------------------------------------------
@@ -147,3 +154,103 @@ def restore_systems(ctx: FaultContext, timeout: float = 180) -> None:
         interval=0,
         fail=lambda _message: FaultError(f"systems not ready after heal: {last_error[-1]}"),
     )
+
+
+# ---- the process node's real agents -------------------------------------------------------------------
+AGENTS = {  # agent -> (namespace, its DaemonSet's pod selector)
+    "koordlet": ("koordinator-system", "koord-app=koordlet"),
+    "kruise-daemon": ("kruise-system", "control-plane=daemon"),
+}
+STALE_BY_S = 600.0
+KOORDLET_REPORT_WAIT_S = 180.0
+"""koordlet reports one reportIntervalSeconds (60 s by default) after it starts, once it has listed its pods from
+the kubelet (koordinator@v1.6.0 pkg/koordlet/statesinformer/impl/states_nodemetric.go), and a restart waits out
+the kubelet's back-off first."""
+
+
+def _agent_pod(ctx: FaultContext, agent: str) -> dict[str, Any] | None:
+    ns, selector = AGENTS[agent]
+    items = ctx.kube.get(
+        f"/api/v1/namespaces/{ns}/pods", labelSelector=selector, fieldSelector=f"spec.nodeName={PROCESS_NODE}"
+    )["items"]
+    return items[0] if items else None
+
+
+def _agent_process_state(ctx: FaultContext, agent: str) -> str:
+    """The kernel's state letter of the agent's process on the process node (S/R alive, T stopped), '' if none."""
+    pod = _agent_pod(ctx, agent)
+    if pod is None:
+        return ""
+    table = ProcessTable(ctx.state_dir / "kubelet" / "run", ctx.state_dir / "logs" / "pods")
+    pid = table.pid(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}")
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text() if pid else ""
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2] if stat else ""
+
+
+def _hold_agent(ctx: FaultContext, kind: str, agent: str, on: bool) -> None:
+    """Add (or remove) the process node's `agent` pod to its kubelet's `kind` list (crashloop, frozen)."""
+    ns, selector = AGENTS[agent]
+    data = systems.process_node_faults(ctx.state_dir)
+    entries = [e for e in data.get(kind) or [] if e.get("selector") != selector or e.get("namespace") != ns]
+    if on:
+        entries.append({"namespace": ns, "selector": selector})
+    data[kind] = entries
+    systems.write_process_node_faults(ctx.state_dir, data)
+
+
+def _ready(pod: dict[str, Any] | None) -> bool:
+    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _nodemetric_age(ctx: FaultContext) -> float:
+    found = ctx.kube.get(object_path(NODE_METRICS, PROCESS_NODE), ok_missing=True) or {}
+    return age_seconds((found.get("status") or {}).get("updateTime"))
+
+
+def _backdate_nodemetric(ctx: FaultContext) -> None:
+    """Move the process node's last report back by `STALE_BY_S`: what a koordlet that stopped that long ago leaves
+    (only the time; the report stays). Done once the agent is stopped, so no report of its own can follow."""
+    ctx.kube.merge_patch(
+        f"{object_path(NODE_METRICS, PROCESS_NODE)}/status",
+        {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=STALE_BY_S))}},
+    )
+
+
+def agent_fault(agent: str, kind: str) -> tuple[Apply, Heal]:
+    """The process node's real `agent` killed and kept down (`kind` crashloop) or stopped with SIGSTOP (frozen).
+
+    Apply returns once the kernel shows it (no process, or state T) and, for crashloop, the pod is NotReady; for
+    koordlet, once its NodeMetric reads as long unreported. Heal returns once the agent runs, its pod is Ready and,
+    for koordlet, its own report is fresh again."""
+
+    def apply(ctx: FaultContext) -> dict[str, Any]:
+        if _agent_pod(ctx, agent) is None:
+            raise FaultError(f"no {agent} pod on the process node {PROCESS_NODE}")
+        _hold_agent(ctx, kind, agent, True)
+        want = "" if kind == "crashloop" else "T"
+        wait_for(f"{agent} on {PROCESS_NODE} {kind}", 30, lambda: _agent_process_state(ctx, agent) == want)
+        if kind == "crashloop":
+            wait_for(f"the {agent} pod on {PROCESS_NODE} NotReady", 30, lambda: not _ready(_agent_pod(ctx, agent)))
+        if agent == "koordlet":
+            _backdate_nodemetric(ctx)
+        return {"agent": agent}
+
+    def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
+        _hold_agent(ctx, kind, agent, False)
+        wait_for(
+            f"{agent} running and its pod Ready on {PROCESS_NODE}",
+            90,
+            lambda: _agent_process_state(ctx, agent) not in ("", "T") and _ready(_agent_pod(ctx, agent)),
+        )
+        if agent == "koordlet":
+            wait_for(
+                f"koordlet's own NodeMetric report for {PROCESS_NODE}",
+                KOORDLET_REPORT_WAIT_S,
+                lambda: _nodemetric_age(ctx) < 60,
+            )
+
+    return apply, heal

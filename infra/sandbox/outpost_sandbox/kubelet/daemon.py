@@ -1,7 +1,9 @@
 """The process node's kubelet: one real-looking node whose pods run the real upstream managers as processes.
 
 It registers and leases its Node like a kubelet, runs every pod bound to it (an upstream binary the sandbox built
-as a process in the pod's own network, `runtime`/`podnet`; any other pod as a Running stand-in), restarts exited
+as a process in the pod's own network, `runtime`/`podnet`; a hostNetwork pod, the real koordlet and kruise-daemon,
+in the node's network with the host paths, cgroups and containerd `host` lends them, and the kubelet API `api`
+serves them at the node's address; any other pod as a Running stand-in), restarts exited
 containers with CrashLoopBackOff (capped at `BACKOFF_MAX_S`, below upstream's 300 s so a heal is quick), and
 mirrors readiness probes into Ready so EndpointSlices follow the process (docs/contracts.md "Sandbox"). Faults
 arrive via `faults.json`. It never touches another node's pods or a process it did not record (pid + start time),
@@ -29,16 +31,19 @@ from pathlib import Path
 from typing import Any
 
 from outpost.kube.timestamps import format_time
+from outpost_sandbox import pki
 from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
-from outpost_sandbox.kubelet import images, podnet, runtime
+from outpost_sandbox.kubelet import api, host, images, podnet, runtime
 from outpost_sandbox.procs import ProcessTable
 
 log = logging.getLogger("outpost_sandbox.kubelet")
 
 NODE_NAME = "outpost-sandbox-node"
 NODE_IP = "10.245.255.1"
-"""In the backend network's node range (served there for the stand-ins' hostNetwork ports), above every fake
-node's address (10.245.0.1 upwards) and below the API server's advertise address (10.245.255.254)."""
+"""In the backend network's node range, above every fake node's address (10.245.0.1 upwards) and below the API
+server's advertise address (10.245.255.254); owned by the node's own network (`podnet.create_node`), whose /32 route
+beats the backend network's /16, so the node's agents, not the backend's stand-ins, answer it."""
+CONTAINERD = "containerd"  # its key in the node's own process table
 NODE_LABEL = "outpost.sandbox/kubelet"
 NODE_LEASE_S = 40
 NODE_RENEW_S = 10.0
@@ -144,7 +149,12 @@ class Kubelet:
         self.kube = AsyncKube(Kube.from_kubeconfig(kubeconfig, timeout=15), workers=8)
         self.api_port = int(self.kube.kube.writer.server.rsplit(":", 1)[1])
         self.table = ProcessTable(self.dir / "run", state_dir / "logs" / "pods")
+        self.node_table = ProcessTable(self.dir / "node-run", state_dir / "logs" / "node")
         self.pods: dict[str, PodState] = {}
+        self.node_pods: list[dict[str, Any]] = []  # the last list of this node's pods, for the kubelet API
+        self.node_netns: str | None = None
+        self.node_relay: asyncio.Server | None = None
+        self.node_api: asyncio.Server | None = None
         self.faults: dict[str, Any] = {}
         self._faults_mtime = -1.0
         self._children: set[int] = set()
@@ -245,7 +255,59 @@ class Kubelet:
             except SandboxApiError as exc:
                 log.warning("node %s: %s", NODE_NAME, exc)
                 reported = -1e9  # report the status again once the API server answers
+            await asyncio.to_thread(self.ensure_containerd)
             await asyncio.sleep(NODE_RENEW_S)
+
+    # ---- what the node lends its hostNetwork pods ---------------------------------------------------------
+    async def start_node_services(self) -> None:
+        """The node's network with the API relay and the kubelet API in it, the kubepods cgroups and containerd.
+
+        A part that cannot be made is logged and left out: the agent that needs it then fails as it would on a
+        node without it (koordlet exits without kubepods, kruise-daemon without a runtime socket)."""
+        netns, _made = await asyncio.to_thread(podnet.create_node, NODE_IP)
+        self.node_netns = netns
+        self.node_relay = await self.start_relay(netns)
+        cert, key = self.dir / "kubelet.crt", self.dir / "kubelet.key"
+        ca = pki.read_pair(self.ca_file.parent, self.ca_file.stem)
+        if ca is None:
+            raise podnet.PodNetError(f"the sandbox CA is missing beside {self.ca_file}")
+        pki.write_pair(self.dir, "kubelet", pki.issue(ca, NODE_NAME, dns=(NODE_NAME,), ips=(NODE_IP,), server=True))
+        server = api.KubeletApi(NODE_NAME, lambda: list(self.node_pods), self._review)
+        sock = await asyncio.to_thread(podnet.listening_socket, netns, NODE_IP, api.PORT)
+        self.node_api = await server.serve(sock, api.server_context(str(cert), str(key), str(self.ca_file)))
+        try:
+            await asyncio.to_thread(host.ensure_kubepods)
+        except runtime.ContainerConfigError as exc:
+            log.error("node %s: %s", NODE_NAME, exc)
+        await asyncio.to_thread(self.ensure_containerd)
+
+    async def _review(self, body: dict[str, Any]) -> dict[str, Any]:
+        group = "authentication.k8s.io" if body["kind"] == "TokenReview" else "authorization.k8s.io"
+        plural = "tokenreviews" if body["kind"] == "TokenReview" else "subjectaccessreviews"
+        try:
+            answer: dict[str, Any] = await self.kube.run(lambda k: k.create(f"/apis/{group}/v1/{plural}", body))
+        except SandboxApiError as exc:
+            raise api.ReviewError(f"{body['kind']}: {exc}") from None
+        return answer
+
+    def ensure_containerd(self) -> None:
+        """containerd running under the node's dirs (started again if it exited)."""
+        if self.node_table.alive(CONTAINERD):
+            return
+        binary = shutil.which("containerd")
+        if binary is None:
+            log.error("node %s: no containerd on this machine (make system-packages installs it)", NODE_NAME)
+            return
+        try:
+            config = host.containerd_config(self.dir)
+        except runtime.ContainerConfigError as exc:
+            log.error("node %s: %s", NODE_NAME, exc)
+            return
+        host.containerd_socket(self.dir).unlink(missing_ok=True)
+        pid = self.node_table.start(
+            CONTAINERD, [binary, "--config", str(config)], env={"PATH": os.environ.get("PATH", "")}
+        )
+        log.info("node %s: started containerd (pid %d)", NODE_NAME, pid)
 
     # ---- pods ------------------------------------------------------------------------------------
     async def sync_loop(self, ready_file: Path) -> None:
@@ -254,6 +316,7 @@ class Kubelet:
             try:
                 listed = await self.kube.run(_pods_on_node)
                 pods = [p for p in listed.get("items") or [] if p.get("spec", {}).get("nodeName") == NODE_NAME]
+                self.node_pods = pods
                 await self.sync(pods)
                 if not ready_file.exists():
                     ready_file.write_text(json.dumps({"node": NODE_NAME}))
@@ -329,18 +392,18 @@ class Kubelet:
             state.ready = True
             state.waiting = None
             return
-        if spec.get("hostNetwork"):
-            raise runtime.ContainerConfigError(
-                "hostNetwork pods with a runnable image are not supported by the "
-                "sandbox kubelet (each manager needs a network of its own)"
-            )
+        host_network = bool(spec.get("hostNetwork"))
         state.runnable, state.binary = True, image.binary
         if state.probe is None:
             state.probe = Probe.of(container)
         if state.ip is None:
-            state.ip = self.allocate_ip()
+            state.ip = NODE_IP if host_network else self.allocate_ip()
         ip = state.ip
-        if state.netns is None or state.relay is None:
+        if host_network:
+            if self.node_netns is None or self.node_relay is None:
+                raise podnet.PodNetError(f"the node's network {podnet.NODE_NETNS} is not up")
+            state.netns, state.relay = self.node_netns, self.node_relay
+        elif state.netns is None or state.relay is None:
             made_netns, _made = await asyncio.to_thread(podnet.create, ip)
             state.netns = made_netns
             state.relay = state.relay or await self.start_relay(made_netns)
@@ -379,11 +442,16 @@ class Kubelet:
         if time.monotonic() < state.restart_at:
             return
         # The pod's network is made again if it went (a kubelet sets up the sandbox of a container it restarts).
-        pod_netns, made = await asyncio.to_thread(podnet.create, ip)
+        if host_network:
+            pod_netns, made = await asyncio.to_thread(podnet.create_node, NODE_IP)
+            if made:  # the node's relay and API lived in the namespace that went
+                log.warning("node %s: its network %s was made again", NODE_NAME, pod_netns)
+        else:
+            pod_netns, made = await asyncio.to_thread(podnet.create, ip)
+            if made and state.relay is not None:
+                state.relay.close()
+                state.relay = await self.start_relay(pod_netns)
         state.netns = pod_netns
-        if made and state.relay is not None:
-            state.relay.close()
-            state.relay = await self.start_relay(pod_netns)
         volumes = self.volume_dirs(state, pod)
         launch = runtime.launch_for(
             pod,
@@ -396,6 +464,8 @@ class Kubelet:
             self.api_port,
             volumes,
             self.lookup_sync,
+            hostname=NODE_NAME if host_network else None,
+            userland=image.userland,
         )
         pid = await asyncio.to_thread(runtime.start, self.table, state.key, launch)
         self._children.add(pid)
@@ -474,13 +544,17 @@ class Kubelet:
             return base64.b64decode(value).decode() if value is not None else None
         return (obj.get("data") or {}).get(key)
 
-    def volume_dirs(self, state: PodState, pod: dict[str, Any]) -> dict[str, Path]:
+    def volume_dirs(self, state: PodState, pod: dict[str, Any]) -> dict[str, runtime.Volume]:
         base = self.pod_dir(state) / "volumes"
-        return {
-            v["name"]: base / v["name"]
+        volumes = {
+            v["name"]: runtime.Volume(base / v["name"])
             for v in pod["spec"].get("volumes") or []
             if any(k in v for k in ("configMap", "secret", "emptyDir", "projected"))
         }
+        for volume in pod["spec"].get("volumes") or []:
+            if "hostPath" in volume:
+                volumes[volume["name"]] = host.host_path(self.dir, str(volume["hostPath"].get("path", "")))
+        return volumes
 
     async def refresh_volumes(self, state: PodState, pod: dict[str, Any]) -> None:
         monotonic = time.monotonic()
@@ -700,9 +774,10 @@ class Kubelet:
             if state.frozen:
                 runtime.signal_process(self.table, state.key, signal.SIGCONT)
             await asyncio.to_thread(self.table.stop, state.key, max(grace, 0.1), grace <= 0)
-            if state.relay is not None:
+            shared = state.netns == podnet.NODE_NETNS  # the node's network outlives its pods
+            if state.relay is not None and not shared:
                 state.relay.close()
-            if state.netns is not None and state.ip is not None:
+            if state.netns is not None and state.ip is not None and not shared:
                 await asyncio.to_thread(podnet.delete, state.ip)
             shutil.rmtree(self.pod_dir(state), ignore_errors=True)
             if pod is not None:
@@ -735,6 +810,7 @@ class Kubelet:
             except SandboxApiError as exc:
                 log.warning("waiting for the API server: %s", exc)
                 await asyncio.sleep(2)
+        await self.start_node_services()
         try:
             await asyncio.gather(self.node_loop(), self.sync_loop(ready_file), self.probe_loop())
         finally:

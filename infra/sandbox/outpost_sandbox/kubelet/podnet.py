@@ -2,8 +2,11 @@
 
 The managers bind fixed ports on 0.0.0.0, so replicas need a network each, and the API server must reach each by
 its pod IP without kube-proxy. Each pod gets `osbx-pod-<n>` with the IP as a /32 behind a host veth `osbxp<n>`
-(its /32 route beats the backend network's; `<n>` keeps link names within 15 characters). `create` and `delete`
-are idempotent; failures are one-line `PodNetError`s naming the command.
+(its /32 route beats the backend network's; `<n>` keeps link names within 15 characters). The node's own network
+(`osbx-node`, behind `osbxn`) is made the same way for its address: the hostNetwork pods (the real node agents)
+share it, and the kubelet's API listens there, so the agents find their kubelet at the node's InternalIP as on a
+real node. `create`, `create_node` and the deletes are idempotent; failures are one-line `PodNetError`s naming
+the command.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ POD_RANGE = ipaddress.IPv4Network("10.246.0.0/24")
 GATEWAY = "10.246.0.1"
 NETNS_PREFIX = "osbx-pod-"
 HOST_LINK_PREFIX = "osbxp"
+NODE_NETNS = "osbx-node"
+NODE_HOST_LINK = "osbxn"
 
 
 class PodNetError(Exception):
@@ -55,16 +60,27 @@ def _ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.
 
 def existing() -> list[str]:
     """The pod namespaces present on this machine (for cleaning up after a daemon that died)."""
-    names = [line.split()[0] for line in _ip("netns", "list").stdout.splitlines() if line.strip()]
-    return [name for name in names if name.startswith(NETNS_PREFIX)]
+    return [name for name in _names() if name.startswith(NETNS_PREFIX)]
 
 
 def create(ip: str) -> tuple[str, bool]:
     """The namespace for pod IP `ip`, created (or completed) with its veth pair, address and routes; and whether
     the namespace itself had to be made (anything bound inside an earlier one, such as a relay, is gone)."""
-    ns, link = netns_name(ip), host_link(ip)
+    return _create(netns_name(ip), host_link(ip), ip)
+
+
+def create_node(ip: str) -> tuple[str, bool]:
+    """The node's own network, owning the node address `ip`, as `create` makes a pod's."""
+    return _create(NODE_NETNS, NODE_HOST_LINK, ip)
+
+
+def _names() -> list[str]:
+    return [line.split()[0] for line in _ip("netns", "list").stdout.splitlines() if line.strip()]
+
+
+def _create(ns: str, link: str, ip: str) -> tuple[str, bool]:
     peer = f"{link}c"
-    made = ns not in existing()
+    made = ns not in _names()
     if made:
         _ip("netns", "add", ns)
     _ip("link", "set", "lo", "up", netns=ns)
@@ -94,9 +110,16 @@ def in_namespace(pid: int, ns: str) -> bool:
 
 
 def delete(ip: str) -> None:
-    ns, link = netns_name(ip), host_link(ip)
+    _delete(netns_name(ip), host_link(ip))
+
+
+def delete_node() -> None:
+    _delete(NODE_NETNS, NODE_HOST_LINK)
+
+
+def _delete(ns: str, link: str) -> None:
     _ip("link", "del", link, check=False)  # its peer and its route go with it
-    if ns in existing():
+    if ns in _names():
         _ip("netns", "del", ns)
 
 

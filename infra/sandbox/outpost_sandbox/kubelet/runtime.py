@@ -1,8 +1,10 @@
 """The process node's container runtime: a pod's one container run as a host process, as a container would run.
 
-The real upstream binary runs in the pod's network namespace, a UTS namespace named after the pod (Lease holders
-read `<pod>_<uuid>` as in a cluster) and a private mount namespace, chrooted into a distroless-like root holding
-its volumes, with the pod's args, env and in-cluster variables (`KUBERNETES_SERVICE_HOST=localhost`, relayed to
+The real upstream binary runs in the pod's network namespace (a hostNetwork pod: the node's), a UTS namespace named
+after the pod (Lease holders read `<pod>_<uuid>` as in a cluster; a hostNetwork pod: after the node) and a private
+mount namespace, chrooted into a distroless-like root holding its volumes (a hostPath volume bound recursively, as a
+container runtime binds it; an image built on a distribution lent the machine's /usr, read-only), with the pod's
+args, env and in-cluster variables (`KUBERNETES_SERVICE_HOST=localhost`, relayed to
 the API server's internal endpoint so certificate faults reach only outside observers). Its pid and start time
 are recorded, so `stop`/`signal`/`alive` act only on it; what cannot be run is a `ContainerConfigError`.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from outpost_sandbox.procs import ProcessTable
 
-TOOLS = {name: shutil.which(name) or f"/usr/sbin/{name}" for name in ("ip", "unshare", "mount", "mkdir", "chroot")}
+TOOLS = {name: shutil.which(name) or f"/usr/bin/{name}" for name in ("nsenter", "unshare", "mount", "mkdir", "chroot")}
 """Host tools by absolute path: the process starts with the container's environment, PATH included."""
 
 
@@ -29,10 +31,19 @@ class ContainerConfigError(Exception):
 
 
 @dataclass(frozen=True)
+class Volume:
+    """Where a pod volume's files are on the machine."""
+
+    source: Path
+    recursive: bool = False  # a hostPath: its submounts too (/sys/fs/cgroup holds one per controller)
+
+
+@dataclass(frozen=True)
 class Mount:
     source: Path
     target: str  # absolute path inside the container
     read_only: bool = False
+    recursive: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,7 @@ class Launch:
     root: Path
     mounts: list[Mount]
     hosts: str
+    userland: bool = False  # bind the machine's /usr read-only (images.USERLAND)
 
 
 Lookup = Callable[[str, str, str, str], "str | None"]
@@ -103,10 +115,15 @@ def launch_for(
     pod_ip: str,
     host_ip: str,
     api_port: int,
-    volume_dirs: Mapping[str, Path],
+    volume_dirs: Mapping[str, Volume],
     lookup: Lookup,
+    *,
+    hostname: str | None = None,
+    userland: bool = False,
 ) -> Launch:
+    """`hostname`: the node's name for a hostNetwork pod (default: the pod's)."""
     meta = pod["metadata"]
+    hostname = hostname or str(meta["name"])
     command = [str(c) for c in container.get("command") or []]
     if not command or not command[0].startswith("/"):
         raise ContainerConfigError(
@@ -115,7 +132,7 @@ def launch_for(
         )
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOSTNAME": meta["name"],
+        "HOSTNAME": hostname,
         "KUBERNETES_SERVICE_HOST": "localhost",
         "KUBERNETES_SERVICE_PORT": str(api_port),
         "KUBERNETES_SERVICE_PORT_HTTPS": str(api_port),
@@ -128,11 +145,12 @@ def launch_for(
             raise ContainerConfigError(
                 f"volumeMount {name}: no such volume, or a volume type the sandbox kubelet cannot provide"
             )
-        mounts.append(Mount(volume_dirs[name], str(mount["mountPath"]), bool(mount.get("readOnly"))))
-    hosts = f"127.0.0.1\tlocalhost\n{pod_ip}\t{meta['name']}\n"
+        volume = volume_dirs[name]
+        mounts.append(Mount(volume.source, str(mount["mountPath"]), bool(mount.get("readOnly")), volume.recursive))
+    hosts = f"127.0.0.1\tlocalhost\n{pod_ip}\t{hostname}\n"
     return Launch(
         pod=f"{meta['namespace']}/{meta['name']}",
-        hostname=str(meta["name"]),
+        hostname=hostname,
         netns=netns,
         binary=binary,
         command=[*command, *(str(a) for a in container.get("args") or [])],
@@ -140,6 +158,7 @@ def launch_for(
         root=pod_dir / "rootfs",
         mounts=mounts,
         hosts=hosts,
+        userland=userland,
     )
 
 
@@ -148,11 +167,15 @@ def _prepare_root(launch: Launch) -> None:
     root = launch.root
     if root.exists():
         shutil.rmtree(root)
-    for directory in ("proc", "dev", "tmp", "etc"):
+    for directory in ("proc", "dev", "sys", "tmp", "etc"):
         (root / directory).mkdir(parents=True, exist_ok=True)
     (root / "etc" / "hosts").write_text(launch.hosts)
     (root / "etc" / "nsswitch.conf").write_text("hosts: files\n")
     (root / "etc" / "resolv.conf").write_text("")
+    if launch.userland:
+        (root / "usr").mkdir()
+        for merged in ("bin", "sbin", "lib", "lib64"):  # merged /usr, as Debian and Ubuntu lay it out
+            (root / merged).symlink_to(f"usr/{merged}")
     entry = root / launch.command[0].lstrip("/")
     entry.parent.mkdir(parents=True, exist_ok=True)
     entry.touch()
@@ -166,14 +189,22 @@ def _script(launch: Launch) -> str:
         f"printf %s {shlex.quote(launch.hostname)} > /proc/sys/kernel/hostname",
         f"{mount} -t proc proc {root}/proc",
         f"{mount} --rbind /dev {root}/dev",
+        f"{mount} --rbind /sys {root}/sys",  # as a container runtime mounts sysfs (koordlet's lscpu reads it)
         f"{mount} -t tmpfs -o mode=1777 tmpfs {root}/tmp",  # noqa: S108 - the container's own /tmp
         f"{mount} --bind {shlex.quote(str(launch.binary))} {root}/{shlex.quote(launch.command[0].lstrip('/'))}",
     ]
+    if launch.userland:
+        lines += [f"{mount} --bind /usr {root}/usr", f"{mount} -o remount,bind,ro {root}/usr"]
     # Shallow paths first, so a mount under /tmp lands on the fresh tmpfs, not beneath it.
     for volume in sorted(launch.mounts, key=lambda m: m.target.count("/")):
         target = f"{root}/{shlex.quote(volume.target.strip('/'))}"
-        lines.append(f"{TOOLS['mkdir']} -p {target}")
-        lines.append(f"{mount} --bind {shlex.quote(str(volume.source))} {target}")
+        if volume.source.is_file():  # a file lands on a file (the host's /etc/localtime)
+            parent = f"{root}/{shlex.quote(os.path.dirname(volume.target.strip('/')))}"
+            lines += [f"{TOOLS['mkdir']} -p {parent}", f": > {target}"]
+        else:
+            lines.append(f"{TOOLS['mkdir']} -p {target}")
+        bind = "--rbind" if volume.recursive else "--bind"
+        lines.append(f"{mount} {bind} {shlex.quote(str(volume.source))} {target}")
         if volume.read_only:
             lines.append(f"{mount} -o remount,bind,ro {target}")
     lines.append(f'exec {TOOLS["chroot"]} {root} "$@"')
@@ -183,11 +214,11 @@ def _script(launch: Launch) -> str:
 def start(table: ProcessTable, key: str, launch: Launch) -> int:
     """Start the container of `launch` as process `key` of `table`; returns its pid."""
     _prepare_root(launch)
+    # nsenter, not `ip netns exec`: that one mounts a fresh /sys for the namespace, without the machine's cgroup
+    # mounts beneath it, which the node agents' /sys/fs/cgroup hostPath must carry.
     argv = [
-        TOOLS["ip"],
-        "netns",
-        "exec",
-        launch.netns,
+        TOOLS["nsenter"],
+        f"--net=/run/netns/{launch.netns}",
         TOOLS["unshare"],
         "--mount",
         "--uts",
