@@ -114,8 +114,10 @@ e2e: setup
 	$(BIN)/pytest tests/e2e
 
 # The kustomize smoke: the other install path (upstream's config/ rather than the official charts, which every other
-# e2e test runs on) in a sandbox of its own, once the first is down: `run --all` all ok, every manager fault caught.
-KUSTOMIZE_SMOKE := tests/e2e/test_catalogue_e2e.py tests/e2e/test_fault_catalogue_e2e.py -k "run_all or manager-"
+# e2e test runs on) in a sandbox of its own, once the first is down: `run --all` all ok, every manager fault and every
+# fault of the real node agents (config/ runs them with every alpha and beta feature gate) caught.
+KUSTOMIZE_SMOKE := tests/e2e/test_catalogue_e2e.py tests/e2e/test_fault_catalogue_e2e.py \
+  -k "run_all or manager- or koordlet-down or koordlet-frozen or kruise-daemon-down"
 
 e2e-kustomize-smoke: setup
 	OUTPOST_SANDBOX_INSTALL=kustomize $(BIN)/pytest $(KUSTOMIZE_SMOKE)

@@ -541,7 +541,8 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
 
 
 def nodemetrics_reported(kube: Kube) -> bool:
-    """Every NodeMetric has been reported at least once (the backend daemon's koordlet part); a stale one (the
+    """Every NodeMetric has been reported at least once (by the process node's real koordlet, one report interval
+    after it starts, and the backend daemon's stand-in for the KWOK nodes); a stale one (the
     nodemetric-stale fault's) still counts, so this also holds while that fault is on."""
     return all((metric.get("status") or {}).get("updateTime") for metric in kube.list(NODEMETRICS))
 
