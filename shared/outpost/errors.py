@@ -73,6 +73,11 @@ class ReportError(OutpostError):
     """The heartbeat could not be delivered (the URL itself is never part of the message)."""
 
 
+class ReportRefused(ReportError):
+    """Vigilmon answered and refused the request (3xx not followed, 4xx): it was not applied. Any other
+    `ReportError` (a timeout, a dropped connection, a 5xx) leaves open whether the request took effect."""
+
+
 class InvocationError(OutpostError):
     """A runtime invocation (event or HTTP request) is malformed; maps to HTTP 400."""
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from outpost.bounded import Closing, Deadline, bounded_transport
-from outpost.errors import ReportError
+from outpost.errors import ReportError, ReportRefused
 from outpost.logs import install_redaction
 
 log = logging.getLogger(__name__)
@@ -134,8 +134,8 @@ class _RetryingClient:
             if 200 <= status < 300:
                 return status
             if 300 <= status < 400:
-                raise ReportError(f"{what}: HTTP {status} (redirect not followed, not retried)")
-            raise ReportError(f"{what}: HTTP {status} (not retried)")
+                raise ReportRefused(f"{what}: HTTP {status} (redirect not followed, not retried)")
+            raise ReportRefused(f"{what}: HTTP {status} (not retried)")
         attempts = max(attempts, 1)
         plural = "s" if attempts > 1 else ""
         raise ReportError(f"{what}: {last_cause} (gave up after {attempts} attempt{plural})")

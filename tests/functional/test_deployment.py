@@ -229,6 +229,11 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         assert alarm["AlarmActions"] == {
             "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
         }
+    log_groups = stage.resources("AWS::Logs::LogGroup")
+    assert set(log_groups) == {f"{logical_id(check)}LogGroup" for check in enabled(stage)}
+    for group in log_groups.values():  # kept by `serverless remove`, expired by logRetentionInDays
+        assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+        assert group["Properties"]["RetentionInDays"] == 30
     assert stage.resources("AWS::Lambda::Version") == {}  # no version piles up per deploy
     urls = stage.resources("AWS::Lambda::Url")
     assert {value["Properties"]["AuthType"] for value in urls.values()} == {"AWS_IAM"}

@@ -27,6 +27,7 @@ from outpost.deploy import (
 from outpost.errors import ConfigError
 from outpost.settings import load_settings
 from outpost.tooling.monitors import LAYER_GROUPS, document, render
+from outpost.tooling.packaging.aws import logical_id, resources
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = ("dev", "staging", "prod", "gcp-dev")
@@ -288,6 +289,17 @@ def test_example_environments_are_deployable_with_derived_timeouts(environment: 
     assert settings.deploy.platform == ("gcf" if environment.startswith("gcp-") else "aws")
     assert settings.enabled_checks(), "an example enables at least one check"
     assert function_timeout_seconds(settings) >= run_worst_case_seconds(settings) + 5
+
+
+@pytest.mark.parametrize("environment", [name for name in EXAMPLES if not name.startswith("gcp-")])
+def test_log_groups_outlive_the_stage(environment: str) -> None:
+    """`serverless remove` (DeletionPolicy) and a replacement (UpdateReplacePolicy) keep every function's log group:
+    the run history is kept until serverless.yml's logRetentionInDays expires it."""
+    settings = load_settings(environment_file(environment, REPO))
+    assert resources(settings)["extensions"] == {
+        f"{logical_id(name)}LogGroup": {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+        for name in settings.enabled_checks()
+    }
 
 
 def every_check_enabled() -> dict[str, Any]:

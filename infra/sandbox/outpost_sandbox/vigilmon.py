@@ -12,6 +12,8 @@ loopback, so the product's own clients talk to it unchanged:
 - `POST /api/maintenance` with `Authorization: Bearer <key>` and `{"monitor_id", "duration_minutes"}` opens a
   window of that many minutes (0 ends an open one); inside a window a monitor never alerts, after it the
   overdue rule applies again at once (a check still failing alerts when the window ends);
+- `fail_maintenance`, when set, may answer a maintenance call with a status of its choosing instead (a 429 for
+  one monitor, a 503 for another's end): that call is neither recorded nor applied, as a refused request;
 - time comes from an injectable clock (seconds, any origin), so tests can run hours of monitor time in
   seconds; `evaluate()` applies the alert rule now, and `watch()` runs it on a background thread.
 """
@@ -82,6 +84,8 @@ class Vigilmon:
     accept_unknown_monitors: bool = False
     """Record maintenance calls for monitor ids it does not hold (the bare heartbeat receiver's use); a real
     account answers 404 to those, and so does the stand-in by default."""
+    fail_maintenance: Callable[[str, int], int | None] | None = None
+    """(monitor_id, duration_minutes) -> a non-2xx status to answer instead, or None to serve the call."""
     pings: list[Ping] = field(default_factory=list)
     events: list[AlertEvent] = field(default_factory=list)
     maintenance_calls: list[dict[str, object]] = field(default_factory=list)
@@ -205,6 +209,10 @@ class Vigilmon:
             return 400
         if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 0:
             return 400
+        if self.fail_maintenance is not None:
+            injected = self.fail_maintenance(monitor_id, minutes)
+            if injected is not None:
+                return injected
         now = self.clock()
         with self._lock:
             monitor = self.monitors.get(monitor_id)
@@ -250,7 +258,7 @@ class Vigilmon:
                     return
                 status = service._maintenance(body) if isinstance(body, dict) else 400
                 errors = {400: "monitor_id and duration_minutes (>= 0) required", 404: "unknown monitor"}
-                self._answer(status, {"ok": True} if status == 200 else {"error": errors[status]})
+                self._answer(status, {"ok": True} if status == 200 else {"error": errors.get(status, "refused")})
 
             def _answer(self, status: int, body: dict[str, object]) -> None:
                 data = json.dumps(body).encode()

@@ -114,8 +114,10 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
 
 
 def resources(settings: Settings) -> dict[str, Any]:
-    """CloudFormation added to the stack: the alarm topic parameter, an Errors alarm per function, and
-    explicit deletion policies for the log groups Serverless creates (a removed stage takes its logs)."""
+    """CloudFormation added to the stack: the alarm topic parameter, an Errors alarm per function, and the log
+    groups Serverless creates kept when the stack removes or replaces them: the run history outlives
+    `serverless remove` (and still expires after serverless.yml's `logRetentionInDays`). Redeploying a removed
+    stage needs its old groups deleted first (docs/deploying-aws.md "Removing a stage")."""
     env = settings.environment
     alarms: dict[str, Any] = {}
     extensions: dict[str, Any] = {}
@@ -147,7 +149,7 @@ def resources(settings: Settings) -> dict[str, Any]:
                 ],
             },
         }
-        extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Delete", "UpdateReplacePolicy": "Delete"}
+        extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     return {
         "Parameters": {
             ALARM_TOPIC_PARAMETER: {
