@@ -2,8 +2,9 @@
 
 It registers and leases its Node like a kubelet, runs every pod bound to it (an upstream binary the sandbox built
 as a process in the pod's own network, `runtime`/`podnet`; a hostNetwork pod, the real koordlet and kruise-daemon,
-in the node's network with the host paths, cgroups and containerd `host` lends them, and the kubelet API `api`
-serves them at the node's address; any other pod as a Running stand-in), restarts exited
+in the node's network with the host paths, cgroups and containerd `host` lends them, the kubelet API `api` at the
+node's address and the pod-resources API `podresources` on its socket; any other pod as a Running stand-in),
+restarts exited
 containers with CrashLoopBackOff (capped at `BACKOFF_MAX_S`, below upstream's 300 s so a heal is quick), and
 mirrors readiness probes into Ready so EndpointSlices follow the process (docs/contracts.md "Sandbox"). Faults
 arrive via `faults.json`. It never touches another node's pods or a process it did not record (pid + start time),
@@ -33,7 +34,7 @@ from typing import Any
 from outpost.kube.timestamps import format_time
 from outpost_sandbox import pki
 from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
-from outpost_sandbox.kubelet import api, host, images, podnet, runtime
+from outpost_sandbox.kubelet import api, host, images, podnet, podresources, runtime
 from outpost_sandbox.procs import ProcessTable
 
 log = logging.getLogger("outpost_sandbox.kubelet")
@@ -155,6 +156,7 @@ class Kubelet:
         self.node_netns: str | None = None
         self.node_relay: asyncio.Server | None = None
         self.node_api: asyncio.Server | None = None
+        self.pod_resources: Any = None  # the gRPC pod-resources server (`podresources.serve`)
         self.faults: dict[str, Any] = {}
         self._faults_mtime = -1.0
         self._children: set[int] = set()
@@ -275,6 +277,11 @@ class Kubelet:
         server = api.KubeletApi(NODE_NAME, lambda: list(self.node_pods), self._review)
         sock = await asyncio.to_thread(podnet.listening_socket, netns, NODE_IP, api.PORT)
         self.node_api = await server.serve(sock, api.server_context(str(cert), str(key), str(self.ca_file)))
+        socket = host.host_root(self.dir) / podresources.SOCKET
+        if len(str(socket)) > host.SOCKET_PATH_MAX:
+            log.error("node %s: pod-resources socket path %s too long for a unix socket", NODE_NAME, socket)
+        else:
+            self.pod_resources = await asyncio.to_thread(podresources.serve, socket, lambda: list(self.node_pods))
         try:
             await asyncio.to_thread(host.ensure_kubepods)
         except runtime.ContainerConfigError as exc:
@@ -815,6 +822,8 @@ class Kubelet:
             await asyncio.gather(self.node_loop(), self.sync_loop(ready_file), self.probe_loop())
         finally:
             ready_file.unlink(missing_ok=True)
+            if self.pod_resources is not None:
+                self.pod_resources.stop(0)
             await self.kube.aclose()
 
 
