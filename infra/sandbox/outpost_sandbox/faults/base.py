@@ -130,3 +130,20 @@ def node_target(ctx: FaultContext) -> str:
     if not nodes:
         raise FaultError("no nodes in the sandbox")
     return required_target(ctx, nodes, "node", default=nodes[0])
+
+
+# ---- the process node's kubelet ----------------------------------------------------------------------
+def hold_on_process_node(ctx: FaultContext, kind: str, namespace: str, selector: str, on: bool) -> None:
+    """Add (or remove) the pods of `namespace` matching `selector` to the process node kubelet's `kind` list
+    (crashloop: killed and kept in CrashLoopBackOff; frozen: SIGSTOP); it acts only on its own node's pods."""
+    data = systems.process_node_faults(ctx.state_dir)
+    entries = [e for e in data.get(kind) or [] if e.get("selector") != selector or e.get("namespace") != namespace]
+    if on:
+        entries.append({"namespace": namespace, "selector": selector})
+    data[kind] = entries
+    systems.write_process_node_faults(ctx.state_dir, data)
+
+
+def pod_ready(pod: dict[str, Any] | None) -> bool:
+    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -21,6 +21,8 @@ from outpost_sandbox.faults.base import (
     FaultError,
     Heal,
     age_seconds,
+    hold_on_process_node,
+    pod_ready,
     required_target,
     rfc3339,
     utc_now,
@@ -54,24 +56,12 @@ def manager_target(ctx: FaultContext) -> str:
 def _hold(ctx: FaultContext, kind: str, manager: str, on: bool) -> None:
     """Add (or remove) `manager`'s pods to the process node's `kind` list (crashloop, frozen)."""
     ns, selector, _lease = systems.MANAGERS[manager]
-    data = systems.process_node_faults(ctx.state_dir)
-    entries = [e for e in data.get(kind) or [] if e.get("selector") != selector or e.get("namespace") != ns]
-    if on:
-        entries.append({"namespace": ns, "selector": selector})
-    data[kind] = entries
-    systems.write_process_node_faults(ctx.state_dir, data)
+    hold_on_process_node(ctx, kind, ns, selector, on)
 
 
 def _pods(ctx: FaultContext, manager: str) -> list[dict[str, Any]]:
     ns, selector, _lease = systems.MANAGERS[manager]
     return list(ctx.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"])
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def _lease_expired(ctx: FaultContext, manager: str) -> bool:
@@ -90,7 +80,7 @@ def _lease_timeout(ctx: FaultContext, manager: str) -> float:
 def hold_down(ctx: FaultContext, manager: str) -> None:
     """Kill `manager`'s processes and keep them down; returns once every pod is NotReady and its Lease expired."""
     _hold(ctx, "crashloop", manager, True)
-    wait_for(f"every pod of {manager} NotReady", 30, lambda: not any(_ready(p) for p in _pods(ctx, manager)))
+    wait_for(f"every pod of {manager} NotReady", 30, lambda: not any(pod_ready(p) for p in _pods(ctx, manager)))
     wait_for(
         f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager), lambda: _lease_expired(ctx, manager)
     )
@@ -129,7 +119,7 @@ def frozen_fault() -> tuple[Apply, Heal]:
         wait_for(
             f"every pod of {manager} NotReady (readiness probe failing)",
             60,
-            lambda: not any(_ready(p) for p in _pods(ctx, manager)),
+            lambda: not any(pod_ready(p) for p in _pods(ctx, manager)),
         )
         wait_for(
             f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager), lambda: _lease_expired(ctx, manager)

@@ -26,7 +26,9 @@ from outpost_sandbox.faults.base import (
     Heal,
     age_seconds,
     fake_nodes,
+    hold_on_process_node,
     node_target,
+    pod_ready,
     rfc3339,
     utc_now,
     wait_for,
@@ -190,22 +192,6 @@ def _agent_process_state(ctx: FaultContext, agent: str) -> str:
     return stat[stat.rindex(")") + 2] if stat else ""
 
 
-def _hold_agent(ctx: FaultContext, kind: str, agent: str, on: bool) -> None:
-    """Add (or remove) the process node's `agent` pod to its kubelet's `kind` list (crashloop, frozen)."""
-    ns, selector = AGENTS[agent]
-    data = systems.process_node_faults(ctx.state_dir)
-    entries = [e for e in data.get(kind) or [] if e.get("selector") != selector or e.get("namespace") != ns]
-    if on:
-        entries.append({"namespace": ns, "selector": selector})
-    data[kind] = entries
-    systems.write_process_node_faults(ctx.state_dir, data)
-
-
-def _ready(pod: dict[str, Any] | None) -> bool:
-    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _nodemetric_age(ctx: FaultContext) -> float:
     found = ctx.kube.get(object_path(NODE_METRICS, PROCESS_NODE), ok_missing=True) or {}
     return age_seconds((found.get("status") or {}).get("updateTime"))
@@ -230,21 +216,21 @@ def agent_fault(agent: str, kind: str) -> tuple[Apply, Heal]:
     def apply(ctx: FaultContext) -> dict[str, Any]:
         if _agent_pod(ctx, agent) is None:
             raise FaultError(f"no {agent} pod on the process node {PROCESS_NODE}")
-        _hold_agent(ctx, kind, agent, True)
+        hold_on_process_node(ctx, kind, *AGENTS[agent], True)
         want = "" if kind == "crashloop" else "T"
         wait_for(f"{agent} on {PROCESS_NODE} {kind}", 30, lambda: _agent_process_state(ctx, agent) == want)
         if kind == "crashloop":
-            wait_for(f"the {agent} pod on {PROCESS_NODE} NotReady", 30, lambda: not _ready(_agent_pod(ctx, agent)))
+            wait_for(f"the {agent} pod on {PROCESS_NODE} NotReady", 30, lambda: not pod_ready(_agent_pod(ctx, agent)))
         if agent == "koordlet":
             _backdate_nodemetric(ctx)
         return {"agent": agent}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
-        _hold_agent(ctx, kind, agent, False)
+        hold_on_process_node(ctx, kind, *AGENTS[agent], False)
         wait_for(
             f"{agent} running and its pod Ready on {PROCESS_NODE}",
             90,
-            lambda: _agent_process_state(ctx, agent) not in ("", "T") and _ready(_agent_pod(ctx, agent)),
+            lambda: _agent_process_state(ctx, agent) not in ("", "T") and pod_ready(_agent_pod(ctx, agent)),
         )
         if agent == "koordlet":
             wait_for(
