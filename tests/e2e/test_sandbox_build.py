@@ -69,6 +69,13 @@ RELEASES = {  # binary -> (module, its version pin in versions.env, main package
         "KOORDINATOR_VERSION",
         "github.com/koordinator-sh/koordinator/cmd/koord-descheduler",
     ),
+    # The node agents the process node runs.
+    "kruise-daemon": ("github.com/openkruise/kruise", "KRUISE_VERSION", "github.com/openkruise/kruise/cmd/daemon"),
+    "koordlet": (
+        "github.com/koordinator-sh/koordinator",
+        "KOORDINATOR_VERSION",
+        "github.com/koordinator-sh/koordinator/cmd/koordlet",
+    ),
 }
 
 
@@ -78,7 +85,7 @@ def pins() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("binary", sorted(RELEASES))
-def test_each_manager_is_its_pinned_release_built_as_the_main_module(binary: str) -> None:
+def test_each_manager_and_agent_is_its_pinned_release_built_as_the_main_module(binary: str) -> None:
     module, pin, package = RELEASES[binary]
     bin_dir = ensure_binaries()
     assert json.loads((bin_dir / "versions.json").read_text())[module] == pins()[pin]
@@ -109,3 +116,13 @@ def test_the_upstream_objects_are_what_the_pins_render() -> None:
         check=False,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+def test_koordlet_is_built_with_cgo_and_linked_statically() -> None:
+    """Its perf_group package is cgo-only (libpfm); static, so it runs in the pod's near-empty root."""
+    koordlet = ensure_binaries() / "koordlet"
+    info = subprocess.run(["go", "version", "-m", str(koordlet)], capture_output=True, text=True, check=True).stdout
+    assert "\tbuild\tCGO_ENABLED=1\n" in info
+    with koordlet.open("rb") as elf:
+        header = elf.read(1 << 16)
+    assert b"/lib64/ld-linux" not in header  # no program interpreter: nothing to load at run time
