@@ -538,6 +538,14 @@ def wait_ready(kube: Kube, timeout: float = INSTALL_TIMEOUT_S) -> None:
         retry_on=(SandboxApiError,),
         fail=SystemsError,
     )
+    poll_until(
+        f"a report of the running koordlet in {kubelet.NODE_NAME}'s NodeMetric",
+        left(),
+        partial(process_node_reported, kube),
+        interval=2.0,
+        retry_on=(SandboxApiError,),
+        fail=SystemsError,
+    )
 
 
 def nodemetrics_reported(kube: Kube) -> bool:
@@ -545,6 +553,26 @@ def nodemetrics_reported(kube: Kube) -> bool:
     after it starts, and the backend daemon's stand-in for the KWOK nodes); a stale one (the
     nodemetric-stale fault's) still counts, so this also holds while that fault is on."""
     return all((metric.get("status") or {}).get("updateTime") for metric in kube.list(NODEMETRICS))
+
+
+def process_node_reported(kube: Kube) -> bool:
+    """The process node's real koordlet has reported since it started: a sandbox started again over its kept
+    state holds the report of the koordlet that ran before, which the new one replaces only one report interval
+    after it starts (60 s)."""
+    pods = kube.get(
+        collection_path(PODS, "koordinator-system"),
+        labelSelector="koord-app=koordlet",
+        fieldSelector=f"spec.nodeName={kubelet.NODE_NAME}",
+    )["items"]
+    if not pods:
+        return False
+    running = ((pods[0].get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("running")
+    metric = kube.get(f"{NODEMETRICS}/{kubelet.NODE_NAME}", ok_missing=True) or {}
+    reported = (metric.get("status") or {}).get("updateTime")
+    if not running or not reported:
+        return False
+    started, last = timestamps.parse_time(running.get("startedAt")), timestamps.parse_time(reported)
+    return started is not None and last is not None and last >= started.replace(microsecond=0)
 
 
 def leases_settled(kube: Kube) -> bool:
