@@ -33,9 +33,9 @@ from outpost.result import Result, Status
 from outpost.runner import run_check
 from outpost.settings import load_settings
 from outpost_sandbox import faults, systems
+from outpost_sandbox.faults.base import pod_process_state
 from outpost_sandbox.faults.managers import CERT_SECRET, LEADER_LEASES
 from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
-from outpost_sandbox.procs import ProcessTable
 from outpost_sandbox.state import pointed_at
 
 if TYPE_CHECKING:
@@ -153,13 +153,8 @@ def pods_of(sandbox: SandboxInfo, manager: str) -> list[dict[str, Any]]:
 
 
 def process_state(sandbox: SandboxInfo, pod: dict[str, Any]) -> str:
-    """The kernel's state letter of a manager pod's process (S/R alive, T stopped), '' if none runs."""
-    table = ProcessTable(sandbox.state_dir / "kubelet" / "run", sandbox.state_dir / "logs" / "pods")
-    pid = table.pid(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}")
-    if pid is None:
-        return ""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2]
+    """The kernel's state letter of a pod's process on the process node (S/R alive, T stopped), '' if none runs."""
+    return pod_process_state(sandbox.state_dir, pod)
 
 
 def lease_of(sandbox: SandboxInfo, name: str) -> dict[str, Any]:

@@ -555,18 +555,22 @@ def nodemetrics_reported(kube: Kube) -> bool:
     return all((metric.get("status") or {}).get("updateTime") for metric in kube.list(NODEMETRICS))
 
 
+def process_node_pod(kube: Kube, namespace: str, selector: str) -> dict[str, Any] | None:
+    """The pod of `namespace` matching `selector` on the process node (a DaemonSet's), or None."""
+    pods = kube.get(
+        collection_path(PODS, namespace), labelSelector=selector, fieldSelector=f"spec.nodeName={kubelet.NODE_NAME}"
+    )["items"]
+    return pods[0] if pods else None
+
+
 def process_node_reported(kube: Kube) -> bool:
     """The process node's real koordlet has reported since it started: a sandbox started again over its kept
     state holds the report of the koordlet that ran before, which the new one replaces only one report interval
     after it starts (60 s)."""
-    pods = kube.get(
-        collection_path(PODS, "koordinator-system"),
-        labelSelector="koord-app=koordlet",
-        fieldSelector=f"spec.nodeName={kubelet.NODE_NAME}",
-    )["items"]
-    if not pods:
+    pod = process_node_pod(kube, "koordinator-system", "koord-app=koordlet")
+    if pod is None:
         return False
-    running = ((pods[0].get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("running")
+    running = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("running")
     metric = kube.get(f"{NODEMETRICS}/{kubelet.NODE_NAME}", ok_missing=True) or {}
     reported = (metric.get("status") or {}).get("updateTime")
     if not running or not reported:

@@ -29,7 +29,7 @@ from outpost.kube.timestamps import format_time
 from outpost_sandbox.backends import netns
 from outpost_sandbox.backends.behaviour import behaviour_path, cpu_usage_millis, default_behaviour, read_behaviour
 from outpost_sandbox.backends.kube import AsyncKube, Kube, SandboxApiError
-from outpost_sandbox.kubelet.daemon import NODE_LABEL
+from outpost_sandbox.kubelet.daemon import has_own_kubelet
 
 log = logging.getLogger("outpost_sandbox.backend")
 
@@ -437,7 +437,7 @@ class Daemon:
             for name, uid in existing.items()
             if name in nodes
             and name not in stale
-            and NODE_LABEL not in (nodes[name]["metadata"].get("labels") or {})  # its real koordlet reports
+            and not has_own_kubelet(nodes[name])  # its real koordlet reports
             and not (only_new and uid in self._reported_uids)
         ]
         outcomes = await asyncio.gather(*(report(name) for name in due), return_exceptions=True)

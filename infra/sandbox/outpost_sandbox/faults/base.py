@@ -17,10 +17,12 @@ from typing import Any
 
 from outpost.errors import OutpostError
 from outpost.kube import timestamps
+from outpost.kube.paths import NODE_METRICS, object_path
 from outpost.kube.timestamps import format_time
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.poll import poll_until
+from outpost_sandbox.procs import ProcessTable
 
 NO_KOORDLET_LABEL = "outpost.sandbox/no-koordlet"
 NO_KRUISE_DAEMON_LABEL = "outpost.sandbox/no-kruise-daemon"
@@ -147,3 +149,32 @@ def hold_on_process_node(ctx: FaultContext, kind: str, namespace: str, selector:
 def pod_ready(pod: dict[str, Any] | None) -> bool:
     conditions = ((pod or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def pod_process_state(state_dir: Path, pod: dict[str, Any]) -> str:
+    """The kernel's state letter of the process node's container process for `pod` (S/R alive, T stopped), ''
+    when none runs."""
+    table = ProcessTable(state_dir / "kubelet" / "run", state_dir / "logs" / "pods")
+    pid = table.pid(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}")
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text() if pid else ""
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2] if stat else ""
+
+
+# ---- NodeMetrics ---------------------------------------------------------------------------------------
+def nodemetric_age(ctx: FaultContext, node: str) -> float:
+    found = ctx.kube.get(object_path(NODE_METRICS, node), ok_missing=True) or {}
+    return age_seconds((found.get("status") or {}).get("updateTime"))
+
+
+def backdate_nodemetric(ctx: FaultContext, node: str, seconds: float) -> None:
+    """Move `node`'s last koordlet report back by `seconds`: only the time moves; the report stays, as a koordlet
+    that stopped leaves it. (An apply of the time alone would drop `status.nodeMetric`, which the reporter owns, and
+    koord-manager v1.6.0 panics on a NodeMetric status without it: noderesource plugins/midresource/plugin.go
+    calculate.)"""
+    ctx.kube.merge_patch(
+        f"{object_path(NODE_METRICS, node)}/status",
+        {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=seconds))}},
+    )

@@ -32,14 +32,15 @@ from outpost_sandbox.faults.base import (
     FaultContext,
     FaultError,
     Heal,
-    age_seconds,
+    backdate_nodemetric,
     node_target,
+    nodemetric_age,
     required_target,
     rfc3339,
     utc_now,
     wait_for,
 )
-from outpost_sandbox.kubelet.daemon import NODE_LABEL
+from outpost_sandbox.kubelet.daemon import has_own_kubelet
 
 
 # ---- Koordinator objects -------------------------------------------------------------------------
@@ -49,19 +50,8 @@ def nodemetric_stale_apply(ctx: FaultContext) -> dict[str, Any]:
     data["stale_nodemetrics"] = sorted(set(data.get("stale_nodemetrics") or []) | {node})
     write_behaviour(ctx.sdir, data)
     time.sleep(0.5)  # let a refresh already in flight finish before we backdate
-    # Only the time moves back; the report stays, as a koordlet that stopped leaves it. (An apply of the time alone
-    # would drop `status.nodeMetric`, which the daemon's applies own, and koord-manager v1.6.0 panics on a
-    # NodeMetric status without it: noderesource plugins/midresource/plugin.go calculate.)
-    ctx.kube.merge_patch(
-        f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}/status",
-        {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=600))}},
-    )
+    backdate_nodemetric(ctx, node, 600)
     return {"node": node}
-
-
-def _nodemetric_age(ctx: FaultContext, node: str) -> float:
-    nm = ctx.kube.get(f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}")
-    return age_seconds(nm["status"]["updateTime"])
 
 
 def nodemetric_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -69,7 +59,7 @@ def nodemetric_stale_heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
     data = read_behaviour(ctx.sdir)
     data["stale_nodemetrics"] = [n for n in data.get("stale_nodemetrics") or [] if n != node]
     write_behaviour(ctx.sdir, data)
-    wait_for(f"nodemetric {node} refreshed", 30, lambda: _nodemetric_age(ctx, node) < 60)
+    wait_for(f"nodemetric {node} refreshed", 30, lambda: nodemetric_age(ctx, node) < 60)
 
 
 def _nodemetrics_report(ctx: FaultContext, ratio: float) -> bool:
@@ -77,7 +67,7 @@ def _nodemetrics_report(ctx: FaultContext, ratio: float) -> bool:
     real koordlet reports this machine's own usage, which no behaviour steers)."""
     stale = set(read_behaviour(ctx.sdir).get("stale_nodemetrics") or [])
     nodes = {n["metadata"]["name"]: n for n in ctx.kube.get("/api/v1/nodes")["items"]}
-    nodes = {name: n for name, n in nodes.items() if NODE_LABEL not in (n["metadata"].get("labels") or {})}
+    nodes = {name: n for name, n in nodes.items() if not has_own_kubelet(n)}
     metrics = {m["metadata"]["name"]: m for m in ctx.kube.get("/apis/slo.koordinator.sh/v1alpha1/nodemetrics")["items"]}
     for name, node in nodes.items():
         if name in stale:

@@ -10,13 +10,11 @@ once the nodes are Ready and the extension systems' pods are ready again.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
-from pathlib import Path
 from typing import Any
 
 from outpost.kube.objects import Node, parse
-from outpost.kube.paths import LEASES, NODE_METRICS, NODES, object_path
+from outpost.kube.paths import LEASES, NODES, object_path
 from outpost_sandbox import systems
 from outpost_sandbox.backends.kube import Kube
 from outpost_sandbox.faults.base import (
@@ -25,9 +23,12 @@ from outpost_sandbox.faults.base import (
     FaultError,
     Heal,
     age_seconds,
+    backdate_nodemetric,
     fake_nodes,
     hold_on_process_node,
     node_target,
+    nodemetric_age,
+    pod_process_state,
     pod_ready,
     rfc3339,
     utc_now,
@@ -35,7 +36,6 @@ from outpost_sandbox.faults.base import (
 )
 from outpost_sandbox.kubelet.daemon import NODE_NAME as PROCESS_NODE
 from outpost_sandbox.poll import poll_until
-from outpost_sandbox.procs import ProcessTable
 
 
 # ---- DaemonSet coverage --------------------------------------------------------------------------
@@ -171,39 +171,13 @@ the kubelet's back-off first."""
 
 
 def _agent_pod(ctx: FaultContext, agent: str) -> dict[str, Any] | None:
-    ns, selector = AGENTS[agent]
-    items = ctx.kube.get(
-        f"/api/v1/namespaces/{ns}/pods", labelSelector=selector, fieldSelector=f"spec.nodeName={PROCESS_NODE}"
-    )["items"]
-    return items[0] if items else None
+    return systems.process_node_pod(ctx.kube, *AGENTS[agent])
 
 
 def _agent_process_state(ctx: FaultContext, agent: str) -> str:
     """The kernel's state letter of the agent's process on the process node (S/R alive, T stopped), '' if none."""
     pod = _agent_pod(ctx, agent)
-    if pod is None:
-        return ""
-    table = ProcessTable(ctx.state_dir / "kubelet" / "run", ctx.state_dir / "logs" / "pods")
-    pid = table.pid(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}")
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text() if pid else ""
-    except OSError:
-        return ""
-    return stat[stat.rindex(")") + 2] if stat else ""
-
-
-def _nodemetric_age(ctx: FaultContext) -> float:
-    found = ctx.kube.get(object_path(NODE_METRICS, PROCESS_NODE), ok_missing=True) or {}
-    return age_seconds((found.get("status") or {}).get("updateTime"))
-
-
-def _backdate_nodemetric(ctx: FaultContext) -> None:
-    """Move the process node's last report back by `STALE_BY_S`: what a koordlet that stopped that long ago leaves
-    (only the time; the report stays). Done once the agent is stopped, so no report of its own can follow."""
-    ctx.kube.merge_patch(
-        f"{object_path(NODE_METRICS, PROCESS_NODE)}/status",
-        {"status": {"updateTime": rfc3339(utc_now() - dt.timedelta(seconds=STALE_BY_S))}},
-    )
+    return "" if pod is None else pod_process_state(ctx.state_dir, pod)
 
 
 def agent_fault(agent: str, kind: str) -> tuple[Apply, Heal]:
@@ -222,7 +196,7 @@ def agent_fault(agent: str, kind: str) -> tuple[Apply, Heal]:
         if kind == "crashloop":
             wait_for(f"the {agent} pod on {PROCESS_NODE} NotReady", 30, lambda: not pod_ready(_agent_pod(ctx, agent)))
         if agent == "koordlet":
-            _backdate_nodemetric(ctx)
+            backdate_nodemetric(ctx, PROCESS_NODE, STALE_BY_S)
         return {"agent": agent}
 
     def heal(ctx: FaultContext, undo: dict[str, Any]) -> None:
@@ -236,7 +210,7 @@ def agent_fault(agent: str, kind: str) -> tuple[Apply, Heal]:
             wait_for(
                 f"koordlet's own NodeMetric report for {PROCESS_NODE}",
                 KOORDLET_REPORT_WAIT_S,
-                lambda: _nodemetric_age(ctx) < 60,
+                lambda: nodemetric_age(ctx, PROCESS_NODE) < 60,
             )
 
     return apply, heal

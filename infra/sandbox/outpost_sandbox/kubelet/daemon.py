@@ -46,6 +46,13 @@ server's advertise address (10.245.255.254); owned by the node's own network (`p
 beats the backend network's /16, so the node's agents, not the backend's stand-ins, answer it."""
 CONTAINERD = "containerd"  # its key in the node's own process table
 NODE_LABEL = "outpost.sandbox/kubelet"
+
+
+def has_own_kubelet(node: dict[str, Any]) -> bool:
+    """Whether `node` is the process node, whose real agents report for it (not the backend's stand-ins)."""
+    return NODE_LABEL in ((node.get("metadata") or {}).get("labels") or {})
+
+
 NODE_LEASE_S = 40
 NODE_RENEW_S = 10.0
 NODE_STATUS_S = 300.0  # the kubelet's nodeStatusReportFrequency
