@@ -91,3 +91,36 @@ variable "time_zone" {
   type        = string
   default     = "Etc/UTC"
 }
+
+variable "alarms" {
+  description = "One alert policy per check and rule (outpost.tooling.alerting: failed, flapping, error, degraded): more than `threshold` runs of `status` within the last `window_seconds`; `tier` page or notify."
+  type = map(object({
+    check          = string
+    display_name   = string
+    status         = string
+    window_seconds = number
+    threshold      = number
+    tier           = string
+    summary        = string
+    runbook_path   = string
+    logs_query     = string
+  }))
+}
+
+variable "page_notification_channels" {
+  description = "Cloud Monitoring notification channels (projects/P/notificationChannels/ID) that page: the failed policy of critical checks. Empty: those policies notify nobody."
+  type        = list(string)
+  default     = []
+}
+
+variable "notify_notification_channels" {
+  description = "Cloud Monitoring notification channels that notify: flapping, error, degraded, and failed of warning checks. Empty: those policies notify nobody."
+  type        = list(string)
+  default     = []
+}
+
+variable "runbook_base_url" {
+  description = "Prefix of the runbook link in every policy's documentation, e.g. where the repository's files are browsed (https://.../blob/main/). Empty: the link is the path in the repository."
+  type        = string
+  default     = ""
+}

@@ -176,7 +176,8 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
         generates("environment", "IAM policy name", f"{SERVICE}-{env}-lambda")
         for check in settings.enabled_checks():
             generates(f"checks.{check}", "Lambda function name", function_name(env, check))
-            generates(f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check))
+            for rule in ALARM_RULES:
+                generates(f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check, rule))
     else:
         for role, account in service_accounts(env).items():
             generates("environment", f"{role} service account id", account, kind="service account id")
@@ -227,8 +228,13 @@ def cron_schedule(minutes: int) -> str | None:
     return None
 
 
-def alarm_name(environment: str, check: str) -> str:
-    return f"{function_name(environment, check)}-errors"
+ALARM_RULES: Final = ("failed", "flapping", "error", "degraded")
+"""The cloud alarms of every check, on both clouds (`outpost.tooling.alerting.rules` says what each means)."""
+
+
+def alarm_name(environment: str, check: str, rule: str) -> str:
+    """The CloudWatch alarm (and Cloud Monitoring policy display name) of one of a check's `ALARM_RULES`."""
+    return f"{function_name(environment, check)}-{rule}"
 
 
 def deployment_problems(settings: Settings, source: Path | None = None, only: str | None = None) -> list[str]:

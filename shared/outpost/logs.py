@@ -1,7 +1,10 @@
 """Structured logs: one JSON object per line on stdout, readable by CloudWatch Logs and Cloud Logging.
 
 Each line has `severity` (Cloud Logging), `level` (CloudWatch filters), `message` and `time`; `emit_run_log`
-writes one per run. Every outgoing string passes the redaction guard (resolved secrets, URL credentials,
+writes one per run, with the run's id and the cluster's name, and on AWS the run's outcome as CloudWatch metrics
+in the embedded metric format (EMF: the `_aws` key, as docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+CloudWatch_Embedded_Metric_Format_Specification.html specifies it), which the cloud alarms count
+(`outpost.tooling.alerting`). Every outgoing string passes the redaction guard (resolved secrets, URL credentials,
 `Bearer` tokens), because results carry text from checks and libraries. `dumps` escapes C0, DEL and C1 (json's
 `ensure_ascii=False` escapes C0 only) and `terminal_safe` shows them as visible escapes, so a server's bytes are
 never interpreted by a viewer. `install_redaction` guards stdlib `logging` records too.
@@ -14,6 +17,7 @@ import json
 import logging
 import re
 import sys
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
 
@@ -29,6 +33,17 @@ _LEVELS: Final = {
     Status.FAILED: "ERROR",
     Status.ERROR: "ERROR",
 }
+
+METRIC_NAMESPACE: Final = "Outpost"
+"""The CloudWatch namespace of the run metrics (dimensions: `environment`, `check`)."""
+METRIC_DIMENSIONS: Final = ("environment", "check")
+OUTCOME_METRICS: Final = {
+    Status.FAILED: "Failed",
+    Status.ERROR: "Error",
+    Status.DEGRADED: "Degraded",
+    Status.OK: "Ok",
+}
+"""One metric per outcome, 1 for the run's own and 0 for the others: an alarm counts runs of one outcome."""
 
 _JSON_CONTROL: Final = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
 """DEL and the C1 controls, as JSON escapes (json.dumps escapes C0 itself; these it leaves raw)."""
@@ -102,8 +117,42 @@ def emit(level: str, message: str, *, stream: IO[str] | None = None, **fields: A
     return dict(clean)
 
 
-def emit_run_log(result: Result, environment: str, *, stream: IO[str] | None = None) -> dict[str, Any]:
-    """The one log line of one check run."""
+def new_run_id() -> str:
+    """A run id where the platform gives none (a CLI run, Cloud Functions): a random UUID."""
+    return str(uuid.uuid4())
+
+
+def embedded_metrics(status: Status, at: dt.datetime) -> dict[str, Any]:
+    """The EMF members of a run line: the `_aws` directive (namespace, dimensions, metrics) and one value per
+    outcome metric. The dimensions' values are the line's own `environment` and `check` members."""
+    return {
+        "_aws": {
+            "Timestamp": int(at.timestamp() * 1000),
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": METRIC_NAMESPACE,
+                    "Dimensions": [list(METRIC_DIMENSIONS)],
+                    "Metrics": [{"Name": name, "Unit": "Count"} for name in OUTCOME_METRICS.values()],
+                }
+            ],
+        },
+        **{name: int(status == outcome) for outcome, name in OUTCOME_METRICS.items()},
+    }
+
+
+def emit_run_log(
+    result: Result,
+    environment: str,
+    *,
+    cluster: str = "",
+    run_id: str | None = None,
+    metrics: bool = False,
+    stream: IO[str] | None = None,
+) -> dict[str, Any]:
+    """The one log line of one check run: its id (`run_id`, a new UUID when the platform gives none) and the
+    cluster's name let the person paged find this very run; `metrics` adds the EMF members (AWS scheduled runs
+    only: an on-demand run must not count towards an alarm)."""
+    extra = embedded_metrics(result.status, dt.datetime.now(dt.UTC)) if metrics else {}
     return emit(
         _LEVELS[result.status],
         f"{result.check} {result.status.value}: {result.summary}",
@@ -115,8 +164,11 @@ def emit_run_log(result: Result, environment: str, *, stream: IO[str] | None = N
         next_steps=[step.model_dump() for step in result.next_steps],
         duration_ms=result.duration_ms,
         environment=environment,
+        cluster=cluster,
+        run_id=run_id or new_run_id(),
         reported=result.reported,
         details=result.details,
+        **extra,
     )
 
 

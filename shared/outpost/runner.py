@@ -1,9 +1,10 @@
 """Running one check: deadline, observation, judgement, heartbeat, one log line.
 
 `run_check` never raises: every failure becomes an `error` result naming its cause and the runbook's next step,
-with exactly one log line. The observation has one wall-clock deadline every blocking step honours, and the
-heartbeat a budget of its own, so nothing outlives the run. A ping goes only for ok/degraded of an enabled,
-reporting check, never after a stop; an undelivered ping is `error`; no secret reaches the result.
+with exactly one log line, carrying the run's id and the cluster's name. The observation has one wall-clock
+deadline every blocking step honours, and the heartbeat a budget of its own, so nothing outlives the run. A ping
+goes only for ok/degraded of an enabled, reporting check, never after a stop; an undelivered ping is `error`; no
+secret reaches the result.
 See docs/contracts.md "Result contract", "Heartbeat contract" and docs/reliability.md.
 """
 
@@ -54,7 +55,11 @@ def run_check(
     report: bool = True,
     log: bool = True,
     cluster_factory: ClusterFactory = _default_cluster,
+    run_id: str | None = None,
+    metrics: bool = False,
 ) -> Result:
+    """Run check `name` once and write its log line (`run_id`: the platform's id of the invocation, else a new
+    one; `metrics`: count the run towards the cloud alarms, for scheduled runs on AWS)."""
     started = time.monotonic()
     try:
         result = _observe(settings, name, cluster_factory)
@@ -70,7 +75,13 @@ def run_check(
     result = result.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
     if log:
         try:
-            emit_run_log(result, environment=settings.environment)
+            emit_run_log(
+                result,
+                environment=settings.environment,
+                cluster=settings.cluster.name,
+                run_id=run_id,
+                metrics=metrics,
+            )
         except Exception as error:  # noqa: BLE001 - a broken log stream must not turn into a crash
             print(f"outpost: could not write the run log line ({type(error).__name__})", file=sys.stderr)
     return result

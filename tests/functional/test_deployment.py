@@ -29,8 +29,16 @@ import yaml
 
 from outpost import cli
 from outpost.config import Settings, environment_file
-from outpost.deploy import function_name, function_timeout_seconds, lambda_architecture, schedule_minutes
+from outpost.deploy import (
+    ALARM_RULES,
+    alarm_name,
+    function_name,
+    function_timeout_seconds,
+    lambda_architecture,
+    schedule_minutes,
+)
 from outpost.settings import load_settings
+from outpost.tooling import alerting
 from outpost.tooling.packaging.aws import logical_id
 from outpost.tooling.packaging.command import build
 from outpost.tooling.packaging.records import DEPLOYMENT_FILE, inputs_digest, source_inputs
@@ -201,9 +209,10 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         for value in stage.resources("AWS::Events::Rule").values()
     }
     alarms = {
-        value["Properties"]["Dimensions"][0]["Value"]["Ref"]: value["Properties"]
+        value["Properties"]["AlarmName"]: value["Properties"]
         for value in stage.resources("AWS::CloudWatch::Alarm").values()
     }
+    assert len(alarms) == len(ALARM_RULES) * len(settings.enabled_checks())
     assert len(functions) == len(settings.enabled_checks())
     for check in enabled(stage):
         key = f"{logical_id(check)}LambdaFunction"
@@ -224,11 +233,25 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         )
         expected_rate = "rate(1 minute)" if minutes == 1 else f"rate({minutes} minutes)"
         assert rules[key]["ScheduleExpression"] == expected_rate
-        alarm = alarms[key]
-        assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("AWS/Lambda", "Errors", 1)
-        assert alarm["AlarmActions"] == {
-            "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
-        }
+        # The check's alarms count its run lines' EMF metrics with the monitor's tolerance (outpost.tooling.alerting).
+        for rule in alerting.rules(settings, check):
+            alarm = alarms[alarm_name(name, check, rule.key)]
+            assert (alarm["Namespace"], alarm["MetricName"], alarm["Threshold"]) == ("Outpost", rule.metric, 1)
+            assert alarm["Dimensions"] == [{"Name": "environment", "Value": name}, {"Name": "check", "Value": check}]
+            assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
+                minutes * 60,
+                rule.periods,
+                rule.datapoints,
+            )
+            assert alarm["TreatMissingData"] == "notBreaching"
+            topic, condition = (
+                ("AlarmTopicArn", "HasAlarmTopic") if rule.tier == "page" else ("NotifyTopicArn", "HasNotifyTopic")
+            )
+            assert (
+                alarm["AlarmActions"]
+                == alarm["OKActions"]
+                == {"Fn::If": [condition, [{"Ref": topic}], {"Ref": "AWS::NoValue"}]}
+            )
     log_groups = stage.resources("AWS::Logs::LogGroup")
     assert set(log_groups) == {f"{logical_id(check)}LogGroup" for check in enabled(stage)}
     for group in log_groups.values():  # kept by `serverless remove`, expired by logRetentionInDays

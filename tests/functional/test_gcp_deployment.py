@@ -4,7 +4,8 @@
 and the parsed files (python-hcl2) are checked against the provider's documented schema (PROVIDER_SCHEMA) and
 what `outpost package --platform gcp` writes: declared references and variables; one function and one scheduler
 job per enabled check (one instance, derived timeout, no retries, OIDC to its own URI); least-privilege IAM,
-nothing for allUsers; an archive whose main.py serves `OUTPOST_CHECK`.
+nothing for allUsers; an archive whose main.py serves `OUTPOST_CHECK`; the run-count metric and one alert policy per
+enabled check and alarm rule, as outpost.tooling.alerting derives them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ import pytest
 
 from outpost import cli, registry
 from outpost.config import environment_file
-from outpost.deploy import cron_schedule, function_name, function_timeout_seconds, schedule_minutes, service_accounts
+from outpost.deploy import (
+    ALARM_RULES,
+    cron_schedule,
+    function_name,
+    function_timeout_seconds,
+    schedule_minutes,
+    service_accounts,
+)
 from outpost.settings import load_settings
 from outpost.tooling.packaging.records import file_sha256
 
@@ -57,6 +65,20 @@ PROVIDER_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     "google_cloud_scheduler_job": {
         "required": ("name", "http_target.uri", "http_target.oidc_token.service_account_email"),
         "attributes": (),
+    },
+    "google_logging_metric": {
+        "required": ("name", "filter", "metric_descriptor.metric_kind", "metric_descriptor.value_type"),
+        "attributes": ("name", "id"),
+    },
+    "google_monitoring_alert_policy": {
+        "required": (
+            "display_name",
+            "combiner",
+            "conditions.display_name",
+            "conditions.condition_threshold.comparison",
+            "conditions.condition_threshold.duration",
+        ),
+        "attributes": ("name",),
     },
 }
 # Attribute paths read from a nested block (`service_config[0].uri`): computed outputs the provider documents.
@@ -237,6 +259,39 @@ def test_one_function_and_one_schedule_per_enabled_check(
     assert functions["for_each"] == jobs["for_each"] == "${var.checks}"
     assert functions["name"] == jobs["name"] == "${each.value.function_name}"
     assert jobs["schedule"] == "${each.value.schedule}"
+
+
+def test_one_alert_policy_per_enabled_check_and_rule_on_the_run_count_metric(
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
+    """The policies count the run lines' outcomes (the log-based metric's `status` label, per `check`) over the
+    window and threshold outpost.tooling.alerting derives; missing data never opens one (silence is Vigilmon's)."""
+    _, variables = packaged
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    assert set(variables["alarms"]) == {f"{name}/{rule}" for name in settings.enabled_checks() for rule in ALARM_RULES}
+    (metric,) = terraform["resource"]["google_logging_metric"].values()
+    assert metric["label_extractors"] == {
+        "check": "EXTRACT(jsonPayload.check)",
+        "status": "EXTRACT(jsonPayload.status)",
+    }
+    (policy,) = terraform["resource"]["google_monitoring_alert_policy"].values()
+    assert policy["for_each"] == "${var.alarms}"
+    ((condition,),) = nested(policy, "conditions.condition_threshold")
+    filters = " ".join(strings(condition["filter"]))
+    for needed in ("google_logging_metric.runs.name", "each.value.check", "each.value.status"):
+        assert needed in filters, needed
+    assert (condition["comparison"], condition["threshold_value"], condition["duration"]) == (
+        "COMPARISON_GT",
+        "${each.value.threshold}",
+        "0s",
+    )
+    assert condition["evaluation_missing_data"] == "EVALUATION_MISSING_DATA_INACTIVE"
+    (aggregation,) = condition["aggregations"]
+    assert aggregation["alignment_period"] == "${each.value.window_seconds}s"
+    assert aggregation["per_series_aligner"] == "ALIGN_SUM"
+    (documentation,) = nested(policy, "documentation.content")
+    assert "${var.runbook_base_url}${each.value.runbook_path}" in documentation
+    assert "${each.value.logs_query}" in documentation
 
 
 def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(terraform: dict[str, Any]) -> None:

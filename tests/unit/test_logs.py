@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import logging
 import re
+import uuid
 
 import pytest
 
-from outpost.logs import RedactingFilter, dumps, emit_run_log, redact, terminal_safe
+from outpost.logs import (
+    METRIC_NAMESPACE,
+    OUTCOME_METRICS,
+    RedactingFilter,
+    dumps,
+    emit_run_log,
+    redact,
+    terminal_safe,
+)
 from outpost.result import Result, Status
 from outpost.runbook import Runbook
 from outpost.secrets import register_secret_value
@@ -73,6 +83,60 @@ def test_run_log_line_has_both_platforms_fields() -> None:
     assert record["details"]["probe"] == "https://hooks.example/hb/***"
     assert record["time"].endswith("Z")
     assert record["next_steps"] == []
+
+
+def test_run_log_line_names_its_run_and_cluster() -> None:
+    result = Result(check="c", status=Status.OK, summary="s")
+    buffer = io.StringIO()
+    emit_run_log(result, environment="prod", cluster="prod-eu", run_id="8f0c-request", stream=buffer)
+    record = json.loads(buffer.getvalue())
+    assert (record["run_id"], record["cluster"]) == ("8f0c-request", "prod-eu")
+    assert "_aws" not in record  # metrics only when asked for (AWS scheduled runs)
+    # Where the platform gives no id, each line gets a fresh UUID of its own.
+    first, second = (json.loads(logged(result))["run_id"] for _ in range(2))
+    assert first != second
+    assert uuid.UUID(first).version == 4
+
+
+@pytest.mark.parametrize("status", list(Status))
+def test_aws_run_line_publishes_one_metric_per_outcome_in_emf(status: Status) -> None:
+    """The embedded metric format: `_aws.CloudWatchMetrics` names the namespace, the dimension set (members of the
+    line) and the metrics; each metric's value is a member of the line: 1 for the run's outcome, 0 for the rest."""
+    result = Result.error("apiserver-health", "apiserver-health: unreachable") if status is Status.ERROR else None
+    result = result or Result(check="apiserver-health", status=status, summary="s")
+    before = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    buffer = io.StringIO()
+    emit_run_log(result, environment="prod", cluster="prod-eu", run_id="r1", metrics=True, stream=buffer)
+    record = json.loads(buffer.getvalue())
+    (directive,) = record["_aws"]["CloudWatchMetrics"]
+    assert directive == {
+        "Namespace": METRIC_NAMESPACE,
+        "Dimensions": [["environment", "check"]],
+        "Metrics": [{"Name": name, "Unit": "Count"} for name in ("Failed", "Error", "Degraded", "Ok")],
+    }
+    assert (record["environment"], record["check"]) == ("prod", "apiserver-health")  # the dimensions' values
+    assert {name: record[name] for name in OUTCOME_METRICS.values()} == {
+        name: int(outcome is status) for outcome, name in OUTCOME_METRICS.items()
+    }
+    assert before <= record["_aws"]["Timestamp"] <= before + 60_000
+
+
+def test_a_secret_in_a_result_never_reaches_the_run_line() -> None:
+    """A resolved secret a server echoed into a result (summary, error line, next step, details) is scrubbed from
+    the whole line, the EMF members included."""
+    secret = "s3cr3t-heartbeat-token-Zq9"
+    register_secret_value(secret)
+    steps = Runbook("f", "t", "cause {x}", "curl {x}")
+    result = Result.failed("c", f"echoed {secret}", [steps.at(f"line {secret}", x=secret)])
+    result = result.model_copy(update={"details": {"body": f"<{secret}>", secret: [secret]}})
+    buffer = io.StringIO()
+    emit_run_log(result, environment="prod", cluster=f"c-{secret}", run_id=secret, metrics=True, stream=buffer)
+    text = buffer.getvalue()
+    assert secret not in text
+    record = json.loads(text)
+    assert record["summary"] == "echoed ***"
+    assert record["run_id"] == record["details"]["body"].strip("<>") == "***"
+    assert record["Failed"] == 1
 
 
 def test_run_log_line_carries_each_lines_next_step() -> None:

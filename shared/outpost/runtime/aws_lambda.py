@@ -1,9 +1,11 @@
 """AWS Lambda adapter: `make_handler(check)` returns the `handler(event, context)` of one check's function.
 
-Settings load at import (cold start). A scheduled event's failed/error raises `CheckUnhealthy` so Lambda's Errors
-metric counts it (serverless.yml sets no retries); HTTP events get proxy responses as docs/contracts.md "Exit
-codes and platform mapping"; anything else is an `InvocationError`. In the Lambda runtime SIGTERM/SIGINT end the
-process at once with no ping after them; elsewhere (tests) signal handling is left alone.
+Settings load at import (cold start). The run id is Lambda's request id. A scheduled run's line carries its
+outcome as CloudWatch metrics (EMF) for the cloud alarms; its failed/error raises `CheckUnhealthy` so the
+invocation counts as failed (the failure destination; serverless.yml sets no retries); HTTP events get proxy
+responses as docs/contracts.md "Exit codes and platform mapping"; anything else is an `InvocationError`. In the
+Lambda runtime SIGTERM/SIGINT end the process at once with no ping after them; elsewhere (tests) signal handling
+is left alone.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ def make_handler(check_name: str) -> LambdaHandler:
                 raise
             status, body = bad_request(check_name, error)
             return _proxy_response(status, body)
+        # Lambda's request id names this invocation in its own REPORT/START lines too.
+        request_id = getattr(context, "aws_request_id", None)
+        run_id = request_id if isinstance(request_id, str) and request_id else None
         if isinstance(parsed, HttpRequest):
-            status, body = run_http(settings, check_name, parsed)
+            status, body = run_http(settings, check_name, parsed, run_id=run_id)
             return _proxy_response(status, body)
-        return run_scheduled(settings, check_name)
+        return run_scheduled(settings, check_name, run_id=run_id, metrics=True)
 
     handler.__name__ = handler.__qualname__ = f"handler_{check_name.replace('-', '_')}"
     return handler

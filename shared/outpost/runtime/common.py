@@ -15,7 +15,7 @@ from typing import Any, Final
 from outpost import interrupt, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, InvocationError, OutpostError
-from outpost.logs import dumps, emit, sanitize, structured
+from outpost.logs import dumps, emit, new_run_id, sanitize, structured
 from outpost.runner import run_check
 from outpost.runtime.events import ALLOWED_METHODS, HttpRequest, parse_options
 from outpost.settings import CONFIG_ENV, ENVIRONMENT_ENV, settings_from_environment
@@ -78,30 +78,41 @@ def stop_at_signals(check_name: str, platform: str) -> None:
     interrupt.install(stop_line(check_name, platform))
 
 
-def result_payload(settings: Settings, result: Any) -> dict[str, Any]:
+def result_payload(settings: Settings, result: Any, run_id: str | None = None) -> dict[str, Any]:
+    """The run's answer: the result, its environment and its run id (the id its log line carries)."""
     payload: dict[str, Any] = {"environment": settings.environment, **result.model_dump(mode="json")}
+    if run_id:
+        payload["run_id"] = run_id
     return dict(sanitize(payload))
 
 
-def run_scheduled(settings: Settings, check_name: str) -> dict[str, Any]:
-    """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise."""
-    result = run_check(settings, check_name, report=True)
-    payload = result_payload(settings, result)
+def run_scheduled(
+    settings: Settings, check_name: str, *, run_id: str | None = None, metrics: bool = False
+) -> dict[str, Any]:
+    """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise. `run_id`:
+    the platform's invocation id (a new one otherwise); `metrics`: the line carries the run metrics (AWS)."""
+    run_id = run_id or new_run_id()
+    result = run_check(settings, check_name, report=True, run_id=run_id, metrics=metrics)
+    payload = result_payload(settings, result, run_id)
     if not result.status.healthy:
         raise CheckUnhealthy(payload)
     return payload
 
 
-def run_http(settings: Settings, check_name: str, request: HttpRequest) -> tuple[int, dict[str, Any]]:
-    """An HTTP run: (status code, JSON body)."""
+def run_http(
+    settings: Settings, check_name: str, request: HttpRequest, *, run_id: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """An HTTP run: (status code, JSON body). On Cloud Functions every run is one (Cloud Scheduler calls it), and
+    Cloud Monitoring counts its line; on AWS an HTTP run is on demand and its line carries no metrics."""
     if request.method not in ALLOWED_METHODS:
         return 405, {"error": f"method {request.method[:10]} not allowed (use GET or POST)"}
     try:
         options = parse_options(request)
     except InvocationError as error:
         return bad_request(check_name, error)
-    result = run_check(settings, check_name, report=options.report)
-    return (200 if result.status.healthy else 503), result_payload(settings, result)
+    run_id = run_id or new_run_id()
+    result = run_check(settings, check_name, report=options.report, run_id=run_id)
+    return (200 if result.status.healthy else 503), result_payload(settings, result, run_id)
 
 
 def bad_request(check_name: str, error: InvocationError) -> tuple[int, dict[str, Any]]:

@@ -1,5 +1,6 @@
 """AWS Lambda: the Serverless sections `deployment.json` carries for serverless.yml (one hardened function per
-enabled check, least-privilege IAM statements, an Errors alarm per function, the stack's tags).
+enabled check, least-privilege IAM statements, the check's CloudWatch alarms on its run metrics, the stack's
+tags).
 
 Derived from the validated settings alone (names and timeouts from `outpost.deploy`), so two builds of one file
 generate the same template, and a section cannot name a check the environment does not enable.
@@ -23,11 +24,20 @@ from outpost.deploy import (
     ssm_scope,
 )
 from outpost.secrets import parse_secret_ref
+from outpost.tooling import alerting
 from outpost.tooling.packaging.platforms import entry_module
 
 LAMBDA_RUNTIME: Final = "python3.11"
 
 ALARM_TOPIC_PARAMETER: Final = "AlarmTopicArn"
+NOTIFY_TOPIC_PARAMETER: Final = "NotifyTopicArn"
+RUNBOOK_BASE_PARAMETER: Final = "RunbookBaseUrl"
+TOPIC_PARAMETERS: Final = {"page": ALARM_TOPIC_PARAMETER, "notify": NOTIFY_TOPIC_PARAMETER}
+TOPIC_CONDITIONS: Final = {"page": "HasAlarmTopic", "notify": "HasNotifyTopic"}
+RUNBOOK_BASE_MAX_LENGTH: Final = 200
+ALARM_DESCRIPTION_LIMIT: Final = 1024
+"""CloudFormation's limit on AlarmDescription (characters), the runbook base URL included."""
+_TOPIC_PATTERN: Final = r"^(arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+)?$"
 MAX_EVENT_AGE_RANGE: Final = (60, 21_600)
 
 
@@ -113,53 +123,99 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
     return statements
 
 
-def resources(settings: Settings) -> dict[str, Any]:
-    """CloudFormation added to the stack: the alarm topic parameter, an Errors alarm per function, and the log
-    groups Serverless creates kept when the stack removes or replaces them: the run history outlives
-    `serverless remove` (and still expires after serverless.yml's `logRetentionInDays`). Redeploying a removed
-    stage needs its old groups deleted first (docs/deploying-aws.md "Removing a stage")."""
+def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
+    """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution): what held, the
+    check's runbook section and the Logs Insights query of its latest run line."""
     env = settings.environment
+    return (
+        f"{alerting.summary(settings, rule)}. Runbook: ${{{RUNBOOK_BASE_PARAMETER}}}"
+        f"{alerting.runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
+        f"{alerting.log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
+        "A check that stops running at all is its Vigilmon monitor's alarm, not this one."
+    )
+
+
+def alarm(settings: Settings, rule: alerting.Rule) -> dict[str, Any]:
+    """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF)."""
+    env = settings.environment
+    topic = {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+    evaluated = alerting.CloudWatchAlarm.of(rule)
+    return {
+        "Type": "AWS::CloudWatch::Alarm",
+        "Properties": {
+            "AlarmName": alarm_name(env, rule.check, rule.key),
+            "AlarmDescription": {"Fn::Sub": alarm_description(settings, rule)},
+            "Namespace": alerting.NAMESPACE,
+            "MetricName": evaluated.metric,
+            "Dimensions": [{"Name": "environment", "Value": env}, {"Name": "check", "Value": rule.check}],
+            # One run per period: a period's datapoint is 1 when a run of that outcome ended in it.
+            "Statistic": evaluated.statistic,
+            "Period": evaluated.period_seconds,
+            "EvaluationPeriods": evaluated.evaluation_periods,
+            "DatapointsToAlarm": evaluated.datapoints_to_alarm,
+            "Threshold": evaluated.threshold,
+            "ComparisonOperator": evaluated.comparison,
+            # A period without a run line is neither a failure nor a pass here: the function did not run, or died
+            # before its line. Silence is the heartbeat monitor's alarm (Vigilmon alerts once the tolerated
+            # misses have passed); breaching would page twice for one outage, and ignore would hold an alarm up
+            # after the check stopped running. Missing periods count as not breaching, and an alarm whose check
+            # went silent clears once its window holds no failed run.
+            "TreatMissingData": evaluated.treat_missing_data,
+            "AlarmActions": topic,
+            "OKActions": topic,
+            "Tags": [
+                {"Key": "service", "Value": SERVICE},
+                {"Key": "environment", "Value": env},
+                {"Key": "check", "Value": rule.check},
+                {"Key": "tier", "Value": rule.tier},
+            ],
+        },
+    }
+
+
+def _topic_parameter(what: str) -> dict[str, Any]:
+    return {"Type": "String", "Default": "", "Description": what, "AllowedPattern": _TOPIC_PATTERN}
+
+
+def resources(settings: Settings) -> dict[str, Any]:
+    """CloudFormation added to the stack: the topic and runbook parameters, each check's alarms
+    (`outpost.tooling.alerting.rules`: failed, flapping, error, degraded) on the run metrics its log lines publish,
+    and the log groups Serverless creates kept when the stack removes or replaces them: the run history outlives
+    `serverless remove` (and still expires after serverless.yml's `logRetentionInDays`). Redeploying a removed
+    stage needs its old groups deleted first (docs/deploying-aws.md "Removing a stage").
+
+    Lambda's own `Errors` metric gets no alarm any more: every failed or error scheduled run raises (so it counts
+    there), which the `failed` and `error` alarms tell apart with the monitor's tolerance; a run that crashed
+    (a timeout, out of memory, a failed cold start) writes no line and sends no ping, which the monitor alerts on.
+    """
     alarms: dict[str, Any] = {}
     extensions: dict[str, Any] = {}
     for name in settings.enabled_checks():
-        minutes = schedule_minutes(settings, name)
-        topic = {"Fn::If": ["HasAlarmTopic", [{"Ref": ALARM_TOPIC_PARAMETER}], {"Ref": "AWS::NoValue"}]}
-        alarms[f"{logical_id(name)}ErrorsAlarm"] = {
-            "Type": "AWS::CloudWatch::Alarm",
-            "Properties": {
-                "AlarmName": alarm_name(env, name),
-                "AlarmDescription": f"Outpost check {name} ({env}) failed or could not observe; Vigilmon alerts "
-                "on its silent heartbeat, this alarm on the failed invocations.",
-                "Namespace": "AWS/Lambda",
-                "MetricName": "Errors",
-                "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": f"{logical_id(name)}LambdaFunction"}}],
-                "Statistic": "Sum",
-                "Period": min(minutes * 60, 86_400),
-                "EvaluationPeriods": 1,
-                "Threshold": 1,
-                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-                # No data means no run finished; the heartbeat monitor covers silence.
-                "TreatMissingData": "notBreaching",
-                "AlarmActions": topic,
-                "OKActions": topic,
-                "Tags": [
-                    {"Key": "service", "Value": SERVICE},
-                    {"Key": "environment", "Value": env},
-                    {"Key": "check", "Value": name},
-                ],
-            },
-        }
+        for rule in alerting.rules(settings, name):
+            alarms[f"{logical_id(name)}{rule.key.capitalize()}Alarm"] = alarm(settings, rule)
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     return {
         "Parameters": {
-            ALARM_TOPIC_PARAMETER: {
+            ALARM_TOPIC_PARAMETER: _topic_parameter(
+                "SNS topic ARN that pages: the failed alarm of critical checks (empty: those alarms have no action)"
+            ),
+            NOTIFY_TOPIC_PARAMETER: _topic_parameter(
+                "SNS topic ARN that notifies: flapping, error, degraded, and failed of warning checks (empty: those "
+                "alarms have no action)"
+            ),
+            RUNBOOK_BASE_PARAMETER: {
                 "Type": "String",
                 "Default": "",
-                "Description": "SNS topic ARN notified when a check's function fails (empty: alarms without actions)",
-                "AllowedPattern": r"^(arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]+)?$",
-            }
+                "Description": "Prefix of the runbook link in every alarm description, e.g. where the repository's "
+                "files are browsed (https://.../blob/main/); empty: the link is the path in the repository",
+                "AllowedPattern": r"^(https://[^\s$]*)?$",
+                "MaxLength": RUNBOOK_BASE_MAX_LENGTH,
+            },
         },
-        "Conditions": {"HasAlarmTopic": {"Fn::Not": [{"Fn::Equals": [{"Ref": ALARM_TOPIC_PARAMETER}, ""]}]}},
+        "Conditions": {
+            condition: {"Fn::Not": [{"Fn::Equals": [{"Ref": TOPIC_PARAMETERS[tier]}, ""]}]}
+            for tier, condition in TOPIC_CONDITIONS.items()
+        },
         "Resources": alarms,
         "extensions": extensions,
     }

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from outpost.config import Settings
 from outpost.deploy import (
+    alarm_name,
     cron_schedule,
     function_name,
     function_timeout_seconds,
@@ -22,6 +23,7 @@ from outpost.deploy import (
     severity,
 )
 from outpost.secrets import parse_secret_ref
+from outpost.tooling import alerting
 from outpost.tooling.packaging.locks import Lock, requirements_text
 from outpost.tooling.packaging.platforms import entry_module
 
@@ -34,6 +36,28 @@ TERRAFORM_DIRECTORY: Final = "infra/gcp"
 SCHEDULER_DEADLINE_MARGIN_SECONDS: Final = 30
 """Cloud Scheduler waits this long beyond the function timeout before it counts an attempt as timed out."""
 SCHEDULER_DEADLINE_RANGE: Final = (15, 1800)
+
+
+def alert_policies(settings: Settings) -> dict[str, Any]:
+    """infra/gcp's `alarms`: one Cloud Monitoring alert policy per check and rule (`outpost.tooling.alerting`), on
+    the run-count metric: more than `threshold` runs of `status` within the last `window_seconds`."""
+    env = settings.environment
+    policies: dict[str, Any] = {}
+    for name in settings.enabled_checks():
+        for rule in alerting.rules(settings, name):
+            condition = alerting.MonitoringCondition.of(rule)
+            policies[f"{name}/{rule.key}"] = {
+                "check": name,
+                "display_name": alarm_name(env, name, rule.key),
+                "status": condition.outcome,
+                "window_seconds": condition.alignment_seconds,
+                "threshold": int(condition.threshold),
+                "tier": rule.tier,
+                "summary": alerting.summary(settings, rule),
+                "runbook_path": alerting.runbook_path(name),
+                "logs_query": alerting.logs_explorer_query(env, name),
+            }
+    return policies
 
 
 def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -> dict[str, Any]:
@@ -77,6 +101,7 @@ def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -
         "runtime_account_id": accounts["runtime"],
         "invoker_account_id": accounts["invoker"],
         "gke_cluster_viewer": settings.cluster.auth.mode == "gke",
+        "alarms": alert_policies(settings),
     }
 
 

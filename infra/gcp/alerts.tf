@@ -1,0 +1,96 @@
+# The cloud side of the alerting (outpost.tooling.alerting; docs/deploying-gcp.md "Alert policies"): every run's
+# log line is counted by check and outcome, and each check gets the same four policies as on AWS: failed (pages
+# for a critical check), flapping, error and degraded (notify). Silence, a check that stops running at all, is its
+# Vigilmon monitor's alert and none of these.
+
+# One per run line (`jsonPayload.status` is its outcome), by check and outcome.
+resource "google_logging_metric" "runs" {
+  name        = "outpost/${var.environment}/runs"
+  description = "Outpost ${var.environment}: one per check run (its log line), by check and outcome."
+  filter = join(" AND ", [
+    "resource.type=\"cloud_run_revision\"",
+    "resource.labels.service_name=~\"^outpost-${var.environment}-\"",
+    "jsonPayload.environment=\"${var.environment}\"",
+    "jsonPayload.run_id:*",
+    "jsonPayload.status:*",
+  ])
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Outpost ${var.environment} check runs"
+    labels {
+      key         = "check"
+      value_type  = "STRING"
+      description = "The check that ran."
+    }
+    labels {
+      key         = "status"
+      value_type  = "STRING"
+      description = "The run's outcome: ok, degraded, failed or error."
+    }
+  }
+
+  label_extractors = {
+    check  = "EXTRACT(jsonPayload.check)"
+    status = "EXTRACT(jsonPayload.status)"
+  }
+}
+
+# More than `threshold` runs of `status` within the last `window_seconds` (one run per schedule period): M of N
+# runs, as the CloudWatch alarms count them on AWS.
+resource "google_monitoring_alert_policy" "check" {
+  for_each              = var.alarms
+  display_name          = each.value.display_name
+  combiner              = "OR"
+  severity              = each.value.tier == "page" ? "CRITICAL" : "WARNING"
+  notification_channels = each.value.tier == "page" ? var.page_notification_channels : var.notify_notification_channels
+  user_labels           = merge(local.labels, { check = each.value.check, tier = each.value.tier })
+
+  conditions {
+    display_name = each.value.summary
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "metric.type=\"logging.googleapis.com/user/${google_logging_metric.runs.name}\"",
+        "resource.type=\"cloud_run_revision\"",
+        "metric.label.check=\"${each.value.check}\"",
+        "metric.label.status=\"${each.value.status}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = each.value.threshold
+      duration        = "0s"
+      # No run line in the window is no run of that outcome: the condition is not met. Silence is the Vigilmon
+      # monitor's alert (it alerts once the tolerated misses have passed); alerting on it here too would be a
+      # second page for one outage, and holding an incident open would outlive a check that stopped running.
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+
+      aggregations {
+        alignment_period     = "${each.value.window_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.check"]
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = <<-EOT
+      ${each.value.summary}.
+
+      Runbook: ${var.runbook_base_url}${each.value.runbook_path}
+
+      Latest run, in Logs Explorer (newest first):
+
+          ${each.value.logs_query}
+
+      A check that stops running at all is its Vigilmon monitor's alert, not this policy's.
+    EOT
+  }
+}

@@ -1,0 +1,313 @@
+"""The cloud alarms of a check, one meaning on both clouds, and an evaluator of their documented semantics.
+
+Every scheduled run writes one log line carrying its outcome (`outpost.logs.emit_run_log`, `status`). Each cloud
+counts those lines per check: CloudWatch through the line's embedded metric format (namespace `Outpost`,
+dimensions environment and check, one metric per outcome, 1 or 0 per run), Cloud Monitoring through a log-based
+metric on `jsonPayload.status`. `rules` derives, from the check's schedule and its Vigilmon monitor's
+`tolerated_misses`, what alarms on those counts, the same four on both clouds:
+
+- `failed`: the check failed `tolerated_misses + 1` runs in a row, when its monitor alerts on the silence too
+  (never earlier than the monitor would stay quiet, never later than its worst case). Pages for a critical check,
+  notifies for a warning one (Vigilmon's tiers).
+- `flapping`: `k` failed runs in the last `n` (2 of 3 by default). The monitor forgets misses at the next ping, so
+  a check failing two runs in every three never alerts there; this rule notifies within the monitor's worst case,
+  and a single transient failed run never raises it.
+- `error`: the probe could not observe `tolerated_misses + 1` runs in a row (the API server, a credential, a
+  deadline): notifies, apart from `failed`, so "the component is broken" and "we cannot see" are told apart.
+- `degraded`: degraded `tolerated_misses + 1` runs in a row: notifies (a degraded run pings, so Vigilmon says
+  nothing).
+
+Silence (no run line at all) raises none of them: that is the heartbeat monitor's job, and a second alarm on it
+would be a second page for one incident.
+
+The evaluator (`cloudwatch_states`, `monitoring_states`) replays a sequence of run outcomes, minute by minute,
+through each generated alarm as the providers document their evaluation, and says when each fires and clears:
+
+- CloudWatch (docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation-window.html,
+  .../alarms-and-missing-data.html): once a minute, over a sliding window of `EvaluationPeriods` periods of
+  `Period` seconds ending at the evaluation (the default `SlidingWindow`); each period's datapoint is the
+  statistic over the values that arrived in it, or missing; when datapoints are missing, the most recent real
+  ones in the evaluation range are used first and only the rest are filled in per `TreatMissingData`; ALARM
+  when at least `DatapointsToAlarm` of the `EvaluationPeriods` breach the threshold, else OK. CloudWatch's
+  evaluation range reaches further back than the window by an amount it does not document: the evaluator
+  looks back `lookback_periods` more (default none, which fills in sooner: no earlier alarm than CloudWatch's).
+- Cloud Monitoring (docs.cloud.google.com/monitoring/alerts/concepts-indepth): the condition sums the matching
+  runs over a sliding alignment period ending at the evaluation and is met when the sum exceeds the threshold;
+  with `duration` 0 an incident opens at once and closes when the condition is no longer met (missing data
+  makes it inactive: `EVALUATION_MISSING_DATA_INACTIVE`).
+
+A value written in minute `m` is evaluated from the end of that minute (`m + 1`), the first evaluation that can
+see it. Pure functions only: no cloud is called.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from outpost.config import CheckSettings, Settings
+from outpost.deploy import ALARM_RULES, function_name, run_seconds, schedule_minutes, severity
+from outpost.logs import METRIC_NAMESPACE, OUTCOME_METRICS
+
+NAMESPACE: Final = METRIC_NAMESPACE
+METRICS: Final = {status.value: name for status, name in OUTCOME_METRICS.items()}
+"""Outcome (the line's `status`) -> the CloudWatch metric the line publishes for it (EMF)."""
+
+RUNBOOKS_PAGE: Final = "docs/runbooks.md"
+
+FLAPPING_WINDOW_MIN_RUNS: Final = 3
+"""The flapping rule looks at no fewer runs than this, so two failures can never be a single transient."""
+
+Tier = Literal["page", "notify"]
+State = Literal["OK", "ALARM", "INSUFFICIENT_DATA"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One alarm of one check: `datapoints` runs with `outcome` among the last `periods`, one run per period."""
+
+    check: str
+    key: str
+    outcome: str
+    datapoints: int
+    periods: int
+    period_seconds: int
+    tier: Tier
+    meaning: str
+
+    @property
+    def window_seconds(self) -> int:
+        return self.periods * self.period_seconds
+
+    @property
+    def metric(self) -> str:
+        return METRICS[self.outcome]
+
+
+def max_window_seconds(period_seconds: int) -> int:
+    """CloudWatch: Period x EvaluationPeriods may span at most a day, or seven for periods of an hour or more
+    (PutMetricAlarm, `EvaluationPeriods`)."""
+    return 86_400 if period_seconds < 3600 else 604_800
+
+
+def tolerance_runs(settings: Settings, name: str) -> int:
+    """Runs in a row the monitor's tolerance covers plus the one it alerts on: `tolerated_misses + 1`, within the
+    longest window CloudWatch allows."""
+    configured = settings.checks.get(name) or CheckSettings()
+    period = schedule_minutes(settings, name) * 60
+    return max(1, min(configured.tolerated_misses + 1, max_window_seconds(period) // period))
+
+
+def flapping(settings: Settings, name: str) -> tuple[int, int]:
+    """(k, n) of the flapping rule: `k` failed runs among the last `n`.
+
+    `n` is the runs the monitor's worst case spans (`tolerated_misses + 1`, at least 3); `k` is the fewest failures
+    any `n` runs in a row of a check failing two in three contain (floor(2n/3)), at least 2: such a check alerts
+    by the monitor's worst case, and one transient failed run never does. With `tolerated_misses: 1` the
+    monitor's worst case spans two runs, and a failure, a pass and a failure (2 of 3) alerts a run after it.
+    """
+    period = schedule_minutes(settings, name) * 60
+    longest = max(1, max_window_seconds(period) // period)
+    runs = min(max(FLAPPING_WINDOW_MIN_RUNS, tolerance_runs(settings, name)), longest)
+    return min(runs, max(2, (2 * runs) // 3)), runs
+
+
+def rules(settings: Settings, name: str) -> list[Rule]:
+    """The alarms of check `name`, in `ALARM_RULES` order (see the module doc)."""
+    period = schedule_minutes(settings, name) * 60
+    steady = tolerance_runs(settings, name)
+    k, n = flapping(settings, name)
+    failed_tier: Tier = "page" if severity(settings, name) == "critical" else "notify"
+    in_a_row = f"{steady} runs in a row" if steady > 1 else "one run"
+    every = f"{n} runs ({period // 60} min each)"
+    made = {
+        "failed": Rule(name, "failed", "failed", steady, steady, period, failed_tier, f"failed {in_a_row}"),
+        "flapping": Rule(name, "flapping", "failed", k, n, period, "notify", f"failed {k} of the last {every}"),
+        "error": Rule(name, "error", "error", steady, steady, period, "notify", f"could not observe {in_a_row}"),
+        "degraded": Rule(name, "degraded", "degraded", steady, steady, period, "notify", f"degraded {in_a_row}"),
+    }
+    return [made[key] for key in ALARM_RULES]
+
+
+def runbook_path(check: str) -> str:
+    """The check's section of the runbooks page (its `## \\`check\\`` heading's anchor), relative to the repo root."""
+    return f"{RUNBOOKS_PAGE}#{check}"
+
+
+def log_group(environment: str, check: str) -> str:
+    return f"/aws/lambda/{function_name(environment, check)}"
+
+
+def logs_insights_query(check: str) -> str:
+    """CloudWatch Logs Insights, on the check's log group: its latest run line."""
+    return (
+        f'fields @timestamp, status, summary, run_id, cluster | filter check = "{check}" and ispresent(status) '
+        "| sort @timestamp desc | limit 1"
+    )
+
+
+def logs_explorer_query(environment: str, check: str) -> str:
+    """Cloud Logging (Logs Explorer): the check's run lines, newest first as the explorer shows them."""
+    return (
+        f'resource.type="cloud_run_revision" resource.labels.service_name="{function_name(environment, check)}" '
+        f'jsonPayload.check="{check}" jsonPayload.status:*'
+    )
+
+
+def summary(settings: Settings, rule: Rule) -> str:
+    """What the alarm says first: check, environment, cluster and what held."""
+    return (
+        f"Outpost check {rule.check} ({settings.environment}, cluster {settings.cluster.name}) {rule.meaning}; "
+        f"{'pages' if rule.tier == 'page' else 'notifies'}"
+    )
+
+
+# --- the evaluator -------------------------------------------------------------------------------------------
+
+Outcomes = Sequence[str | None]
+"""One entry per minute: the outcome of the run whose log line was written in that minute, or None (no line)."""
+
+_COMPARE: Final[dict[str, Callable[[float, float], bool]]] = {
+    "GreaterThanOrEqualToThreshold": operator.ge,
+    "GreaterThanThreshold": operator.gt,
+    "LessThanThreshold": operator.lt,
+    "LessThanOrEqualToThreshold": operator.le,
+}
+_STATISTICS: Final[dict[str, Callable[[list[float]], float]]] = {
+    "Maximum": max,
+    "Minimum": min,
+    "Sum": math.fsum,
+    "SampleCount": lambda values: float(len(values)),
+    "Average": lambda values: math.fsum(values) / len(values),
+}
+
+
+@dataclass(frozen=True)
+class CloudWatchAlarm:
+    """The evaluated fields of an AWS::CloudWatch::Alarm on one run metric (what `packaging.aws` writes)."""
+
+    metric: str
+    period_seconds: int
+    evaluation_periods: int
+    datapoints_to_alarm: int
+    threshold: float = 1
+    comparison: str = "GreaterThanOrEqualToThreshold"
+    statistic: str = "Maximum"
+    treat_missing_data: str = "notBreaching"
+
+    @classmethod
+    def of(cls, rule: Rule) -> CloudWatchAlarm:
+        return cls(rule.metric, rule.period_seconds, rule.periods, rule.datapoints)
+
+
+@dataclass(frozen=True)
+class MonitoringCondition:
+    """The evaluated fields of a Cloud Monitoring threshold condition on the run-count metric (infra/gcp): the sum
+    of `outcome` runs over a sliding `alignment_seconds`, compared with `threshold` (COMPARISON_GT)."""
+
+    outcome: str
+    alignment_seconds: int
+    threshold: float
+    duration_seconds: int = 0
+
+    @classmethod
+    def of(cls, rule: Rule) -> MonitoringCondition:
+        return cls(rule.outcome, rule.window_seconds, rule.datapoints - 1)
+
+
+@dataclass(frozen=True)
+class Transition:
+    minute: int
+    state: State
+
+
+def metric_values(outcomes: Outcomes, metric: str) -> list[float | None]:
+    """The values the run lines publish for `metric` (EMF: 1 for the run's own outcome, 0 for the others)."""
+    outcome = next(key for key, name in METRICS.items() if name == metric)
+    return [None if seen is None else float(seen == outcome) for seen in outcomes]
+
+
+def _period_values(values: Sequence[float | None], start: int, end: int, statistic: str) -> float | None:
+    present = [v for v in values[max(start, 0) : max(end, 0)] if v is not None]
+    return _STATISTICS[statistic](present) if present else None
+
+
+def cloudwatch_states(outcomes: Outcomes, alarm: CloudWatchAlarm, *, lookback_periods: int = 0) -> list[Transition]:
+    """Each state change of `alarm` over `outcomes` (starting OK), evaluated at the end of every minute."""
+    if alarm.period_seconds % 60:
+        raise ValueError("the evaluator models periods of whole minutes")
+    period = alarm.period_seconds // 60
+    values = metric_values(outcomes, alarm.metric)
+    compare = _COMPARE[alarm.comparison]
+    state: State = "OK"
+    changes: list[Transition] = []
+    for now in range(1, len(values) + 1):
+        span = alarm.evaluation_periods + lookback_periods
+        points = [
+            _period_values(values, now - k * period, now - (k - 1) * period, alarm.statistic)
+            for k in range(1, span + 1)
+        ]
+        real = [p for p in points if p is not None]
+        if len(real) >= alarm.evaluation_periods:
+            # No datapoint missing in the window, or enough real ones in the range: the most recent real ones.
+            breaching = sum(compare(p, alarm.threshold) for p in real[: alarm.evaluation_periods])
+        else:
+            # Too few: every real one, and the rest filled in as TreatMissingData says (ignore, missing: not at all).
+            filled = alarm.treat_missing_data == "breaching"
+            breaching = sum(compare(p, alarm.threshold) for p in real)
+            breaching += (alarm.evaluation_periods - len(real)) * filled
+        new: State
+        if not real and alarm.treat_missing_data == "ignore":
+            new = state
+        elif not real and alarm.treat_missing_data == "missing":
+            new = "INSUFFICIENT_DATA"
+        else:
+            new = "ALARM" if breaching >= alarm.datapoints_to_alarm else "OK"
+        if new != state:
+            changes.append(Transition(now, new))
+            state = new
+    return changes
+
+
+def monitoring_states(outcomes: Outcomes, condition: MonitoringCondition) -> list[Transition]:
+    """Each open (ALARM) and close (OK) of an incident of `condition` over `outcomes`, minute by minute."""
+    if condition.alignment_seconds % 60 or condition.duration_seconds % 60:
+        raise ValueError("the evaluator models whole minutes")
+    window = condition.alignment_seconds // 60
+    hold = condition.duration_seconds // 60
+    state: State = "OK"
+    met_since: int | None = None
+    changes: list[Transition] = []
+    for now in range(1, len(outcomes) + 1):
+        count = sum(1 for seen in outcomes[max(now - window, 0) : now] if seen == condition.outcome)
+        met = count > condition.threshold
+        met_since = (met_since if met_since is not None else now) if met else None
+        new: State = "ALARM" if met_since is not None and now - met_since >= hold else "OK"
+        if new != state:
+            changes.append(Transition(now, new))
+            state = new
+    return changes
+
+
+def first_alarm_minute(changes: Sequence[Transition]) -> int | None:
+    return next((change.minute for change in changes if change.state == "ALARM"), None)
+
+
+def run_lines(schedule: int, runs: Sequence[str], *, run_seconds_: float, after_minutes: int = 0) -> list[str | None]:
+    """The per-minute outcomes of runs every `schedule` minutes: run `i` (0-based) starts at minute
+    `after_minutes + (i + 1) * schedule` (the fault comes right after a healthy run at `after_minutes`) and writes
+    its line `run_seconds_` later; then one more period of silence, so a clearing shows."""
+    total = after_minutes + (len(runs) + 2) * schedule + math.ceil(run_seconds_ / 60) + 1
+    minutes: list[str | None] = [None] * total
+    for index, outcome in enumerate(runs):
+        written = int(((after_minutes + (index + 1) * schedule) * 60 + run_seconds_) // 60)
+        minutes[written] = outcome
+    return minutes
+
+
+def run_duration_seconds(settings: Settings) -> float:
+    """How long after its start a run's line is written, at the latest (the model of `outpost.deploy`)."""
+    return run_seconds(settings)
