@@ -68,6 +68,37 @@ def test_scheduled_error_raises_and_does_not_ping(entry, receiver, capsys) -> No
     assert HEARTBEAT_TOKEN not in out + message
 
 
+class LambdaContext:
+    """The one attribute of Lambda's context object the handler reads."""
+
+    aws_request_id = "6f1c1a0e-2b7d-4c55-9e7a-0c1d2e3f4a5b"
+
+
+def test_scheduled_line_names_the_request_and_publishes_the_outcome_metrics(entry, receiver, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CheckUnhealthy) as raised:
+        entry.handler(SCHEDULED_EVENT, LambdaContext())
+    (line,) = run_log_lines(capsys.readouterr().out)
+    assert line["run_id"] == raised.value.result["run_id"] == LambdaContext.aws_request_id
+    assert line["cluster"]
+    (directive,) = line["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "Outpost"
+    assert directive["Dimensions"] == [["environment", "check"]]
+    assert {name: line[name] for name in ("Failed", "Error", "Degraded", "Ok")} == {
+        "Failed": 0,
+        "Error": 1,
+        "Degraded": 0,
+        "Ok": 0,
+    }
+
+
+def test_an_on_demand_run_counts_towards_no_alarm(entry, receiver, capsys) -> None:  # type: ignore[no-untyped-def]
+    response = entry.handler(url_event("GET"), LambdaContext())
+    (line,) = run_log_lines(capsys.readouterr().out)
+    assert json.loads(response["body"])["run_id"] == line["run_id"] == LambdaContext.aws_request_id
+    assert "_aws" not in line
+    assert not {"Failed", "Error", "Degraded", "Ok"} & set(line)
+
+
 def test_function_url_get_answers_503_with_the_result(entry, receiver) -> None:  # type: ignore[no-untyped-def]
     response = entry.handler(url_event("GET"), None)
     assert response["statusCode"] == 503
