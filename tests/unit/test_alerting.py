@@ -40,7 +40,9 @@ from outpost.tooling.packaging.cloudfunctions import terraform_variables
 REPO = Path(__file__).resolve().parents[2]
 
 
-def settings(checks: dict[str, dict[str, Any]], platform: str = "aws", environment: str = "stage1") -> Settings:
+def settings(
+    checks: dict[str, dict[str, Any]], platform: str = "aws", environment: str = "stage1", cluster: str = "cluster-eu"
+) -> Settings:
     deploy = {"platform": "aws", "region": "eu-west-1"}
     if platform == "gcf":
         deploy = {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"}
@@ -48,14 +50,14 @@ def settings(checks: dict[str, dict[str, Any]], platform: str = "aws", environme
         {
             "environment": environment,
             "deploy": deploy,
-            "cluster": {"name": "cluster-eu", "auth": {"mode": "token", "server": "https://k", "token": "env:T"}},
+            "cluster": {"name": cluster, "auth": {"mode": "token", "server": "https://k", "token": "env:T"}},
             "checks": checks,
         }
     )
 
 
-def every_check(**overrides: Any) -> Settings:
-    return settings({name: dict(overrides) for name in registry.names()})
+def every_check(cluster: str = "cluster-eu", **overrides: Any) -> Settings:
+    return settings({name: dict(overrides) for name in registry.names()}, cluster=cluster)
 
 
 # --- the rules ------------------------------------------------------------------------------------------------
@@ -211,14 +213,9 @@ CASES = [
 
 def fired(configured: Settings, name: str, pattern: list[str]) -> dict[str, dict[str, int | None]]:
     """Per rule, the minute (after the fault) each cloud's alarm first fires over `pattern`, or None."""
-    schedule = alerting.rules(configured, name)[0].period_seconds // 60
-    minutes = run_lines(schedule, pattern, run_seconds_=run_seconds(configured))
     return {
-        rule.key: {
-            "aws": first_alarm_minute(cloudwatch_states(minutes, CloudWatchAlarm.of(rule))),
-            "gcp": first_alarm_minute(monitoring_states(minutes, MonitoringCondition.of(rule))),
-        }
-        for rule in alerting.rules(configured, name)
+        key: {cloud: first_alarm_minute(changes) for cloud, changes in clouds.items()}
+        for key, clouds in alerting.replay(configured, name, pattern).items()
     }
 
 
@@ -248,10 +245,10 @@ def test_a_steady_failure_pages_no_later_than_the_monitor_whatever_the_tolerance
 def test_alarms_clear_when_the_check_passes_again_and_when_it_goes_silent() -> None:
     configured = every_check()
     rule = alerting.rules(configured, "apiserver-health")[0]
-    recovered = run_lines(1, [F] * 4 + [P] * 4, run_seconds_=run_seconds(configured))
+    recovered = run_lines(1, [F] * 4 + [P] * 4, line_after_seconds=run_seconds(configured))
     assert [t.state for t in cloudwatch_states(recovered, CloudWatchAlarm.of(rule))] == ["ALARM", "OK"]
     # Silence after failures clears the alarm (missing is not breaching): silence is the monitor's to alert on.
-    silent = run_lines(1, [F] * 4, run_seconds_=run_seconds(configured)) + [None] * 5
+    silent = run_lines(1, [F] * 4, line_after_seconds=run_seconds(configured)) + [None] * 5
     assert [t.state for t in cloudwatch_states(silent, CloudWatchAlarm.of(rule))] == ["ALARM", "OK"]
 
 
@@ -308,7 +305,8 @@ def test_cfn_lint_finds_nothing_in_the_alarms_template() -> None:
     """The alarms, parameters and conditions `outpost package` adds to the stack, linted by cfn-lint (informational
     rules included) as a template of their own: they reference no resource Serverless generates. The whole stack
     is linted after `serverless package` by tests/functional/test_deployment.py."""
-    for configured in (every_check(), every_check(schedule_minutes=60, tolerated_misses=100)):
+    odd_cluster = "eu ${AWS::Region} " + "x" * 300  # free text: Fn::Sub must not read it, the limit must hold
+    for configured in (every_check(), every_check(schedule_minutes=60, tolerated_misses=100), every_check(odd_cluster)):
         generated = resources(configured)
         template = {
             "AWSTemplateFormatVersion": "2010-09-09",
@@ -318,6 +316,10 @@ def test_cfn_lint_finds_nothing_in_the_alarms_template() -> None:
         }
         findings = lint(json.dumps(template), config=ManualArgs(regions=["eu-west-1"], include_checks=["I"]))
         assert [f"{f.rule.id} {f.path} {f.message}" for f in findings] == []
+        for alarm in generated["Resources"].values():
+            description = alarm["Properties"]["AlarmDescription"]["Fn::Sub"]
+            assert len(description) - len("${RunbookBaseUrl}") + RUNBOOK_BASE_MAX_LENGTH <= ALARM_DESCRIPTION_LIMIT
+            assert "${AWS::" not in description
 
 
 # --- the generated Google Cloud alert policies -------------------------------------------------------------------

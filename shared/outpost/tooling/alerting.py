@@ -157,10 +157,17 @@ def logs_explorer_query(environment: str, check: str) -> str:
     )
 
 
+CLUSTER_NAME_SHOWN: Final = 80
+"""At most this much of `cluster.name` (free text) goes into an alarm's description, which has a size limit."""
+
+
 def summary(settings: Settings, rule: Rule) -> str:
     """What the alarm says first: check, environment, cluster and what held."""
+    cluster = settings.cluster.name
+    if len(cluster) > CLUSTER_NAME_SHOWN:
+        cluster = cluster[: CLUSTER_NAME_SHOWN - 1] + "…"
     return (
-        f"Outpost check {rule.check} ({settings.environment}, cluster {settings.cluster.name}) {rule.meaning}; "
+        f"Outpost check {rule.check} ({settings.environment}, cluster {cluster}) {rule.meaning}; "
         f"{'pages' if rule.tier == 'page' else 'notifies'}"
     )
 
@@ -296,18 +303,30 @@ def first_alarm_minute(changes: Sequence[Transition]) -> int | None:
     return next((change.minute for change in changes if change.state == "ALARM"), None)
 
 
-def run_lines(schedule: int, runs: Sequence[str], *, run_seconds_: float, after_minutes: int = 0) -> list[str | None]:
+def run_lines(
+    schedule: int, runs: Sequence[str], *, line_after_seconds: float, after_minutes: int = 0
+) -> list[str | None]:
     """The per-minute outcomes of runs every `schedule` minutes: run `i` (0-based) starts at minute
-    `after_minutes + (i + 1) * schedule` (the fault comes right after a healthy run at `after_minutes`) and writes
-    its line `run_seconds_` later; then one more period of silence, so a clearing shows."""
-    total = after_minutes + (len(runs) + 2) * schedule + math.ceil(run_seconds_ / 60) + 1
+    `after_minutes + (i + 1) * schedule` (the fault comes right after a healthy run at `after_minutes`, the
+    monitor model's worst case) and writes its line `line_after_seconds` later (`outpost.deploy.run_seconds`: the
+    latest a run ends); then two periods of silence."""
+    total = after_minutes + (len(runs) + 2) * schedule + math.ceil(line_after_seconds / 60) + 1
     minutes: list[str | None] = [None] * total
     for index, outcome in enumerate(runs):
-        written = int(((after_minutes + (index + 1) * schedule) * 60 + run_seconds_) // 60)
+        written = int(((after_minutes + (index + 1) * schedule) * 60 + line_after_seconds) // 60)
         minutes[written] = outcome
     return minutes
 
 
-def run_duration_seconds(settings: Settings) -> float:
-    """How long after its start a run's line is written, at the latest (the model of `outpost.deploy`)."""
-    return run_seconds(settings)
+def replay(settings: Settings, name: str, runs: Sequence[str]) -> dict[str, dict[str, list[Transition]]]:
+    """Check `name`'s generated alarms over `runs` (the outcomes of its scheduled runs after a fault, each line
+    written a run's length after its start), per rule and cloud (`aws`, `gcp`): the state changes, in minutes
+    after the fault. What a page of pages per fault is made from."""
+    lines = run_lines(schedule_minutes(settings, name), runs, line_after_seconds=run_seconds(settings))
+    return {
+        rule.key: {
+            "aws": cloudwatch_states(lines, CloudWatchAlarm.of(rule)),
+            "gcp": monitoring_states(lines, MonitoringCondition.of(rule)),
+        }
+        for rule in rules(settings, name)
+    }

@@ -124,11 +124,13 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
 
 
 def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
-    """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution): what held, the
-    check's runbook section and the Logs Insights query of its latest run line."""
+    """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution, a `${` in the
+    file's free text is written `${!` and so shown as is): what held, the check's runbook section and the Logs
+    Insights query of its latest run line."""
     env = settings.environment
+    said = alerting.summary(settings, rule).replace("${", "${!")
     return (
-        f"{alerting.summary(settings, rule)}. Runbook: ${{{RUNBOOK_BASE_PARAMETER}}}"
+        f"{said}. Runbook: ${{{RUNBOOK_BASE_PARAMETER}}}"
         f"{alerting.runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
         f"{alerting.log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
         "A check that stops running at all is its Vigilmon monitor's alarm, not this one."
