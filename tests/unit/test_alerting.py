@@ -242,6 +242,20 @@ def test_a_steady_failure_pages_no_later_than_the_monitor_whatever_the_tolerance
         assert fired(configured, name, [F] * misses + [P] * 4)["failed"]["aws"] is None, name
 
 
+@pytest.mark.parametrize("misses", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("cycle", [[F, F, P], [F, P, F], [P, F, F]])
+def test_two_failures_in_three_notify_within_the_monitors_worst_case_whatever_the_tolerance(
+    misses: int, cycle: list[str]
+) -> None:
+    """With `tolerated_misses: 1` the monitor's worst case spans two runs: F P F is seen a run later (documented)."""
+    configured = every_check(tolerated_misses=misses)
+    for name in registry.names():
+        first = fired(configured, name, cycle * (misses + 2))["flapping"]
+        assert first["aws"] == first["gcp"]
+        assert first["aws"] is not None
+        assert first["aws"] * 60 <= alert_worst_case_seconds(configured, name), name
+
+
 def test_alarms_clear_when_the_check_passes_again_and_when_it_goes_silent() -> None:
     configured = every_check()
     rule = alerting.rules(configured, "apiserver-health")[0]
