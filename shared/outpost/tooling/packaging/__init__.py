@@ -12,8 +12,9 @@ Output, under `build/<env>/`:
   and, for AWS, the Serverless sections generated from the file: one function per enabled check (schedule,
   derived timeout, reserved concurrency 1, no retry, maximum event age, optional failure destination, IAM
   Function URL, `check` tag), the IAM statements (secret stores in the stage's scope, `kms:Decrypt` on a
-  configured key, `sts:AssumeRole` on an EKS `role_arn`), an Errors alarm per function (SNS topic by the
-  `alarmTopicArn` parameter) and the stack's tags;
+  configured key, `sts:AssumeRole` on an EKS `role_arn`), each check's alarms on its run metrics
+  (`outpost.tooling.alerting`; SNS topics by the `alarmTopicArn` and `notifyTopicArn` parameters) and the
+  stack's tags;
 - AWS: `outpost-<env>.zip`, the Lambda bundle: the product, its dependencies as wheels for the function's
   architecture, every enabled check's entry module, and the environment file at
   `infra/environments/<env>.yaml` (what `$OUTPOST_CONFIG` names at cold start);
@@ -24,7 +25,7 @@ Output, under `build/<env>/`:
   with `==` and the SHA-256 of its files (pip's hash-checking mode); and
   `terraform.tfvars.json`, the variables of `infra/gcp` (one function and one Cloud Scheduler job per enabled
   check, the derived timeout, the cron schedules, the Secret Manager secrets the file references, the service
-  account ids), so Terraform deploys exactly what was validated and built.
+  account ids, the alert policies), so Terraform deploys exactly what was validated and built.
 
 Bundle guarantees:
 - reproducible: the same lock and the same sources give the same bytes, whatever the building environment
