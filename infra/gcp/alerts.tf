@@ -3,7 +3,8 @@
 # for a critical check), flapping, error and degraded (notify). Silence, a check that stops running at all, is its
 # Vigilmon monitor's alert and none of these.
 
-# One per run line (`jsonPayload.status` is its outcome), by check and outcome.
+# One per counted run line (`jsonPayload.status` is its outcome), by check and outcome: Cloud Scheduler's runs,
+# never an on-demand `report=false` run.
 resource "google_logging_metric" "runs" {
   name        = "outpost/${var.environment}/runs"
   description = "Outpost ${var.environment}: one per check run (its log line), by check and outcome."
@@ -11,7 +12,7 @@ resource "google_logging_metric" "runs" {
     "resource.type=\"cloud_run_revision\"",
     "resource.labels.service_name=~\"^outpost-${var.environment}-\"",
     "jsonPayload.environment=\"${var.environment}\"",
-    "jsonPayload.run_id:*",
+    "jsonPayload.counted=true",
     "jsonPayload.status:*",
   ])
 

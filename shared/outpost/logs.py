@@ -146,12 +146,14 @@ def emit_run_log(
     *,
     cluster: str = "",
     run_id: str | None = None,
+    counted: bool = False,
     metrics: bool = False,
     stream: IO[str] | None = None,
 ) -> dict[str, Any]:
     """The one log line of one check run: its id (`run_id`, a new UUID when the platform gives none) and the
-    cluster's name let the person paged find this very run; `metrics` adds the EMF members (AWS scheduled runs
-    only: an on-demand run must not count towards an alarm)."""
+    cluster's name let the person paged find this very run. `counted` (the member the Google Cloud log-based
+    metric selects on): the run counts towards the cloud alarms, a scheduled run and never an on-demand one;
+    `metrics` adds the EMF members (AWS scheduled runs), which count it on AWS."""
     extra = embedded_metrics(result.status, dt.datetime.now(dt.UTC)) if metrics else {}
     return emit(
         _LEVELS[result.status],
@@ -166,6 +168,7 @@ def emit_run_log(
         environment=environment,
         cluster=cluster,
         run_id=run_id or new_run_id(),
+        counted=counted or metrics,
         reported=result.reported,
         details=result.details,
         **extra,

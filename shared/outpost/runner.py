@@ -56,10 +56,12 @@ def run_check(
     log: bool = True,
     cluster_factory: ClusterFactory = _default_cluster,
     run_id: str | None = None,
+    counted: bool = False,
     metrics: bool = False,
 ) -> Result:
     """Run check `name` once and write its log line (`run_id`: the platform's id of the invocation, else a new
-    one; `metrics`: count the run towards the cloud alarms, for scheduled runs on AWS)."""
+    one; `counted`: the run counts towards the cloud alarms; `metrics`: its line carries the CloudWatch metrics
+    that count it on AWS)."""
     started = time.monotonic()
     try:
         result = _observe(settings, name, cluster_factory)
@@ -80,6 +82,7 @@ def run_check(
                 environment=settings.environment,
                 cluster=settings.cluster.name,
                 run_id=run_id,
+                counted=counted,
                 metrics=metrics,
             )
         except Exception as error:  # noqa: BLE001 - a broken log stream must not turn into a crash

@@ -52,14 +52,14 @@ def test_on_demand_get_answers_503_and_does_not_ping(function_url, receiver, cap
 
 
 @pytest.mark.parametrize(
-    ("content_type", "body"),
+    ("content_type", "body", "counted"),
     [
-        ("application/octet-stream", b'{"report": true}'),  # Cloud Scheduler's default content type
-        ("application/json", b'{"report": false}'),
-        ("application/json", b""),
+        ("application/octet-stream", b'{"report": true}', True),  # Cloud Scheduler's default content type
+        ("application/json", b'{"report": false}', False),  # a dry run counts towards no alert policy
+        ("application/json", b"", True),
     ],
 )
-def test_scheduler_post_runs_the_check(function_url, receiver, content_type, body) -> None:  # type: ignore[no-untyped-def]
+def test_scheduler_post_runs_the_check(function_url, receiver, capsys, content_type, body, counted) -> None:  # type: ignore[no-untyped-def]
     response = httpx.post(
         function_url,
         content=body,
@@ -69,6 +69,13 @@ def test_scheduler_post_runs_the_check(function_url, receiver, content_type, bod
     assert response.status_code == 503
     assert response.json()["status"] == "error"
     assert receiver.requests == []
+    out = capsys.readouterr().out
+    (line,) = [json.loads(text) for text in out.splitlines() if text.startswith("{") and '"status"' in text]
+    # What infra/gcp's log-based metric selects on, and the id that finds this run from its answer.
+    assert line["counted"] is counted
+    assert line["run_id"] == response.json()["run_id"]
+    assert line["cluster"]
+    assert "_aws" not in line
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,7 @@ def test_scheduled_line_names_the_request_and_publishes_the_outcome_metrics(entr
     (line,) = run_log_lines(capsys.readouterr().out)
     assert line["run_id"] == raised.value.result["run_id"] == LambdaContext.aws_request_id
     assert line["cluster"]
+    assert line["counted"] is True
     (directive,) = line["_aws"]["CloudWatchMetrics"]
     assert directive["Namespace"] == "Outpost"
     assert directive["Dimensions"] == [["environment", "check"]]
@@ -96,6 +97,7 @@ def test_an_on_demand_run_counts_towards_no_alarm(entry, receiver, capsys) -> No
     (line,) = run_log_lines(capsys.readouterr().out)
     assert json.loads(response["body"])["run_id"] == line["run_id"] == LambdaContext.aws_request_id
     assert "_aws" not in line
+    assert line["counted"] is False
     assert not {"Failed", "Error", "Degraded", "Ok"} & set(line)
 
 

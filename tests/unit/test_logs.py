@@ -92,6 +92,7 @@ def test_run_log_line_names_its_run_and_cluster() -> None:
     record = json.loads(buffer.getvalue())
     assert (record["run_id"], record["cluster"]) == ("8f0c-request", "prod-eu")
     assert "_aws" not in record  # metrics only when asked for (AWS scheduled runs)
+    assert record["counted"] is False  # counted towards the cloud alarms only when asked for
     # Where the platform gives no id, each line gets a fresh UUID of its own.
     first, second = (json.loads(logged(result))["run_id"] for _ in range(2))
     assert first != second
@@ -119,6 +120,7 @@ def test_aws_run_line_publishes_one_metric_per_outcome_in_emf(status: Status) ->
         name: int(outcome is status) for outcome, name in OUTCOME_METRICS.items()
     }
     assert before <= record["_aws"]["Timestamp"] <= before + 60_000
+    assert record["counted"] is True
 
 
 def test_a_secret_in_a_result_never_reaches_the_run_line() -> None:

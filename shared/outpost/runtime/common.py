@@ -92,7 +92,7 @@ def run_scheduled(
     """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise. `run_id`:
     the platform's invocation id (a new one otherwise); `metrics`: the line carries the run metrics (AWS)."""
     run_id = run_id or new_run_id()
-    result = run_check(settings, check_name, report=True, run_id=run_id, metrics=metrics)
+    result = run_check(settings, check_name, report=True, run_id=run_id, counted=True, metrics=metrics)
     payload = result_payload(settings, result, run_id)
     if not result.status.healthy:
         raise CheckUnhealthy(payload)
@@ -100,10 +100,11 @@ def run_scheduled(
 
 
 def run_http(
-    settings: Settings, check_name: str, request: HttpRequest, *, run_id: str | None = None
+    settings: Settings, check_name: str, request: HttpRequest, *, run_id: str | None = None, counts: bool = False
 ) -> tuple[int, dict[str, Any]]:
-    """An HTTP run: (status code, JSON body). On Cloud Functions every run is one (Cloud Scheduler calls it), and
-    Cloud Monitoring counts its line; on AWS an HTTP run is on demand and its line carries no metrics."""
+    """An HTTP run: (status code, JSON body). `counts`: a reporting run counts towards the cloud alarms (Cloud
+    Functions, where Cloud Scheduler's POST is the schedule); a `report=false` run never does, nor any HTTP run on
+    AWS (on demand: the schedule is EventBridge's)."""
     if request.method not in ALLOWED_METHODS:
         return 405, {"error": f"method {request.method[:10]} not allowed (use GET or POST)"}
     try:
@@ -111,7 +112,7 @@ def run_http(
     except InvocationError as error:
         return bad_request(check_name, error)
     run_id = run_id or new_run_id()
-    result = run_check(settings, check_name, report=options.report, run_id=run_id)
+    result = run_check(settings, check_name, report=options.report, run_id=run_id, counted=counts and options.report)
     return (200 if result.status.healthy else 503), result_payload(settings, result, run_id)
 
 
