@@ -152,8 +152,8 @@ def emit_run_log(
 ) -> dict[str, Any]:
     """The one log line of one check run: its id (`run_id`, a new UUID when the platform gives none) and the
     cluster's name let the person paged find this very run. `counted` (the member the Google Cloud log-based
-    metric selects on): the run counts towards the cloud alarms, a scheduled run and never an on-demand one;
-    `metrics` adds the EMF members (AWS scheduled runs), which count it on AWS."""
+    metric selects on): the run counts towards the cloud alarms, as the platform adapter decides (a scheduled
+    run, never a dry run); `metrics` adds the EMF members (AWS scheduled runs), which count it on AWS."""
     extra = embedded_metrics(result.status, dt.datetime.now(dt.UTC)) if metrics else {}
     return emit(
         _LEVELS[result.status],
