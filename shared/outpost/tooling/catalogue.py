@@ -99,6 +99,20 @@ def catalogue_table(specs: Sequence[CheckSpec[Any, Any]]) -> str:
     return "\n".join(lines)
 
 
+def dependencies_table(specs: Sequence[CheckSpec[Any, Any]]) -> str:
+    """`| check | depends on | why |`, one row per edge of `registry.DEPENDS_ON`, and each check's dependants."""
+    lines = ["| check | depends on | why | held back with it while it fails |", "|---|---|---|---|"]
+    for spec in specs:
+        held = ", ".join(f"`{name}`" for name in registry.dependants(spec.name)) or "none"
+        edges = registry.parents(spec.name)
+        if not edges:
+            lines.append(f"| `{spec.name}` | nothing (a root) | | {held} |")
+        for edge in edges:
+            lines.append(f"| `{spec.name}` | `{edge.parent}` | {_cell(edge.reason)} | {held} |")
+            held = ""  # said once, on the check's first row
+    return "\n".join(lines)
+
+
 def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
@@ -143,10 +157,13 @@ def check_section(spec: CheckSpec[Any, Any]) -> str:
     traits = [spec.system, spec.layer, spec.severity, f"every {spec.schedule_minutes} min by default"]
     traits += ["opt-in"] * spec.opt_in + ["writes, under its own identity"] * spec.writes
     traits += [f"needs the `{extra}` extra" for extra in spec.extras]
+    parents = ", ".join(f"`{edge.parent}`" for edge in registry.parents(spec.name)) or "nothing"
+    held = ", ".join(f"`{name}`" for name in registry.dependants(spec.name)) or "none"
     parts = [
         f"### `{spec.name}`",
         " · ".join(traits) + f" · [`{source}`](../shared/{source})",
         f"**What fails it:** {_cell(spec.fails_when)}",
+        f"**Depends on:** {parents} · **held back while it fails:** {held} ([why](#dependencies))",
         _capitalized(docstring.removeprefix(f"{spec.name}: ")),
     ]
     body = spec.fetch.__module__
@@ -176,6 +193,10 @@ def catalogue_text(text: str, checks: Sequence[CheckSpec[Any, Any]], jobs: Seque
     """docs/checks.md with its generated regions rewritten; the prose around them is kept as written."""
     text = _replace_region(text, "catalogue", catalogue_table(checks))
     text = _replace_region(text, "jobs", catalogue_table(jobs))
+    problems = registry.dependency_problems()
+    if problems:
+        raise CatalogueError(f"{registry.__name__}.DEPENDS_ON is unusable: {'; '.join(problems)}")
+    text = _replace_region(text, "dependencies", dependencies_table([*checks, *jobs]))
     return _replace_region(text, "sections", "\n\n".join(check_section(spec) for spec in [*checks, *jobs]))
 
 
