@@ -14,6 +14,7 @@ import yaml
 
 from outpost import cli
 from outpost.cli import main, print_results
+from outpost.config import ClusterSettings, KubeconfigAuth, Settings
 from outpost.errors import OutpostError
 from outpost.result import Result, Status
 from outpost.runbook import Runbook
@@ -188,6 +189,7 @@ def test_run_many_runs_on_daemon_threads_in_order(monkeypatch: pytest.MonkeyPatc
         return Result(check=name, status=Status.OK, summary="fine")
 
     monkeypatch.setattr(cli, "run_check", fake_run_check)
-    results = cli.run_many(None, ["a", "b", "c"])  # type: ignore[arg-type]
+    settings = Settings(environment="adhoc", cluster=ClusterSettings(name="c", auth=KubeconfigAuth(mode="kubeconfig")))
+    results = cli.run_many(settings, ["a", "b", "c"])
     assert [r.check for r in results] == ["a", "b", "c"]
     assert sorted(seen) == [("a", True), ("b", True), ("c", True)]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from outpost.errors import InvocationError
+from outpost.holdback.senders import sender_for
 from outpost.runtime.common import (
     JSON_HEADERS,
     bad_request,
@@ -31,6 +32,7 @@ RUNTIME_API_ENV = "AWS_LAMBDA_RUNTIME_API"
 
 def make_handler(check_name: str) -> LambdaHandler:
     settings = cold_start_settings(check_name)
+    hold = sender_for(settings, "aws")
     if os.environ.get(RUNTIME_API_ENV):
         stop_at_signals(check_name, "lambda")
 
@@ -44,9 +46,9 @@ def make_handler(check_name: str) -> LambdaHandler:
             status, body = bad_request(check_name, error)
             return _proxy_response(status, body)
         if isinstance(parsed, HttpRequest):
-            status, body = run_http(settings, check_name, parsed)
+            status, body = run_http(settings, check_name, parsed, hold)
             return _proxy_response(status, body)
-        return run_scheduled(settings, check_name)
+        return run_scheduled(settings, check_name, hold)
 
     handler.__name__ = handler.__qualname__ = f"handler_{check_name.replace('-', '_')}"
     return handler

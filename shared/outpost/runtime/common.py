@@ -15,6 +15,7 @@ from typing import Any, Final
 from outpost import interrupt, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, InvocationError, OutpostError
+from outpost.holdback.senders import HoldSender
 from outpost.logs import dumps, emit, sanitize, structured
 from outpost.runner import run_check
 from outpost.runtime.events import ALLOWED_METHODS, HttpRequest, parse_options
@@ -83,16 +84,19 @@ def result_payload(settings: Settings, result: Any) -> dict[str, Any]:
     return dict(sanitize(payload))
 
 
-def run_scheduled(settings: Settings, check_name: str) -> dict[str, Any]:
-    """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise."""
-    result = run_check(settings, check_name, report=True)
+def run_scheduled(settings: Settings, check_name: str, hold: HoldSender | None = None) -> dict[str, Any]:
+    """A scheduled run: reports (and, failing, asks `hold` to hold its dependants back), returns the result dict if
+    healthy, raises CheckUnhealthy otherwise."""
+    result = run_check(settings, check_name, report=True, hold=hold)
     payload = result_payload(settings, result)
     if not result.status.healthy:
         raise CheckUnhealthy(payload)
     return payload
 
 
-def run_http(settings: Settings, check_name: str, request: HttpRequest) -> tuple[int, dict[str, Any]]:
+def run_http(
+    settings: Settings, check_name: str, request: HttpRequest, hold: HoldSender | None = None
+) -> tuple[int, dict[str, Any]]:
     """An HTTP run: (status code, JSON body)."""
     if request.method not in ALLOWED_METHODS:
         return 405, {"error": f"method {request.method[:10]} not allowed (use GET or POST)"}
@@ -100,7 +104,7 @@ def run_http(settings: Settings, check_name: str, request: HttpRequest) -> tuple
         options = parse_options(request)
     except InvocationError as error:
         return bad_request(check_name, error)
-    result = run_check(settings, check_name, report=options.report)
+    result = run_check(settings, check_name, report=options.report, hold=hold)
     return (200 if result.status.healthy else 503), result_payload(settings, result)
 
 

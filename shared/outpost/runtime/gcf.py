@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from outpost.holdback.senders import sender_for
 from outpost.runtime.common import JSON_HEADERS, cold_start_settings, run_http, stop_at_signals
 from outpost.runtime.events import MAX_BODY_BYTES, HttpRequest
 
@@ -26,6 +27,7 @@ HttpTarget = Callable[["flask.Request"], tuple[str, int, dict[str, str]]]
 
 def make_target(check_name: str) -> HttpTarget:
     settings = cold_start_settings(check_name)
+    hold = sender_for(settings, "gcf")
     if "functions_framework" in sys.modules:
         _stop_gunicorn_workers_at_signals(check_name)
 
@@ -36,7 +38,7 @@ def make_target(check_name: str) -> HttpTarget:
             query=list(request.args.items(multi=True)),
             body=request.stream.read(MAX_BODY_BYTES + 1),
         )
-        status, answer = run_http(settings, check_name, parsed)
+        status, answer = run_http(settings, check_name, parsed, hold)
         headers = dict(JSON_HEADERS)
         if status == 405:
             headers["Allow"] = "GET, POST"

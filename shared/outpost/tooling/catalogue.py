@@ -2,7 +2,8 @@
 
 A check is its module (`CheckSpec`, docstring, `Params`), registry row and tests; everything else naming checks is
 written from those so it cannot disagree (docs/adding-a-check.md): docs/checks.md's generated regions (tables,
-and per check its module docstring and parameters), functions/<check>/main.py, missing entries in the example
+the dependency graph, and per check its module docstring and parameters), functions/<check>/main.py (and the
+inhibitor's), missing entries in the example
 environments (existing ones are never rewritten), tests/unit/golden/rbac_local.yaml, and docs/runbooks.md (every
 failure class of every check and of a run that could not observe). `--check` writes
 nothing and exits 1 naming each stale file, as tests/unit/test_generated.py does in memory.
@@ -29,6 +30,7 @@ from pydantic_core import to_jsonable_python
 from outpost import registry, runbook
 from outpost.check import CheckSpec
 from outpost.errors import ConfigError
+from outpost.holdback.decision import INHIBITOR
 from outpost.settings import load_settings
 from outpost.tooling import rbac
 from outpost.tooling.packaging.platforms import entry_module
@@ -70,6 +72,19 @@ CHECK = "{name}"
 handler = make_handler(CHECK)
 http = make_target(CHECK)
 '''
+_INHIBITOR_ENTRY_MODULE: Final = '''\
+"""Entry module of the inhibitor function: `handler` for AWS Lambda, `http` for Cloud Functions.
+
+Importing this module is the cold start: the environment's settings (`$OUTPOST_CONFIG`) are loaded and
+validated once, hold-back must be on, and the Vigilmon API key is resolved: this function alone holds it.
+"""
+
+from outpost.runtime.inhibitor import make_inhibitor_handler, make_inhibitor_target
+
+handler = make_inhibitor_handler()
+http = make_inhibitor_target()
+'''
+"""The inhibitor's entry module (`outpost.holdback`): no check's, but written and kept like theirs."""
 _LINE_LENGTH: Final = 120
 _TOP_LEVEL_KEY: Final = re.compile(r"^[^\s#]")
 _CHECK_ENTRY: Final = re.compile(r"^  ([a-z0-9][a-z0-9-]*):\s*(#.*)?$")
@@ -329,6 +344,7 @@ def wanted(root: Path = ROOT) -> dict[str, str | None]:
     files[RUNBOOKS] = runbooks_text([*checks, *jobs])
     for spec in [*checks, *jobs]:
         files[entry_module(spec.name)] = entry_module_text(spec.name)
+    files[entry_module(INHIBITOR)] = _INHIBITOR_ENTRY_MODULE
     for leftover in sorted((root / FUNCTIONS).glob("*/main.py")):
         files.setdefault(leftover.relative_to(root).as_posix(), None)
     names = [spec.name for spec in checks]
