@@ -254,6 +254,8 @@ def print_results(results: Sequence[Result]) -> None:
                 _out(f"    next:  {_cell(step.command)}")
                 if step.see:
                     _out(f"    see:   {_cell(step.see)}")
+        if "hold_back" in result.details:  # a failing parent: what it asked for its dependants
+            _out(f"  {_cell(result.check)}: hold-back: {_cell(str(result.details['hold_back']))}")
 
 
 def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:

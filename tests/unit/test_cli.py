@@ -134,6 +134,19 @@ def test_each_error_line_is_followed_by_its_cause_and_next_command(capsys: pytes
     ]
 
 
+def test_a_failing_parent_says_what_it_asked_for_its_dependants(capsys: pytest.CaptureFixture[str]) -> None:
+    result = Result(
+        check="apiserver-health",
+        status=Status.ERROR,
+        summary="apiserver-health: connection refused",
+        errors=["apiserver-health: connection refused"],
+        details={"hold_back": "held back koord-manager-health 5 min, koord-webhook 5 min"},
+    )
+    print_results([result])
+    lines = capsys.readouterr().out.splitlines()[2:]
+    assert lines == ["  apiserver-health: hold-back: held back koord-manager-health 5 min, koord-webhook 5 min"]
+
+
 def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureFixture[str]) -> None:
     result = Result(
         check="apiserver-health",
