@@ -167,6 +167,27 @@ def test_a_dependant_that_cannot_be_held_is_left_out(dependant: dict[str, Any], 
     assert decision.windows(settings(checks), "koord-manager-health", NOW) == [], why
 
 
+@pytest.mark.parametrize(
+    ("result", "held"),
+    [
+        pytest.param(failing("apiserver-health"), [c for c in MONITORS if c != "apiserver-health"], id="api error"),
+        pytest.param(
+            failing("koord-manager-health", Status.FAILED),
+            ["koord-webhook", "leader-leases", "admission-dry-run"],
+            id="koord-manager failed",
+        ),
+        pytest.param(failing("koord-manager-health", Status.DEGRADED), [], id="degraded holds nothing"),
+        pytest.param(failing("koord-manager-health", observed_status="ok"), [], id="not pinged holds nothing"),
+        pytest.param(failing("koordlet-coverage", Status.FAILED), [], id="its dependant is not configured"),
+    ],
+)
+def test_the_decision_from_a_result_to_its_windows(result: Result, held: list[str]) -> None:
+    windows = decision.decide(settings(), result, NOW)
+    assert sorted(w.check for w in windows) == sorted(held)
+    assert all(w.until == NOW + timedelta(minutes=w.minutes) for w in windows)
+    assert all(1 <= w.minutes <= 240 for w in windows)
+
+
 # -- the environment's rules ------------------------------------------------------------------------------------
 
 

@@ -104,6 +104,13 @@ def windows(settings: Settings, parent: str, now: datetime) -> list[Window]:
     return found
 
 
+def decide(settings: Settings, result: Result, now: datetime) -> list[Window]:
+    """The whole decision for one run, as the inhibitor will make it: the windows `result` opens at `now` (none
+    when its run asks nothing)."""
+    request = request_for(settings, result)
+    return [] if request is None else windows(settings, request.parent, now)
+
+
 def hold_back_problems(settings: Settings) -> list[str]:
     """Every reason hold-back, as configured, could not do what it says, as `path: reason` lines."""
     hold = settings.hold_back
