@@ -11,8 +11,11 @@ and the Lambda entry open the same windows.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
+import time
+import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +24,7 @@ import functions_framework
 import httpx
 import pytest
 from fake_clock import FakeClock
-from local_server import LocalServer
+from local_server import LocalServer, Recorded, Reply
 from werkzeug.serving import make_server
 
 from outpost.config import Settings
@@ -245,3 +248,49 @@ def test_the_lambda_inhibitor_opens_the_windows_of_an_asynchronous_event(
     ]
     with pytest.raises(Exception, match="refused"):
         handler({"environment": "prod", "parent": PARENT, "status": "error"}, None)
+
+
+def _unsigned_jwt(claims: dict[str, object]) -> str:
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def test_the_default_id_token_is_google_auths_for_the_inhibitors_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service_account_key_pem: str, receiver: LocalServer
+) -> None:
+    """google-auth's own service-account flow, its token endpoint a loopback server: the assertion asks for the
+    inhibitor's URI as the audience, and the ID token it returns is what the request carries."""
+    audience = f"{receiver.base_url}/"
+    issued = _unsigned_jwt({"aud": audience, "exp": int(time.time()) + 3600, "iat": int(time.time())})
+    asked: list[dict[str, object]] = []
+
+    def reply(request: Recorded) -> Reply:
+        if request.path == "/token":
+            assertion = dict(urllib.parse.parse_qsl(request.body.decode()))["assertion"]
+            payload = assertion.split(".")[1]
+            asked.append(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
+            return 200, {"Content-Type": "application/json"}, json.dumps({"id_token": issued}).encode()
+        return 200, {"Content-Type": "application/json"}, b"{}"
+
+    receiver.responder = reply
+    adc = tmp_path / "adc.json"
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "outpost-test",
+                "private_key_id": "local-test-key",
+                "private_key": service_account_key_pem,
+                "client_email": "outpost-staging-run@outpost-test.iam.gserviceaccount.com",
+                "client_id": "1234567890",
+                "token_uri": f"{receiver.base_url}/token",
+            }
+        )
+    )
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    HttpSender(audience).send(HoldRequest(environment="staging", parent=PARENT, status="error"))
+    assert [claims["target_audience"] for claims in asked] == [audience]
+    [post] = [request for request in receiver.requests if request.path == "/"]
+    assert post.headers["Authorization"] == f"Bearer {issued}"
