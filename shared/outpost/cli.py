@@ -21,6 +21,7 @@ from outpost import interrupt, redaction, registry
 from outpost.config import Settings
 from outpost.deploy import function_timeout_seconds, platform_max_timeout
 from outpost.errors import ConfigError, OutpostError
+from outpost.holdback.senders import sender_for
 from outpost.logs import install_redaction, sanitize, terminal_safe
 from outpost.result import NextStep, Result
 from outpost.runner import run_check
@@ -188,10 +189,12 @@ def run_many(settings: Settings, names: Sequence[str], *, report: bool = True) -
     """
     results: list[Result | None] = [None] * len(names)
     slots = threading.BoundedSemaphore(max(1, min(MAX_CONCURRENT_CHECKS, len(names))))
+    # A failing check with dependants holds them back through the inhibitor called in process (hold_back.enabled).
+    hold = sender_for(settings, "local") if report else None
 
     def work(index: int, name: str) -> None:
         try:
-            results[index] = run_check(settings, name, report=report, log=False)
+            results[index] = run_check(settings, name, report=report, log=False, hold=hold)
         finally:
             slots.release()
 
@@ -251,6 +254,8 @@ def print_results(results: Sequence[Result]) -> None:
                 _out(f"    next:  {_cell(step.command)}")
                 if step.see:
                     _out(f"    see:   {_cell(step.see)}")
+        if "hold_back" in result.details:  # a failing parent: what it asked for its dependants
+            _out(f"  {_cell(result.check)}: hold-back: {_cell(str(result.details['hold_back']))}")
 
 
 def _print_table(rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:

@@ -207,6 +207,36 @@ class VigilmonSettings(_Model):
     )
 
 
+def _inhibitor_url(value: str) -> str:
+    if not value.startswith("https://") or has_userinfo(value):
+        raise ValueError("must be the inhibitor function's https:// URI, without user information")
+    return value
+
+
+class HoldBackSettings(_Model):
+    """Paging that knows dependencies (docs/contracts.md "Hold-back"): while a check fails, the monitors of the
+    checks that depend on it (`outpost.registry.DEPENDS_ON`) are put in short maintenance windows by the
+    inhibitor, the one deployed identity holding the Vigilmon API key."""
+
+    enabled: bool = Field(
+        False,
+        description="Hold back the dependants' notifications while a check they depend on fails (needs "
+        "vigilmon.api_key and, deployed, the inhibitor function).",
+    )
+    margin_minutes: int = Field(
+        2,
+        ge=0,
+        le=60,
+        description="Added to each window beyond the parent's and the dependant's schedule and two runs, so a "
+        "window outlives the next renewal and the dependant's first run after the parent recovers.",
+    )
+    inhibitor_url: Annotated[str, AfterValidator(_inhibitor_url)] | None = Field(
+        None,
+        description="Cloud Functions only: the inhibitor function's URI (infra/gcp output), called with the "
+        "runtime identity's ID token; on AWS the inhibitor is invoked by its function name.",
+    )
+
+
 class DeploySettings(_Model):
     """Where and how this environment is deployed. An environment without it (`local`) runs locally only.
 
@@ -256,6 +286,7 @@ class Settings(_Model):
     cluster: ClusterSettings
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     vigilmon: VigilmonSettings = VigilmonSettings()
+    hold_back: HoldBackSettings = HoldBackSettings()
     deploy: DeploySettings | None = Field(None, description="Absent: local runs only (not deployable).")
     checks: dict[Annotated[str, Field(pattern=CHECK_NAME_PATTERN)], CheckSettings] = Field(default_factory=dict)
 

@@ -4,7 +4,8 @@
 with exactly one log line, carrying the run's id and the cluster's name. The observation has one wall-clock
 deadline every blocking step honours, and the heartbeat a budget of its own, so nothing outlives the run. A ping
 goes only for ok/degraded of an enabled, reporting check, never after a stop; an undelivered ping is `error`; no
-secret reaches the result.
+secret reaches the result. A failing check with dependants asks `hold` to hold them back (`outpost.holdback`),
+recorded in `details.hold_back`.
 See docs/contracts.md "Result contract", "Heartbeat contract" and docs/reliability.md.
 """
 
@@ -23,6 +24,8 @@ from outpost.cluster import Cluster, ClusterWriter, Deadline
 from outpost.config import Settings
 from outpost.errors import OutpostError
 from outpost.heartbeat import HeartbeatClient, worst_case_seconds
+from outpost.holdback.decision import request_for
+from outpost.holdback.senders import HoldSender
 from outpost.logs import emit_run_log
 from outpost.result import NextStep, Result, Status
 from outpost.secrets import resolve
@@ -58,10 +61,11 @@ def run_check(
     run_id: str | None = None,
     counted: bool = False,
     metrics: bool = False,
+    hold: HoldSender | None = None,
 ) -> Result:
     """Run check `name` once and write its log line (`run_id`: the platform's id of the invocation, else a new
     one; `counted`: the run counts towards the cloud alarms; `metrics`: its line carries the CloudWatch metrics
-    that count it on AWS)."""
+    that count it on AWS; `hold`: where a failing run asks for its dependants to be held back)."""
     started = time.monotonic()
     try:
         result = _observe(settings, name, cluster_factory)
@@ -71,6 +75,8 @@ def run_check(
                 if interrupt.requested()
                 else _report(settings, result)
             )
+        if report and hold is not None:
+            result = _hold_back(settings, result, hold)
     except Exception as error:  # noqa: BLE001 - the last line of fail-closed: never a crash, always a result
         cause = f"{name}: internal error {type(error).__name__}: {_one_line(error)}"
         result = Result.error(name, cause, _next(settings, name, runbook.INTERNAL))
@@ -165,6 +171,24 @@ def _observe(settings: Settings, name: str, cluster_factory: ClusterFactory) -> 
     except Exception as error:  # noqa: BLE001 - fail closed: a bug in a check is still "could not observe"
         cause = f"{spec.name}: internal error {type(error).__name__}: {_one_line(error)}"
         return Result.error(spec.name, cause, _next(settings, spec.name, runbook.INTERNAL))
+
+
+def _hold_back(settings: Settings, result: Result, hold: HoldSender) -> Result:
+    """A failing parent's run asks the inhibitor to hold its dependants back (`outpost.holdback`); what it asked,
+    or why it could not, goes in `details.hold_back`. The status never changes: an unsent request only means the
+    dependants alert as they would without hold-back."""
+    request = request_for(settings, result)
+    if request is None:
+        return result
+    if interrupt.requested():
+        account = "not asked: the run was stopped"
+    else:
+        try:
+            account = hold.send(request)
+        except Exception as error:  # noqa: BLE001 - the dependants then alert as without hold-back; never a crash
+            reason = str(error) if isinstance(error, OutpostError) else f"{type(error).__name__}: {_one_line(error)}"
+            account = f"not asked, the dependants alert: {reason}"
+    return result.model_copy(update={"details": {**result.details, "hold_back": account}})
 
 
 def _report(settings: Settings, result: Result) -> Result:

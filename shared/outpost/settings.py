@@ -5,7 +5,8 @@ configured check exists and that its `params` satisfy that check's own `Params` 
 (`outpost validate`), the packaging step and every function's cold start all go through here, so
 a bad field is refused the same way, with the same `path: reason` lines, everywhere. That includes the
 platform rule (the check's deadline plus the heartbeat's worst case must fit in the function timeout the
-platform allows) and, for an environment with a `deploy` section, every rule of `outpost.deploy`.
+platform allows), for an environment with a `deploy` section every rule of `outpost.deploy`, and hold-back's
+(`outpost.holdback.decision.hold_back_problems`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from outpost.config import (
 from outpost.deploy import deployment_problems, timeout_problems
 from outpost.deploy import run_worst_case_seconds as run_worst_case_seconds  # re-exported (the CLI's import)
 from outpost.errors import ConfigError
+from outpost.holdback.decision import hold_back_problems
 
 CONFIG_ENV = "OUTPOST_CONFIG"
 ENVIRONMENT_ENV = "OUTPOST_ENV"
@@ -55,6 +57,7 @@ def load_settings(path: str | os.PathLike[str], only: str | None = None) -> Sett
     if settings is not None:
         problems += timeout_problems(settings)
         problems += deployment_problems(settings, file, only)
+        problems += hold_back_problems(settings)
     if problems or settings is None:
         raise ConfigError(f"configuration {file} is invalid", sorted(dict.fromkeys(problems)))
     return settings

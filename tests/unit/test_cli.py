@@ -14,6 +14,7 @@ import yaml
 
 from outpost import cli
 from outpost.cli import main, print_results
+from outpost.config import ClusterSettings, KubeconfigAuth, Settings
 from outpost.errors import OutpostError
 from outpost.result import Result, Status
 from outpost.runbook import Runbook
@@ -133,6 +134,19 @@ def test_each_error_line_is_followed_by_its_cause_and_next_command(capsys: pytes
     ]
 
 
+def test_a_failing_parent_says_what_it_asked_for_its_dependants(capsys: pytest.CaptureFixture[str]) -> None:
+    result = Result(
+        check="apiserver-health",
+        status=Status.ERROR,
+        summary="apiserver-health: connection refused",
+        errors=["apiserver-health: connection refused"],
+        details={"hold_back": "held back koord-manager-health 5 min, koord-webhook 5 min"},
+    )
+    print_results([result])
+    lines = capsys.readouterr().out.splitlines()[2:]
+    assert lines == ["  apiserver-health: hold-back: held back koord-manager-health 5 min, koord-webhook 5 min"]
+
+
 def test_table_and_lines_show_server_controls_as_escapes(capsys: pytest.CaptureFixture[str]) -> None:
     result = Result(
         check="apiserver-health",
@@ -188,6 +202,7 @@ def test_run_many_runs_on_daemon_threads_in_order(monkeypatch: pytest.MonkeyPatc
         return Result(check=name, status=Status.OK, summary="fine")
 
     monkeypatch.setattr(cli, "run_check", fake_run_check)
-    results = cli.run_many(None, ["a", "b", "c"])  # type: ignore[arg-type]
+    settings = Settings(environment="adhoc", cluster=ClusterSettings(name="c", auth=KubeconfigAuth(mode="kubeconfig")))
+    results = cli.run_many(settings, ["a", "b", "c"])
     assert [r.check for r in results] == ["a", "b", "c"]
     assert sorted(seen) == [("a", True), ("b", True), ("c", True)]

@@ -39,7 +39,7 @@ def table_lines() -> list[str]:
     """The rows of the catalogue's and the jobs' tables as the generator writes them (test_generated holds the page
     to that; each check's section below the tables has a table of parameters of its own)."""
     page = catalogue.catalogue_text(CATALOGUE.read_text(), CHECKS, jobs())
-    tables = page.split("\n## What each check observes", 1)[0]
+    tables = page.split("\n## Dependencies", 1)[0]  # the dependency table (its own region) follows them
     return [line for line in tables.splitlines() if line.startswith("| `")]
 
 

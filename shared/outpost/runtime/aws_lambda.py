@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from outpost.errors import InvocationError
+from outpost.holdback.senders import sender_for
 from outpost.runtime.common import (
     JSON_HEADERS,
     bad_request,
@@ -33,6 +34,7 @@ RUNTIME_API_ENV = "AWS_LAMBDA_RUNTIME_API"
 
 def make_handler(check_name: str) -> LambdaHandler:
     settings = cold_start_settings(check_name)
+    hold = sender_for(settings, "aws")
     if os.environ.get(RUNTIME_API_ENV):
         stop_at_signals(check_name, "lambda")
 
@@ -49,9 +51,9 @@ def make_handler(check_name: str) -> LambdaHandler:
         request_id = getattr(context, "aws_request_id", None)
         run_id = request_id if isinstance(request_id, str) and request_id else None
         if isinstance(parsed, HttpRequest):
-            status, body = run_http(settings, check_name, parsed, run_id=run_id)
+            status, body = run_http(settings, check_name, parsed, hold, run_id=run_id)
             return _proxy_response(status, body)
-        return run_scheduled(settings, check_name, run_id=run_id, metrics=True)
+        return run_scheduled(settings, check_name, hold, run_id=run_id, metrics=True)
 
     handler.__name__ = handler.__qualname__ = f"handler_{check_name.replace('-', '_')}"
     return handler

@@ -15,6 +15,7 @@ from typing import Any, Final
 from outpost import interrupt, registry
 from outpost.config import Settings
 from outpost.errors import ConfigError, InvocationError, OutpostError
+from outpost.holdback.senders import HoldSender
 from outpost.logs import dumps, emit, new_run_id, sanitize, structured
 from outpost.runner import run_check
 from outpost.runtime.events import ALLOWED_METHODS, HttpRequest, parse_options
@@ -87,12 +88,18 @@ def result_payload(settings: Settings, result: Any, run_id: str | None = None) -
 
 
 def run_scheduled(
-    settings: Settings, check_name: str, *, run_id: str | None = None, metrics: bool = False
+    settings: Settings,
+    check_name: str,
+    hold: HoldSender | None = None,
+    *,
+    run_id: str | None = None,
+    metrics: bool = False,
 ) -> dict[str, Any]:
-    """A scheduled run: reports, returns the result dict if healthy, raises CheckUnhealthy otherwise. `run_id`:
-    the platform's invocation id (a new one otherwise); `metrics`: the line carries the run metrics (AWS)."""
+    """A scheduled run: reports (and, failing, asks `hold` to hold its dependants back), returns the result dict if
+    healthy, raises CheckUnhealthy otherwise. `run_id`: the platform's invocation id (a new one otherwise);
+    `metrics`: the line carries the run metrics (AWS)."""
     run_id = run_id or new_run_id()
-    result = run_check(settings, check_name, report=True, run_id=run_id, counted=True, metrics=metrics)
+    result = run_check(settings, check_name, report=True, hold=hold, run_id=run_id, counted=True, metrics=metrics)
     payload = result_payload(settings, result, run_id)
     if not result.status.healthy:
         raise CheckUnhealthy(payload)
@@ -100,7 +107,13 @@ def run_scheduled(
 
 
 def run_http(
-    settings: Settings, check_name: str, request: HttpRequest, *, run_id: str | None = None, counts: bool = False
+    settings: Settings,
+    check_name: str,
+    request: HttpRequest,
+    hold: HoldSender | None = None,
+    *,
+    run_id: str | None = None,
+    counts: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     """An HTTP run: (status code, JSON body). `counts`: a reporting run counts towards the cloud alarms (Cloud
     Functions, where Cloud Scheduler's POST is the schedule); a `report=false` run never does, nor any HTTP run on
@@ -112,7 +125,9 @@ def run_http(
     except InvocationError as error:
         return bad_request(check_name, error)
     run_id = run_id or new_run_id()
-    result = run_check(settings, check_name, report=options.report, run_id=run_id, counted=counts and options.report)
+    result = run_check(
+        settings, check_name, report=options.report, hold=hold, run_id=run_id, counted=counts and options.report
+    )
     return (200 if result.status.healthy else 503), result_payload(settings, result, run_id)
 
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from outpost.holdback.senders import sender_for
 from outpost.runtime.common import JSON_HEADERS, cold_start_settings, run_http, stop_at_signals
 from outpost.runtime.events import MAX_BODY_BYTES, HttpRequest
 
@@ -26,6 +27,7 @@ HttpTarget = Callable[["flask.Request"], tuple[str, int, dict[str, str]]]
 
 def make_target(check_name: str) -> HttpTarget:
     settings = cold_start_settings(check_name)
+    hold = sender_for(settings, "gcf")
     if "functions_framework" in sys.modules:
         _stop_gunicorn_workers_at_signals(check_name)
 
@@ -37,7 +39,7 @@ def make_target(check_name: str) -> HttpTarget:
             body=request.stream.read(MAX_BODY_BYTES + 1),
         )
         # Cloud Scheduler's POST is the schedule here: a reporting run counts towards the alert policies.
-        status, answer = run_http(settings, check_name, parsed, counts=True)
+        status, answer = run_http(settings, check_name, parsed, hold, counts=True)
         headers = dict(JSON_HEADERS)
         if status == 405:
             headers["Allow"] = "GET, POST"

@@ -2,7 +2,8 @@
 
 A check is its module (`CheckSpec`, docstring, `Params`), registry row and tests; everything else naming checks is
 written from those so it cannot disagree (docs/adding-a-check.md): docs/checks.md's generated regions (tables,
-and per check its module docstring and parameters), functions/<check>/main.py, missing entries in the example
+the dependency graph, and per check its module docstring and parameters), functions/<check>/main.py (and the
+inhibitor's), missing entries in the example
 environments (existing ones are never rewritten), tests/unit/golden/rbac_local.yaml, and docs/runbooks.md (every
 failure class of every check and of a run that could not observe). `--check` writes
 nothing and exits 1 naming each stale file, as tests/unit/test_generated.py does in memory.
@@ -29,6 +30,7 @@ from pydantic_core import to_jsonable_python
 from outpost import registry, runbook
 from outpost.check import CheckSpec
 from outpost.errors import ConfigError
+from outpost.holdback.decision import INHIBITOR
 from outpost.settings import load_settings
 from outpost.tooling import rbac
 from outpost.tooling.packaging.platforms import entry_module
@@ -70,6 +72,19 @@ CHECK = "{name}"
 handler = make_handler(CHECK)
 http = make_target(CHECK)
 '''
+_INHIBITOR_ENTRY_MODULE: Final = '''\
+"""Entry module of the inhibitor function: `handler` for AWS Lambda, `http` for Cloud Functions.
+
+Importing this module is the cold start: the environment's settings (`$OUTPOST_CONFIG`) are loaded and
+validated once, hold-back must be on, and the Vigilmon API key is resolved: this function alone holds it.
+"""
+
+from outpost.runtime.inhibitor import make_inhibitor_handler, make_inhibitor_target
+
+handler = make_inhibitor_handler()
+http = make_inhibitor_target()
+'''
+"""The inhibitor's entry module (`outpost.holdback`): no check's, but written and kept like theirs."""
 _LINE_LENGTH: Final = 120
 _TOP_LEVEL_KEY: Final = re.compile(r"^[^\s#]")
 _CHECK_ENTRY: Final = re.compile(r"^  ([a-z0-9][a-z0-9-]*):\s*(#.*)?$")
@@ -96,6 +111,20 @@ def catalogue_table(specs: Sequence[CheckSpec[Any, Any]]) -> str:
     """The table test_contracts and readers rely on: `| `name` | system | layer | severity | what fails it |`."""
     lines = ["| name | system | layer | severity | what fails it |", "|---|---|---|---|---|"]
     lines += [f"| `{s.name}` | {s.system} | {s.layer} | {s.severity} | {_cell(s.fails_when)} |" for s in specs]
+    return "\n".join(lines)
+
+
+def dependencies_table(specs: Sequence[CheckSpec[Any, Any]]) -> str:
+    """`| check | depends on | why |`, one row per edge of `registry.DEPENDS_ON`, and each check's dependants."""
+    lines = ["| check | depends on | why | held back with it while it fails |", "|---|---|---|---|"]
+    for spec in specs:
+        held = ", ".join(f"`{name}`" for name in registry.dependants(spec.name)) or "none"
+        edges = registry.parents(spec.name)
+        if not edges:
+            lines.append(f"| `{spec.name}` | nothing (a root) | | {held} |")
+        for edge in edges:
+            lines.append(f"| `{spec.name}` | `{edge.parent}` | {_cell(edge.reason)} | {held} |")
+            held = ""  # said once, on the check's first row
     return "\n".join(lines)
 
 
@@ -143,10 +172,13 @@ def check_section(spec: CheckSpec[Any, Any]) -> str:
     traits = [spec.system, spec.layer, spec.severity, f"every {spec.schedule_minutes} min by default"]
     traits += ["opt-in"] * spec.opt_in + ["writes, under its own identity"] * spec.writes
     traits += [f"needs the `{extra}` extra" for extra in spec.extras]
+    parents = ", ".join(f"`{edge.parent}`" for edge in registry.parents(spec.name)) or "nothing"
+    held = ", ".join(f"`{name}`" for name in registry.dependants(spec.name)) or "none"
     parts = [
         f"### `{spec.name}`",
         " · ".join(traits) + f" · [`{source}`](../shared/{source})",
         f"**What fails it:** {_cell(spec.fails_when)}",
+        f"**Depends on:** {parents} · **held back while it fails:** {held} ([why](#dependencies))",
         _capitalized(docstring.removeprefix(f"{spec.name}: ")),
     ]
     body = spec.fetch.__module__
@@ -176,6 +208,10 @@ def catalogue_text(text: str, checks: Sequence[CheckSpec[Any, Any]], jobs: Seque
     """docs/checks.md with its generated regions rewritten; the prose around them is kept as written."""
     text = _replace_region(text, "catalogue", catalogue_table(checks))
     text = _replace_region(text, "jobs", catalogue_table(jobs))
+    problems = registry.dependency_problems()
+    if problems:
+        raise CatalogueError(f"{registry.__name__}.DEPENDS_ON is unusable: {'; '.join(problems)}")
+    text = _replace_region(text, "dependencies", dependencies_table([*checks, *jobs]))
     return _replace_region(text, "sections", "\n\n".join(check_section(spec) for spec in [*checks, *jobs]))
 
 
@@ -308,6 +344,7 @@ def wanted(root: Path = ROOT) -> dict[str, str | None]:
     files[RUNBOOKS] = runbooks_text([*checks, *jobs])
     for spec in [*checks, *jobs]:
         files[entry_module(spec.name)] = entry_module_text(spec.name)
+    files[entry_module(INHIBITOR)] = _INHIBITOR_ENTRY_MODULE
     for leftover in sorted((root / FUNCTIONS).glob("*/main.py")):
         files.setdefault(leftover.relative_to(root).as_posix(), None)
     names = [spec.name for spec in checks]
