@@ -151,7 +151,8 @@ FAULTS: dict[str, Fault] = {
             "manager-down",
             _ALL,
             "the manager's processes are killed and kept down (CrashLoopBackOff); break "
-            "returns once its pods are NotReady and its leader Lease has expired",
+            "returns once no process of it runs, its pods are NotReady and its leader Lease reads as expired "
+            "(renewTime moved back past its duration: time compressed, nothing left renews it)",
             down_fault(),
             _MANAGER_TARGETS,
             MANAGER_DOWN,

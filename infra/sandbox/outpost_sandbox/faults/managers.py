@@ -22,6 +22,7 @@ from outpost_sandbox.faults.base import (
     Heal,
     age_seconds,
     hold_on_process_node,
+    pod_process_state,
     pod_ready,
     required_target,
     rfc3339,
@@ -78,12 +79,35 @@ def _lease_timeout(ctx: FaultContext, manager: str) -> float:
 
 
 def hold_down(ctx: FaultContext, manager: str) -> None:
-    """Kill `manager`'s processes and keep them down; returns once every pod is NotReady and its Lease expired."""
+    """Kill `manager`'s processes and keep them down; returns once no process of it runs, every pod is NotReady
+    and its leader Lease reads as expired.
+
+    Time is compressed, as for koordlet's report: once no process is left to renew the Lease, its renewTime is
+    moved back past leaseDurationSeconds and leader-leases' slack, which is what the Lease says that much later.
+    Only renewTime moves (holder and duration stay). A restarted candidate is not hurried by it: client-go's
+    leader election counts a lease's validity from when the candidate itself last saw the record change, never
+    from renewTime (`observedTime` in tools/leaderelection/leaderelection.go of k8s.io/client-go@v0.28.7, which
+    koordinator@v1.6.0 pins, and of @v0.30.10, which kruise@v1.8.0 pins), so the heal still waits a whole
+    leaseDurationSeconds, as after a real outage."""
     _hold(ctx, "crashloop", manager, True)
-    wait_for(f"every pod of {manager} NotReady", 30, lambda: not any(pod_ready(p) for p in _pods(ctx, manager)))
     wait_for(
-        f"the leader Lease of {manager} expired", _lease_timeout(ctx, manager), lambda: _lease_expired(ctx, manager)
+        f"no process of {manager} left and every pod NotReady",
+        30,
+        lambda: all(not pod_ready(p) and not pod_process_state(ctx.state_dir, p) for p in _pods(ctx, manager)),
     )
+    _backdate_lease(ctx, manager)
+    if not _lease_expired(ctx, manager):
+        raise FaultError(f"the leader Lease of {manager} was renewed after every process of {manager} stopped")
+
+
+def _backdate_lease(ctx: FaultContext, manager: str) -> None:
+    ns, _selector, lease = systems.MANAGERS[manager]
+    path = object_path(LEASES, lease, ns)
+    spec = ctx.kube.get(path).get("spec") or {}
+    stale_by = float(spec.get("leaseDurationSeconds") or 15) + LEASE_SLACK_S + 5
+    if age_seconds(spec.get("renewTime")) < stale_by:
+        renewed = utc_now() - dt.timedelta(seconds=stale_by)
+        ctx.kube.merge_patch(path, {"spec": {"renewTime": rfc3339(renewed, micro=True)}})
 
 
 def release(ctx: FaultContext, manager: str, timeout: float = 180) -> None:
