@@ -92,7 +92,7 @@ kwok_ldflags="-s -w -X 'sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}'"
 
 fail() { echo "build.sh: $*" >&2; exit 1; }
 
-declare -A prepared_src=()  # module-dir -> where it builds, so the kube binaries share one copy
+declare -A prepared_src=()  # module-dir -> where it builds (a patched copy is made once per module dir)
 source_dir() { # module-dir: sets $src to where it builds: itself, or a copy using the patched modules
   local dir=$1 patch rel mod ver used moddir work
   if [ -n "${prepared_src[$dir]:-}" ]; then src=${prepared_src[$dir]}; return; fi
@@ -168,43 +168,24 @@ if [ "$mode" = test ]; then
   exit 0
 fi
 
-# Two streams at once: the control plane from the wrapper modules, and the releases. Each `go build` keeps both
-# cores busy while it compiles, but not while it downloads modules or links (one core), and a cold build spends
-# minutes in each; the other stream fills them. Go's build and module caches are safe for concurrent builds.
-control_plane() {
-  build etcd etcd . "-s -w"
-  build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
-  build kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags"
-  build kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
-  build kube kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
-  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags"
-}
-releases() {
-  build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-manager .
-  # The node agent, as upstream's Dockerfile builds it (CGO_ENABLED=0 go build ./cmd/daemon/main.go, kruise@v1.8.0 Dockerfile).
-  build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-daemon ./cmd/daemon
-  for cmd in koord-manager koord-scheduler koord-descheduler; do
-    build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" "$cmd" "./cmd/$cmd"
-  done
-  # koordlet needs cgo: pkg/koordlet/util/perf_group is cgo-only (`#cgo LDFLAGS: -lpfm`, perf_group_linux.go), built by
-  # upstream against libpfm 4.13.0 (koordinator@v1.6.0 docker/koordlet.dockerfile), which is Debian's libpfm4-dev.
-  # Linked statically, so the binary runs in the pod's near-empty root; it dials IP addresses only, so glibc's
-  # warning that getaddrinfo needs the shared libraries at run time does not apply.
-  CGO_ENABLED=1 build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" koordlet ./cmd/koordlet \
-    '-s -w -linkmode external -extldflags "-static"'
-}
-# Each stream runs in a subshell of its own, logging to its own file (appended to $log at the end), so a failure
-# stops that stream and prints its own tail; both are waited for, so none outlives the script.
-(log="$bindir/$mode.control-plane.log"; : > "$log"; control_plane) &
-control_plane_pid=$!
-(log="$bindir/$mode.releases.log"; : > "$log"; releases) &
-releases_pid=$!
-control_plane_ok=0; releases_ok=0
-wait "$control_plane_pid" || control_plane_ok=$?
-wait "$releases_pid" || releases_ok=$?
-cat "$bindir/$mode.control-plane.log" "$bindir/$mode.releases.log" >> "$log" 2>/dev/null || true
-rm -f "$bindir/$mode.control-plane.log" "$bindir/$mode.releases.log"
-[ "$control_plane_ok" = 0 ] && [ "$releases_ok" = 0 ] || fail "building the sandbox's binaries failed (see $log)"
+build etcd etcd . "-s -w"
+build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
+build kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags"
+build kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
+build kube kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
+build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags"
+build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-manager .
+# The node agent, as upstream's Dockerfile builds it (CGO_ENABLED=0 go build ./cmd/daemon/main.go, kruise@v1.8.0 Dockerfile).
+build_release github.com/openkruise/kruise "$KRUISE_VERSION" kruise-daemon ./cmd/daemon
+for cmd in koord-manager koord-scheduler koord-descheduler; do
+  build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" "$cmd" "./cmd/$cmd"
+done
+# koordlet needs cgo: pkg/koordlet/util/perf_group is cgo-only (`#cgo LDFLAGS: -lpfm`, perf_group_linux.go), built by
+# upstream against libpfm 4.13.0 (koordinator@v1.6.0 docker/koordlet.dockerfile), which is Debian's libpfm4-dev.
+# Linked statically, so the binary runs in the pod's near-empty root; it dials IP addresses only, so glibc's
+# warning that getaddrinfo needs the shared libraries at run time does not apply.
+CGO_ENABLED=1 build_release github.com/koordinator-sh/koordinator "$KOORDINATOR_VERSION" koordlet ./cmd/koordlet \
+  '-s -w -linkmode external -extldflags "-static"'
 rm -rf "$bindir/src"/*@*  # the unpacked release trees (hundreds of MB); Go's caches keep what a rebuild needs
 printf '{"github.com/openkruise/kruise": "%s", "github.com/koordinator-sh/koordinator": "%s"}\n' \
   "$KRUISE_VERSION" "$KOORDINATOR_VERSION" > "$bindir/versions.json"
