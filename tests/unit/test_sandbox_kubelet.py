@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -244,12 +246,20 @@ def test_a_host_path_is_the_machines_only_where_the_agents_measure_it(
         assert volume.source.is_dir()
 
 
-def test_the_sandbox_containerd_keeps_everything_under_the_node(tmp_path: Path) -> None:
-    config = host.containerd_config(tmp_path).read_text()
-    assert f'address = "{host.containerd_socket(tmp_path)}"' in config
-    paths = [line.split("=", 1)[1].strip().strip('"') for line in config.splitlines() if "=" in line and "/" in line]
-    assert paths
-    assert all(p.startswith(str(tmp_path)) for p in paths)
+def test_the_sandbox_containerd_keeps_everything_under_the_node() -> None:
+    # A short directory of its own: under pytest's tmp_path (its counter grows on a long-lived machine, and xdist
+    # adds popen-gwN) the socket path passes the 107 bytes a unix socket allows, which the next test refuses.
+    state = Path(tempfile.mkdtemp(prefix="osbx-", dir="/tmp"))
+    try:
+        config = host.containerd_config(state).read_text()
+        assert f'address = "{host.containerd_socket(state)}"' in config
+        paths = [
+            line.split("=", 1)[1].strip().strip('"') for line in config.splitlines() if "=" in line and "/" in line
+        ]
+        assert paths
+        assert all(p.startswith(str(state)) for p in paths)
+    finally:
+        shutil.rmtree(state)
 
 
 def test_a_containerd_socket_path_too_long_for_unix_sockets_is_refused(tmp_path: Path) -> None:
