@@ -44,6 +44,9 @@ SCHEDULED_EVENT: Final[dict[str, Any]] = {
 
 _fresh = itertools.count()
 
+Handler = Callable[[Any, Any], Any]
+"""A function's handler: (event, context) -> its answer; raising counts the invocation as failed."""
+
 
 class ScaledClock:
     """Seconds that pass `scale` times faster than real time, from `origin` (default: the real time now)."""
@@ -92,7 +95,7 @@ def import_entry(check: str) -> ModuleType:
     return module
 
 
-def invoke(handler: Callable[[Any, Any], Any], check: str, clock: Callable[[], float]) -> Run:
+def invoke(handler: Handler, check: str, clock: Callable[[], float]) -> Run:
     """One scheduled invocation of `handler`, judged as the platform judges it: raising is unhealthy."""
     started = clock()
     try:
@@ -115,7 +118,9 @@ class Scheduler:
     clock: ScaledClock = field(default_factory=ScaledClock)
     runs: list[Run] = field(default_factory=list)
     on_run: Callable[[Run], None] | None = None
-    _handlers: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    handler_for: Callable[[str], Handler] | None = None
+    """check -> its handler, made once at start (the cold start); default: the entry module's Lambda `handler`."""
+    _handlers: dict[str, Handler] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _in_flight: list[threading.Thread] = field(default_factory=list)
@@ -125,7 +130,9 @@ class Scheduler:
         """Import every entry module (cold starts, in the caller's thread so a bad configuration raises here),
         then run each check now and every schedule after."""
         for check in self.schedules:
-            self._handlers[check] = import_entry(check).handler
+            self._handlers[check] = (
+                self.handler_for(check) if self.handler_for is not None else import_entry(check).handler
+            )
         origin = self.clock()
         for check, every in self.schedules.items():
             thread = threading.Thread(target=self._loop, args=(check, every, origin), daemon=True, name=f"sch-{check}")
