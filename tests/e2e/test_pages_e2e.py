@@ -26,8 +26,8 @@ FAULT = "apiserver-down"
 def test_an_api_server_outage_is_one_page_with_its_dependants_held_back(sandbox: SandboxInfo, tmp_path: Path) -> None:
     record = pages.measure(
         pages.catalogue_driver(sandbox.state_dir, FAULT, None),
-        pages.base_environment(sandbox.state_dir),
-        tmp_path,
+        pages.base_environment(sandbox.state_dir, tmp_path),
+        tmp_path / "run",
         period_seconds=4.0,
     )
     tally = pages.tally(record)

@@ -19,6 +19,11 @@ monitors, of the fault's own checks and of every check that ran unhealthy since 
 beyond the cap and that was silent at the heal is reported as "silent at heal" (it would have alerted had the
 fault lasted), not as an alert.
 
+The break and the heal run with the clock at real time (`ScaledClock.real_time`): what they take on the sandbox (a
+component stopped until it is observably down, the managers restarted and leading again) takes as long in the
+deployed units, not `scale` times as long, which would let the hold-back windows lapse during a heal that takes a
+minute of real time.
+
 The runs use the Lambda adapter's scheduled path (`run_scheduled`, a run line with its metrics) with the local
 hold-back transport, not the entry module's handler, whose transport is the Lambda invocation of a deployed
 inhibitor. Times are in the clock's seconds (the deployed schedule's real units). `render` writes docs/pages.md.
@@ -489,8 +494,9 @@ def _fault_run(
     shortest = min(m.interval_seconds for m in infos.values())
     margin = SETTLE_MARGIN_SCHEDULES * shortest
     try:  # healed whatever happens, a failed break included (it may have half taken effect)
-        driver.break_()
-        break_seconds = (time.monotonic() - started) * clock.scale
+        with clock.real_time():
+            driver.break_()
+        break_seconds = time.monotonic() - started
         say(f"          broken; settling ({len(checks)} monitors)")
 
         def horizon() -> float:
@@ -505,7 +511,8 @@ def _fault_run(
     finally:
         healed_at = clock()
         heal_started = time.monotonic()
-        driver.heal()
+        with clock.real_time():
+            driver.heal()
         heal_real = time.monotonic() - heal_started
     say("          healed; waiting for the resolves")
 
@@ -664,8 +671,9 @@ def render(
         f"clock ({'scale ' + format(scale, 'g') if scale else 'no fault run'}: every time below is in the deployed "
         "schedule's seconds), every monitor in the Vigilmon stand-in as `outpost monitors` defines it, hold-back "
         f"{'on' if hold == {True} else 'off' if hold == {False} else 'mixed'} (the inhibitor in process). Per fault: "
-        "a healthy warm-up, the break, the alerts settling (the longest worst case of the critical monitors and of "
-        "every affected check, capped), the heal, the resolutions. A page is an alert of a critical monitor, a "
+        "a healthy warm-up, the break, the alerts settling (the longest worst case of the critical monitors and "
+        "of every affected check, capped), the heal, the resolutions; the break and the heal at real time (what "
+        "they take on the sandbox takes as long in deployed time). A page is an alert of a critical monitor, a "
         "notification one of a warning monitor (a critical alert goes to the notify channels too, not counted "
         "twice). The cloud columns are the generated CloudWatch alarms (AWS) and Cloud Monitoring alert policies "
         "(GCP) evaluated over the same runs (`outpost.tooling.alerting.replay`); the cloud alarms know no "
@@ -751,11 +759,12 @@ def _cloud(t: Tally, cloud: str, tier: str) -> str:
 # -- the command --------------------------------------------------------------------------------------------------
 
 
-def base_environment(state_dir: Path) -> dict[str, Any]:
+def base_environment(state_dir: Path, directory: Path | None = None) -> dict[str, Any]:
     """The shipped `local` environment pointed at the sandbox, apiserver-latency measuring over 2 s instead of 10
-    (a scaled schedule is a few real seconds; as the e2e tests do)."""
+    (a scaled schedule is a few real seconds; as the e2e tests do); written to `directory` (default
+    `<state_dir>/pages`) too."""
     path = alert_times.environment_for(
-        state_dir, state_dir / "pages", params={"apiserver-latency": {"interval_seconds": 2.0}}
+        state_dir, directory or state_dir / "pages", params={"apiserver-latency": {"interval_seconds": 2.0}}
     )
     loaded: dict[str, Any] = yaml.safe_load(path.read_text())
     return loaded
