@@ -46,7 +46,7 @@ CRITICAL = [
     "admission-dry-run",
 ]
 WARNING = ["kwok-node-consistency"]
-PERIOD_SECONDS = 1.0
+PERIOD_SECONDS = 2.0
 """A 1-minute schedule every real second (scale 60): a 180 s grace is 3 real seconds, room for a slow run."""
 HEALTHY_BODY = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n"
 
