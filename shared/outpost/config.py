@@ -232,8 +232,9 @@ class HoldBackSettings(_Model):
     )
     inhibitor_url: Annotated[str, AfterValidator(_inhibitor_url)] | None = Field(
         None,
-        description="Cloud Functions only: the inhibitor function's URI (infra/gcp output), called with the "
-        "runtime identity's ID token; on AWS the inhibitor is invoked by its function name.",
+        description="Cloud Functions only, optional: the inhibitor function's URI, called with the runtime "
+        "identity's ID token. Default: the one infra/gcp deploys ($OUTPOST_INHIBITOR_URL on every check function); "
+        "on AWS the inhibitor is invoked by its function name.",
     )
 
 
