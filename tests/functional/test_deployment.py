@@ -42,6 +42,7 @@ from outpost.deploy import (
 )
 from outpost.settings import load_settings
 from outpost.tooling import alerting
+from outpost.tooling.alerting import held_by
 from outpost.tooling.packaging.aws import logical_id
 from outpost.tooling.packaging.command import build
 from outpost.tooling.packaging.platforms import entry_functions
@@ -223,6 +224,14 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         value["Properties"]["AlarmName"]: value["Properties"]
         for value in stage.resources("AWS::CloudWatch::Alarm").values()
     }
+    composites = {
+        value["Properties"]["AlarmName"]: value["Properties"]
+        for value in stage.resources("AWS::CloudWatch::CompositeAlarm").values()
+    }
+    dependants = [check for check in settings.enabled_checks() if held_by(settings, check)]
+    assert len(composites) == (len(ALARM_RULES) + 1) * len(dependants)  # an -alert per alarm, a -held suppressor
+    assert bool(dependants) == settings.hold_back.enabled
+    assert len(stage.template["Resources"]) <= 500  # CloudFormation's limit per stack
     assert len(alarms) == len(ALARM_RULES) * len(settings.enabled_checks())
     assert len(functions) == len(settings.enabled_checks()) + (1 if settings.hold_back.enabled else 0)
     for check in enabled(stage):
@@ -258,11 +267,17 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
             topic, condition = (
                 ("AlarmTopicArn", "HasAlarmTopic") if rule.tier == "page" else ("NotifyTopicArn", "HasNotifyTopic")
             )
+            # With hold-back, a dependant's alarm acts through a composite alarm its parents' alarms suppress.
+            acting = composites.get(f"{alarm_name(name, check, rule.key)}-alert") if held_by(settings, check) else alarm
+            assert acting is not None, (check, rule.key)
             assert (
-                alarm["AlarmActions"]
-                == alarm["OKActions"]
+                acting["AlarmActions"]
+                == acting["OKActions"]
                 == {"Fn::If": [condition, [{"Ref": topic}], {"Ref": "AWS::NoValue"}]}
             )
+            if acting is not alarm:
+                assert alarm["AlarmActions"] == alarm["OKActions"] == []
+                assert "ActionsSuppressor" in acting
     log_groups = stage.resources("AWS::Logs::LogGroup")
     assert set(log_groups) == {f"{logical_id(name)}LogGroup" for name in entry_functions(settings)}
     for group in log_groups.values():  # kept by `serverless remove`, expired by logRetentionInDays

@@ -212,7 +212,7 @@ def inhibitor_role(settings: Settings) -> dict[str, Any]:
     }
 
 
-def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
+def alarm_description(settings: Settings, rule: alerting.Rule, note: str = "") -> str:
     """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution, a `${` in the
     file's free text is written `${!` and so shown as is): what held, the check's runbook section and the Logs
     Insights query of its latest run line."""
@@ -223,13 +223,87 @@ def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
         f"{alerting.runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
         f"{alerting.log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
         "A check that stops running at all is its Vigilmon monitor's alarm, not this one."
+        f"{note}"
     )
 
 
-def alarm(settings: Settings, rule: alerting.Rule) -> dict[str, Any]:
-    """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF)."""
+def _topic(rule: alerting.Rule) -> dict[str, Any]:
+    return {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+
+
+def alarm_logical_id(check: str, key: str) -> str:
+    return f"{logical_id(check)}{key.capitalize()}Alarm"
+
+
+def suppressor_logical_id(check: str) -> str:
+    return f"{logical_id(check)}HeldAlarm"
+
+
+def suppressor_name(environment: str, check: str) -> str:
+    """The composite alarm in ALARM while a check `check` depends on fails or cannot observe."""
+    return f"{function_name(environment, check)}-held"
+
+
+def alert_name(environment: str, check: str, key: str) -> str:
+    """The composite alarm carrying the actions of a held-back check's alarm `key` (`...-failed-alert`)."""
+    return f"{alarm_name(environment, check, key)}-alert"
+
+
+def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
+    """Hold-back of a dependant's cloud alarms (docs/contracts.md "Cloud alarms"): one composite alarm in ALARM
+    while any enabled check it depends on has its `failed` or `error` alarm in ALARM (`ALARM()` is false in OK and
+    INSUFFICIENT_DATA, so only a parent seen failing suppresses), and, per rule, a composite alarm wrapping the
+    metric alarm that carries its actions with that one as ActionsSuppressor (its wait and extension periods:
+    `alerting.suppression`). Empty when hold-back is off or the check depends on no enabled check."""
     env = settings.environment
-    topic = {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+    parents = alerting.held_by(settings, check)
+    if not parents:
+        return {}
+    rule_text = " OR ".join(
+        f'ALARM("${{{alarm_logical_id(parent, key)}}}")' for parent in parents for key in alerting.SUPPRESSING_RULES
+    )
+    found: dict[str, Any] = {
+        suppressor_logical_id(check): {
+            "Type": "AWS::CloudWatch::CompositeAlarm",
+            "Properties": {
+                "AlarmName": suppressor_name(env, check),
+                "AlarmRule": {"Fn::Sub": rule_text},
+                "AlarmDescription": (
+                    f"Outpost {env}: in ALARM while a check {check} depends on fails or cannot observe "
+                    f"({', '.join(parents)}): {check}'s alarms notify nobody meanwhile. No action of its own."
+                ),
+            },
+        }
+    }
+    for rule in alerting.rules(settings, check):
+        held = alerting.suppression(settings, rule)
+        assert held is not None
+        note = (
+            f" Held back while {', '.join(held.parents)} fails or cannot observe (it waits {held.wait_seconds} s "
+            f"for them, and {held.extension_seconds} s after they clear)."
+        )
+        description = alarm_description(settings, rule, note)
+        found[f"{logical_id(check)}{rule.key.capitalize()}AlertAlarm"] = {
+            "Type": "AWS::CloudWatch::CompositeAlarm",
+            "Properties": {
+                "AlarmName": alert_name(env, check, rule.key),
+                "AlarmDescription": {"Fn::Sub": description},
+                "AlarmRule": {"Fn::Sub": f'ALARM("${{{alarm_logical_id(check, rule.key)}}}")'},
+                "ActionsSuppressor": {"Ref": suppressor_logical_id(check)},
+                "ActionsSuppressorWaitPeriod": held.wait_seconds,
+                "ActionsSuppressorExtensionPeriod": held.extension_seconds,
+                "AlarmActions": _topic(rule),
+                "OKActions": _topic(rule),
+            },
+        }
+    return found
+
+
+def alarm(settings: Settings, rule: alerting.Rule, *, actions: bool = True) -> dict[str, Any]:
+    """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF); `actions`:
+    off when a composite alarm carries them (`held_alarms`)."""
+    env = settings.environment
+    topic = _topic(rule) if actions else []
     evaluated = alerting.CloudWatchAlarm.of(rule)
     return {
         "Type": "AWS::CloudWatch::Alarm",
@@ -282,8 +356,10 @@ def resources(settings: Settings) -> dict[str, Any]:
     alarms: dict[str, Any] = {}
     extensions: dict[str, Any] = {}
     for name in settings.enabled_checks():
+        held = held_alarms(settings, name)
         for rule in alerting.rules(settings, name):
-            alarms[f"{logical_id(name)}{rule.key.capitalize()}Alarm"] = alarm(settings, rule)
+            alarms[alarm_logical_id(name, rule.key)] = alarm(settings, rule, actions=not held)
+        alarms.update(held)
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     if settings.hold_back.enabled:
         alarms[INHIBITOR_ROLE] = inhibitor_role(settings)
