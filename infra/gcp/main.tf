@@ -134,9 +134,10 @@ resource "google_cloud_scheduler_job" "check" {
   depends_on = [google_cloud_run_service_iam_member.invoker]
 }
 
-# Hold-back (hold_back.enabled; docs/contracts.md "Hold-back"): the inhibitor, the one identity that reads the
-# Vigilmon API key. A failing parent's function POSTs "parent P is failing" to it with the runtime account's ID
-# token; it opens the dependants' maintenance windows. No schedule, no other caller.
+# Hold-back and recurring maintenance windows (docs/contracts.md "Hold-back", "Recurring maintenance windows"): the
+# inhibitor, the one identity that reads the Vigilmon API key. A failing parent's function POSTs "parent P is
+# failing" to it with the runtime account's ID token; it opens the dependants' maintenance windows. With recurring
+# windows, a Cloud Scheduler job ticks it every minute (as the invoker account) to open those that are due.
 resource "google_service_account" "inhibitor" {
   count        = var.inhibitor == null ? 0 : 1
   account_id   = var.inhibitor.account_id
@@ -170,7 +171,9 @@ resource "google_cloudfunctions2_function" "inhibitor" {
   }
 
   service_config {
-    max_instance_count    = 1
+    # Several parents fail at once in an outage (each POSTs every run) while a tick may be opening windows: a few
+    # instances, one request each, rather than requests refused for want of one (a refused hold is not held).
+    max_instance_count    = 5
     min_instance_count    = 0
     available_memory      = var.memory
     timeout_seconds       = var.inhibitor.timeout_seconds
@@ -194,4 +197,44 @@ resource "google_cloud_run_service_iam_member" "inhibitor" {
   service  = google_cloudfunctions2_function.inhibitor[0].name
   role     = "roles/run.invoker"
   member   = local.runtime_member
+}
+
+# With recurring maintenance windows: the tick, as the invoker account (the checks' caller), no retry (the next
+# tick within the lookback opens what is left).
+resource "google_cloud_run_service_iam_member" "inhibitor_tick" {
+  count    = var.inhibitor == null ? 0 : (var.inhibitor.schedule == null ? 0 : 1)
+  project  = var.project
+  location = google_cloudfunctions2_function.inhibitor[0].location
+  service  = google_cloudfunctions2_function.inhibitor[0].name
+  role     = "roles/run.invoker"
+  member   = local.invoker_member
+}
+
+resource "google_cloud_scheduler_job" "inhibitor" {
+  count            = var.inhibitor == null ? 0 : (var.inhibitor.schedule == null ? 0 : 1)
+  name             = var.inhibitor.function_name
+  description      = "Opens the recurring maintenance windows of Outpost ${var.environment} that are due"
+  region           = var.region
+  schedule         = var.inhibitor.schedule
+  time_zone        = "Etc/UTC"
+  attempt_deadline = "${var.inhibitor.attempt_deadline_seconds}s"
+
+  retry_config {
+    retry_count = 0
+  }
+
+  http_target {
+    http_method = "POST"
+    uri         = google_cloudfunctions2_function.inhibitor[0].service_config[0].uri
+    body        = base64encode(var.inhibitor.tick_body)
+    headers = {
+      "Content-Type" = "application/json"
+    }
+    oidc_token {
+      service_account_email = google_service_account.invoker.email
+      audience              = google_cloudfunctions2_function.inhibitor[0].service_config[0].uri
+    }
+  }
+
+  depends_on = [google_cloud_run_service_iam_member.inhibitor_tick]
 }

@@ -72,13 +72,16 @@ variable "inhibitor_secrets" {
 }
 
 variable "inhibitor" {
-  description = "The inhibitor function (hold_back.enabled): the one identity holding the Vigilmon API key, called by the checks with their ID token; null when hold-back is off."
+  description = "The inhibitor function (hold_back.enabled or maintenance_windows): the one identity holding the Vigilmon API key, called by the checks with their ID token and, with recurring windows, by a Cloud Scheduler job on `schedule` with `tick_body`; null when not deployed."
   type = object({
-    function_name   = string
-    description     = string
-    entry_point     = string
-    account_id      = string
-    timeout_seconds = number
+    function_name            = string
+    description              = string
+    entry_point              = string
+    account_id               = string
+    timeout_seconds          = number
+    schedule                 = optional(string)
+    attempt_deadline_seconds = number
+    tick_body                = string
   })
   default = null
 }

@@ -86,6 +86,12 @@ INHIBITOR_MAX_EVENT_AGE_SECONDS: Final = 60
 minimum; a stale request would only renew windows late)."""
 
 
+def deploys_inhibitor(settings: Settings) -> bool:
+    """Whether a deployment of `settings` has the inhibitor function: hold-back on, or recurring maintenance
+    windows declared (it opens them on its schedule): the one identity holding the Vigilmon API key."""
+    return settings.hold_back.enabled or bool(settings.maintenance_windows)
+
+
 def inhibitor_timeout_seconds(settings: Settings) -> int:
     """The inhibitor's function timeout: its windows are opened on one Vigilmon client and, when one fails, the
     opened ones are ended on a fresh client (`outpost.windows.start_windows`), each client bounded by the
@@ -107,10 +113,9 @@ def check_secret_references(settings: Settings) -> list[tuple[str, str]]:
 
 
 def inhibitor_secret_references(settings: Settings) -> list[tuple[str, str]]:
-    """What the inhibitor's function reads: the Vigilmon API key, when hold-back is on (nothing deploys it
-    otherwise)."""
+    """What the inhibitor's function reads: the Vigilmon API key, when it is deployed (`deploys_inhibitor`)."""
     key = settings.vigilmon.api_key
-    return [("vigilmon.api_key", key)] if settings.hold_back.enabled and key is not None else []
+    return [("vigilmon.api_key", key)] if deploys_inhibitor(settings) and key is not None else []
 
 
 def secret_store_name(text: str) -> tuple[str, str] | None:
@@ -230,17 +235,18 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
             generates(f"checks.{check}", "Lambda function name", function_name(env, check))
             for rule in ALARM_RULES:
                 generates(f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check, rule))
-        if settings.hold_back.enabled:
-            generates("hold_back.enabled", "Lambda function name", function_name(env, INHIBITOR))
-            generates("hold_back.enabled", "IAM role name", inhibitor_role_name(env, region))
-            generates("hold_back.enabled", "IAM policy name", f"{SERVICE}-{env}-{INHIBITOR}")
+        if deploys_inhibitor(settings):
+            generates("environment", "Lambda function name", function_name(env, INHIBITOR))
+            generates("environment", "IAM role name", inhibitor_role_name(env, region))
+            generates("environment", "IAM policy name", f"{SERVICE}-{env}-{INHIBITOR}")
     else:
         for role, account in service_accounts(env).items():
             generates("environment", f"{role} service account id", account, kind="service account id")
-        if settings.hold_back.enabled:
+        if deploys_inhibitor(settings):
             account = inhibitor_service_account(env)
-            generates("hold_back.enabled", "inhibitor service account id", account, kind="service account id")
-            generates("hold_back.enabled", "Cloud Functions function name", function_name(env, INHIBITOR))
+            generates("environment", "inhibitor service account id", account, kind="service account id")
+            generates("environment", "Cloud Functions function name", function_name(env, INHIBITOR))
+            generates("environment", "Cloud Scheduler job name", function_name(env, INHIBITOR))
         if settings.deploy.project is not None:
             generates("environment", "source bucket name", source_bucket(settings.deploy.project, env))
         for check in settings.enabled_checks():

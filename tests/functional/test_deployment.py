@@ -33,6 +33,7 @@ from outpost.deploy import (
     ALARM_RULES,
     alarm_name,
     check_secret_references,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
     inhibitor_timeout_seconds,
@@ -233,7 +234,7 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
     assert bool(dependants) == settings.hold_back.enabled
     assert len(stage.template["Resources"]) <= 500  # CloudFormation's limit per stack
     assert len(alarms) == len(ALARM_RULES) * len(settings.enabled_checks())
-    assert len(functions) == len(settings.enabled_checks()) + (1 if settings.hold_back.enabled else 0)
+    assert len(functions) == len(settings.enabled_checks()) + (1 if deploys_inhibitor(settings) else 0)
     for check in enabled(stage):
         key = f"{logical_id(check)}LambdaFunction"
         function = functions[key]["Properties"]
@@ -298,7 +299,7 @@ def test_the_inhibitor_runs_with_hold_back_only_unscheduled_under_its_own_role(
     functions = stage.resources("AWS::Lambda::Function")
     roles = stage.resources("AWS::IAM::Role")
     archived = set(zipfile.ZipFile(stage.archive).namelist())
-    if not settings.hold_back.enabled:
+    if not deploys_inhibitor(settings):
         assert "InhibitorLambdaFunction" not in functions
         assert set(roles) == {"IamRoleLambdaExecution"}
         assert "functions/inhibitor/main.py" not in archived
@@ -315,11 +316,13 @@ def test_the_inhibitor_runs_with_hold_back_only_unscheduled_under_its_own_role(
         if value["Properties"]["FunctionName"]["Ref"] == "InhibitorLambdaFunction"
     ]
     assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (0, 60)
-    targets = {
-        value["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]
+    schedules = {
+        value["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: value["Properties"]["ScheduleExpression"]
         for value in stage.resources("AWS::Events::Rule").values()
     }
-    assert "InhibitorLambdaFunction" not in targets
+    # Scheduled only to open recurring maintenance windows (outpost.recurring), every minute.
+    expected = "rate(1 minute)" if settings.maintenance_windows else None
+    assert schedules.get("InhibitorLambdaFunction") == expected
     urls = {
         value["Properties"]["TargetFunctionArn"]["Fn::GetAtt"][0]
         for value in stage.resources("AWS::Lambda::Url").values()

@@ -257,7 +257,7 @@ def test_one_function_and_one_schedule_per_enabled_check(
     )
     # One function and one job resource, each instantiated once per entry of var.checks (and the inhibitor's).
     functions = terraform["resource"]["google_cloudfunctions2_function"]["check"]
-    (jobs,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    jobs = terraform["resource"]["google_cloud_scheduler_job"]["check"]
     assert functions["for_each"] == jobs["for_each"] == "${var.checks}"
     assert functions["name"] == jobs["name"] == "${each.value.function_name}"
     assert jobs["schedule"] == "${each.value.schedule}"
@@ -326,7 +326,11 @@ def test_the_inhibitor_is_deployed_with_hold_back_under_its_own_account_reading_
         "entry_point": "inhibitor",
         "account_id": inhibitor_service_account(EXAMPLE),
         "timeout_seconds": inhibitor_timeout_seconds(settings),
+        "schedule": "* * * * *",  # the example declares a recurring maintenance window: a tick every minute
+        "attempt_deadline_seconds": inhibitor_timeout_seconds(settings) + 30,
+        "tick_body": json.dumps({"environment": EXAMPLE, "tick": "maintenance-windows"}, sort_keys=True),
     }
+    assert settings.maintenance_windows
     assert len(variables["inhibitor"]["account_id"]) <= 30
     key = (settings.vigilmon.api_key or "").removeprefix("gcpsm:").split("/versions/")[0]
     assert variables["inhibitor_secrets"] == [key]
@@ -347,14 +351,24 @@ def test_the_inhibitor_is_deployed_with_hold_back_under_its_own_account_reading_
     invoker = resources["google_cloud_run_service_iam_member"]["inhibitor"]
     assert (invoker["role"], invoker["member"]) == ("roles/run.invoker", "${local.runtime_member}")
     assert invoker["service"] == "${google_cloudfunctions2_function.inhibitor[0].name}"
-    jobs = resources["google_cloud_scheduler_job"]
-    assert "inhibitor" not in "".join(strings(jobs))  # no schedule calls it
+    # The tick: a job of its own, as the invoker account, with the tick's body, only with recurring windows.
+    tick = resources["google_cloud_scheduler_job"]["inhibitor"]
+    assert tick["count"] == "${var.inhibitor == null ? 0 : (var.inhibitor.schedule == null ? 0 : 1)}"
+    (target,) = tick["http_target"]
+    assert target["body"] == "${base64encode(var.inhibitor.tick_body)}"
+    (token,) = target["oidc_token"]
+    assert token["service_account_email"] == "${google_service_account.invoker.email}"
+    assert target["uri"] == token["audience"] == "${google_cloudfunctions2_function.inhibitor[0].service_config[0].uri}"
+    (retry,) = tick["retry_config"]
+    assert retry["retry_count"] == 0
+    ticker = resources["google_cloud_run_service_iam_member"]["inhibitor_tick"]
+    assert (ticker["role"], ticker["member"]) == ("roles/run.invoker", "${local.invoker_member}")
 
 
 def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_function_uri(
     terraform: dict[str, Any],
 ) -> None:
-    (job,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    job = terraform["resource"]["google_cloud_scheduler_job"]["check"]
     (retry,) = job["retry_config"]
     assert retry["retry_count"] == 0
     (target,) = job["http_target"]
@@ -382,6 +396,7 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
     assert [key for key, _ in invokers] == [
         ("google_cloud_run_service_iam_member", "invoker"),
         ("google_cloud_run_service_iam_member", "inhibitor"),  # the checks' runtime account, on the inhibitor
+        ("google_cloud_run_service_iam_member", "inhibitor_tick"),  # the invoker, for the recurring windows' tick
     ]
     invoker = iam[("google_cloud_run_service_iam_member", "invoker")]
     assert invoker["member"] == "${local.invoker_member}"

@@ -245,7 +245,7 @@ REFUSED = [
             "deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"},
             "hold_back": {"enabled": True},
         },
-        "hold_back.enabled: the inhibitor service account id 'outpost-exxxxxxxxxxxxxxxxx-hold' would be 31 "
+        "environment: the inhibitor service account id 'outpost-exxxxxxxxxxxxxxxxx-hold' would be 31 "
         "characters (limit 30); environment names of at most 17 characters fit",
     ),
     (

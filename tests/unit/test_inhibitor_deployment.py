@@ -177,6 +177,9 @@ def test_google_cloud_splits_the_secrets_between_the_runtime_and_the_inhibitor(t
         "entry_point": "inhibitor",
         "account_id": "outpost-stage1-hold",
         "timeout_seconds": inhibitor_timeout_seconds(settings),
+        "schedule": None,  # no recurring maintenance window: nothing ticks it
+        "attempt_deadline_seconds": inhibitor_timeout_seconds(settings) + 30,
+        "tick_body": '{"environment": "stage1", "tick": "maintenance-windows"}',
     }
 
 
@@ -211,3 +214,27 @@ def test_a_cloud_functions_check_finds_the_inhibitor_by_the_uri_infra_gcp_gives_
     hold_back = {"enabled": True, **({"inhibitor_url": configured} if configured else {})}
     sender = sender_for(load(tmp_path, GCP, hold_back=hold_back), "gcf", environ)
     assert (sender.url if isinstance(sender, HttpSender) else sender) == expected
+
+
+WINDOW = {"name": "nightly", "cron": "0 2 * * *", "minutes": 60, "checks": ["apiserver-health"]}
+
+
+@pytest.mark.parametrize("document", [AWS, GCP], ids=["aws", "gcp"])
+def test_recurring_windows_deploy_the_inhibitor_on_a_schedule_even_without_hold_back(
+    tmp_path: Path, document: dict[str, Any]
+) -> None:
+    settings = load(tmp_path, document, hold_back={"enabled": False}, maintenance_windows=[WINDOW])
+    assert entry_functions(settings)[-1] == "inhibitor"
+    if document is AWS:
+        inhibitor = function_definitions(settings)["inhibitor"]
+        assert inhibitor["events"] == [{"schedule": {"rate": ["rate(1 minute)"]}}]
+        # It reads the API key; the checks may not invoke it (they ask nothing without hold-back).
+        role = resources(settings)["Resources"][INHIBITOR_ROLE]["Properties"]["Policies"][0]["PolicyDocument"]
+        assert granted(role["Statement"], "ssm:GetParameter") == [
+            (ACCOUNT % "ssm") + ":parameter/outpost/stage1/vigilmon-api-key"
+        ]
+        assert granted(iam_statements(settings), "lambda:InvokeFunction") == []
+    else:
+        variables = terraform_variables(settings, "../../build/x.zip", "0" * 64)
+        assert variables["inhibitor"]["schedule"] == "* * * * *"
+        assert variables["inhibitor_secrets"] == ["projects/p/secrets/key"]

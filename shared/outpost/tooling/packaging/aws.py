@@ -18,6 +18,7 @@ from outpost.deploy import (
     alarm_name,
     aws_partition,
     check_secret_references,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
     inhibitor_role_name,
@@ -28,6 +29,7 @@ from outpost.deploy import (
     secret_store_name,
     severity,
 )
+from outpost.recurring import TICK_MINUTES
 from outpost.tooling import alerting
 from outpost.tooling.packaging.platforms import entry_module
 
@@ -74,7 +76,7 @@ def function_definitions(settings: Settings) -> dict[str, Any]:
         if settings.deploy.failure_destination:
             function["destinations"] = {"onFailure": settings.deploy.failure_destination}
         functions[name] = function
-    if settings.hold_back.enabled:
+    if deploys_inhibitor(settings):
         functions[INHIBITOR] = inhibitor_function(settings)
     return functions
 
@@ -155,11 +157,12 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
 
 
 def inhibitor_function(settings: Settings) -> dict[str, Any]:
-    """The inhibitor's Lambda function: invoked asynchronously by a failing parent's run, never on a schedule nor
-    by URL, under its own role; a failed request is not retried (the parent's next failing run asks again) and
-    one older than a minute is dropped. Its timeout covers opening the windows and rolling them back
-    (`outpost.deploy.inhibitor_timeout_seconds`)."""
-    return {
+    """The inhibitor's Lambda function: invoked asynchronously by a failing parent's run, never by URL, under its
+    own role; a failed request is not retried (the parent's next failing run asks again) and one older than a
+    minute is dropped. Its timeout covers opening the windows and rolling them back
+    (`outpost.deploy.inhibitor_timeout_seconds`). With recurring maintenance windows, an EventBridge schedule
+    ticks it every `recurring.TICK_MINUTES` to open those that are due; without, it has no schedule."""
+    function: dict[str, Any] = {
         "handler": f"functions/{INHIBITOR}/main.handler",
         "description": f"Outpost inhibitor ({settings.environment}): holds back the dependants of a failing check",
         "timeout": inhibitor_timeout_seconds(settings),
@@ -170,6 +173,9 @@ def inhibitor_function(settings: Settings) -> dict[str, Any]:
         "maximumEventAge": INHIBITOR_MAX_EVENT_AGE_SECONDS,
         "tags": {"function": INHIBITOR},
     }
+    if settings.maintenance_windows:
+        function["events"] = [{"schedule": {"rate": [schedule_expression(TICK_MINUTES)]}}]
+    return function
 
 
 def inhibitor_role(settings: Settings) -> dict[str, Any]:
@@ -361,7 +367,7 @@ def resources(settings: Settings) -> dict[str, Any]:
             alarms[alarm_logical_id(name, rule.key)] = alarm(settings, rule, actions=not held)
         alarms.update(held)
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
-    if settings.hold_back.enabled:
+    if deploys_inhibitor(settings):
         alarms[INHIBITOR_ROLE] = inhibitor_role(settings)
         extensions[f"{logical_id(INHIBITOR)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     return {

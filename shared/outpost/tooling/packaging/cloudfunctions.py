@@ -18,6 +18,7 @@ from outpost.deploy import (
     alarm_name,
     check_secret_references,
     cron_schedule,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
     inhibitor_secret_references,
@@ -28,6 +29,7 @@ from outpost.deploy import (
     service_accounts,
     severity,
 )
+from outpost.recurring import TICK, TICK_MINUTES
 from outpost.tooling import alerting
 from outpost.tooling.packaging.locks import Lock, requirements_text
 from outpost.tooling.packaging.platforms import entry_functions, entry_module
@@ -113,8 +115,8 @@ def secret_manager_secrets(references: list[tuple[str, str]]) -> list[str]:
 
 def inhibitor_variables(settings: Settings) -> dict[str, Any] | None:
     """infra/gcp's `inhibitor`: its function (entry point `inhibitor` of the generated main.py), its timeout and
-    service account; None when hold-back is off (nothing of it is deployed)."""
-    if not settings.hold_back.enabled:
+    service account, and its tick's schedule and body with recurring windows; None when it is not deployed."""
+    if not deploys_inhibitor(settings):
         return None
     env = settings.environment
     return {
@@ -123,6 +125,13 @@ def inhibitor_variables(settings: Settings) -> dict[str, Any] | None:
         "entry_point": INHIBITOR,
         "account_id": inhibitor_service_account(env),
         "timeout_seconds": inhibitor_timeout_seconds(settings),
+        # With recurring maintenance windows, a Cloud Scheduler job ticks it (`outpost.recurring`).
+        "schedule": cron_schedule(TICK_MINUTES) if settings.maintenance_windows else None,
+        "attempt_deadline_seconds": min(
+            max(inhibitor_timeout_seconds(settings) + SCHEDULER_DEADLINE_MARGIN_SECONDS, SCHEDULER_DEADLINE_RANGE[0]),
+            SCHEDULER_DEADLINE_RANGE[1],
+        ),
+        "tick_body": json.dumps({"environment": env, "tick": TICK}, sort_keys=True),
     }
 
 

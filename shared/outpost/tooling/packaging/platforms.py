@@ -16,6 +16,7 @@ from outpost import registry
 from outpost.config import Settings, environment_file
 from outpost.deploy import (
     INHIBITOR,
+    deploys_inhibitor,
     lambda_architecture,
 )
 from outpost.errors import ConfigError, PackagingError
@@ -39,8 +40,8 @@ def entry_module(check: str) -> str:
 
 def entry_functions(settings: Settings) -> list[str]:
     """The functions a bundle serves, each from its `entry_module`: every enabled check, and the inhibitor when
-    hold-back is on (the one function holding the Vigilmon API key)."""
-    return [*settings.enabled_checks(), *([INHIBITOR] if settings.hold_back.enabled else [])]
+    hold-back is on or recurring windows are declared (the one function holding the Vigilmon API key)."""
+    return [*settings.enabled_checks(), *([INHIBITOR] if deploys_inhibitor(settings) else [])]
 
 
 def archive_name(environment: str, platform: str) -> str:
