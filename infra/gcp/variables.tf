@@ -61,8 +61,29 @@ variable "checks" {
 }
 
 variable "secrets" {
-  description = "Secret Manager secrets (projects/P/secrets/S) the environment references: the runtime account may read these and no other."
+  description = "Secret Manager secrets (projects/P/secrets/S) the checks read (heartbeat URLs, cluster tokens; never the Vigilmon API key): the runtime account may read these and no other."
   type        = list(string)
+}
+
+variable "inhibitor_secrets" {
+  description = "Secret Manager secrets the inhibitor reads: the Vigilmon API key's, with hold-back on; empty otherwise. The inhibitor account may read these and no other."
+  type        = list(string)
+  default     = []
+}
+
+variable "inhibitor" {
+  description = "The inhibitor function (hold_back.enabled or maintenance_windows): the one identity holding the Vigilmon API key, called by the checks with their ID token and, with recurring windows, by a Cloud Scheduler job on `schedule` with `tick_body`; null when not deployed."
+  type = object({
+    function_name            = string
+    description              = string
+    entry_point              = string
+    account_id               = string
+    timeout_seconds          = number
+    schedule                 = optional(string)
+    attempt_deadline_seconds = number
+    tick_body                = string
+  })
+  default = null
 }
 
 variable "runtime_account_id" {

@@ -232,9 +232,22 @@ class HoldBackSettings(_Model):
     )
     inhibitor_url: Annotated[str, AfterValidator(_inhibitor_url)] | None = Field(
         None,
-        description="Cloud Functions only: the inhibitor function's URI (infra/gcp output), called with the "
-        "runtime identity's ID token; on AWS the inhibitor is invoked by its function name.",
+        description="Cloud Functions only, optional: the inhibitor function's URI, called with the runtime "
+        "identity's ID token. Default: the one infra/gcp deploys ($OUTPOST_INHIBITOR_URL on every check function); "
+        "on AWS the inhibitor is invoked by its function name.",
     )
+
+
+class RecurringWindow(_Model):
+    """A maintenance window that comes back (nightly node upgrades): opened by the inhibitor at each start of
+    `cron` in `time_zone`, for `minutes`, on the monitors of `checks` (`outpost.recurring`; the cron, the zone,
+    the checks and the length are checked by `outpost validate`, each by its path)."""
+
+    name: str = Field(pattern=CHECK_NAME_PATTERN, max_length=63, description="What the window is for (a-z, 0-9, -).")
+    cron: str = Field(description="5-field cron expression of its starts (minute hour day month weekday).")
+    time_zone: str = Field("Etc/UTC", description="IANA time zone the cron expression is read in.")
+    minutes: int = Field(ge=1, le=7 * 24 * 60, description="Length, at most vigilmon.maintenance_max_minutes.")
+    checks: list[str] = Field(min_length=1, description="The checks whose monitors it silences.")
 
 
 class DeploySettings(_Model):
@@ -287,6 +300,9 @@ class Settings(_Model):
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     vigilmon: VigilmonSettings = VigilmonSettings()
     hold_back: HoldBackSettings = HoldBackSettings()
+    maintenance_windows: list[RecurringWindow] = Field(
+        default_factory=list, description="Recurring maintenance windows, opened by the inhibitor function."
+    )
     deploy: DeploySettings | None = Field(None, description="Absent: local runs only (not deployable).")
     checks: dict[Annotated[str, Field(pattern=CHECK_NAME_PATTERN)], CheckSettings] = Field(default_factory=dict)
 

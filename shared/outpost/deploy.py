@@ -78,6 +78,63 @@ def function_timeout_seconds(settings: Settings) -> int:
     return math.ceil(run_worst_case_seconds(settings) + PLATFORM_MARGIN_SECONDS)
 
 
+INHIBITOR: Final = "inhibitor"
+"""The inhibitor's function name within a stage (`outpost-<env>-inhibitor`; `outpost.holdback.decision`'s too)."""
+
+INHIBITOR_MAX_EVENT_AGE_SECONDS: Final = 60
+"""A hold request older than this is dropped by Lambda: the parent's next failing run asks again (Lambda's
+minimum; a stale request would only renew windows late)."""
+
+
+def deploys_inhibitor(settings: Settings) -> bool:
+    """Whether a deployment of `settings` has the inhibitor function: hold-back on, or recurring maintenance
+    windows declared (it opens them on its schedule): the one identity holding the Vigilmon API key."""
+    return settings.hold_back.enabled or bool(settings.maintenance_windows)
+
+
+def inhibitor_timeout_seconds(settings: Settings) -> int:
+    """The inhibitor's function timeout: its windows are opened on one Vigilmon client and, when one fails, the
+    opened ones are ended on a fresh client (`outpost.windows.start_windows`), each client bounded by the
+    heartbeat's delivery budget; so two budgets plus the platform margin, in whole seconds."""
+    beat = settings.heartbeat
+    budget = worst_case_seconds(beat.timeout_seconds, beat.retries, beat.backoff_seconds)
+    return math.ceil(2 * budget + PLATFORM_MARGIN_SECONDS)
+
+
+def check_secret_references(settings: Settings) -> list[tuple[str, str]]:
+    """The references the checks' functions read: every one but the Vigilmon API key, which the inhibitor alone
+    reads (docs/contracts.md "Hold-back"), plus each check's own `cluster_auth` token."""
+    found = [(path, ref) for path, ref in settings.secret_references() if path != "vigilmon.api_key"]
+    for name, check in settings.checks.items():
+        token = getattr(check.cluster_auth, "token", None) if check.cluster_auth is not None else None
+        if isinstance(token, str):
+            found.append((f"checks.{name}.cluster_auth.token", token))
+    return found
+
+
+def inhibitor_secret_references(settings: Settings) -> list[tuple[str, str]]:
+    """What the inhibitor's function reads: the Vigilmon API key, when it is deployed (`deploys_inhibitor`)."""
+    key = settings.vigilmon.api_key
+    return [("vigilmon.api_key", key)] if deploys_inhibitor(settings) and key is not None else []
+
+
+def secret_store_name(text: str) -> tuple[str, str] | None:
+    """(scheme, the store's own name of the secret) a reference reads: an SSM parameter name, a Secrets Manager
+    secret name (its JSON key dropped), a Secret Manager secret (its version dropped); None for `env:` or a
+    malformed reference. ARNs are reduced to the name."""
+    try:
+        ref = parse_secret_ref(text)
+    except ValueError:
+        return None
+    if ref.scheme == "ssm":
+        return "ssm", _ssm_name(ref.name)[0]
+    if ref.scheme == "secretsmanager":
+        return "secretsmanager", _secretsmanager_name(ref.name)[0]
+    if ref.scheme == "gcpsm":
+        return "gcpsm", ref.name.partition("/versions/")[0]
+    return None
+
+
 def platform_max_timeout(settings: Settings) -> int:
     """The platform's maximum; a file that deploys nowhere is held to Lambda's (the CLI's default target)."""
     return PLATFORM_MAX_TIMEOUT_SECONDS[settings.deploy.platform if settings.deploy else "aws"]
@@ -178,9 +235,18 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
             generates(f"checks.{check}", "Lambda function name", function_name(env, check))
             for rule in ALARM_RULES:
                 generates(f"checks.{check}", "CloudWatch alarm name", alarm_name(env, check, rule))
+        if deploys_inhibitor(settings):
+            generates("environment", "Lambda function name", function_name(env, INHIBITOR))
+            generates("environment", "IAM role name", inhibitor_role_name(env, region))
+            generates("environment", "IAM policy name", f"{SERVICE}-{env}-{INHIBITOR}")
     else:
         for role, account in service_accounts(env).items():
             generates("environment", f"{role} service account id", account, kind="service account id")
+        if deploys_inhibitor(settings):
+            account = inhibitor_service_account(env)
+            generates("environment", "inhibitor service account id", account, kind="service account id")
+            generates("environment", "Cloud Functions function name", function_name(env, INHIBITOR))
+            generates("environment", "Cloud Scheduler job name", function_name(env, INHIBITOR))
         if settings.deploy.project is not None:
             generates("environment", "source bucket name", source_bucket(settings.deploy.project, env))
         for check in settings.enabled_checks():
@@ -208,6 +274,18 @@ def service_accounts(environment: str) -> dict[str, str]:
     functions' identity (its secrets, the cluster), and `invoker`, the only identity allowed to call them (Cloud
     Scheduler's OIDC token)."""
     return {"runtime": f"{SERVICE}-{environment}-run", "invoker": f"{SERVICE}-{environment}-invoke"}
+
+
+def inhibitor_service_account(environment: str) -> str:
+    """The Google service account id of the inhibitor function (infra/gcp creates it when hold-back is on): the
+    one identity that may read the Vigilmon API key. `-hold` keeps it within 30 characters for every environment
+    name the runtime and invoker accounts allow."""
+    return f"{SERVICE}-{environment}-hold"
+
+
+def inhibitor_role_name(environment: str, region: str) -> str:
+    """The IAM role of the inhibitor's Lambda function (the checks' role is Serverless's `...-lambdaRole`)."""
+    return f"{SERVICE}-{environment}-{region}-inhibitorRole"
 
 
 def source_bucket(project: str, environment: str) -> str:
@@ -312,7 +390,10 @@ def _secret_problems(settings: Settings) -> list[str]:
     platform, env, region = settings.deploy.platform, settings.environment, settings.deploy.region
     stores = SECRET_STORES[platform]
     problems: list[str] = []
-    for path, text in settings.secret_references():
+    key = settings.vigilmon.api_key
+    references = check_secret_references(settings) + ([("vigilmon.api_key", key)] if key is not None else [])
+    problems += _key_sharing_problems(settings)
+    for path, text in references:
         try:
             ref = parse_secret_ref(text)
         except ValueError:
@@ -339,12 +420,34 @@ def _secret_problems(settings: Settings) -> list[str]:
         if not name.startswith(scope):
             problems.append(
                 f"{path}: {ref.scheme}: name is outside the stage's IAM scope: it must start with "
-                f"{scope} (the function may read nothing else)"
+                f"{scope} (the stage's secrets; each function is granted exactly the names it reads)"
             )
         if arn_region is not None and arn_region != region:
             problems.append(
                 f"{path}: {ref.scheme}: ARN is in region {arn_region}, the stage deploys to {region} "
                 "(the IAM statement covers the stage's region)"
+            )
+    return problems
+
+
+def _key_sharing_problems(settings: Settings) -> list[str]:
+    """A line per check secret that is the Vigilmon API key's own secret: granting it to the checks' identity
+    would let every check read the key, which the inhibitor alone may (docs/contracts.md "Hold-back"). A Secrets
+    Manager name the key's begins with counts too: that grant ends in a wildcard (the secret's ARN suffix)."""
+    key = settings.vigilmon.api_key
+    held = secret_store_name(key) if key is not None else None
+    if held is None:
+        return []
+    scheme, name = held
+    problems = []
+    for path, text in check_secret_references(settings):
+        read = secret_store_name(text)
+        if read is None or read[0] != scheme:
+            continue
+        if read[1] == name or (scheme == "secretsmanager" and name.startswith(read[1])):
+            problems.append(
+                f"{path}: the same {scheme} secret as vigilmon.api_key (or a name it begins with): the checks' "
+                "identity would read the API key, which only the inhibitor may; keep the key in a secret of its own"
             )
     return problems
 

@@ -32,6 +32,7 @@ from outpost.deploy import deployment_problems, timeout_problems
 from outpost.deploy import run_worst_case_seconds as run_worst_case_seconds  # re-exported (the CLI's import)
 from outpost.errors import ConfigError
 from outpost.holdback.decision import hold_back_problems
+from outpost.recurring import recurring_window_problems
 
 CONFIG_ENV = "OUTPOST_CONFIG"
 ENVIRONMENT_ENV = "OUTPOST_ENV"
@@ -58,6 +59,7 @@ def load_settings(path: str | os.PathLike[str], only: str | None = None) -> Sett
         problems += timeout_problems(settings)
         problems += deployment_problems(settings, file, only)
         problems += hold_back_problems(settings)
+        problems += recurring_window_problems(settings)
     if problems or settings is None:
         raise ConfigError(f"configuration {file} is invalid", sorted(dict.fromkeys(problems)))
     return settings

@@ -32,15 +32,21 @@ from outpost.config import Settings, environment_file
 from outpost.deploy import (
     ALARM_RULES,
     alarm_name,
+    check_secret_references,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
+    inhibitor_timeout_seconds,
     lambda_architecture,
     schedule_minutes,
+    secret_store_name,
 )
 from outpost.settings import load_settings
 from outpost.tooling import alerting
+from outpost.tooling.alerting import held_by
 from outpost.tooling.packaging.aws import logical_id
 from outpost.tooling.packaging.command import build
+from outpost.tooling.packaging.platforms import entry_functions
 from outpost.tooling.packaging.records import DEPLOYMENT_FILE, inputs_digest, source_inputs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,6 +145,13 @@ def stages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Stage]:
     return result
 
 
+def key_only_schemes(settings: Settings) -> set[str]:
+    """The secret stores only the Vigilmon API key is read from (the checks' role gets no statement for them)."""
+    checks = {ref.partition(":")[0] for _path, ref in check_secret_references(settings)}
+    key = settings.vigilmon.api_key
+    return {key.partition(":")[0]} - checks if key else set()
+
+
 def enabled(stage: Stage) -> Iterator[str]:
     checks = stage.settings.enabled_checks()
     assert checks, f"example {stage.name} enables no check"
@@ -212,8 +225,16 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         value["Properties"]["AlarmName"]: value["Properties"]
         for value in stage.resources("AWS::CloudWatch::Alarm").values()
     }
+    composites = {
+        value["Properties"]["AlarmName"]: value["Properties"]
+        for value in stage.resources("AWS::CloudWatch::CompositeAlarm").values()
+    }
+    dependants = [check for check in settings.enabled_checks() if held_by(settings, check)]
+    assert len(composites) == (len(ALARM_RULES) + 1) * len(dependants)  # an -alert per alarm, a -held suppressor
+    assert bool(dependants) == settings.hold_back.enabled
+    assert len(stage.template["Resources"]) <= 500  # CloudFormation's limit per stack
     assert len(alarms) == len(ALARM_RULES) * len(settings.enabled_checks())
-    assert len(functions) == len(settings.enabled_checks())
+    assert len(functions) == len(settings.enabled_checks()) + (1 if deploys_inhibitor(settings) else 0)
     for check in enabled(stage):
         key = f"{logical_id(check)}LambdaFunction"
         function = functions[key]["Properties"]
@@ -247,19 +268,82 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
             topic, condition = (
                 ("AlarmTopicArn", "HasAlarmTopic") if rule.tier == "page" else ("NotifyTopicArn", "HasNotifyTopic")
             )
+            # With hold-back, a dependant's alarm acts through a composite alarm its parents' alarms suppress.
+            acting = composites.get(f"{alarm_name(name, check, rule.key)}-alert") if held_by(settings, check) else alarm
+            assert acting is not None, (check, rule.key)
             assert (
-                alarm["AlarmActions"]
-                == alarm["OKActions"]
+                acting["AlarmActions"]
+                == acting["OKActions"]
                 == {"Fn::If": [condition, [{"Ref": topic}], {"Ref": "AWS::NoValue"}]}
             )
+            if acting is not alarm:
+                assert alarm["AlarmActions"] == alarm["OKActions"] == []
+                assert "ActionsSuppressor" in acting
     log_groups = stage.resources("AWS::Logs::LogGroup")
-    assert set(log_groups) == {f"{logical_id(check)}LogGroup" for check in enabled(stage)}
+    assert set(log_groups) == {f"{logical_id(name)}LogGroup" for name in entry_functions(settings)}
     for group in log_groups.values():  # kept by `serverless remove`, expired by logRetentionInDays
         assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
         assert group["Properties"]["RetentionInDays"] == 30
     assert stage.resources("AWS::Lambda::Version") == {}  # no version piles up per deploy
     urls = stage.resources("AWS::Lambda::Url")
     assert {value["Properties"]["AuthType"] for value in urls.values()} == {"AWS_IAM"}
+    assert len(urls) == len(settings.enabled_checks())  # the inhibitor has none
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_inhibitor_runs_with_hold_back_only_unscheduled_under_its_own_role(
+    stages: dict[str, Stage], name: str
+) -> None:
+    stage = stages[name]
+    settings = stage.settings
+    functions = stage.resources("AWS::Lambda::Function")
+    roles = stage.resources("AWS::IAM::Role")
+    archived = set(zipfile.ZipFile(stage.archive).namelist())
+    if not deploys_inhibitor(settings):
+        assert "InhibitorLambdaFunction" not in functions
+        assert set(roles) == {"IamRoleLambdaExecution"}
+        assert "functions/inhibitor/main.py" not in archived
+        return
+    assert "functions/inhibitor/main.py" in archived
+    inhibitor = functions["InhibitorLambdaFunction"]["Properties"]
+    assert inhibitor["FunctionName"] == function_name(name, "inhibitor")
+    assert inhibitor["Handler"] == "functions/inhibitor/main.handler"
+    assert inhibitor["Timeout"] == inhibitor_timeout_seconds(settings)
+    assert inhibitor["Role"] == {"Fn::Sub": "${InhibitorIamRole.Arn}"}
+    (config,) = [
+        value["Properties"]
+        for value in stage.resources("AWS::Lambda::EventInvokeConfig").values()
+        if value["Properties"]["FunctionName"]["Ref"] == "InhibitorLambdaFunction"
+    ]
+    assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (0, 60)
+    schedules = {
+        value["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: value["Properties"]["ScheduleExpression"]
+        for value in stage.resources("AWS::Events::Rule").values()
+    }
+    # Scheduled only to open recurring maintenance windows (outpost.recurring), every minute.
+    expected = "rate(1 minute)" if settings.maintenance_windows else None
+    assert schedules.get("InhibitorLambdaFunction") == expected
+    urls = {
+        value["Properties"]["TargetFunctionArn"]["Fn::GetAtt"][0]
+        for value in stage.resources("AWS::Lambda::Url").values()
+    }
+    assert "InhibitorLambdaFunction" not in urls
+    assert set(roles) == {"IamRoleLambdaExecution", "InhibitorIamRole"}
+    inhibitor_statements = roles["InhibitorIamRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    checks_statements = roles["IamRoleLambdaExecution"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    key = secret_store_name(settings.vigilmon.api_key or "")
+    assert key is not None
+    key_name = key[1].lstrip("/")
+
+    def reads(statements: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            [s for s in statements if set(s["Action"]) & {"ssm:GetParameter", "secretsmanager:GetSecretValue"}]
+        )
+
+    assert key_name in reads(inhibitor_statements)
+    assert key_name not in reads(checks_statements)
+    invoke = [s for s in checks_statements if "lambda:InvokeFunction" in s["Action"]]
+    assert [s["Resource"]["Fn::Sub"].rsplit(":", 1)[1] for s in invoke] == [function_name(name, "inhibitor")]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -267,19 +351,25 @@ def test_iam_grants_exactly_the_stage_scope_its_key_and_its_role(stages: dict[st
     stage = stages[name]
     settings = stage.settings
     assert settings.deploy is not None
-    (role,) = stage.resources("AWS::IAM::Role").values()
+    role = stage.resources("AWS::IAM::Role")["IamRoleLambdaExecution"]
     statements = role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
     by_action = {json.dumps(s["Action"]): s for s in statements}
     schemes = {ref.partition(":")[0] for _path, ref in settings.secret_references()}
+    # Exactly the secrets the checks read, each by its own name (never a prefix, never the Vigilmon API key).
+    checks_read = [secret_store_name(ref) for _path, ref in check_secret_references(settings)]
     ssm = by_action.get('["ssm:GetParameter"]')
-    assert (ssm is not None) == ("ssm" in schemes)
+    assert (ssm is not None) == ("ssm" in schemes - key_only_schemes(settings))
     if ssm:
-        assert ssm["Resource"]["Fn::Sub"].endswith(f":parameter/outpost/{name}/*")
+        assert sorted(r["Fn::Sub"].split(":parameter", 1)[1] for r in ssm["Resource"]) == sorted(
+            {n for s_, n in filter(None, checks_read) if s_ == "ssm"}
+        )
     secrets = by_action.get('["secretsmanager:GetSecretValue"]')
-    assert (secrets is not None) == ("secretsmanager" in schemes)
+    assert (secrets is not None) == ("secretsmanager" in schemes - key_only_schemes(settings))
     if secrets:
-        assert secrets["Resource"]["Fn::Sub"].endswith(f":secret:outpost/{name}/*")
-    kms = by_action.get('["kms:Decrypt"]')
+        assert sorted(r["Fn::Sub"].split(":secret:", 1)[1] for r in secrets["Resource"]) == sorted(
+            {f"{n}-??????" for s_, n in filter(None, checks_read) if s_ == "secretsmanager"}
+        )
+    kms = by_action.get('["kms:Decrypt"]') if ssm or secrets else None
     assert (kms["Resource"] if kms else None) == settings.deploy.kms_key_arn
     role_arn = getattr(settings.cluster.auth, "role_arn", None)
     assume = by_action.get('["sts:AssumeRole"]')

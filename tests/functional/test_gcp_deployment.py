@@ -31,6 +31,8 @@ from outpost.deploy import (
     cron_schedule,
     function_name,
     function_timeout_seconds,
+    inhibitor_service_account,
+    inhibitor_timeout_seconds,
     schedule_minutes,
     service_accounts,
 )
@@ -253,9 +255,9 @@ def test_one_function_and_one_schedule_per_enabled_check(
         accounts["runtime"],
         accounts["invoker"],
     )
-    # Exactly one function and one job resource, each instantiated once per entry of var.checks.
-    (functions,) = terraform["resource"]["google_cloudfunctions2_function"].values()
-    (jobs,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    # One function and one job resource, each instantiated once per entry of var.checks (and the inhibitor's).
+    functions = terraform["resource"]["google_cloudfunctions2_function"]["check"]
+    jobs = terraform["resource"]["google_cloud_scheduler_job"]["check"]
     assert functions["for_each"] == jobs["for_each"] == "${var.checks}"
     assert functions["name"] == jobs["name"] == "${each.value.function_name}"
     assert jobs["schedule"] == "${each.value.schedule}"
@@ -295,20 +297,78 @@ def test_one_alert_policy_per_enabled_check_and_rule_on_the_run_count_metric(
 
 
 def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(terraform: dict[str, Any]) -> None:
-    (function,) = terraform["resource"]["google_cloudfunctions2_function"].values()
+    function = terraform["resource"]["google_cloudfunctions2_function"]["check"]
     (build,) = function["build_config"]
     assert (build["runtime"], build["entry_point"]) == ("${var.runtime}", "${var.entry_point}")
     (service,) = function["service_config"]
     assert service["max_instance_count"] == 1
     assert service["timeout_seconds"] == "${var.timeout_seconds}"
     assert service["service_account_email"] == "${google_service_account.runtime.email}"
-    assert service["environment_variables"] == {"OUTPOST_CONFIG": "${var.config_path}", "OUTPOST_CHECK": "${each.key}"}
+    # With hold-back, the inhibitor's URI from the same apply (empty otherwise).
+    assert re.sub(r"\s+", " ", service["environment_variables"]) == (
+        "${merge({OUTPOST_CONFIG = var.config_path, OUTPOST_CHECK = each.key}, local.inhibitor_url)}"
+    )
+    assert terraform["locals"]["inhibitor_url"] == (
+        "${{for uri in google_cloudfunctions2_function.inhibitor[*].service_config[0].uri : "
+        '"OUTPOST_INHIBITOR_URL" => uri}}'
+    )
+
+
+def test_the_inhibitor_is_deployed_with_hold_back_under_its_own_account_reading_the_api_key_alone(
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
+    _, variables = packaged
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    assert settings.hold_back.enabled
+    assert variables["inhibitor"] == {
+        "function_name": function_name(EXAMPLE, "inhibitor"),
+        "description": f"Outpost inhibitor ({EXAMPLE}): holds back the dependants of a failing check",
+        "entry_point": "inhibitor",
+        "account_id": inhibitor_service_account(EXAMPLE),
+        "timeout_seconds": inhibitor_timeout_seconds(settings),
+        "schedule": "* * * * *",  # the example declares a recurring maintenance window: a tick every minute
+        "attempt_deadline_seconds": inhibitor_timeout_seconds(settings) + 30,
+        "tick_body": json.dumps({"environment": EXAMPLE, "tick": "maintenance-windows"}, sort_keys=True),
+    }
+    assert settings.maintenance_windows
+    assert len(variables["inhibitor"]["account_id"]) <= 30
+    key = (settings.vigilmon.api_key or "").removeprefix("gcpsm:").split("/versions/")[0]
+    assert variables["inhibitor_secrets"] == [key]
+    assert key not in variables["secrets"]
+    resources = terraform["resource"]
+    function = resources["google_cloudfunctions2_function"]["inhibitor"]
+    assert function["count"] == "${var.inhibitor == null ? 0 : 1}"
+    (build,) = function["build_config"]
+    assert build["entry_point"] == "${var.inhibitor.entry_point}"
+    (service,) = function["service_config"]
+    assert service["service_account_email"] == "${google_service_account.inhibitor[0].email}"
+    assert service["timeout_seconds"] == "${var.inhibitor.timeout_seconds}"
+    assert service["environment_variables"] == {"OUTPOST_CONFIG": "${var.config_path}"}
+    accessor = resources["google_secret_manager_secret_iam_member"]["inhibitor"]
+    assert accessor["for_each"] == "${toset(var.inhibitor == null ? [] : var.inhibitor_secrets)}"
+    assert accessor["role"] == "roles/secretmanager.secretAccessor"
+    assert accessor["member"] == "serviceAccount:${google_service_account.inhibitor[0].email}"
+    invoker = resources["google_cloud_run_service_iam_member"]["inhibitor"]
+    assert (invoker["role"], invoker["member"]) == ("roles/run.invoker", "${local.runtime_member}")
+    assert invoker["service"] == "${google_cloudfunctions2_function.inhibitor[0].name}"
+    # The tick: a job of its own, as the invoker account, with the tick's body, only with recurring windows.
+    tick = resources["google_cloud_scheduler_job"]["inhibitor"]
+    assert tick["count"] == "${var.inhibitor == null ? 0 : (var.inhibitor.schedule == null ? 0 : 1)}"
+    (target,) = tick["http_target"]
+    assert target["body"] == "${base64encode(var.inhibitor.tick_body)}"
+    (token,) = target["oidc_token"]
+    assert token["service_account_email"] == "${google_service_account.invoker.email}"
+    assert target["uri"] == token["audience"] == "${google_cloudfunctions2_function.inhibitor[0].service_config[0].uri}"
+    (retry,) = tick["retry_config"]
+    assert retry["retry_count"] == 0
+    ticker = resources["google_cloud_run_service_iam_member"]["inhibitor_tick"]
+    assert (ticker["role"], ticker["member"]) == ("roles/run.invoker", "${local.invoker_member}")
 
 
 def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_function_uri(
     terraform: dict[str, Any],
 ) -> None:
-    (job,) = terraform["resource"]["google_cloud_scheduler_job"].values()
+    job = terraform["resource"]["google_cloud_scheduler_job"]["check"]
     (retry,) = job["retry_config"]
     assert retry["retry_count"] == 0
     (target,) = job["http_target"]
@@ -333,8 +393,12 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
     }
     assert not [key for key in iam if not key[0].endswith("_iam_member")], "only additive *_iam_member grants"
     invokers = [(key, body) for key, body in iam.items() if body["role"] == "roles/run.invoker"]
-    assert [key for key, _ in invokers] == [("google_cloud_run_service_iam_member", "invoker")]
-    ((_, invoker),) = invokers
+    assert [key for key, _ in invokers] == [
+        ("google_cloud_run_service_iam_member", "invoker"),
+        ("google_cloud_run_service_iam_member", "inhibitor"),  # the checks' runtime account, on the inhibitor
+        ("google_cloud_run_service_iam_member", "inhibitor_tick"),  # the invoker, for the recurring windows' tick
+    ]
+    invoker = iam[("google_cloud_run_service_iam_member", "invoker")]
     assert invoker["member"] == "${local.invoker_member}"
     assert locals_["invoker_member"] == "serviceAccount:${google_service_account.invoker.email}"
     assert invoker["for_each"] == "${google_cloudfunctions2_function.check}"
@@ -345,11 +409,16 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
     assert accessor["member"] == "${local.runtime_member}"
     assert locals_["runtime_member"] == "serviceAccount:${google_service_account.runtime.email}"
     settings = load_settings(environment_file(EXAMPLE, REPO))
-    referenced = {ref.removeprefix("gcpsm:").split("/versions/")[0] for _, ref in settings.secret_references()}
+    referenced = {
+        ref.removeprefix("gcpsm:").split("/versions/")[0]
+        for path, ref in settings.secret_references()
+        if path != "vigilmon.api_key"  # the inhibitor's alone
+    }
     assert variables["secrets"] == sorted(referenced)
-    assert len(referenced) == len(settings.enabled_checks()) + 1  # every heartbeat + the Vigilmon API key
+    assert len(referenced) == len(settings.enabled_checks())  # every heartbeat, never the Vigilmon API key
+    inhibitor_member = "serviceAccount:${google_service_account.inhibitor[0].email}"
     for (rtype, name), body in iam.items():
-        assert body["member"] in ("${local.runtime_member}", "${local.invoker_member}"), (rtype, name)
+        assert body["member"] in ("${local.runtime_member}", "${local.invoker_member}", inhibitor_member), (rtype, name)
 
 
 def test_the_source_has_main_py_whose_http_target_serves_the_check_outpost_check_names(

@@ -95,6 +95,21 @@ def test_scaled_clock_reports_real_units() -> None:
     assert clock.real_seconds(60) == 1
 
 
+def test_scaled_clock_runs_at_real_time_for_a_while_and_never_jumps() -> None:
+    clock = ScaledClock(scale=100, origin=0)
+    with clock.real_time():
+        assert clock.scale == 1
+        before = clock()
+        time.sleep(0.2)
+        inside = clock() - before
+    assert 0.15 <= inside < 2  # real seconds, not a hundred times as many
+    assert clock.scale == 100
+    after = clock()
+    time.sleep(0.1)
+    assert clock() - after >= 9  # scaled again, on from where it was
+    assert after - before < 5
+
+
 def test_fault_alerts_within_the_model_and_resolves(
     tmp_path: Path,
     pki: LocalhostTls,

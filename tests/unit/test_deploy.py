@@ -28,6 +28,7 @@ from outpost.errors import ConfigError
 from outpost.settings import load_settings
 from outpost.tooling.monitors import LAYER_GROUPS, document, render
 from outpost.tooling.packaging.aws import logical_id, resources
+from outpost.tooling.packaging.platforms import entry_functions
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = ("dev", "staging", "prod", "gcp-dev")
@@ -201,6 +202,53 @@ REFUSED = [
         "checks.apiserver-health.schedule_minutes: 7 cannot be a Cloud Scheduler cron period",
     ),
     (
+        "the API key in a check's secret (Secrets Manager, another JSON key)",
+        changed(HB, "secretsmanager:outpost/stage1/vigilmon#heartbeat"),
+        f"{HB}: the same secretsmanager secret as vigilmon.api_key (or a name it begins with): the checks' identity "
+        "would read the API key",
+    ),
+    (
+        "the API key's name begins with a check's secret (its grant ends in a wildcard)",
+        changed(HB, "secretsmanager:outpost/stage1/vig"),
+        f"{HB}: the same secretsmanager secret as vigilmon.api_key",
+    ),
+    (
+        "the API key is a check's SSM parameter",
+        changed("vigilmon.api_key", "ssm:/outpost/stage1/token"),
+        "cluster.auth.token: the same ssm secret as vigilmon.api_key",
+    ),
+    (
+        "a check's own cluster_auth token is in the stage's scope too",
+        changed(
+            "checks.apiserver-health.cluster_auth",
+            {"mode": "token", "server": "https://k8s.example.test", "token": "ssm:/shared/token", "ca_data": "Q0E="},
+        ),
+        "checks.apiserver-health.cluster_auth.token: ssm: name is outside the stage's IAM scope",
+    ),
+    (
+        "the API key in a check's Secret Manager secret (another version)",
+        on_gcf(project="outpost-example")
+        | {
+            "cluster": {"name": "c", "auth": {"mode": "gke", "server": "https://k", "ca_data": "Q0E="}},
+            "vigilmon": {
+                "api_key": "gcpsm:projects/p/secrets/shared/versions/2",
+                "channels": {"page": ["pagerduty"], "notify": ["slack"]},
+            },
+            "checks": {"apiserver-health": {"heartbeat": "gcpsm:projects/p/secrets/shared", "monitor_id": "1"}},
+        },
+        f"{HB}: the same gcpsm secret as vigilmon.api_key",
+    ),
+    (
+        "inhibitor service account id too long",
+        renamed("e" + "x" * 17)
+        | {
+            "deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"},
+            "hold_back": {"enabled": True},
+        },
+        "environment: the inhibitor service account id 'outpost-exxxxxxxxxxxxxxxxx-hold' would be 31 "
+        "characters (limit 30); environment names of at most 17 characters fit",
+    ),
+    (
         "service account id too long",
         renamed("e" + "x" * 16)
         | {"deploy": {"platform": "gcf", "region": "europe-west1", "project": "outpost-example"}},
@@ -298,7 +346,7 @@ def test_log_groups_outlive_the_stage(environment: str) -> None:
     settings = load_settings(environment_file(environment, REPO))
     assert resources(settings)["extensions"] == {
         f"{logical_id(name)}LogGroup": {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
-        for name in settings.enabled_checks()
+        for name in entry_functions(settings)  # the inhibitor's too, with hold-back
     }
 
 

@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -123,23 +123,41 @@ def heartbeat_variable(check: str) -> str:
 
 
 @contextlib.contextmanager
+def function_environment(config: Path, checks: Sequence[str], extra: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The process as the checks' functions see it: `$OUTPOST_CONFIG` is `config`, `extra` variables set, nothing
+    resolved or followed by an earlier run cached, and stdout (the functions' JSON log lines) appended to
+    `runs.log` beside `config`; on exit the variables named here (each check's heartbeat variable among them)
+    restored. `say` callers bind their stream before this."""
+    names = [CONFIG_ENV, ENVIRONMENT_ENV, *(heartbeat_variable(check) for check in checks), *(extra or {})]
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ[CONFIG_ENV] = str(config)
+    os.environ.pop(ENVIRONMENT_ENV, None)
+    os.environ.update(extra or {})
+    # New function instances: nothing an earlier run of this process resolved (a heartbeat URL of another
+    # stand-in) or followed (a watch) carries over, as nothing carries over a cold start.
+    secrets.clear_cache()
+    warm.forget()
+    try:
+        with (config.parent / "runs.log").open("a") as function_log, contextlib.redirect_stdout(function_log):
+            yield
+    finally:
+        secrets.clear_cache()
+        warm.forget()
+        for name, value in saved.items():  # the process's environment as it was
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
 def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterator[dict[str, Lane]]:
     """A started lane per check: monitor created, heartbeat URL in the environment, scheduler running; on exit
     every lane stopped and the environment variables set here restored."""
     document = monitors.document(load_settings(config))
     by_check = {m["check"]: m for m in document["monitors"]}
-    names = [CONFIG_ENV, ENVIRONMENT_ENV, *(heartbeat_variable(check) for check in checks)]
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ[CONFIG_ENV] = str(config)
-    os.environ.pop(ENVIRONMENT_ENV, None)
-    # The lanes are new function instances: nothing an earlier run of this process resolved (a heartbeat URL of
-    # another stand-in) or followed (a watch) carries over, as nothing carries over a cold start.
-    secrets.clear_cache()
-    warm.forget()
     started: dict[str, Lane] = {}
-    # The functions' own log lines (one JSON line a run, on stdout as on the platform) go to a file beside the
-    # environment, not into the report; `say` callers bind their stream before this.
-    with (config.parent / "runs.log").open("a") as function_log, contextlib.redirect_stdout(function_log):
+    with function_environment(config, checks):
         try:
             for check in checks:
                 started[check] = _lane(by_check[check], period_seconds)
@@ -150,13 +168,6 @@ def lanes(config: Path, checks: Sequence[str], period_seconds: float) -> Iterato
             for lane in started.values():
                 lane.scheduler.stop()
                 lane.vigilmon.stop()
-            secrets.clear_cache()
-            warm.forget()
-            for name, value in saved.items():  # the process's environment as it was
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def _lane(monitor: dict[str, Any], period_seconds: float) -> Lane:

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from outpost_sandbox import alert_times, faults, systems
+from outpost_sandbox import alert_times, faults, pages, systems
 from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.state import SandboxError
 
@@ -70,6 +70,7 @@ def add_commands(parser: argparse.ArgumentParser) -> Any:
 
     faults.register(sub)
     alert_times.register(sub)
+    pages.register(sub)
     return sub
 
 

@@ -11,16 +11,18 @@ Guarantees:
 - time is a `ScaledClock`: `scale` clock seconds pass per real second, so a 1-minute schedule at scale 10 runs
   every 6 real seconds. Every time recorded is in the clock's seconds (the "real units" of the deployed
   schedule), and a run's duration is its real duration times the scale, so the schedule, the run and the
-  monitor's grace stay in one unit.
+  monitor's grace stay in one unit; `ScaledClock.real_time()` runs it at real time for a while (a fault's break or
+  heal), and each schedule waits in short steps, so it follows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -44,22 +46,53 @@ SCHEDULED_EVENT: Final[dict[str, Any]] = {
 
 _fresh = itertools.count()
 
+WAIT_STEP_SECONDS: Final = 0.25
+"""Real seconds a schedule waits at most before it looks at the clock again."""
+
+Handler = Callable[[Any, Any], Any]
+"""A function's handler: (event, context) -> its answer; raising counts the invocation as failed."""
+
 
 class ScaledClock:
-    """Seconds that pass `scale` times faster than real time, from `origin` (default: the real time now)."""
+    """Seconds that pass `scale` times faster than real time, from `origin` (default: the real time now).
+
+    `real_time()` slows it to real time for a while (seconds then pass as real ones), and back: what a sandbox
+    operation takes in real time (a fault's break or heal, a manager's restart) then takes as long in clock time,
+    instead of `scale` times as long."""
 
     def __init__(self, scale: float = 1.0, origin: float | None = None) -> None:
         if scale <= 0:
             raise ValueError("scale must be > 0")
-        self.scale = scale
-        self._origin = time.time() if origin is None else origin
-        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        self._base = (time.time() if origin is None else origin, time.monotonic(), scale)
+
+    @property
+    def scale(self) -> float:
+        return self._base[2]
 
     def __call__(self) -> float:
-        return self._origin + (time.monotonic() - self._started) * self.scale
+        origin, started, scale = self._base
+        return origin + (time.monotonic() - started) * scale
+
+    def rescale(self, scale: float) -> None:
+        """From now on, `scale` clock seconds per real second (the clock never jumps)."""
+        if scale <= 0:
+            raise ValueError("scale must be > 0")
+        with self._lock:
+            self._base = (self(), time.monotonic(), scale)
+
+    @contextlib.contextmanager
+    def real_time(self) -> Iterator[None]:
+        """Inside, the clock runs at real time; after, at its scale again."""
+        scale = self.scale
+        self.rescale(1.0)
+        try:
+            yield
+        finally:
+            self.rescale(scale)
 
     def real_seconds(self, clock_seconds: float) -> float:
-        """How long `clock_seconds` of this clock take in real time."""
+        """How long `clock_seconds` of this clock take in real time, at its scale now."""
         return clock_seconds / self.scale
 
 
@@ -92,7 +125,7 @@ def import_entry(check: str) -> ModuleType:
     return module
 
 
-def invoke(handler: Callable[[Any, Any], Any], check: str, clock: Callable[[], float]) -> Run:
+def invoke(handler: Handler, check: str, clock: Callable[[], float]) -> Run:
     """One scheduled invocation of `handler`, judged as the platform judges it: raising is unhealthy."""
     started = clock()
     try:
@@ -115,7 +148,9 @@ class Scheduler:
     clock: ScaledClock = field(default_factory=ScaledClock)
     runs: list[Run] = field(default_factory=list)
     on_run: Callable[[Run], None] | None = None
-    _handlers: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    handler_for: Callable[[str], Handler] | None = None
+    """check -> its handler, made once at start (the cold start); default: the entry module's Lambda `handler`."""
+    _handlers: dict[str, Handler] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _in_flight: list[threading.Thread] = field(default_factory=list)
@@ -125,7 +160,9 @@ class Scheduler:
         """Import every entry module (cold starts, in the caller's thread so a bad configuration raises here),
         then run each check now and every schedule after."""
         for check in self.schedules:
-            self._handlers[check] = import_entry(check).handler
+            self._handlers[check] = (
+                self.handler_for(check) if self.handler_for is not None else import_entry(check).handler
+            )
         origin = self.clock()
         for check, every in self.schedules.items():
             thread = threading.Thread(target=self._loop, args=(check, every, origin), daemon=True, name=f"sch-{check}")
@@ -136,9 +173,10 @@ class Scheduler:
     def _loop(self, check: str, every: float, origin: float) -> None:
         for n in itertools.count():
             due = origin + n * every
-            wait = self.clock.real_seconds(due - self.clock())
-            if wait > 0 and self._stop.wait(wait):
-                return
+            # Waited in short steps: the clock's scale may change meanwhile (`ScaledClock.real_time`).
+            while (wait := self.clock.real_seconds(due - self.clock())) > 0:
+                if self._stop.wait(min(wait, WAIT_STEP_SECONDS)):
+                    return
             if self._stop.is_set():
                 return
             run = threading.Thread(target=self._run, args=(check,), daemon=True, name=f"run-{check}")

@@ -19,14 +19,13 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from outpost import registry
 from outpost.config import CHECK_NAME_PATTERN, Settings
+from outpost.deploy import INHIBITOR as INHIBITOR
 from outpost.deploy import run_seconds, schedule_minutes
 from outpost.errors import InvocationError
 from outpost.result import Result, Status
 from outpost.strict import StrictScalars
 
 HOLDING_STATUSES: Final = (Status.FAILED, Status.ERROR)
-INHIBITOR: Final = "inhibitor"
-"""The inhibitor's function name within a stage (`outpost-<env>-inhibitor`); never a check's name."""
 
 
 class HoldRequest(StrictScalars):
@@ -128,11 +127,6 @@ def hold_back_problems(settings: Settings) -> list[str]:
             # Not "api_key: required": the redaction guard reads `api_key: <word>` as a credential.
             "vigilmon.api_key: not set, but hold_back.enabled needs it: the inhibitor opens the dependants' "
             "maintenance windows with it"
-        )
-    if platform == "gcf" and hold.inhibitor_url is None:
-        problems.append(
-            "hold_back.inhibitor_url: required on gcf while hold_back.enabled: the inhibitor function's URI "
-            "(infra/gcp output function_uris), which the checks call with their ID token"
         )
     enabled = set(settings.enabled_checks())
     unheld: set[str] = set()

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
 
 from outpost import registry
-from outpost.config import Settings
+from outpost.config import CHECK_NAME_PATTERN, Settings
 from outpost.errors import InvocationError, ReportError
-from outpost.holdback.decision import HoldRequest, parse_request, windows
+from outpost.holdback.decision import HoldRequest, Window, parse_request, windows
 from outpost.logs import emit
+from outpost.recurring import TICK, due, open_minutes
+from outpost.strict import StrictScalars
 from outpost.windows import Connect, connector, start_windows
 
 WHY = "hold-back"
@@ -41,7 +45,13 @@ def handle(
     refusal = _refusal(settings, request)
     if refusal:
         raise InvocationError(f"hold request for {request.parent} refused: {refusal}; nothing was held")
-    planned = windows(settings, request.parent, now())
+    at = now()
+    # A monitor a recurring window keeps open longer than the hold is left alone: a shorter window would cut the
+    # maintenance short (both set the end), and a rollback would end it.
+    planned: list[Window] = []
+    kept: list[Window] = []
+    for window in windows(settings, request.parent, at):
+        (kept if open_minutes(settings, window.check, at) >= window.minutes else planned).append(window)
     parent_monitor = settings.checks[request.parent].monitor_id
     if any(window.monitor_id == parent_monitor for window in planned):  # `windows` never does; a second lock
         raise InvocationError(f"hold request for {request.parent} refused: it would hold the parent's own monitor")
@@ -53,10 +63,12 @@ def handle(
             {"check": w.check, "monitor_id": w.monitor_id, "minutes": w.minutes, "until": w.until.isoformat()}
             for w in planned
         ],
+        "in_recurring_window": [w.check for w in kept],
     }
     say = _log if log else _quiet
     if not planned:
-        say(request, "INFO", f"{request.parent} {request.status}: no enabled dependant has a monitor to hold")
+        why = "in a recurring maintenance window" if kept else "no enabled dependant has a monitor to hold"
+        say(request, "INFO", f"{request.parent} {request.status}: nothing to hold ({why})")
         return outcome
     if connect is None:
         connect = connector(settings, WHY)
@@ -96,3 +108,92 @@ def _log(request: HoldRequest, level: str, message: str) -> None:
 
 def _quiet(request: HoldRequest, level: str, message: str) -> None:
     pass
+
+
+# --- recurring maintenance windows ---------------------------------------------------------------------------
+
+RECURRING = "maintenance window"
+
+
+class TickRequest(StrictScalars):
+    """A scheduled call of the inhibitor on Cloud Functions (Cloud Scheduler's body): open the recurring windows
+    that are due. On AWS the EventBridge scheduled event is the tick."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    environment: str = Field(pattern=CHECK_NAME_PATTERN, max_length=63)
+    tick: Literal["maintenance-windows"]
+
+
+def is_tick(document: object) -> bool:
+    """Whether `document` is a tick: an EventBridge scheduled event, or a `TickRequest`-shaped body."""
+    if not isinstance(document, dict):
+        return False
+    if document.get("source") == "aws.events" and document.get("detail-type") == "Scheduled Event":
+        return True
+    return document.get("tick") == TICK
+
+
+def tick(
+    settings: Settings,
+    document: object,
+    *,
+    connect: Connect | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    log: bool = True,
+) -> dict[str, Any]:
+    """Open the recurring windows due at `now` (`outpost.recurring.due`), each all or nothing, for what is left of
+    it; the outcome, as logged. InvocationError: a body for another environment or malformed. ReportError, after
+    every window was tried: one could not be opened (its monitors alert as without it; a later tick within the
+    lookback tries again)."""
+    if isinstance(document, dict) and "tick" in document:
+        try:
+            request = TickRequest.model_validate(document)
+        except ValidationError as error:
+            item = error.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in item["loc"]) or "(request)"
+            raise InvocationError(f"tick refused: {where}: {item['msg']}") from None
+        if request.environment != settings.environment:
+            raise InvocationError(
+                f"tick refused: it is for environment {request.environment!r}, this inhibitor serves "
+                f"{settings.environment!r}"
+            )
+    at = now()
+    opening = due(settings, at)
+    outcome: dict[str, Any] = {
+        "environment": settings.environment,
+        "opened": [
+            {"window": d.name, "start": d.start.isoformat(), "minutes": d.minutes, "checks": sorted(d.targets)}
+            for d in opening
+        ],
+    }
+    if not opening:
+        return outcome
+    if connect is None:
+        connect = connector(settings, RECURRING)
+    failures: list[str] = []
+    for window in opening:
+        try:
+            with connect() as client:
+                start_windows(window.targets, window.minutes, client, connect, say=lambda _line: None)
+        except ReportError as error:
+            failures.append(f"{window.name}: {error}")
+            if log:
+                emit(
+                    "ERROR",
+                    f"inhibitor: maintenance window {window.name} NOT opened: {error}",
+                    outcome="maintenance",
+                    environment=settings.environment,
+                )
+            continue
+        if log:
+            emit(
+                "INFO",
+                f"inhibitor: maintenance window {window.name} (started {window.start.isoformat()}) opened for "
+                f"{window.minutes} min on {', '.join(window.targets)}",
+                outcome="maintenance",
+                environment=settings.environment,
+            )
+    if failures:
+        raise ReportError("recurring maintenance windows not opened: " + "; ".join(failures))
+    return outcome

@@ -13,7 +13,8 @@ it and goes on, and the dependants, unheld, alert as they would without hold-bac
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -27,6 +28,9 @@ from outpost.heartbeat import worst_case_seconds
 from outpost.holdback import inhibitor
 from outpost.holdback.decision import INHIBITOR, HoldRequest
 from outpost.windows import Connect
+
+INHIBITOR_URL_ENV = "OUTPOST_INHIBITOR_URL"
+"""Set on every check function by infra/gcp: the inhibitor function's URI (its `url` output, in the same apply)."""
 
 SEND_TIMEOUT_SECONDS = 10.0
 """A hold request's budget at most: one asynchronous invocation, or one HTTP request the inhibitor answers once
@@ -176,8 +180,12 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def sender_for(settings: Settings, platform: Literal["aws", "gcf", "local"]) -> HoldSender | None:
-    """The seam a run of `settings` asks through on `platform`, or None when hold-back is off."""
+def sender_for(
+    settings: Settings, platform: Literal["aws", "gcf", "local"], environ: Mapping[str, str] = os.environ
+) -> HoldSender | None:
+    """The seam a run of `settings` asks through on `platform`, or None when hold-back is off (or, on Cloud
+    Functions, no inhibitor URI is known: `hold_back.inhibitor_url`, else `$OUTPOST_INHIBITOR_URL`, which
+    infra/gcp sets)."""
     if not settings.hold_back.enabled:
         return None
     # A failing run does not ping: the heartbeat's budget, already in the function timeout, is the request's.
@@ -186,7 +194,8 @@ def sender_for(settings: Settings, platform: Literal["aws", "gcf", "local"]) -> 
     if platform == "aws":
         return LambdaSender(function_name(settings.environment, INHIBITOR), timeout_seconds=budget)
     if platform == "gcf":
-        if settings.hold_back.inhibitor_url is None:  # refused by validation; a sender that cannot send is none
+        url = settings.hold_back.inhibitor_url or environ.get(INHIBITOR_URL_ENV)
+        if not url:  # nothing holds back: every monitor alerts as without hold-back (the cold start says so)
             return None
-        return HttpSender(settings.hold_back.inhibitor_url, timeout_seconds=budget)
+        return HttpSender(url, timeout_seconds=budget)
     return LocalSender(settings)

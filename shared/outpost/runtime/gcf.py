@@ -15,7 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from outpost.holdback.senders import sender_for
+from outpost import registry
+from outpost.holdback.senders import INHIBITOR_URL_ENV, sender_for
+from outpost.logs import emit
 from outpost.runtime.common import JSON_HEADERS, cold_start_settings, run_http, stop_at_signals
 from outpost.runtime.events import MAX_BODY_BYTES, HttpRequest
 
@@ -28,6 +30,14 @@ HttpTarget = Callable[["flask.Request"], tuple[str, int, dict[str, str]]]
 def make_target(check_name: str) -> HttpTarget:
     settings = cold_start_settings(check_name)
     hold = sender_for(settings, "gcf")
+    if settings.hold_back.enabled and hold is None and registry.dependants(check_name):
+        emit(
+            "WARNING",
+            f"{check_name}: hold_back.enabled, but no inhibitor URI (hold_back.inhibitor_url, ${INHIBITOR_URL_ENV}): "
+            "this check's dependants are not held back while it fails (they alert); deploy with infra/gcp",
+            check=check_name,
+            environment=settings.environment,
+        )
     if "functions_framework" in sys.modules:
         _stop_gunicorn_workers_at_signals(check_name)
 

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from outpost import registry
 from outpost.config import CheckSettings, Settings
 from outpost.deploy import ALARM_RULES, function_name, run_seconds, schedule_minutes, severity
 from outpost.logs import METRIC_NAMESPACE, OUTCOME_METRICS
@@ -304,7 +305,7 @@ def first_alarm_minute(changes: Sequence[Transition]) -> int | None:
 
 
 def run_lines(
-    schedule: int, runs: Sequence[str], *, line_after_seconds: float, after_minutes: int = 0
+    schedule: int, runs: Sequence[str | None], *, line_after_seconds: float, after_minutes: int = 0
 ) -> list[str | None]:
     """The per-minute outcomes of runs every `schedule` minutes: run `i` (0-based) starts at minute
     `after_minutes + (i + 1) * schedule` (the fault comes right after a healthy run at `after_minutes`, the
@@ -330,3 +331,190 @@ def replay(settings: Settings, name: str, runs: Sequence[str]) -> dict[str, dict
         }
         for rule in rules(settings, name)
     }
+
+
+# --- hold-back of the cloud alarms (AWS: composite alarms with an actions suppressor) ---------------------------
+
+SUPPRESSING_RULES: Final = ("failed", "error")
+"""A parent's alarms that hold its dependants' alarms back: "it is broken" and "we cannot see it" (the
+inhibitor's statuses, `outpost.holdback.decision.HOLDING_STATUSES`); never `flapping` nor `degraded`."""
+
+EVALUATION_SECONDS: Final = 60
+"""CloudWatch evaluates an alarm once a minute: a state can be seen up to a minute after its datapoint."""
+
+
+def held_by(settings: Settings, name: str) -> list[str]:
+    """The enabled checks whose `failed` and `error` alarms hold back check `name`'s alarms' actions: every
+    enabled check it depends on, directly or through others (`registry.dependants` is transitive, as the
+    Vigilmon hold-back is), in catalogue order; none when hold-back is off."""
+    if not settings.hold_back.enabled:
+        return []
+    enabled = set(settings.enabled_checks())
+    return [parent for parent in registry.names() if parent in enabled and name in registry.dependants(parent)]
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """How a dependant's alarm is held back on AWS: a composite alarm wrapping it carries its actions, with
+    `suppressor` (ALARM while any of `parents`' failed or error alarm is) as its ActionsSuppressor."""
+
+    parents: tuple[str, ...]
+    wait_seconds: int
+    extension_seconds: int
+
+
+def _whole_minutes(seconds: float) -> int:
+    return 60 * math.ceil(seconds / 60)
+
+
+def suppression(settings: Settings, rule: Rule) -> Suppression | None:
+    """The suppression of `rule`'s actions, or None (hold-back off, or its check depends on no enabled check).
+
+    - wait (ActionsSuppressorWaitPeriod): after a common fault, how much later than this alarm a parent's can
+      reach ALARM: the fault may come right after a parent's run, whose alarm then sees its last breaching line
+      `datapoints` periods, a run and a minute's evaluation later; and right before this check's run, whose
+      alarm may then see it `datapoints - 1` periods and a run later. At least a minute. A dependant's alarm for
+      a cause of its own notifies that much later.
+    - extension (ActionsSuppressorExtensionPeriod): once the parents' alarms clear, how long this one may take to
+      clear when its check recovered with them: the runs its window needs to fall below `datapoints`, a run's
+      length and a minute. Still in ALARM after it, it notifies: the dependant is failing on its own.
+    """
+    parents = held_by(settings, rule.check)
+    if not parents:
+        return None
+    run = run_seconds(settings)
+    latest_parent = max(
+        parent_rule.datapoints * parent_rule.period_seconds + run + EVALUATION_SECONDS
+        for parent in parents
+        for parent_rule in rules(settings, parent)
+        if parent_rule.key in SUPPRESSING_RULES
+    )
+    earliest = (rule.datapoints - 1) * rule.period_seconds + run
+    wait = _whole_minutes(max(EVALUATION_SECONDS, latest_parent - earliest))
+    extension = _whole_minutes((rule.periods - rule.datapoints + 1) * rule.period_seconds + run + EVALUATION_SECONDS)
+    return Suppression(tuple(parents), wait, extension)
+
+
+def composite_actions(
+    alarm: Sequence[Transition],
+    suppressor: Sequence[Transition],
+    length: int,
+    *,
+    wait_minutes: int,
+    extension_minutes: int,
+) -> list[int]:
+    """The minutes at which a composite alarm wrapping `alarm` (ALARM exactly when it is) performs its ALARM
+    actions, with `suppressor` as its ActionsSuppressor, as CloudWatch documents it (API CompositeAlarm,
+    `ActionsSuppressedBy`): while the suppressor is in ALARM the actions are suppressed; entering ALARM while the
+    suppressor is not, the composite waits up to the wait period for it to enter ALARM, then acts; once the
+    suppressor leaves ALARM, it waits the extension period, then acts if still in ALARM. A suppressor in OK or
+    INSUFFICIENT_DATA never suppresses. One action per ALARM episode; resolutions (OK actions) are not held."""
+
+    def states(changes: Sequence[Transition]) -> list[State]:
+        state: State = "OK"
+        by_minute = {change.minute: change.state for change in changes}
+        found: list[State] = []
+        for minute in range(length + 1):
+            state = by_minute.get(minute, state)
+            found.append(state)
+        return found
+
+    raised, held = states(alarm), states(suppressor)
+    performed: list[int] = []
+    due: int | None = None
+    acted = False
+    for minute in range(length + 1):
+        if raised[minute] != "ALARM":
+            due, acted = None, False
+            continue
+        if acted:
+            continue
+        if held[minute] == "ALARM":
+            due = None
+        elif due is None:
+            entering = minute == 0 or raised[minute - 1] != "ALARM"
+            left_suppressor = minute > 0 and held[minute - 1] == "ALARM"
+            if left_suppressor:
+                due = minute + extension_minutes
+            elif entering:
+                due = minute + wait_minutes
+        if due is not None and minute >= due:
+            performed.append(minute)
+            acted, due = True, None
+    return performed
+
+
+def any_alarm(changes: Sequence[Sequence[Transition]], length: int) -> list[Transition]:
+    """The state changes of a composite alarm `ALARM(a) OR ALARM(b) ...` over its alarms' changes."""
+    raised = [{change.minute: change.state for change in alarm} for alarm in changes]
+    current: list[State] = ["OK"] * len(changes)
+    state: State = "OK"
+    found: list[Transition] = []
+    for minute in range(length + 1):
+        for index, alarm in enumerate(raised):
+            current[index] = alarm.get(minute, current[index])
+        new: State = "ALARM" if "ALARM" in current else "OK"
+        if new != state:
+            found.append(Transition(minute, new))
+            state = new
+    return found
+
+
+@dataclass(frozen=True)
+class HeldReplay:
+    """One AWS alarm over a replayed fault: its state changes, and the minutes its actions were performed."""
+
+    states: list[Transition]
+    actions: list[int]
+
+    @property
+    def suppressed(self) -> bool:
+        """It reached ALARM and notified nobody."""
+        return first_alarm_minute(self.states) is not None and not self.actions
+
+
+def replay_fault(
+    settings: Settings, runs: dict[str, Sequence[str | None]], *, extra_minutes: int = 0
+) -> dict[str, dict[str, HeldReplay]]:
+    """Every enabled check's AWS alarms over one fault: `runs` gives the outcomes of a check's scheduled runs
+    after the fault (None: the run wrote no line; a check not named stays `ok`), each line written a run's
+    length after its start. Per check and rule: the state changes and the minutes its actions are performed,
+    held back by its parents' alarms as the generated composite alarms do (`suppression`); without hold-back,
+    an alarm acts when it enters ALARM. What a page of pages and notifications per fault is made from."""
+    minutes = extra_minutes + max(
+        (len(outcomes) * schedule_minutes(settings, name) for name, outcomes in runs.items()), default=0
+    )
+    lines: dict[str, list[str | None]] = {}
+    for name in settings.enabled_checks():
+        schedule = schedule_minutes(settings, name)
+        outcomes = list(runs.get(name, []))
+        outcomes += ["ok"] * max(0, math.ceil(minutes / schedule) - len(outcomes))  # then healthy
+        lines[name] = run_lines(schedule, outcomes, line_after_seconds=run_seconds(settings))
+    length = max(len(minutes) for minutes in lines.values()) if lines else 0
+    raised = {
+        name: {
+            rule.key: (rule, cloudwatch_states(lines[name], CloudWatchAlarm.of(rule))) for rule in rules(settings, name)
+        }
+        for name in settings.enabled_checks()
+    }
+    replayed: dict[str, dict[str, HeldReplay]] = {}
+    for name, by_rule in raised.items():
+        replayed[name] = {}
+        for key, (rule, changes) in by_rule.items():
+            held = suppression(settings, rule)
+            if held is None:
+                actions = [change.minute for change in changes if change.state == "ALARM"]
+            else:
+                suppressor = any_alarm(
+                    [raised[parent][parent_key][1] for parent in held.parents for parent_key in SUPPRESSING_RULES],
+                    length,
+                )
+                actions = composite_actions(
+                    changes,
+                    suppressor,
+                    length,
+                    wait_minutes=held.wait_seconds // 60,
+                    extension_minutes=held.extension_seconds // 60,
+                )
+            replayed[name][key] = HeldReplay(changes, actions)
+    return replayed

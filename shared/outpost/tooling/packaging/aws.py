@@ -12,18 +12,24 @@ from typing import Any, Final
 
 from outpost.config import EksAuth, Settings
 from outpost.deploy import (
+    INHIBITOR,
+    INHIBITOR_MAX_EVENT_AGE_SECONDS,
     SERVICE,
     alarm_name,
     aws_partition,
+    check_secret_references,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
+    inhibitor_role_name,
+    inhibitor_secret_references,
+    inhibitor_timeout_seconds,
     lambda_architecture,
     schedule_minutes,
-    secretsmanager_scope,
+    secret_store_name,
     severity,
-    ssm_scope,
 )
-from outpost.secrets import parse_secret_ref
+from outpost.recurring import TICK_MINUTES
 from outpost.tooling import alerting
 from outpost.tooling.packaging.platforms import entry_module
 
@@ -70,6 +76,8 @@ def function_definitions(settings: Settings) -> dict[str, Any]:
         if settings.deploy.failure_destination:
             function["destinations"] = {"onFailure": settings.deploy.failure_destination}
         functions[name] = function
+    if deploys_inhibitor(settings):
+        functions[INHIBITOR] = inhibitor_function(settings)
     return functions
 
 
@@ -79,31 +87,37 @@ def logical_id(check: str) -> str:
     return normalized[:1].upper() + normalized[1:]
 
 
-def iam_statements(settings: Settings) -> list[dict[str, Any]]:
-    """Least privilege: the secret stores the file references, in the stage's scope; its KMS key; its EKS role."""
+_ACCOUNT: Final = "arn:${AWS::Partition}:%s:${AWS::Region}:${AWS::AccountId}"
+INHIBITOR_ROLE: Final = "InhibitorIamRole"
+"""The inhibitor function's own role (a resource of the stack; Serverless's `IamRoleLambdaExecution` is the
+checks')."""
+
+
+def secret_statements(settings: Settings, references: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Read access to exactly the secrets `references` name, one statement per store, plus `kms:Decrypt` on the
+    file's key through those stores: an SSM parameter by its ARN; a Secrets Manager secret by its name and the
+    six characters Secrets Manager appends (`-??????`), or, given as an ARN, by that ARN and a wildcard."""
     assert settings.deploy is not None
-    env = settings.environment
-    schemes = {parse_secret_ref(ref).scheme for _path, ref in settings.secret_references()}
-    account = "arn:${AWS::Partition}:%s:${AWS::Region}:${AWS::AccountId}"
+    ssm: list[str] = []
+    secrets: list[str] = []
+    for _path, text in references:
+        read = secret_store_name(text)
+        if read is None:
+            continue  # env: or gcpsm:, refused for a deployed AWS function by outpost.deploy
+        scheme, name = read
+        if scheme == "ssm":
+            ssm.append((_ACCOUNT % "ssm") + f":parameter{name}")
+        elif scheme == "secretsmanager":
+            given_as_arn = text.partition(":")[2].startswith("arn:")
+            secrets.append((_ACCOUNT % "secretsmanager") + f":secret:{name}" + ("*" if given_as_arn else "-??????"))
     statements: list[dict[str, Any]] = []
-    if "ssm" in schemes:
-        statements.append(
-            {
-                "Effect": "Allow",
-                "Action": ["ssm:GetParameter"],
-                "Resource": {"Fn::Sub": (account % "ssm") + f":parameter{ssm_scope(env)}*"},
-            }
-        )
-    if "secretsmanager" in schemes:
-        scope = f":secret:{secretsmanager_scope(env)}*"
-        statements.append(
-            {
-                "Effect": "Allow",
-                "Action": ["secretsmanager:GetSecretValue"],
-                "Resource": {"Fn::Sub": (account % "secretsmanager") + scope},
-            }
-        )
-    if settings.deploy.kms_key_arn:
+    if ssm:
+        resources = [{"Fn::Sub": arn} for arn in sorted(set(ssm))]
+        statements.append({"Effect": "Allow", "Action": ["ssm:GetParameter"], "Resource": resources})
+    if secrets:
+        resources = [{"Fn::Sub": arn} for arn in sorted(set(secrets))]
+        statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": resources})
+    if (ssm or secrets) and settings.deploy.kms_key_arn:
         region = settings.deploy.region
         statements.append(
             {
@@ -117,13 +131,94 @@ def iam_statements(settings: Settings) -> list[dict[str, Any]]:
                 },
             }
         )
-    auth = settings.cluster.auth
-    if isinstance(auth, EksAuth) and auth.role_arn:
-        statements.append({"Effect": "Allow", "Action": ["sts:AssumeRole"], "Resource": auth.role_arn})
     return statements
 
 
-def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
+def iam_statements(settings: Settings) -> list[dict[str, Any]]:
+    """The checks' role, least privilege: exactly the secrets the checks read (never the Vigilmon API key: the
+    inhibitor's role alone reads it), its KMS key, its EKS role, and with hold-back the invocation of the stage's
+    inhibitor function, nothing else."""
+    assert settings.deploy is not None
+    statements = secret_statements(settings, check_secret_references(settings))
+    auth = settings.cluster.auth
+    if isinstance(auth, EksAuth) and auth.role_arn:
+        statements.append({"Effect": "Allow", "Action": ["sts:AssumeRole"], "Resource": auth.role_arn})
+    if settings.hold_back.enabled:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["lambda:InvokeFunction"],
+                "Resource": {
+                    "Fn::Sub": (_ACCOUNT % "lambda") + f":function:{function_name(settings.environment, INHIBITOR)}"
+                },
+            }
+        )
+    return statements
+
+
+def inhibitor_function(settings: Settings) -> dict[str, Any]:
+    """The inhibitor's Lambda function: invoked asynchronously by a failing parent's run, never by URL, under its
+    own role; a failed request is not retried (the parent's next failing run asks again) and one older than a
+    minute is dropped. Its timeout covers opening the windows and rolling them back
+    (`outpost.deploy.inhibitor_timeout_seconds`). With recurring maintenance windows, an EventBridge schedule
+    ticks it every `recurring.TICK_MINUTES` to open those that are due; without, it has no schedule."""
+    function: dict[str, Any] = {
+        "handler": f"functions/{INHIBITOR}/main.handler",
+        "description": f"Outpost inhibitor ({settings.environment}): holds back the dependants of a failing check",
+        "timeout": inhibitor_timeout_seconds(settings),
+        # By its ARN (an implicit dependency): Serverless adds a DependsOn to a role named by its logical id, which
+        # cfn-lint flags (W3005) as redundant.
+        "role": {"Fn::Sub": f"${{{INHIBITOR_ROLE}.Arn}}"},
+        "maximumRetryAttempts": 0,
+        "maximumEventAge": INHIBITOR_MAX_EVENT_AGE_SECONDS,
+        "tags": {"function": INHIBITOR},
+    }
+    if settings.maintenance_windows:
+        function["events"] = [{"schedule": {"rate": [schedule_expression(TICK_MINUTES)]}}]
+    return function
+
+
+def inhibitor_role(settings: Settings) -> dict[str, Any]:
+    """The inhibitor's role: its own log group, the Vigilmon API key (and its KMS key), nothing else."""
+    assert settings.deploy is not None
+    env = settings.environment
+    group = (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, INHIBITOR)}"
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:CreateLogGroup"],
+            "Resource": {"Fn::Sub": f"{group}:*"},
+        },
+        {"Effect": "Allow", "Action": ["logs:PutLogEvents"], "Resource": {"Fn::Sub": f"{group}:*:*"}},
+        *secret_statements(settings, inhibitor_secret_references(settings)),
+    ]
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "RoleName": inhibitor_role_name(env, settings.deploy.region),
+            "Description": f"Outpost {env} inhibitor: the one identity that reads the Vigilmon API key",
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": ["lambda.amazonaws.com"]},
+                        "Action": ["sts:AssumeRole"],
+                    }
+                ],
+            },
+            "Policies": [
+                {
+                    "PolicyName": f"{SERVICE}-{env}-{INHIBITOR}",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                }
+            ],
+            "Tags": [{"Key": "service", "Value": SERVICE}, {"Key": "environment", "Value": env}],
+        },
+    }
+
+
+def alarm_description(settings: Settings, rule: alerting.Rule, note: str = "") -> str:
     """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution, a `${` in the
     file's free text is written `${!` and so shown as is): what held, the check's runbook section and the Logs
     Insights query of its latest run line."""
@@ -134,13 +229,87 @@ def alarm_description(settings: Settings, rule: alerting.Rule) -> str:
         f"{alerting.runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
         f"{alerting.log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
         "A check that stops running at all is its Vigilmon monitor's alarm, not this one."
+        f"{note}"
     )
 
 
-def alarm(settings: Settings, rule: alerting.Rule) -> dict[str, Any]:
-    """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF)."""
+def _topic(rule: alerting.Rule) -> dict[str, Any]:
+    return {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+
+
+def alarm_logical_id(check: str, key: str) -> str:
+    return f"{logical_id(check)}{key.capitalize()}Alarm"
+
+
+def suppressor_logical_id(check: str) -> str:
+    return f"{logical_id(check)}HeldAlarm"
+
+
+def suppressor_name(environment: str, check: str) -> str:
+    """The composite alarm in ALARM while a check `check` depends on fails or cannot observe."""
+    return f"{function_name(environment, check)}-held"
+
+
+def alert_name(environment: str, check: str, key: str) -> str:
+    """The composite alarm carrying the actions of a held-back check's alarm `key` (`...-failed-alert`)."""
+    return f"{alarm_name(environment, check, key)}-alert"
+
+
+def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
+    """Hold-back of a dependant's cloud alarms (docs/contracts.md "Cloud alarms"): one composite alarm in ALARM
+    while any enabled check it depends on has its `failed` or `error` alarm in ALARM (`ALARM()` is false in OK and
+    INSUFFICIENT_DATA, so only a parent seen failing suppresses), and, per rule, a composite alarm wrapping the
+    metric alarm that carries its actions with that one as ActionsSuppressor (its wait and extension periods:
+    `alerting.suppression`). Empty when hold-back is off or the check depends on no enabled check."""
     env = settings.environment
-    topic = {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+    parents = alerting.held_by(settings, check)
+    if not parents:
+        return {}
+    rule_text = " OR ".join(
+        f'ALARM("${{{alarm_logical_id(parent, key)}}}")' for parent in parents for key in alerting.SUPPRESSING_RULES
+    )
+    found: dict[str, Any] = {
+        suppressor_logical_id(check): {
+            "Type": "AWS::CloudWatch::CompositeAlarm",
+            "Properties": {
+                "AlarmName": suppressor_name(env, check),
+                "AlarmRule": {"Fn::Sub": rule_text},
+                "AlarmDescription": (
+                    f"Outpost {env}: in ALARM while a check {check} depends on fails or cannot observe "
+                    f"({', '.join(parents)}): {check}'s alarms notify nobody meanwhile. No action of its own."
+                ),
+            },
+        }
+    }
+    for rule in alerting.rules(settings, check):
+        held = alerting.suppression(settings, rule)
+        assert held is not None
+        note = (
+            f" Held back while {', '.join(held.parents)} fails or cannot observe (it waits {held.wait_seconds} s "
+            f"for them, and {held.extension_seconds} s after they clear)."
+        )
+        description = alarm_description(settings, rule, note)
+        found[f"{logical_id(check)}{rule.key.capitalize()}AlertAlarm"] = {
+            "Type": "AWS::CloudWatch::CompositeAlarm",
+            "Properties": {
+                "AlarmName": alert_name(env, check, rule.key),
+                "AlarmDescription": {"Fn::Sub": description},
+                "AlarmRule": {"Fn::Sub": f'ALARM("${{{alarm_logical_id(check, rule.key)}}}")'},
+                "ActionsSuppressor": {"Ref": suppressor_logical_id(check)},
+                "ActionsSuppressorWaitPeriod": held.wait_seconds,
+                "ActionsSuppressorExtensionPeriod": held.extension_seconds,
+                "AlarmActions": _topic(rule),
+                "OKActions": _topic(rule),
+            },
+        }
+    return found
+
+
+def alarm(settings: Settings, rule: alerting.Rule, *, actions: bool = True) -> dict[str, Any]:
+    """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF); `actions`:
+    off when a composite alarm carries them (`held_alarms`)."""
+    env = settings.environment
+    topic = _topic(rule) if actions else []
     evaluated = alerting.CloudWatchAlarm.of(rule)
     return {
         "Type": "AWS::CloudWatch::Alarm",
@@ -193,9 +362,14 @@ def resources(settings: Settings) -> dict[str, Any]:
     alarms: dict[str, Any] = {}
     extensions: dict[str, Any] = {}
     for name in settings.enabled_checks():
+        held = held_alarms(settings, name)
         for rule in alerting.rules(settings, name):
-            alarms[f"{logical_id(name)}{rule.key.capitalize()}Alarm"] = alarm(settings, rule)
+            alarms[alarm_logical_id(name, rule.key)] = alarm(settings, rule, actions=not held)
+        alarms.update(held)
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+    if deploys_inhibitor(settings):
+        alarms[INHIBITOR_ROLE] = inhibitor_role(settings)
+        extensions[f"{logical_id(INHIBITOR)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     return {
         "Parameters": {
             ALARM_TOPIC_PARAMETER: _topic_parameter(

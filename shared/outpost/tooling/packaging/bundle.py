@@ -24,6 +24,7 @@ from outpost.tooling.packaging.platforms import (
     CLOUD_FUNCTIONS,
     HOST,
     RUNTIME_PYTHON,
+    entry_functions,
     entry_module,
     lock_target,
     required_extras,
@@ -157,7 +158,7 @@ def write_bundle(
                 f"{', '.join(extras) or '(none)'}: {', '.join(f'{name} {version}' for name, version in differences)}"
             )
     _copy_product(root, staging)
-    for name in settings.enabled_checks():
+    for name in entry_functions(settings):
         module = staging / entry_module(name)
         module.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / entry_module(name), module)

@@ -14,18 +14,25 @@ from typing import Any, Final
 
 from outpost.config import Settings
 from outpost.deploy import (
+    INHIBITOR,
     alarm_name,
+    check_secret_references,
     cron_schedule,
+    deploys_inhibitor,
     function_name,
     function_timeout_seconds,
+    inhibitor_secret_references,
+    inhibitor_service_account,
+    inhibitor_timeout_seconds,
     schedule_minutes,
+    secret_store_name,
     service_accounts,
     severity,
 )
-from outpost.secrets import parse_secret_ref
+from outpost.recurring import TICK, TICK_MINUTES
 from outpost.tooling import alerting
 from outpost.tooling.packaging.locks import Lock, requirements_text
-from outpost.tooling.packaging.platforms import entry_module
+from outpost.tooling.packaging.platforms import entry_functions, entry_module
 
 CLOUD_FUNCTIONS_RUNTIME: Final = "python311"
 CLOUD_FUNCTIONS_ENTRY_POINT: Final = "http"
@@ -77,13 +84,6 @@ def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -
             "description": f"Outpost check {name} ({env}, {severity(settings, name)})",
             "schedule": schedule,
         }
-    secrets = sorted(
-        {
-            parse_secret_ref(ref).name.partition("/versions/")[0]
-            for _path, ref in settings.secret_references()
-            if ref.startswith("gcpsm:")
-        }
-    )
     accounts = service_accounts(env)
     return {
         "environment": env,
@@ -97,11 +97,41 @@ def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -
         "timeout_seconds": timeout,
         "attempt_deadline_seconds": min(max(timeout + SCHEDULER_DEADLINE_MARGIN_SECONDS, low), high),
         "checks": checks,
-        "secrets": secrets,
+        "secrets": secret_manager_secrets(check_secret_references(settings)),
+        "inhibitor_secrets": secret_manager_secrets(inhibitor_secret_references(settings)),
+        "inhibitor": inhibitor_variables(settings),
         "runtime_account_id": accounts["runtime"],
         "invoker_account_id": accounts["invoker"],
         "gke_cluster_viewer": settings.cluster.auth.mode == "gke",
         "alarms": alert_policies(settings),
+    }
+
+
+def secret_manager_secrets(references: list[tuple[str, str]]) -> list[str]:
+    """The Secret Manager secrets (`projects/P/secrets/S`, no version) `references` read, sorted."""
+    found = {secret_store_name(text) for _path, text in references}
+    return sorted(name for scheme, name in (item for item in found if item is not None) if scheme == "gcpsm")
+
+
+def inhibitor_variables(settings: Settings) -> dict[str, Any] | None:
+    """infra/gcp's `inhibitor`: its function (entry point `inhibitor` of the generated main.py), its timeout and
+    service account, and its tick's schedule and body with recurring windows; None when it is not deployed."""
+    if not deploys_inhibitor(settings):
+        return None
+    env = settings.environment
+    return {
+        "function_name": function_name(env, INHIBITOR),
+        "description": f"Outpost inhibitor ({env}): holds back the dependants of a failing check",
+        "entry_point": INHIBITOR,
+        "account_id": inhibitor_service_account(env),
+        "timeout_seconds": inhibitor_timeout_seconds(settings),
+        # With recurring maintenance windows, a Cloud Scheduler job ticks it (`outpost.recurring`).
+        "schedule": cron_schedule(TICK_MINUTES) if settings.maintenance_windows else None,
+        "attempt_deadline_seconds": min(
+            max(inhibitor_timeout_seconds(settings) + SCHEDULER_DEADLINE_MARGIN_SECONDS, SCHEDULER_DEADLINE_RANGE[0]),
+            SCHEDULER_DEADLINE_RANGE[1],
+        ),
+        "tick_body": json.dumps({"environment": env, "tick": TICK}, sort_keys=True),
     }
 
 
@@ -129,8 +159,9 @@ _CLOUD_FUNCTIONS_MAIN = '''"""Cloud Functions entry points of environment {envir
 --platform gcp`; do not edit.
 
 `http` (infra/gcp's entry point) serves the check named by ${check_env}; `<check_with_underscores>` serves
-that check (`--entry-point apiserver_health`). Each imports only its own entry module, on first use: that
-import is the cold start, which loads and validates $OUTPOST_CONFIG for that check alone.
+that check (`--entry-point apiserver_health`); `inhibitor`, with hold-back on, the inhibitor. Each imports
+only its own entry module, on first use: that import is the cold start, which loads and validates
+$OUTPOST_CONFIG for that check alone.
 """
 
 import importlib
@@ -156,7 +187,7 @@ def __getattr__(name):
 
 
 def cloud_functions_main(settings: Settings) -> str:
-    modules = {name: entry_module(name).removesuffix(".py").replace("/", ".") for name in settings.enabled_checks()}
+    modules = {name: entry_module(name).removesuffix(".py").replace("/", ".") for name in entry_functions(settings)}
     return _CLOUD_FUNCTIONS_MAIN.format(
         environment=settings.environment, check_env=CHECK_ENV, modules=json.dumps(modules, indent=4, sort_keys=True)
     )

@@ -15,6 +15,8 @@ from typing import Any, Final
 from outpost import registry
 from outpost.config import Settings, environment_file
 from outpost.deploy import (
+    INHIBITOR,
+    deploys_inhibitor,
     lambda_architecture,
 )
 from outpost.errors import ConfigError, PackagingError
@@ -34,6 +36,12 @@ PLATFORMS: Final = ("aws-arm64", "aws-x86_64", GCP, CLOUD_FUNCTIONS, HOST)
 def entry_module(check: str) -> str:
     """`functions/<check_with_underscores>/main.py`, relative to the bundle root."""
     return f"functions/{check.replace('-', '_')}/main.py"
+
+
+def entry_functions(settings: Settings) -> list[str]:
+    """The functions a bundle serves, each from its `entry_module`: every enabled check, and the inhibitor when
+    hold-back is on or recurring windows are declared (the one function holding the Vigilmon API key)."""
+    return [*settings.enabled_checks(), *([INHIBITOR] if deploys_inhibitor(settings) else [])]
 
 
 def archive_name(environment: str, platform: str) -> str:
