@@ -243,11 +243,20 @@ def cloud_function_environment(stage: Path, check: str) -> tuple[str, dict[str, 
         for resource in terraform["resource"]
         for kind, named in resource.items()
         if kind.strip('"') == "google_cloudfunctions2_function"  # python-hcl2 7 keeps labels' quotes
-        for body in named.values()
+        for name, body in named.items()
+        if name.strip('"') == "check"  # the checks' functions; "inhibitor" is the hold-back function
     ]
     assert len(functions) == 1, functions
     (service,) = functions[0]["service_config"]
     (build,) = functions[0]["build_config"]
+    declared = service["environment_variables"]
+    if isinstance(declared, str):
+        # merge({...}, local.inhibitor_url): the map every check gets, plus the inhibitor's URI where infra/gcp
+        # deploys one. A check served here has no inhibitor to call, so it holds nothing back (its cold start says so).
+        merged = re.fullmatch(r"\$\{merge\(\{(.*)\}, local\.inhibitor_url\)\}", declared, re.S)
+        assert merged, f"infra/gcp: unexpected environment_variables {declared!r}"
+        pairs = [pair.split("=", 1) for pair in merged.group(1).split(",")]
+        declared = {key.strip(): "${" + value.strip() + "}" for key, value in pairs}
 
     def resolve(text: Any) -> str:
         def value(match: re.Match[str]) -> str:
@@ -261,7 +270,7 @@ def cloud_function_environment(stage: Path, check: str) -> tuple[str, dict[str, 
         assert "${" not in resolved, f"infra/gcp: unresolved {resolved!r}"
         return resolved
 
-    environment = {name: resolve(value) for name, value in service["environment_variables"].items()}
+    environment = {name: resolve(value) for name, value in declared.items()}
     return resolve(build["entry_point"]), environment
 
 
