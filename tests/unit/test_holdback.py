@@ -15,23 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 import yaml
 from botocore.stub import Stubber
 
+from kit.vigilmon import API_KEY, ScriptedVigilmon
 from outpost import registry
 from outpost.cli import main
 from outpost.config import Settings, parse_settings
 from outpost.errors import ClusterUnreachable, InvocationError, ReportError
-from outpost.heartbeat import VigilmonClient
 from outpost.holdback import decision, inhibitor
 from outpost.holdback.decision import HoldRequest, Window
 from outpost.holdback.senders import HttpSender, LambdaSender, LocalSender, sender_for
 from outpost.result import Result, Status
 from outpost.runner import run_check
 
-API_KEY = "vigilmon-key-never-printed"
 NOW = datetime(2026, 12, 7, 13, 0, tzinfo=UTC)
 MONITORS = {
     "apiserver-health": "mon-api",
@@ -260,34 +258,6 @@ def test_a_bad_inhibitor_url_is_refused_by_its_path() -> None:
 
 
 # -- the inhibitor ----------------------------------------------------------------------------------------------
-
-
-class _Key:
-    def reveal(self) -> str:
-        return API_KEY
-
-
-class ScriptedVigilmon:
-    """Vigilmon behind the real client: every maintenance call recorded, answered by `script` (0: no answer)."""
-
-    def __init__(self, script: Callable[[str, int], int] = lambda _monitor, _minutes: 200) -> None:
-        self.script = script
-        self.calls: list[tuple[str, int]] = []
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        assert request.headers["Authorization"] == f"Bearer {API_KEY}"
-        body = json.loads(request.content)
-        call = (body["monitor_id"], body["duration_minutes"])
-        self.calls.append(call)
-        status = self.script(*call)
-        if status == 0:
-            raise httpx.ConnectError("connection reset", request=request)
-        return httpx.Response(status, json={})
-
-    def connect(self) -> VigilmonClient:
-        return VigilmonClient(
-            "https://vigilmon.example.test/api", _Key(), retries=0, transport=httpx.MockTransport(self.handle)
-        )
 
 
 def request(parent: str = "koord-manager-health", **fields: Any) -> dict[str, Any]:

@@ -8,56 +8,20 @@ rollback over real HTTP against the Vigilmon stand-in: tests/functional/test_mai
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
+from kit.vigilmon import API_KEY, Script
+from kit.vigilmon import ScriptedVigilmon as Vigilmon
 from outpost.cli import main
 from outpost.config import Settings, parse_settings
 from outpost.errors import ConfigError, ReportError
-from outpost.heartbeat import VigilmonClient
 from outpost.tooling import maintenance
 
-API_KEY = "vigilmon-key-never-printed"
 MONITORS = {"apiserver-health": "mon-1", "koord-manager-health": "mon-2", "koord-webhook": "mon-3"}
-
-Script = Callable[[str, int], int]
-"""(monitor_id, duration_minutes) -> the HTTP status Vigilmon answers (0: the connection drops)."""
-
-
-class _Key:
-    def reveal(self) -> str:
-        return API_KEY
-
-
-class Vigilmon:
-    """A scripted Vigilmon behind the real client: every call recorded, answered by `script`."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self.calls: list[tuple[str, int]] = []
-        self.clients = 0
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        assert request.headers["Authorization"] == f"Bearer {API_KEY}"
-        body = json.loads(request.content)
-        call = (body["monitor_id"], body["duration_minutes"])
-        self.calls.append(call)
-        status = self.script(*call)
-        if status == 0:
-            raise httpx.ConnectError("connection reset", request=request)
-        return httpx.Response(status, json={})
-
-    def connect(self) -> VigilmonClient:
-        self.clients += 1
-        return VigilmonClient(
-            "https://vigilmon.example.test/api", _Key(), retries=0, transport=httpx.MockTransport(self.handle)
-        )
 
 
 def settings(**vigilmon: Any) -> Settings:

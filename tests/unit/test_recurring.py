@@ -4,20 +4,17 @@ against Vigilmon behind the real client (ScriptedVigilmon)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
+from kit.vigilmon import ScriptedVigilmon
 from outpost.cli import main
 from outpost.config import Settings, parse_settings
 from outpost.errors import InvocationError, ReportError
-from outpost.heartbeat import VigilmonClient
 from outpost.holdback import inhibitor
 from outpost.recurring import (
     LOOKBACK_MINUTES,
@@ -28,34 +25,6 @@ from outpost.recurring import (
     remaining_minutes,
     starts,
 )
-
-API_KEY = "vigilmon-key-never-printed"
-
-
-class _Key:
-    def reveal(self) -> str:
-        return API_KEY
-
-
-class ScriptedVigilmon:
-    """Vigilmon behind the real client: every maintenance call recorded, answered by `script`."""
-
-    def __init__(self, script: Callable[[str, int], int] = lambda _monitor, _minutes: 200) -> None:
-        self.script = script
-        self.calls: list[tuple[str, int]] = []
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        assert request.headers["Authorization"] == f"Bearer {API_KEY}"
-        body = json.loads(request.content)
-        call = (body["monitor_id"], body["duration_minutes"])
-        self.calls.append(call)
-        return httpx.Response(self.script(*call), json={})
-
-    def connect(self) -> VigilmonClient:
-        return VigilmonClient(
-            "https://vigilmon.example.test/api", _Key(), retries=0, transport=httpx.MockTransport(self.handle)
-        )
-
 
 NIGHTLY = {"name": "node-upgrades", "cron": "0 2 * * *", "time_zone": "Europe/Berlin", "minutes": 60}
 
