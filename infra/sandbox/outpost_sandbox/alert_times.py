@@ -317,15 +317,24 @@ def register(commands: Any) -> None:
     parser.set_defaults(func=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    sandbox = Sandbox(args.state_dir)
+def refusal(sandbox: Sandbox, wanted: list[str]) -> int | None:
+    """The exit code, with its line on stderr, when faults cannot be measured: no sandbox up (1), or a fault
+    `wanted` the catalogue does not have (64); None when they can."""
     if not sandbox.status().up:
         print(f"error: no sandbox up at {sandbox.state_dir} (`outpost sandbox up`)", file=sys.stderr)
         return 1
-    unknown = [name for name in args.fault if name not in faults.FAULTS]
+    unknown = [name for name in wanted if name not in faults.FAULTS]
     if unknown:
         print(f"error: unknown fault(s) {', '.join(unknown)} (`outpost sandbox break --help`)", file=sys.stderr)
         return 64
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    sandbox = Sandbox(args.state_dir)
+    refused = refusal(sandbox, args.fault)
+    if refused is not None:
+        return refused
     config = environment_for(sandbox.state_dir)
     out = sys.stderr if args.json else sys.stdout  # bound now: while lanes run, stdout is the functions' log
 

@@ -829,13 +829,9 @@ def main(args: argparse.Namespace) -> int:
         records = [FaultRecord.from_json(r) for r in saved["records"]]
         failed, command = list(saved.get("failed", [])), str(saved.get("command", command_line(args)))
     else:
-        if not sandbox.status().up:
-            print(f"error: no sandbox up at {sandbox.state_dir} (`outpost sandbox up`)", file=sys.stderr)
-            return 1
-        unknown = [name for name in args.fault if name not in faults.FAULTS]
-        if unknown:
-            print(f"error: unknown fault(s) {', '.join(unknown)} (`outpost sandbox break --help`)", file=sys.stderr)
-            return 64
+        refused = alert_times.refusal(sandbox, args.fault)
+        if refused is not None:
+            return refused
         base = base_environment(sandbox.state_dir)
         command = command_line(args)
         records = []
