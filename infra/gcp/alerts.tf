@@ -40,11 +40,15 @@ resource "google_logging_metric" "runs" {
 }
 
 # More than `threshold` runs of `status` within the last `window_seconds` (one run per schedule period): M of N
-# runs, as the CloudWatch alarms count them on AWS.
+# runs, as the CloudWatch alarms count them on AWS. Held back (hold_back.enabled, a check that depends on others:
+# docs/contracts.md "Cloud alarms"), the policy also needs its parents quiet: combiner AND with one condition per
+# group of parents, "fewer than `runs` failed-or-error runs of each within `window_seconds`", met on missing data
+# (a healthy parent, or one whose function died, writes no such line) and only after `duration_seconds` in a row;
+# the dependant's own condition waits `wait_seconds`. CloudWatch's actions suppressor, on Cloud Monitoring.
 resource "google_monitoring_alert_policy" "check" {
   for_each              = var.alarms
   display_name          = each.value.display_name
-  combiner              = "OR"
+  combiner              = length(each.value.quiet) > 0 ? "AND" : "OR"
   severity              = each.value.tier == "page" ? "CRITICAL" : "WARNING"
   notification_channels = each.value.tier == "page" ? var.page_notification_channels : var.notify_notification_channels
   user_labels           = merge(local.labels, { check = each.value.check, tier = each.value.tier })
@@ -61,7 +65,7 @@ resource "google_monitoring_alert_policy" "check" {
       ])
       comparison      = "COMPARISON_GT"
       threshold_value = each.value.threshold
-      duration        = "0s"
+      duration        = "${each.value.wait_seconds}s"
       # No run line in the window is no run of that outcome: the condition is not met. Silence is the Vigilmon
       # monitor's alert (it alerts once the tolerated misses have passed); alerting on it here too would be a
       # second page for one outage, and holding an incident open would outlive a check that stopped running.
@@ -76,6 +80,40 @@ resource "google_monitoring_alert_policy" "check" {
 
       trigger {
         count = 1
+      }
+    }
+  }
+
+  dynamic "conditions" {
+    for_each = each.value.quiet
+    content {
+      display_name = "Held back while ${join(", ", conditions.value.checks)} fails or cannot observe"
+
+      condition_threshold {
+        filter = join(" AND ", [
+          "metric.type=\"logging.googleapis.com/user/${google_logging_metric.runs.name}\"",
+          "resource.type=\"cloud_run_revision\"",
+          "metric.label.check=one_of(${join(",", [for check in conditions.value.checks : "\"${check}\""])})",
+          "metric.label.status=one_of(\"failed\",\"error\")",
+        ])
+        comparison      = "COMPARISON_LT"
+        threshold_value = conditions.value.runs
+        duration        = "${conditions.value.duration_seconds}s"
+        # A parent with no failed or error line in the window holds nothing back: healthy, or its function is dead
+        # (its Vigilmon monitor pages on the silence), and then its dependants alert as without hold-back.
+        evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+        aggregations {
+          alignment_period     = "${conditions.value.window_seconds}s"
+          per_series_aligner   = "ALIGN_SUM"
+          cross_series_reducer = "REDUCE_SUM"
+          group_by_fields      = ["metric.label.check"]
+        }
+
+        # Every parent's series below `runs`: one parent failing is enough to hold back.
+        trigger {
+          percent = 100
+        }
       }
     }
   }

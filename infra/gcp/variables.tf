@@ -114,17 +114,24 @@ variable "time_zone" {
 }
 
 variable "alarms" {
-  description = "One alert policy per check and rule (outpost.tooling.alerting: failed, flapping, error, degraded): more than `threshold` runs of `status` within the last `window_seconds`; `tier` page or notify."
+  description = "One alert policy per check and rule (outpost.tooling.alerting: failed, flapping, error, degraded): more than `threshold` runs of `status` within the last `window_seconds`, for `wait_seconds`; held back, also each `quiet` condition (every check of `checks` fewer than `runs` failed-or-error runs within `window_seconds`, for `duration_seconds`); `tier` page or notify."
   type = map(object({
     check          = string
     display_name   = string
     status         = string
     window_seconds = number
     threshold      = number
-    tier           = string
-    summary        = string
-    runbook_path   = string
-    logs_query     = string
+    wait_seconds   = number
+    quiet = list(object({
+      checks           = list(string)
+      window_seconds   = number
+      runs             = number
+      duration_seconds = number
+    }))
+    tier         = string
+    summary      = string
+    runbook_path = string
+    logs_query   = string
   }))
 }
 

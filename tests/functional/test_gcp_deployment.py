@@ -37,6 +37,7 @@ from outpost.deploy import (
     service_accounts,
 )
 from outpost.settings import load_settings
+from outpost.tooling import alerting
 from outpost.tooling.packaging.records import file_sha256
 
 REPO = Path(__file__).resolve().parents[2]
@@ -285,7 +286,7 @@ def test_one_alert_policy_per_enabled_check_and_rule_on_the_run_count_metric(
     assert (condition["comparison"], condition["threshold_value"], condition["duration"]) == (
         "COMPARISON_GT",
         "${each.value.threshold}",
-        "0s",
+        "${each.value.wait_seconds}s",
     )
     assert condition["evaluation_missing_data"] == "EVALUATION_MISSING_DATA_INACTIVE"
     (aggregation,) = condition["aggregations"]
@@ -294,6 +295,49 @@ def test_one_alert_policy_per_enabled_check_and_rule_on_the_run_count_metric(
     (documentation,) = nested(policy, "documentation.content")
     assert "${var.runbook_base_url}${each.value.runbook_path}" in documentation
     assert "${each.value.logs_query}" in documentation
+
+
+def test_a_dependants_policy_also_needs_its_parents_quiet(
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
+    """Held back on Google Cloud as the composite alarms hold back on AWS: a dependant's policy is AND of its own
+    condition (waiting the suppression's wait) and, per group of parents, "fewer than `runs` failed-or-error runs of
+    each" (met on missing data, after the extension); a check depending on none has its own condition alone."""
+    _, variables = packaged
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    assert settings.hold_back.enabled
+    for key, policy in variables["alarms"].items():
+        rule = next(r for r in alerting.rules(settings, policy["check"]) if f"{r.check}/{r.key}" == key)
+        held = alerting.suppression(settings, rule)
+        if held is None:
+            assert (policy["quiet"], policy["wait_seconds"]) == ([], 0), key
+            continue
+        assert policy["wait_seconds"] == held.wait_seconds > 0, key
+        assert sorted(c for quiet in policy["quiet"] for c in quiet["checks"]) == sorted(held.parents), key
+        for quiet in policy["quiet"]:
+            assert quiet["duration_seconds"] == held.extension_seconds, key
+            assert quiet["runs"] * 60 <= quiet["window_seconds"], key
+        assert "held back while" in policy["summary"], key
+    assert any(policy["quiet"] for policy in variables["alarms"].values())
+    (policy,) = terraform["resource"]["google_monitoring_alert_policy"].values()
+    assert policy["combiner"] == '${length(each.value.quiet) > 0 ? "AND" : "OR"}'
+    (dynamic,) = nested(policy, "dynamic.conditions")
+    assert dynamic["for_each"] == "${each.value.quiet}"
+    ((condition,),) = nested(dynamic, "content.condition_threshold")
+    filters = " ".join(strings(condition["filter"]))
+    for needed in ("google_logging_metric.runs.name", "conditions.value.checks", 'one_of(\\"failed\\",\\"error\\")'):
+        assert needed in filters, (needed, filters)
+    assert (condition["comparison"], condition["threshold_value"], condition["duration"]) == (
+        "COMPARISON_LT",
+        "${conditions.value.runs}",
+        "${conditions.value.duration_seconds}s",
+    )
+    assert condition["evaluation_missing_data"] == "EVALUATION_MISSING_DATA_ACTIVE"
+    (aggregation,) = condition["aggregations"]
+    assert aggregation["alignment_period"] == "${conditions.value.window_seconds}s"
+    assert aggregation["group_by_fields"] == ["metric.label.check"]
+    (trigger,) = condition["trigger"]
+    assert trigger == {"percent": 100}
 
 
 def test_functions_run_one_instance_with_the_derived_timeout_as_the_runtime_account(terraform: dict[str, Any]) -> None:

@@ -7,8 +7,10 @@ apiserver-health's runs are real (a real HTTPS API server on loopback answering 
 "broken" a closed port: connection refused, the API server outage as a deployed function sees it); the other
 checks, whose healthy answers need a whole cluster, are scripted while healthy (a healthy run's ping) and real
 while broken (their run against the closed port: a real `error`, whose hold request goes through the real runner).
-Proven: with hold-back one page, apiserver-health's, every dependant held back, no notification; without it a
-page per critical check and a notification for the warning one; the page's first target says so.
+Proven: with hold-back one page, apiserver-health's, every dependant held back, no notification, and on both
+clouds no alarm paging, apiserver-health's error notifying, every dependant's held (a failing dependant's
+`flapping`, never held, notifies); without it a page per critical
+check and a notification for the warning one; the page's first target says so.
 """
 
 from __future__ import annotations
@@ -143,7 +145,15 @@ def test_an_unreachable_api_server_pages_once_and_holds_every_dependant_back(
     failing = [run for run in record.runs if run.check == PARENT and record.broke_at <= run.started_at]
     assert failing
     assert any("connection refused" in run.summary for run in failing)
-    assert f"{PARENT} error" in tally.cloud["aws"]["notify"]
+    # ... on both clouds; every dependant's failed or error alarm reached ALARM and was held back. A dependant
+    # that fails (apiserver-triage judges the API server) notifies `flapping`, which is never held
+    # (alerting.HELD_RULES); nothing else acts, and nothing pages.
+    for cloud in ("aws", "gcp"):
+        notified = tally.cloud[cloud]["notify"]
+        assert tally.cloud[cloud]["page"] == (), cloud
+        assert f"{PARENT} error" in notified, cloud
+        assert all(item == f"{PARENT} error" or item.endswith(" flapping") for item in notified), (cloud, notified)
+        assert {item.split()[0] for item in tally.cloud[cloud]["held"]} == {*CRITICAL, *WARNING} - {PARENT}, cloud
     page = pages.render([record], [], command="outpost sandbox pages --fault apiserver-down", generated_at="now")
     assert "| API server down: one page (`apiserver-health`), not one per check | measured | yes | 1 page(s)" in page
 

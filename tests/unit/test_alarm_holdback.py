@@ -9,7 +9,7 @@ documents composite alarms with an actions suppressor: tables of faults -> which
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -135,18 +135,22 @@ def suppressed(replayed: dict[str, dict[str, alerting.HeldReplay]]) -> set[str]:
         pytest.param(
             outage(15, "failed", "koord-manager-health", "koord-webhook", "admission-dry-run"),
             True,
-            # Itself a dependant of apiserver-health, it waits for that one's alarms: two minutes for `failed`
-            # (alerting.suppression), three for `flapping` (2 of 3 can be seen after two runs).
-            {"koord-manager-health": {"failed": [6], "flapping": [6]}},
-            {f"{name}/{key}" for name in ("koord-webhook", "admission-dry-run") for key in ("failed", "flapping")},
-            id="koord-manager down: its own alarms act, its webhook's and the dry run's are held",
+            # Itself a dependant of apiserver-health, its `failed` waits two minutes for that one's alarms
+            # (alerting.suppression). `flapping` is never held (alerting.HELD_RULES): it notifies after two runs.
+            {
+                "koord-manager-health": {"failed": [6], "flapping": [3]},
+                "koord-webhook": {"flapping": [3]},
+                "admission-dry-run": {"flapping": [3]},
+            },
+            {f"{name}/failed" for name in ("koord-webhook", "admission-dry-run")},
+            id="koord-manager down: one page, its own; its webhook's and the dry run's are held, flapping notifies",
         ),
         pytest.param(
             outage(15, "failed", "koord-webhook"),
             True,
-            {"koord-webhook": {"failed": [6], "flapping": [6]}},
+            {"koord-webhook": {"failed": [6], "flapping": [3]}},
             set(),
-            id="a dependant failing on its own notifies, after the wait period",
+            id="a dependant failing on its own pages after the wait period; flapping waits for nothing",
         ),
         pytest.param(
             {"apiserver-health": [None] * 15, **{name: ["error"] * 15 for name in CHECKS[1:]}},
@@ -166,15 +170,73 @@ def suppressed(replayed: dict[str, dict[str, alerting.HeldReplay]]) -> set[str]:
         ),
     ],
 )
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
 def test_faults_replayed_through_the_generated_alarms_notify_once_per_root_cause(
     fault: dict[str, Sequence[str | None]],
     hold_back: bool,
     acts: dict[str, dict[str, list[int]]],
     held: set[str],
+    cloud: Literal["aws", "gcp"],
 ) -> None:
-    replayed = replay_fault(settings(hold_back), fault, extra_minutes=20)
+    """The same on both clouds: the composite alarms' wait and extension periods on AWS are the policy conditions'
+    durations on Google Cloud."""
+    replayed = replay_fault(settings(hold_back), fault, extra_minutes=20, cloud=cloud)
     assert acting(replayed) == acts
     assert suppressed(replayed) == held
+
+
+# -- Google Cloud: the policy's parents-quiet conditions ------------------------------------------------------------
+
+F, E, P, N = "failed", "error", "ok", None
+
+
+@pytest.mark.parametrize(
+    ("own", "parent", "opens"),
+    [
+        pytest.param([F] * 12, [P] * 12, [5], id="parent healthy: opens once the own condition waited 2 min"),
+        pytest.param([F] * 12, [N] * 12, [5], id="parent silent (its function dead): missing data, opens"),
+        pytest.param([F] * 12, [E] * 12, [], id="parent failing within the wait: nothing"),
+        pytest.param(
+            [F] * 20, [E] * 6 + [P] * 14, [10], id="still failing an extension after the parent's failures: opens"
+        ),
+        pytest.param([F] * 8 + [P] * 12, [E] * 6 + [P] * 14, [], id="recovers with its parent: nothing"),
+        pytest.param([F] * 12, [E, F] * 6, [], id="a parent alternating between failed and error holds back too"),
+        pytest.param([F] * 12, [E, P] * 6, [5], id="a parent's single errors do not hold back"),
+    ],
+)
+def test_a_held_policy_opens_as_cloud_monitoring_combines_its_conditions(
+    own: list[str | None], parent: list[str | None], opens: list[int]
+) -> None:
+    """One dependant (koord-manager-health: a 1-minute schedule, `failed` after three runs in a row; wait 2 min,
+    extension 3) under its one parent, apiserver-health (held back by three failed-or-error runs in a row). One
+    line per minute, from minute 0; a line of minute m is seen from m + 1: the own condition is met at 3."""
+    configured = settings()
+    (rule,) = [r for r in alerting.rules(configured, "koord-manager-health") if r.key == "failed"]
+    policy = alerting.monitoring_policy(configured, rule)
+    assert (policy.own.duration_seconds, [q.duration_seconds for q in policy.quiet]) == (120, [180])
+    assert [q.parents for q in policy.quiet] == [("apiserver-health",)]
+    lines = {"koord-manager-health": own, "apiserver-health": parent}
+    changes = alerting.policy_states(lines, "koord-manager-health", policy)
+    assert [c.minute for c in changes if c.state == "ALARM"] == opens
+
+
+def test_parents_with_different_schedules_get_a_condition_each() -> None:
+    configured = settings(True, **{"koord-manager-health": {"schedule_minutes": 5}})
+    (rule,) = [r for r in alerting.rules(configured, "admission-dry-run") if r.key == "failed"]
+    policy = alerting.monitoring_policy(configured, rule)
+    grouped = {frozenset(q.parents): (q.alignment_seconds, q.runs) for q in policy.quiet}
+    assert grouped == {
+        frozenset({"apiserver-health", "koord-webhook", "kruise-manager-health", "kruise-webhook"}): (180, 3),
+        frozenset({"koord-manager-health"}): (900, 3),
+    }
+
+
+def test_no_check_depends_on_more_parents_than_a_held_policy_has_conditions_for() -> None:
+    """Each parent may have a schedule and tolerance of its own, so a condition of its own: with its own condition,
+    a held policy must fit Cloud Monitoring's six."""
+    for name in registry.names():
+        parents = [parent for parent in registry.names() if name in registry.dependants(parent)]
+        assert 1 + len(parents) <= alerting.MAX_POLICY_CONDITIONS, (name, parents)
 
 
 # -- the generated template ----------------------------------------------------------------------------------------
@@ -190,7 +252,7 @@ def test_each_dependant_alarm_acts_only_through_a_composite_suppressed_by_its_pa
         for rule in alerting.rules(configured, name):
             metric = stack[alarm_logical_id(name, rule.key)]["Properties"]
             alert = composites.get(f"{alarm_logical_id(name, rule.key).removesuffix('Alarm')}AlertAlarm")
-            if not parents:
+            if not parents or rule.key not in alerting.HELD_RULES:
                 assert (metric["AlarmActions"] != [], alert) == (True, None)
                 continue
             assert metric["AlarmActions"] == metric["OKActions"] == []

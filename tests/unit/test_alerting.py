@@ -360,6 +360,8 @@ def test_gcp_variables_carry_the_same_rules() -> None:
                 "status": rule.outcome,
                 "window_seconds": rule.window_seconds,
                 "threshold": rule.datapoints - 1,
+                "wait_seconds": 0,
+                "quiet": [],
                 "tier": rule.tier,
                 "summary": alerting.summary(configured, rule),
                 "runbook_path": f"docs/runbooks.md#{name}",

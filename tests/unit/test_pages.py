@@ -73,7 +73,12 @@ HELD = record(
     events=(alert(PARENT, 1250.0), alert(PARENT, 1660.0, "resolve")),
     runs=tuple(run(c, BROKE + 60 * i) for c in ("koord-manager-health", "koord-webhook", PARENT) for i in range(9)),
     held=(Held("pages-koord-manager-health", 6), Held("pages-koord-webhook", 6), Held("pages-node-utilization", 8)),
-    alarms=(CloudAlarm(PARENT, "error", "aws", "notify", 4), CloudAlarm(PARENT, "error", "gcp", "notify", 4)),
+    alarms=(
+        CloudAlarm(PARENT, "error", "aws", "notify", 4),
+        CloudAlarm(PARENT, "error", "gcp", "notify", 4),
+        CloudAlarm("koord-webhook", "error", "aws", "notify", 4, held=True),
+        CloudAlarm("koord-webhook", "error", "gcp", "notify", 4, held=True),
+    ),
 )
 UNHELD = record(
     hold_back=False,
@@ -141,8 +146,8 @@ def test_silent_and_unresolved_monitors_are_named() -> None:
 
 def test_cloud_alarms_are_counted_per_cloud_and_tier() -> None:
     counted = tally(HELD)
-    assert counted.cloud["aws"] == {"page": (), "notify": (f"{PARENT} error",)}
-    assert counted.cloud["gcp"] == {"page": (), "notify": (f"{PARENT} error",)}
+    for cloud in ("aws", "gcp"):
+        assert counted.cloud[cloud] == {"page": (), "notify": (f"{PARENT} error",), "held": ("koord-webhook error",)}
 
 
 def test_a_record_survives_its_json() -> None:
@@ -199,7 +204,10 @@ def test_the_page_says_how_it_was_made_and_holds_a_table_per_fault() -> None:
     assert "| etcd-down |  | 3 | 1 | 0 | 240 | 275 | yes | 0 / 0 | 0 / 0 |" in page
     assert "### `apiserver-down`" in page
     assert "| pages | 1: `apiserver-health` (250 s) | 0 | 0 |" in page
-    assert "| held back | `koord-manager-health`, `koord-webhook`, `node-utilization` | - | - |" in page
+    assert (
+        "| held back | `koord-manager-health`, `koord-webhook`, `node-utilization` | 1: `koord-webhook error` "
+        "| 1: `koord-webhook error` |" in page
+    )
     assert "| notifications | 1: `node-utilization` (900 s) | 0 | 0 |" in page
     assert "| apiserver-health | two failed runs in three | - | 180 | 180 | 275 |" in page
     assert page.endswith("|\n")

@@ -7,11 +7,11 @@ one Vigilmon stand-in as `outpost monitors` defines it, and hold-back on through
 tests/functional/test_holdback_standin.py): a healthy warm-up (every monitor pinged), break, run until the alerts
 settle, heal, wait for the resolutions. Recorded per fault (`FaultRecord`): the stand-in's alert events, every
 run, the maintenance calls the inhibitor made, and the cloud alarms the same runs raise, evaluated by
-`outpost.tooling.alerting.replay` (the generated CloudWatch alarms and Cloud Monitoring alert policies, by their
-documented semantics). Counted (`tally`): pages (alerts of critical monitors), notifications (alerts of warning
-monitors; a critical monitor's alert goes to the notify channels too, not counted twice), the monitors held back,
-the time from the break to the first page beside today's model (the alert-times worst case of the fault's
-critical checks), and per cloud the alarms that page and notify.
+`outpost.tooling.alerting.replay_fault` (the generated CloudWatch alarms and Cloud Monitoring alert policies, by
+their documented semantics, held back as generated). Counted (`tally`): pages (alerts of critical monitors),
+notifications (alerts of warning monitors; a critical monitor's alert goes to the notify channels too, not
+counted twice), the monitors held back, the time from the break to the first page beside today's model (the
+alert-times worst case of the fault's critical checks), and per cloud the alarms that page, notify or are held.
 
 How long it runs after the break ("settle"): the longest worst case (schedule + run + grace) of the critical
 monitors, of the fault's own checks and of every check that ran unhealthy since the break, capped at
@@ -69,6 +69,7 @@ PATTERN_RUNS: Final = 12
 """Runs replayed per evaluated pattern (a transient failure, two failures in three)."""
 
 Say = Callable[[str], None]
+CLOUDS: Final = ("aws", "gcp")
 
 
 def _quiet(_text: str) -> None:
@@ -96,13 +97,15 @@ class MonitorInfo:
 
 @dataclass(frozen=True)
 class CloudAlarm:
-    """A generated cloud alarm that went to ALARM over the fault's runs: `minute` after the break."""
+    """A generated cloud alarm that went to ALARM over the fault's runs: its actions performed `minute` after the
+    break, or `held` (in ALARM from `minute`, its actions suppressed by a failing parent's alarms)."""
 
     check: str
     rule: str
     cloud: str
     tier: str
     minute: int
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,8 @@ class Tally:
     none, so today's table promises no page)."""
     slack_seconds: float
     cloud: dict[str, dict[str, tuple[str, ...]]]
-    """cloud -> tier -> `check rule` of each alarm that fired."""
+    """cloud -> tier (page, notify, or held: in ALARM, its actions suppressed) -> `check rule` of each alarm that
+    fired."""
 
     @property
     def first_page_within_model(self) -> bool | None:
@@ -216,9 +220,12 @@ def tally(record: FaultRecord) -> Tally:
         )
     )
     critical_named = [by_check[c].worst_case_seconds for c in record.named if c in by_check and by_check[c].pages]
-    cloud: dict[str, dict[str, list[str]]] = {c: {"page": [], "notify": []} for c in ("aws", "gcp")}
+    cloud: dict[str, dict[str, list[str]]] = {c: {"page": [], "notify": [], "held": []} for c in CLOUDS}
     for alarm in record.alarms:
-        cloud.setdefault(alarm.cloud, {"page": [], "notify": []})[alarm.tier].append(f"{alarm.check} {alarm.rule}")
+        tier = "held" if alarm.held else alarm.tier
+        cloud.setdefault(alarm.cloud, {"page": [], "notify": [], "held": []})[tier].append(
+            f"{alarm.check} {alarm.rule}"
+        )
     return Tally(
         pages=pages,
         notifications=notes,
@@ -233,23 +240,29 @@ def tally(record: FaultRecord) -> Tally:
 
 
 def cloud_alarms(settings: Settings, runs: Sequence[Run], broke_at: float, healed_at: float) -> list[CloudAlarm]:
-    """The generated alarms of each check that go to ALARM over its runs from the break to the heal, replayed by
-    `alerting.replay` (each run on its schedule after the break, its line a run's length after its start)."""
-    found = []
-    for check in settings.enabled_checks():
-        outcomes = [
+    """The generated alarms that go to ALARM over the runs from the break to the heal, on each cloud, replayed by
+    `alerting.replay_fault` (each run on its schedule after the break, its line a run's length after its start;
+    healthy after the heal) with the hold-back the templates generate: acting, or held."""
+    outcomes = {
+        check: [
             r.status
             for r in sorted(runs, key=lambda r: r.started_at)
             if r.check == check and broke_at <= r.started_at < healed_at
         ]
-        if not outcomes:
-            continue
-        tiers = {rule.key: rule.tier for rule in alerting.rules(settings, check)}
-        for rule, clouds in alerting.replay(settings, check, outcomes).items():
-            for cloud, changes in clouds.items():
-                minute = alerting.first_alarm_minute(changes)
-                if minute is not None:
-                    found.append(CloudAlarm(check, rule, cloud, tiers[rule], minute))
+        for check in settings.enabled_checks()
+    }
+    found = []
+    for cloud in CLOUDS:
+        replayed = alerting.replay_fault(settings, {c: o for c, o in outcomes.items() if o}, cloud=cloud)
+        for check, by_rule in replayed.items():
+            tiers = {rule.key: rule.tier for rule in alerting.rules(settings, check)}
+            for rule, held in by_rule.items():
+                if held.actions:
+                    found.append(CloudAlarm(check, rule, cloud, tiers[rule], held.actions[0]))
+                elif held.suppressed:
+                    minute = alerting.first_alarm_minute(held.states)
+                    assert minute is not None
+                    found.append(CloudAlarm(check, rule, cloud, tiers[rule], minute, held=True))
     return found
 
 
@@ -322,17 +335,17 @@ PATTERNS: Final[dict[str, tuple[str, ...]]] = {
 
 
 def evaluate_patterns(settings: Settings, checks: Sequence[str] | None = None) -> list[PatternOutcome]:
-    """Every pattern through each check's monitor (the stand-in) and generated alarms (`alerting.replay`)."""
+    """Every pattern through each check's monitor (the stand-in) and generated alarms (`alerting.replay_fault`,
+    every other check healthy: a held-back dependant's alarm acts after its wait)."""
     document = {m["check"]: m for m in monitors.document(settings)["monitors"]}
     found = []
     with Replayer() as replayer:
         for check in checks if checks is not None else settings.enabled_checks():
             for name, runs in PATTERNS.items():
-                replayed = alerting.replay(settings, check, runs)
                 first: dict[str, float | None] = {}
-                for cloud in ("aws", "gcp"):
-                    minutes = [alerting.first_alarm_minute(clouds[cloud]) for clouds in replayed.values()]
-                    seen = [m for m in minutes if m is not None]
+                for cloud in CLOUDS:
+                    replayed = alerting.replay_fault(settings, {check: runs}, cloud=cloud)[check]
+                    seen = [held.actions[0] for held in replayed.values() if held.actions]
                     # A line written in minute m is seen at the end of it; the fault came at minute 0 (a schedule before
                     # the first failing run starts), so the alarm is m minutes after the fault.
                     first[cloud] = 60.0 * min(seen) if seen else None
@@ -676,8 +689,10 @@ def render(
         "they take on the sandbox takes as long in deployed time). A page is an alert of a critical monitor, a "
         "notification one of a warning monitor (a critical alert goes to the notify channels too, not counted "
         "twice). The cloud columns are the generated CloudWatch alarms (AWS) and Cloud Monitoring alert policies "
-        "(GCP) evaluated over the same runs (`outpost.tooling.alerting.replay`); the cloud alarms know no "
-        "hold-back. Times count from the start of the break (the fault takes effect inside it).",
+        "(GCP) evaluated over the same runs, held back as the templates generate them (`outpost.tooling.alerting."
+        "replay_fault`: AWS composite alarms with an actions suppressor, Cloud Monitoring policies that also need "
+        "their parents quiet); an alarm counts where its actions were performed, and a held alarm reached ALARM "
+        "and told nobody. Times count from the start of the break (the fault takes effect inside it).",
         "",
         "## Targets (issue 33)",
         "",
@@ -721,7 +736,7 @@ def render(
             f"| pages | {_alerted(t.pages)} | {_cloud(t, 'aws', 'page')} | {_cloud(t, 'gcp', 'page')} |",
             f"| notifications | {_alerted(t.notifications)} | {_cloud(t, 'aws', 'notify')} "
             f"| {_cloud(t, 'gcp', 'notify')} |",
-            f"| held back | {_names(t.held_back)} | - | - |",
+            f"| held back | {_names(t.held_back)} | {_cloud(t, 'aws', 'held')} | {_cloud(t, 'gcp', 'held')} |",
             f"| silent at heal (worst case not reached) | {_names(t.silent_at_heal)} | - | - |",
             "",
             f"First page {_s(t.first_page_seconds)} s after the break; today's model "
@@ -736,8 +751,8 @@ def render(
         "## Evaluated run patterns",
         "",
         "Each check's runs replayed, one a schedule after a healthy run: through its monitor in the stand-in (pings "
-        "over HTTP a run's length after each ok run) and its generated alarms (`alerting.replay`). Seconds after "
-        "the fault; `-`: no alert.",
+        "over HTTP a run's length after each ok run) and its generated alarms (`alerting.replay_fault`, every other "
+        "check healthy). Seconds after the fault; `-`: no alert.",
         "",
         "| check | pattern | Vigilmon s | AWS s | GCP s | monitor worst case s |",
         "|---|---|---|---|---|---|",

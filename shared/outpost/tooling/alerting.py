@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -339,6 +339,13 @@ SUPPRESSING_RULES: Final = ("failed", "error")
 """A parent's alarms that hold its dependants' alarms back: "it is broken" and "we cannot see it" (the
 inhibitor's statuses, `outpost.holdback.decision.HOLDING_STATUSES`); never `flapping` nor `degraded`."""
 
+HELD_RULES: Final = ("failed", "error", "degraded")
+"""A dependant's alarms that are held back while a parent fails. Never `flapping`: held, it would wait for the
+parents' alarms (`Suppression.wait_seconds`, 3 minutes with the defaults) and a check failing two runs in three,
+whose monitor never alerts, would be told after its monitor's worst case (420 s against 250 s, for a 1-minute
+schedule). It notifies, never pages: a parent's outage adds, at most, its failing dependants' flapping
+notifications, no page."""
+
 EVALUATION_SECONDS: Final = 60
 """CloudWatch evaluates an alarm once a minute: a state can be seen up to a minute after its datapoint."""
 
@@ -368,7 +375,8 @@ def _whole_minutes(seconds: float) -> int:
 
 
 def suppression(settings: Settings, rule: Rule) -> Suppression | None:
-    """The suppression of `rule`'s actions, or None (hold-back off, or its check depends on no enabled check).
+    """The suppression of `rule`'s actions, or None (hold-back off, its check depends on no enabled check, or a rule
+    never held: `HELD_RULES`).
 
     - wait (ActionsSuppressorWaitPeriod): after a common fault, how much later than this alarm a parent's can
       reach ALARM: the fault may come right after a parent's run, whose alarm then sees its last breaching line
@@ -380,7 +388,7 @@ def suppression(settings: Settings, rule: Rule) -> Suppression | None:
       length and a minute. Still in ALARM after it, it notifies: the dependant is failing on its own.
     """
     parents = held_by(settings, rule.check)
-    if not parents:
+    if not parents or rule.key not in HELD_RULES:
         return None
     run = run_seconds(settings)
     latest_parent = max(
@@ -460,6 +468,106 @@ def any_alarm(changes: Sequence[Sequence[Transition]], length: int) -> list[Tran
     return found
 
 
+# --- hold-back of the cloud alarms (Google Cloud: a policy that also needs its parents quiet) ---------------------
+
+HOLDING_OUTCOMES: Final = SUPPRESSING_RULES
+"""The parents' run outcomes that hold back on Google Cloud: those the suppressing rules count."""
+
+MAX_POLICY_CONDITIONS: Final = 6
+"""Cloud Monitoring: an alert policy has one to six conditions (AlertPolicy `conditions`). A held policy has its own
+and one per group of parents: no check may depend, transitively, on more than five (tests/unit/test_alarm_holdback.py
+holds the catalogue to it, whatever the schedules)."""
+
+
+@dataclass(frozen=True)
+class ParentsQuiet:
+    """A condition of a held-back dependant's Cloud Monitoring policy: each of `parents` (which share a schedule and
+    a tolerance) had fewer than `runs` failed-or-error runs within the last `alignment_seconds` (COMPARISON_LT per
+    parent's series, trigger 100 %), for `duration_seconds` in a row. Met on missing data
+    (EVALUATION_MISSING_DATA_ACTIVE): a parent that wrote no failed or error line, because it is healthy or
+    because its function is dead, holds nothing back."""
+
+    parents: tuple[str, ...]
+    alignment_seconds: int
+    runs: int
+    duration_seconds: int
+
+    def met(self, lines: Mapping[str, Outcomes], now: int) -> bool:
+        window = self.alignment_seconds // 60
+        return all(
+            sum(1 for seen in lines.get(parent, ())[max(now - window, 0) : now] if seen in HOLDING_OUTCOMES) < self.runs
+            for parent in self.parents
+        )
+
+
+@dataclass(frozen=True)
+class MonitoringPolicy:
+    """A check's alert policy for one rule: `own` (its runs of the rule's outcome) AND, when held back, every
+    `quiet` condition (combiner AND: "an incident is created only if all the conditions are met simultaneously").
+    Held back, `own` waits `Suppression.wait_seconds` (its `duration`), the parents' alarms' chance to catch up,
+    and each `quiet` condition waits `Suppression.extension_seconds` after the parents' last failures, the
+    dependant's chance to clear with them: CloudWatch's wait and extension periods, on Google Cloud."""
+
+    own: MonitoringCondition
+    quiet: tuple[ParentsQuiet, ...] = ()
+
+
+def monitoring_policy(settings: Settings, rule: Rule) -> MonitoringPolicy:
+    """The Cloud Monitoring policy of `rule`: held back by a condition per group of parents sharing a schedule and a
+    tolerance when hold-back is on and its check depends on an enabled check (`suppression`), else `own` alone.
+
+    A parent counts as failing once `tolerance_runs` of its runs in a row were failed or error: its `failed` or
+    `error` alarm's threshold, over both outcomes at once (a parent alternating between them holds back too)."""
+    own = MonitoringCondition.of(rule)
+    held = suppression(settings, rule)
+    if held is None:
+        return MonitoringPolicy(own)
+    groups: dict[tuple[int, int], list[str]] = {}
+    for parent in held.parents:
+        period = schedule_minutes(settings, parent) * 60
+        groups.setdefault((period, tolerance_runs(settings, parent)), []).append(parent)
+    quiet = tuple(
+        ParentsQuiet(tuple(parents), period * runs, runs, held.extension_seconds)
+        for (period, runs), parents in sorted(groups.items())
+    )
+    waited = MonitoringCondition(own.outcome, own.alignment_seconds, own.threshold, held.wait_seconds)
+    return MonitoringPolicy(waited, quiet)
+
+
+def policy_states(lines: Mapping[str, Outcomes], check: str, policy: MonitoringPolicy) -> list[Transition]:
+    """Each open (ALARM) and close (OK) of an incident of `policy` of check `check`, minute by minute, over every
+    check's `lines`: open while every condition has been met for its duration (the parents' quiet conditions are
+    taken as met since before the first minute: the replay starts healthy), closed when one no longer is."""
+    own = policy.own
+    if any(value % 60 for value in (own.alignment_seconds, own.duration_seconds)) or any(
+        q.alignment_seconds % 60 or q.duration_seconds % 60 for q in policy.quiet
+    ):
+        raise ValueError("the evaluator models whole minutes")
+    outcomes = lines.get(check, ())
+    length = max((len(minutes) for minutes in lines.values()), default=0)
+    window = own.alignment_seconds // 60
+    own_since: int | None = None
+    quiet_since: list[int | None] = [-(10**9)] * len(policy.quiet)
+    state: State = "OK"
+    found: list[Transition] = []
+    for now in range(1, length + 1):
+        count = sum(1 for seen in outcomes[max(now - window, 0) : now] if seen == own.outcome)
+        own_since = (own_since if own_since is not None else now) if count > own.threshold else None
+        ready = own_since is not None and now - own_since >= own.duration_seconds // 60
+        for index, condition in enumerate(policy.quiet):
+            if condition.met(lines, now):
+                quiet_since[index] = quiet_since[index] if quiet_since[index] is not None else now
+            else:
+                quiet_since[index] = None
+            since = quiet_since[index]
+            ready = ready and since is not None and now - since >= condition.duration_seconds // 60
+        new: State = "ALARM" if ready else "OK"
+        if new != state:
+            found.append(Transition(now, new))
+            state = new
+    return found
+
+
 @dataclass(frozen=True)
 class HeldReplay:
     """One AWS alarm over a replayed fault: its state changes, and the minutes its actions were performed."""
@@ -474,13 +582,19 @@ class HeldReplay:
 
 
 def replay_fault(
-    settings: Settings, runs: dict[str, Sequence[str | None]], *, extra_minutes: int = 0
+    settings: Settings,
+    runs: dict[str, Sequence[str | None]],
+    *,
+    extra_minutes: int = 0,
+    cloud: Literal["aws", "gcp"] = "aws",
 ) -> dict[str, dict[str, HeldReplay]]:
-    """Every enabled check's AWS alarms over one fault: `runs` gives the outcomes of a check's scheduled runs
+    """Every enabled check's alarms on `cloud` over one fault: `runs` gives the outcomes of a check's scheduled runs
     after the fault (None: the run wrote no line; a check not named stays `ok`), each line written a run's
-    length after its start. Per check and rule: the state changes and the minutes its actions are performed,
-    held back by its parents' alarms as the generated composite alarms do (`suppression`); without hold-back,
-    an alarm acts when it enters ALARM. What a page of pages and notifications per fault is made from."""
+    length after its start. Per check and rule: the state changes of the alarm on the check's own runs, and the
+    minutes its actions are performed, held back as the generated templates hold them: on AWS by the composite
+    alarms (`suppression`, `composite_actions`), on Google Cloud by the policy's parents' quiet conditions
+    (`monitoring_policy`, `policy_states`: a notification when an incident opens). Without hold-back, an alarm
+    acts when it enters ALARM. What a page of pages and notifications per fault is made from."""
     minutes = extra_minutes + max(
         (len(outcomes) * schedule_minutes(settings, name) for name, outcomes in runs.items()), default=0
     )
@@ -491,6 +605,21 @@ def replay_fault(
         outcomes += ["ok"] * max(0, math.ceil(minutes / schedule) - len(outcomes))  # then healthy
         lines[name] = run_lines(schedule, outcomes, line_after_seconds=run_seconds(settings))
     length = max(len(minutes) for minutes in lines.values()) if lines else 0
+    if cloud == "gcp":
+        return {
+            name: {
+                rule.key: HeldReplay(
+                    monitoring_states(lines[name], MonitoringCondition.of(rule)),
+                    [
+                        change.minute
+                        for change in policy_states(lines, name, monitoring_policy(settings, rule))
+                        if change.state == "ALARM"
+                    ],
+                )
+                for rule in rules(settings, name)
+            }
+            for name in settings.enabled_checks()
+        }
     raised = {
         name: {
             rule.key: (rule, cloudwatch_states(lines[name], CloudWatchAlarm.of(rule))) for rule in rules(settings, name)

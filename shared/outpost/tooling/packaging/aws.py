@@ -260,7 +260,8 @@ def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
     while any enabled check it depends on has its `failed` or `error` alarm in ALARM (`ALARM()` is false in OK and
     INSUFFICIENT_DATA, so only a parent seen failing suppresses), and, per rule, a composite alarm wrapping the
     metric alarm that carries its actions with that one as ActionsSuppressor (its wait and extension periods:
-    `alerting.suppression`). Empty when hold-back is off or the check depends on no enabled check."""
+    `alerting.suppression`), for each rule that is held (`alerting.HELD_RULES`). Empty when hold-back is off or
+    the check depends on no enabled check."""
     env = settings.environment
     parents = alerting.held_by(settings, check)
     if not parents:
@@ -283,7 +284,8 @@ def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
     }
     for rule in alerting.rules(settings, check):
         held = alerting.suppression(settings, rule)
-        assert held is not None
+        if held is None:  # `flapping`: never held (alerting.HELD_RULES)
+            continue
         note = (
             f" Held back while {', '.join(held.parents)} fails or cannot observe (it waits {held.wait_seconds} s "
             f"for them, and {held.extension_seconds} s after they clear)."
@@ -364,7 +366,8 @@ def resources(settings: Settings) -> dict[str, Any]:
     for name in settings.enabled_checks():
         held = held_alarms(settings, name)
         for rule in alerting.rules(settings, name):
-            alarms[alarm_logical_id(name, rule.key)] = alarm(settings, rule, actions=not held)
+            acts = alerting.suppression(settings, rule) is None  # else its held composite alarm carries them
+            alarms[alarm_logical_id(name, rule.key)] = alarm(settings, rule, actions=acts)
         alarms.update(held)
         extensions[f"{logical_id(name)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     if deploys_inhibitor(settings):

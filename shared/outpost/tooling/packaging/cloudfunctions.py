@@ -47,20 +47,40 @@ SCHEDULER_DEADLINE_RANGE: Final = (15, 1800)
 
 def alert_policies(settings: Settings) -> dict[str, Any]:
     """infra/gcp's `alarms`: one Cloud Monitoring alert policy per check and rule (`outpost.tooling.alerting`), on
-    the run-count metric: more than `threshold` runs of `status` within the last `window_seconds`."""
+    the run-count metric: more than `threshold` runs of `status` within the last `window_seconds`, met for
+    `wait_seconds`; held back (`alerting.monitoring_policy`), AND each `quiet` condition: every check of `checks`
+    had fewer than `runs` failed-or-error runs within the last `window_seconds`, for `duration_seconds`."""
     env = settings.environment
     policies: dict[str, Any] = {}
     for name in settings.enabled_checks():
         for rule in alerting.rules(settings, name):
-            condition = alerting.MonitoringCondition.of(rule)
+            policy = alerting.monitoring_policy(settings, rule)
+            condition = policy.own
+            held = alerting.suppression(settings, rule)
+            summary = alerting.summary(settings, rule)
+            if held is not None:
+                summary += (
+                    f"; held back while {', '.join(held.parents)} fails or cannot observe (it waits "
+                    f"{held.wait_seconds} s for them, and {held.extension_seconds} s after they clear)"
+                )
             policies[f"{name}/{rule.key}"] = {
                 "check": name,
                 "display_name": alarm_name(env, name, rule.key),
                 "status": condition.outcome,
                 "window_seconds": condition.alignment_seconds,
                 "threshold": int(condition.threshold),
+                "wait_seconds": condition.duration_seconds,
+                "quiet": [
+                    {
+                        "checks": list(quiet.parents),
+                        "window_seconds": quiet.alignment_seconds,
+                        "runs": quiet.runs,
+                        "duration_seconds": quiet.duration_seconds,
+                    }
+                    for quiet in policy.quiet
+                ],
                 "tier": rule.tier,
-                "summary": alerting.summary(settings, rule),
+                "summary": summary,
                 "runbook_path": alerting.runbook_path(name),
                 "logs_query": alerting.logs_explorer_query(env, name),
             }
