@@ -1,5 +1,6 @@
 # Everything a fresh machine needs is installed by these targets; each is idempotent.
-#   make demo   set up, start the local simulated cluster, run every check once, show heartbeats
+#   make demo   set up, start the local simulated cluster, run every check once, show heartbeats, page once for
+#               an API server outage with its dependants held back
 #   make test   set up, then lint, type-check, layer-check and run every test tier
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c

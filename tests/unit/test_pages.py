@@ -6,10 +6,15 @@ and resolve events, every run, the maintenance calls, the cloud alarms. The brea
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from outpost.config import environment_file
+from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
+from outpost_sandbox import demo
 from outpost_sandbox.pages import (
     Alerted,
     CloudAlarm,
@@ -211,3 +216,40 @@ def test_the_page_says_how_it_was_made_and_holds_a_table_per_fault() -> None:
     assert "| notifications | 1: `node-utilization` (900 s) | 0 | 0 |" in page
     assert "| apiserver-health | two failed runs in three | - | 180 | 180 | 275 |" in page
     assert page.endswith("|\n")
+
+
+# -- the demo's account of one fault ------------------------------------------------------------------------------
+
+
+def test_the_demo_tells_the_one_page_what_it_says_and_the_next_step(tmp_path: Path) -> None:
+    function_log = tmp_path / "runs.log"
+    step = {
+        "failure": "unreachable",
+        "cause": "The API server does not answer.",
+        "command": "kubectl get --raw /readyz",
+    }
+    function_log.write_text(
+        "not a run line\n"
+        + json.dumps({"check": PARENT, "status": "ok", "summary": "healthy"})
+        + "\n"
+        + json.dumps({"check": PARENT, "status": "error", "summary": "connection refused", "next_steps": [step]})
+        + "\n"
+    )
+    settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
+    told = demo.tell(HELD, function_log, settings)
+    shown = "\n".join(told.lines)
+    assert told.one_page, shown
+    assert f"PAGE           {PARENT} at 250 s (model worst case 275 s)" in shown
+    assert "held back      3 dependant(s), their monitors in maintenance: koord-manager-health, koord-webhook" in shown
+    assert f"docs/runbooks.md#{PARENT}" in shown  # the monitor's description, which the page carries
+    assert "its run said   connection refused" in shown
+    assert "next step      The API server does not answer. Run: kubectl get --raw /readyz" in shown
+    assert "AWS (CloudWatch): 0 paging and 1 notifying alarm(s) acted (apiserver-health error), 1 held back" in shown
+    assert shown.endswith("resolved")
+
+
+def test_the_demo_says_when_it_was_not_one_page(tmp_path: Path) -> None:
+    settings = load_settings(environment_file(DEFAULT_ENVIRONMENT))
+    told = demo.tell(UNHELD, tmp_path / "none.log", settings)
+    assert not told.one_page
+    assert told.lines[-1].strip() == "NOT the one page it should be"

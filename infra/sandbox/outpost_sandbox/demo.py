@@ -1,17 +1,22 @@
 """`outpost demo`: the main job on the embedded default, end to end, readable by a person.
 
-It brings the sandbox up, runs every `local` check once as the probe identity against the local Vigilmon stand-in,
-then breaks `etcd-down` while apiserver-health runs on its (sped-up) schedule: the failing runs, the alert and its
-time beside the model's worst case; heals, and the next ping resolves the alert. The sandbox is left running to
-explore (`outpost sandbox down` stops it).
+It brings the sandbox up and runs every `local` check once as the probe identity against a heartbeat receiver.
+Then it stops the API server with every check scheduled at once, as deployed, each on a (sped-up) schedule, each
+monitor in the Vigilmon stand-in as `outpost monitors` defines it, and hold-back on (the inhibitor in process):
+the one page (apiserver-health's) and its time beside the model's worst case, every dependant held back, what the
+page and the failing run tell the person on call, and the cloud alarms the same runs raise, as the generated
+templates hold them back. It heals, and every monitor resolves. `outpost sandbox pages` measures the same for the
+whole catalogue (docs/pages.md). The sandbox is left running to explore (`outpost sandbox down` stops it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +24,22 @@ from outpost.config import KubeconfigAuth, Settings, environment_file
 from outpost.result import Result
 from outpost.runner import run_check
 from outpost.settings import DEFAULT_ENVIRONMENT, load_settings
-from outpost_sandbox import alert_times, faults
+from outpost.tooling import monitors
+from outpost_sandbox import alert_times, faults, pages
 from outpost_sandbox.cluster import Sandbox
 from outpost_sandbox.heartbeat_receiver import HeartbeatReceiver
 
-DEMO_FAULT = "etcd-down"
-"""The fault the demo injects: caught by apiserver-health, which every environment runs."""
+DEMO_FAULT = "apiserver-down"
+"""The fault the demo injects: its root cause is named by apiserver-health, which every check depends on."""
 DEMO_CHECK = "apiserver-health"
-DEMO_PERIOD_SECONDS = 3.0
-"""Real seconds per schedule while the fault is measured (a 1-minute schedule runs 20 times faster)."""
+DEMO_PERIOD_SECONDS = pages.DEFAULT_PERIOD_SECONDS
+"""Real seconds per 1-minute schedule while the fault is measured (every time shown is in deployed seconds)."""
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("demo", help="sandbox up, every check once with heartbeats, one fault caught")
+    parser = commands.add_parser(
+        "demo", help="sandbox up, every check once with heartbeats, an API server outage paged once"
+    )
     parser.add_argument("--nodes", type=int, default=100, help="kwok fake nodes (default 100)")
     parser.add_argument("--state-dir", default=None, help="sandbox state directory (default ~/.outpost/sandbox)")
     parser.set_defaults(func=main)
@@ -62,22 +70,101 @@ def main(args: argparse.Namespace) -> int:
         _show(baseline, receiver, say)
 
     say(
-        f"\nstep 3/4  injecting a fault: outpost sandbox break {DEMO_FAULT} ({faults.FAULTS[DEMO_FAULT].help}),\n"
-        f"          with {DEMO_CHECK} running on its schedule as deployed (its entry module, a scheduled event) and\n"
-        "          its monitor in the Vigilmon stand-in as `outpost monitors` defines it; one schedule passes in\n"
-        f"          {DEMO_PERIOD_SECONDS:g} real seconds, and every time below is in the deployed schedule's seconds"
+        f"\nstep 3/4  stopping the API server (outpost sandbox break {DEMO_FAULT}: "
+        f"{faults.FAULTS[DEMO_FAULT].help}),\n"
+        f"          with all {len(names)} checks scheduled at once as deployed (entry modules, scheduled events),\n"
+        "          each monitor in the Vigilmon stand-in as `outpost monitors` defines it, and hold-back on: a\n"
+        "          failing check asks the inhibitor to hold its dependants back; one minute passes in "
+        f"{DEMO_PERIOD_SECONDS:g} real\n          seconds, and every time below is in deployed seconds"
     )
-    config = alert_times.environment_for(sandbox.state_dir)
-    [measured] = alert_times.measure(
-        sandbox.state_dir, config, DEMO_FAULT, None, [DEMO_CHECK], period_seconds=DEMO_PERIOD_SECONDS, say=say
+    directory = sandbox.state_dir / "demo"
+    record = pages.measure(
+        pages.catalogue_driver(sandbox.state_dir, DEMO_FAULT, None),
+        pages.base_environment(sandbox.state_dir, directory),
+        directory / "run",
+        period_seconds=DEMO_PERIOD_SECONDS,
+        say=say,
     )
-    say(f"\nstep 4/4  the fault, the alert and back (healed with outpost sandbox heal {DEMO_FAULT})")
-    say(_told(measured))
-    caught = measured.within_model and measured.resolve_seconds is not None
+    say(f"\nstep 4/4  what reached people (healed with outpost sandbox heal {DEMO_FAULT})")
+    told = tell(record, directory / "run" / "runs.log", settings)
+    for line in told.lines:
+        say(line)
 
     say("\nthe sandbox is still running; `outpost sandbox down` stops it")
     healthy_at_start = all(r.status.healthy for r in baseline)
-    return 0 if caught and healthy_at_start else 1
+    return 0 if told.one_page and healthy_at_start else 1
+
+
+@dataclass(frozen=True)
+class Told:
+    lines: list[str]
+    one_page: bool
+    """One page, the root cause's, within the model; nothing else alerted; every alert resolved."""
+
+
+def tell(record: pages.FaultRecord, function_log: Path, settings: Settings) -> Told:
+    """What `record` put in front of people: the pages, the dependants held back, what the page and the failing
+    run say, the cloud alarms; and whether it was the one page it should be."""
+    tally = pages.tally(record)
+    by_check = {m.check: m for m in record.monitors}
+    lines = []
+    for page in tally.pages:
+        worst = by_check[page.check].worst_case_seconds
+        lines.append(f"          PAGE           {page.check} at {page.seconds:.0f} s (model worst case {worst:.0f} s)")
+    if not tally.pages:
+        lines.append("          PAGE           none")
+    for note in tally.notifications:
+        lines.append(f"          notification   {note.check} at {note.seconds:.0f} s")
+    held = ", ".join(tally.held_back) or "none"
+    lines.append(f"          held back      {len(tally.held_back)} dependant(s), their monitors in maintenance: {held}")
+    if record.unhealthy_before:
+        lines.append(f"          unhealthy before the fault: {', '.join(record.unhealthy_before)}")
+    for page in tally.pages[:1]:
+        lines.append(f"          the page says  {monitors.description(settings, page.check)}")
+        run = last_failing_run(function_log, page.check)
+        if run is not None:
+            lines.append(f"          its run said   {run['summary']}")
+            for step in run.get("next_steps", [])[:1]:
+                lines.append(f"          next step      {step['cause']} Run: {step['command']}")
+    for cloud, name in (("aws", "AWS (CloudWatch)"), ("gcp", "Google Cloud (Cloud Monitoring)")):
+        tiers = tally.cloud.get(cloud, {})
+        acted = [*tiers.get("page", ()), *tiers.get("notify", ())]
+        lines.append(
+            f"          {name}: {len(tiers.get('page', ()))} paging and {len(tiers.get('notify', ()))} notifying "
+            f"alarm(s) acted ({', '.join(acted) or 'none'}), {len(tiers.get('held', ()))} held back"
+        )
+    unresolved = ", ".join(tally.unresolved)
+    lines.append(f"          after the heal {'unresolved: ' + unresolved if unresolved else 'every alert resolved'}")
+    critical_dependants = {m.check for m in record.monitors if m.pages} - {DEMO_CHECK}
+    one_page = (
+        [page.check for page in tally.pages] == [DEMO_CHECK]
+        and not tally.notifications
+        and critical_dependants <= set(tally.held_back)
+        and bool(tally.first_page_within_model)
+        and not tally.unresolved
+    )
+    lines.append(
+        "          caught: one page for one root cause, within the model, its dependants held back, resolved"
+        if one_page
+        else "          NOT the one page it should be"
+    )
+    return Told(lines, one_page)
+
+
+def last_failing_run(function_log: Path, check: str) -> dict[str, Any] | None:
+    """The last run line of `check` in the functions' log that ended failed or error (what the person paged finds
+    with the query every alarm carries), or None."""
+    found = None
+    if not function_log.exists():
+        return None
+    for text in function_log.read_text().splitlines():
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(line, dict) and line.get("check") == check and line.get("status") in ("failed", "error"):
+            found = line
+    return found
 
 
 def _identities_in(settings: Settings, state_dir: Path) -> Settings:
@@ -95,23 +182,6 @@ def _identities_in(settings: Settings, state_dir: Path) -> Settings:
 
 def _run_all(settings: Settings, names: Sequence[str]) -> list[Result]:
     return [run_check(settings, name, log=False) for name in names]
-
-
-def _told(measured: alert_times.Measurement) -> str:
-    def seconds(value: float | None) -> str:
-        return "never" if value is None else f"{value:.0f} s"
-
-    lines = [
-        f"          first failing run  {seconds(measured.first_failing_seconds)} after the break",
-        f"          Vigilmon alert     {seconds(measured.alert_seconds)} after the break "
-        f"(model worst case {measured.worst_case_seconds:.0f} s = schedule {measured.schedule_seconds:g} + run "
-        f"{measured.run_seconds:.0f} + grace {measured.grace_seconds:g})",
-        f"          resolved           {seconds(measured.resolve_seconds)} after the heal",
-        "          caught: the alert came within the model, and resolved after the heal"
-        if measured.within_model and measured.resolve_seconds is not None
-        else "          NOT caught in time",
-    ]
-    return "\n".join(lines)
 
 
 def _show(results: Sequence[Result], receiver: HeartbeatReceiver, say: Callable[[str], None]) -> None:
