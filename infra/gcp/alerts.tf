@@ -93,8 +93,9 @@ resource "google_monitoring_alert_policy" "check" {
         filter = join(" AND ", [
           "metric.type=\"logging.googleapis.com/user/${google_logging_metric.runs.name}\"",
           "resource.type=\"cloud_run_revision\"",
-          "metric.label.check=one_of(${join(",", [for check in conditions.value.checks : "\"${check}\""])})",
-          "metric.label.status=one_of(\"failed\",\"error\")",
+          # Check names are lowercase letters, digits and dashes: nothing a regular expression reads specially.
+          "metric.label.check=monitoring.regex.full_match(\"${join("|", conditions.value.checks)}\")",
+          "metric.label.status=monitoring.regex.full_match(\"failed|error\")",
         ])
         comparison      = "COMPARISON_LT"
         threshold_value = conditions.value.runs

@@ -325,7 +325,11 @@ def test_a_dependants_policy_also_needs_its_parents_quiet(
     assert dynamic["for_each"] == "${each.value.quiet}"
     ((condition,),) = nested(dynamic, "content.condition_threshold")
     filters = " ".join(strings(condition["filter"]))
-    for needed in ("google_logging_metric.runs.name", "conditions.value.checks", 'one_of(\\"failed\\",\\"error\\")'):
+    for needed in (
+        "google_logging_metric.runs.name",
+        'monitoring.regex.full_match(\\"${join("|", conditions.value.checks)}\\")',
+        'monitoring.regex.full_match(\\"failed|error\\")',
+    ):
         assert needed in filters, (needed, filters)
     assert (condition["comparison"], condition["threshold_value"], condition["duration"]) == (
         "COMPARISON_LT",
