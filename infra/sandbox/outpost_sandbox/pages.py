@@ -812,6 +812,11 @@ def register(commands: Any) -> None:
         "--records", default=None, help="JSON of every fault's record (default <state dir>/pages/records.json)"
     )
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the --records file of a run stopped part-way (the same command): skip the faults it holds",
+    )
+    parser.add_argument(
         "--from-records", default=None, metavar="PATH", help="render a --records file again; break nothing"
     )
     parser.set_defaults(func=main)
@@ -844,13 +849,27 @@ def main(args: argparse.Namespace) -> int:
         records = [FaultRecord.from_json(r) for r in saved["records"]]
         failed, command = list(saved.get("failed", [])), str(saved.get("command", command_line(args)))
     else:
-        refused = alert_times.refusal(sandbox, args.fault)
-        if refused is not None:
-            return refused
-        base = base_environment(sandbox.state_dir)
         command = command_line(args)
         records = []
-        for index, (fault, target) in enumerate(alert_times.cases(args.fault)):
+        done: set[tuple[str, str | None]] = set()
+        if args.resume and records_path.exists():
+            # A run stopped part-way goes on where it stopped: its records kept, the faults it measured not again.
+            saved = json.loads(records_path.read_text())
+            if saved.get("command") != command:
+                print(
+                    f"error: --resume: {records_path} was made by `{saved.get('command')}`, not `{command}`",
+                    file=sys.stderr,
+                )
+                return 2
+            records = [FaultRecord.from_json(r) for r in saved["records"]]
+            done = {(r.fault, r.target) for r in records}  # a fault that could not be broken is tried again
+        todo = [(i, f, t) for i, (f, t) in enumerate(alert_times.cases(args.fault)) if (f, t) not in done]
+        if todo or not records:  # nothing left to break needs no sandbox
+            refused = alert_times.refusal(sandbox, args.fault)
+            if refused is not None:
+                return refused
+        base = base_environment(sandbox.state_dir)
+        for index, fault, target in todo:
             print(f"# {fault}{f' --target {target}' if target else ''}", file=sys.stderr, flush=True)
             directory = pages_dir / f"{index:02d}-{fault}{f'-{target}' if target else ''}"
             try:
