@@ -225,7 +225,7 @@ def test_the_demo_tells_the_one_page_what_it_says_and_the_next_step(tmp_path: Pa
     function_log = tmp_path / "runs.log"
     step = {
         "failure": "unreachable",
-        "cause": "The API server does not answer.",
+        "cause": "the API server does not answer",
         "command": "kubectl get --raw /readyz",
     }
     function_log.write_text(
@@ -243,7 +243,7 @@ def test_the_demo_tells_the_one_page_what_it_says_and_the_next_step(tmp_path: Pa
     assert "held back      3 dependant(s), their monitors in maintenance: koord-manager-health, koord-webhook" in shown
     assert f"docs/runbooks.md#{PARENT}" in shown  # the monitor's description, which the page carries
     assert "its run said   connection refused" in shown
-    assert "next step      The API server does not answer. Run: kubectl get --raw /readyz" in shown
+    assert "next step      the API server does not answer; run: kubectl get --raw /readyz" in shown
     assert "AWS (CloudWatch): 0 paging and 1 notifying alarm(s) acted (apiserver-health error), 1 held back" in shown
     assert shown.endswith("resolved")
 

@@ -125,7 +125,7 @@ def tell(record: pages.FaultRecord, function_log: Path, settings: Settings) -> T
         if run is not None:
             lines.append(f"          its run said   {run['summary']}")
             for step in run.get("next_steps", [])[:1]:
-                lines.append(f"          next step      {step['cause']} Run: {step['command']}")
+                lines.append(f"          next step      {step['cause']}; run: {step['command']}")
     for cloud, name in (("aws", "AWS (CloudWatch)"), ("gcp", "Google Cloud (Cloud Monitoring)")):
         tiers = tally.cloud.get(cloud, {})
         acted = [*tiers.get("page", ()), *tiers.get("notify", ())]

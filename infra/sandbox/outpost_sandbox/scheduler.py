@@ -177,12 +177,12 @@ class Scheduler:
             while (wait := self.clock.real_seconds(due - self.clock())) > 0:
                 if self._stop.wait(min(wait, WAIT_STEP_SECONDS)):
                     return
-            if self._stop.is_set():
-                return
             run = threading.Thread(target=self._run, args=(check,), daemon=True, name=f"run-{check}")
-            with self._lock:
+            with self._lock:  # a run starts before `stop()` looks at what is in flight, or not at all
+                if self._stop.is_set():
+                    return
                 self._in_flight = [thread for thread in self._in_flight if thread.is_alive()] + [run]
-            run.start()
+                run.start()
 
     def _run(self, check: str) -> None:
         run = invoke(self._handlers[check], check, self.clock)
@@ -196,15 +196,21 @@ class Scheduler:
             return [run for run in self.runs if run.check == check]
 
     def stop(self, runs_timeout: float = 120.0) -> None:
-        """No run starts after this; the runs under way are awaited (each ends by its deadline)."""
+        """No run starts after this; the runs under way are awaited (each ends by its deadline), within
+        `runs_timeout` in all."""
         self._stop.set()
+        deadline = time.monotonic() + runs_timeout
         for thread in self._threads:
-            thread.join(5)
+            thread.join(max(0.0, deadline - time.monotonic()))
         self._threads.clear()
-        with self._lock:
-            in_flight, self._in_flight = self._in_flight, []
-        for thread in in_flight:
-            thread.join(runs_timeout)
+        while True:
+            with self._lock:
+                self._in_flight = [thread for thread in self._in_flight if thread.is_alive()]
+                alive = list(self._in_flight)
+            if not alive or time.monotonic() >= deadline:
+                return
+            for thread in alive:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> Scheduler:
         return self.start()
