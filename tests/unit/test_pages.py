@@ -67,7 +67,7 @@ def record(**fields: object) -> FaultRecord:
         ended_at=1700.0,
         evaluation_seconds=0.5,
         events=(),
-        runs=(),
+        runs=tuple(run(PARENT, BROKE + 60 * i) for i in range(5)),  # the fault caught: the parent errs
         held=(),
         alarms=(),
     )
@@ -216,6 +216,26 @@ def test_the_page_says_how_it_was_made_and_holds_a_table_per_fault() -> None:
     assert "| notifications | 1: `node-utilization` (900 s) | 0 | 0 |" in page
     assert "| apiserver-health | two failed runs in three | - | 180 | 180 | 275 |" in page
     assert page.endswith("|\n")
+
+
+def test_a_fault_the_shipped_parameters_do_not_catch_promises_no_page() -> None:
+    """Its checks never failed between the break and the heal (an opt-in parameter catches it, as alert-times says):
+    no model time, not judged late, and the page says why."""
+    quiet = record(
+        fault="backend-down",
+        target="kruise-daemon",
+        named=(PARENT,),
+        runs=tuple(run(PARENT, BROKE + 60 * i, "ok") for i in range(9)),
+    )
+    counted = tally(quiet)
+    assert (counted.model_seconds, counted.first_page_within_model, counted.uncaught) == (None, None, (PARENT,))
+    [*_, first_page] = targets([quiet], GOOD_PATTERNS)
+    assert first_page.holds is None
+    assert "no failing run with the shipped parameters (no page promised): backend-down kruise-daemon" in (
+        first_page.evidence
+    )
+    page = render([quiet], GOOD_PATTERNS, command="outpost sandbox pages", generated_at="then")
+    assert f"No failing run of `{PARENT}` with the shipped `local` parameters" in page
 
 
 # -- the demo's account of one fault ------------------------------------------------------------------------------
