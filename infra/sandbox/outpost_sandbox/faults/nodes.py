@@ -16,7 +16,7 @@ from typing import Any
 from outpost.kube.objects import Node, parse
 from outpost.kube.paths import LEASES, NODES, object_path
 from outpost_sandbox import systems
-from outpost_sandbox.backends.kube import Kube
+from outpost_sandbox.backends.kube import Kube, SandboxApiError
 from outpost_sandbox.faults.base import (
     Apply,
     FaultContext,
@@ -138,13 +138,16 @@ def restore_systems(ctx: FaultContext, timeout: float = 180) -> None:
     after it is back and mark the fresh replacement pods NotReady too.
     """
     wait_for("every node Ready", 90, lambda: all(node_ready(ctx, n) for n in fake_nodes(ctx)))
-    last_error: list[systems.SystemsError] = []
+    last_error: list[Exception] = []
 
     def revived_and_ready() -> bool:
-        systems.revive_pods(ctx.kube)
         try:
+            # A pod's replacement can be refused for a moment after the API server is back: on the charts,
+            # kruise's `Fail` pod webhook gates koordinator-system's pods, and its endpoints may still be
+            # NotReady ("no endpoints available"). Tried again, as a controller would.
+            systems.revive_pods(ctx.kube)
             systems.wait_ready(ctx.kube, timeout=15)
-        except systems.SystemsError as exc:
+        except (systems.SystemsError, SandboxApiError) as exc:
             last_error[:] = [exc]
             return False
         return True
