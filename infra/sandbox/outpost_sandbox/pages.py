@@ -251,14 +251,8 @@ def cloud_alarms(settings: Settings, runs: Sequence[Run], broke_at: float, heale
     """The generated alarms that go to ALARM over the runs from the break to the heal, on each cloud, replayed by
     `alerting.replay_fault` (each run on its schedule after the break, its line a run's length after its start;
     healthy after the heal) with the hold-back the templates generate: acting, or held."""
-    outcomes = {
-        check: [
-            r.status
-            for r in sorted(runs, key=lambda r: r.started_at)
-            if r.check == check and broke_at <= r.started_at < healed_at
-        ]
-        for check in settings.enabled_checks()
-    }
+    in_fault = [r for r in sorted(runs, key=lambda r: r.started_at) if broke_at <= r.started_at < healed_at]
+    outcomes = {check: [r.status for r in in_fault if r.check == check] for check in settings.enabled_checks()}
     found = []
     for cloud in CLOUDS:
         replayed = alerting.replay_fault(settings, {c: o for c, o in outcomes.items() if o}, cloud=cloud)
@@ -650,14 +644,13 @@ def targets(records: Sequence[FaultRecord], patterns: Sequence[PatternOutcome]) 
         )
     )
 
-    judged = [(r, tally(r)) for r in records if tally(r).model_seconds is not None]
+    tallied = [(r, tally(r)) for r in records]
+    judged = [(r, t) for r, t in tallied if t.model_seconds is not None]
     slow = [f"{r.fault}{f' {r.target}' if r.target else ''}" for r, t in judged if not t.first_page_within_model]
     uncaught = [
         f"{r.fault}{f' {r.target}' if r.target else ''}"
-        for r in records
-        if tally(r).model_seconds is None
-        and tally(r).uncaught
-        and any(m.pages for m in r.monitors if m.check in r.named)
+        for r, t in tallied
+        if t.model_seconds is None and t.uncaught and any(m.pages for m in r.monitors if m.check in r.named)
     ]
     found.append(
         Target(

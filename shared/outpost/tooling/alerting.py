@@ -281,23 +281,9 @@ def cloudwatch_states(outcomes: Outcomes, alarm: CloudWatchAlarm, *, lookback_pe
 
 
 def monitoring_states(outcomes: Outcomes, condition: MonitoringCondition) -> list[Transition]:
-    """Each open (ALARM) and close (OK) of an incident of `condition` over `outcomes`, minute by minute."""
-    if condition.alignment_seconds % 60 or condition.duration_seconds % 60:
-        raise ValueError("the evaluator models whole minutes")
-    window = condition.alignment_seconds // 60
-    hold = condition.duration_seconds // 60
-    state: State = "OK"
-    met_since: int | None = None
-    changes: list[Transition] = []
-    for now in range(1, len(outcomes) + 1):
-        count = sum(1 for seen in outcomes[max(now - window, 0) : now] if seen == condition.outcome)
-        met = count > condition.threshold
-        met_since = (met_since if met_since is not None else now) if met else None
-        new: State = "ALARM" if met_since is not None and now - met_since >= hold else "OK"
-        if new != state:
-            changes.append(Transition(now, new))
-            state = new
-    return changes
+    """Each open (ALARM) and close (OK) of an incident of `condition` over `outcomes`, minute by minute: a policy
+    of that one condition (`policy_states`)."""
+    return policy_states({"": outcomes}, "", MonitoringPolicy(condition))
 
 
 def first_alarm_minute(changes: Sequence[Transition]) -> int | None:
@@ -368,6 +354,14 @@ class Suppression:
     parents: tuple[str, ...]
     wait_seconds: int
     extension_seconds: int
+
+
+def held_note(held: Suppression) -> str:
+    """What an alarm's description says of its hold-back (both clouds)."""
+    return (
+        f"held back while {', '.join(held.parents)} fails or cannot observe (it waits {held.wait_seconds} s for "
+        f"them, and {held.extension_seconds} s after they clear)"
+    )
 
 
 def _whole_minutes(seconds: float) -> int:
@@ -510,6 +504,8 @@ class MonitoringPolicy:
 
     own: MonitoringCondition
     quiet: tuple[ParentsQuiet, ...] = ()
+    held: Suppression | None = None
+    """What it is held back by (its parents, wait and extension), or None."""
 
 
 def monitoring_policy(settings: Settings, rule: Rule) -> MonitoringPolicy:
@@ -531,7 +527,7 @@ def monitoring_policy(settings: Settings, rule: Rule) -> MonitoringPolicy:
         for (period, runs), parents in sorted(groups.items())
     )
     waited = MonitoringCondition(own.outcome, own.alignment_seconds, own.threshold, held.wait_seconds)
-    return MonitoringPolicy(waited, quiet)
+    return MonitoringPolicy(waited, quiet, held)
 
 
 def policy_states(lines: Mapping[str, Outcomes], check: str, policy: MonitoringPolicy) -> list[Transition]:

@@ -286,10 +286,8 @@ def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
         held = alerting.suppression(settings, rule)
         if held is None:  # `flapping`: never held (alerting.HELD_RULES)
             continue
-        note = (
-            f" Held back while {', '.join(held.parents)} fails or cannot observe (it waits {held.wait_seconds} s "
-            f"for them, and {held.extension_seconds} s after they clear)."
-        )
+        said = alerting.held_note(held)
+        note = f" {said[0].upper()}{said[1:]}."
         description = alarm_description(settings, rule, note)
         found[f"{logical_id(check)}{rule.key.capitalize()}AlertAlarm"] = {
             "Type": "AWS::CloudWatch::CompositeAlarm",

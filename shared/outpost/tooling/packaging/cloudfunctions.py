@@ -56,13 +56,9 @@ def alert_policies(settings: Settings) -> dict[str, Any]:
         for rule in alerting.rules(settings, name):
             policy = alerting.monitoring_policy(settings, rule)
             condition = policy.own
-            held = alerting.suppression(settings, rule)
             summary = alerting.summary(settings, rule)
-            if held is not None:
-                summary += (
-                    f"; held back while {', '.join(held.parents)} fails or cannot observe (it waits "
-                    f"{held.wait_seconds} s for them, and {held.extension_seconds} s after they clear)"
-                )
+            if policy.held is not None:
+                summary += f"; {alerting.held_note(policy.held)}"
             policies[f"{name}/{rule.key}"] = {
                 "check": name,
                 "display_name": alarm_name(env, name, rule.key),
