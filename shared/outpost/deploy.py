@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -159,6 +160,44 @@ def schedule_minutes(settings: Settings, name: str) -> int:
     if configured is not None and configured.schedule_minutes:
         return configured.schedule_minutes
     return registry.get(name).schedule_minutes
+
+
+def max_window_seconds(period_seconds: int) -> int:
+    """CloudWatch: Period x EvaluationPeriods may span at most a day, or seven for periods of an hour or more
+    (PutMetricAlarm, `EvaluationPeriods`)."""
+    return 86_400 if period_seconds < 3600 else 604_800
+
+
+def tolerance_runs(settings: Settings, name: str) -> int:
+    """Runs in a row the monitor's tolerance covers plus the one it alerts on: `tolerated_misses + 1`, within the
+    longest window CloudWatch allows."""
+    configured = settings.checks.get(name) or CheckSettings()
+    period = schedule_minutes(settings, name) * 60
+    return max(1, min(configured.tolerated_misses + 1, max_window_seconds(period) // period))
+
+
+MAX_POLICY_CONDITIONS: Final = 6
+"""Cloud Monitoring: an alert policy has one to six conditions (AlertPolicy `conditions`). A held-back policy has
+its own condition and one per group of parents sharing a schedule and a tolerance (`parent_groups`)."""
+
+
+def held_parents(settings: Settings, name: str) -> list[str]:
+    """The enabled checks that hold back check `name`'s alerts: every enabled check it depends on, directly or
+    through others (`registry.dependants` is transitive), in catalogue order; none when hold-back is off."""
+    if not settings.hold_back.enabled:
+        return []
+    enabled = set(settings.enabled_checks())
+    return [parent for parent in registry.names() if parent in enabled and name in registry.dependants(parent)]
+
+
+def parent_groups(settings: Settings, parents: Sequence[str]) -> dict[tuple[int, int], list[str]]:
+    """`parents` grouped by (schedule in seconds, `tolerance_runs`): one Cloud Monitoring condition each."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for parent in parents:
+        groups.setdefault((schedule_minutes(settings, parent) * 60, tolerance_runs(settings, parent)), []).append(
+            parent
+        )
+    return groups
 
 
 def severity(settings: Settings, name: str) -> str:
@@ -543,5 +582,17 @@ def _cloud_functions_problems(settings: Settings, only: str | None = None) -> li
             problems.append(
                 f"checks.{name}.schedule_minutes: {schedule_minutes(settings, name)} cannot be a Cloud "
                 "Scheduler cron period (it must divide 60, or be whole hours dividing 24)"
+            )
+        groups = parent_groups(settings, held_parents(settings, name)) if name in registry.names() else {}
+        if 1 + len(groups) > MAX_POLICY_CONDITIONS:
+            described = "; ".join(
+                f"every {period // 60} min, {runs} runs: {', '.join(parents)}"
+                for (period, runs), parents in sorted(groups.items())
+            )
+            problems.append(
+                f"checks.{name}: held back by checks with {len(groups)} different schedule and tolerance pairs "
+                f"({described}); its Google Cloud alert policies take one condition per pair beside their own, "
+                f"at most {MAX_POLICY_CONDITIONS} in all: give some of them the same schedule_minutes and "
+                "tolerated_misses"
             )
     return problems

@@ -60,6 +60,12 @@ _API: Final = DependsOn(
     "it observes the cluster through the API server (`outpost.cluster` has no other way in): with the API "
     "server down it can only say `error`",
 )
+_API_SERVING: Final = DependsOn(
+    "apiserver-triage",
+    "it reads through the same API server, whose real requests apiserver-triage times: an API server that is live "
+    "and ready but rejects or stalls requests (API Priority and Fairness, a saturated etcd) fails only "
+    "apiserver-triage (`overloaded`, `not-ready`), and leaves this check timing out with `error`",
+)
 _KOORD_MANAGER: Final = DependsOn(
     "koord-manager-health",
     f"koord-manager serves the webhook in its own process, and its readyz includes `webhook-ready` ({_KOORD} "
@@ -72,23 +78,24 @@ _KRUISE_MANAGER: Final = DependsOn(
 )
 
 DEPENDS_ON: Final[dict[str, tuple[DependsOn, ...]]] = {
-    "koord-manager-health": (_API,),
-    "koord-webhook": (_API, _KOORD_MANAGER),
-    "koordlet-coverage": (_API,),
+    "koord-manager-health": (_API, _API_SERVING),
+    "koord-webhook": (_API, _API_SERVING, _KOORD_MANAGER),
+    "koordlet-coverage": (_API, _API_SERVING),
     "nodemetric-freshness": (
         _API,
+        _API_SERVING,
         DependsOn(
             "koordlet-coverage",
             f"each node's koordlet writes its NodeMetric status ({_KOORD} "
             "pkg/koordlet/statesinformer/impl/states_nodemetric.go, `UpdateStatus`): no koordlet, no fresh report",
         ),
     ),
-    "ls-latency": (_API,),
-    "be-eviction-rate": (_API,),
-    "gang-scheduling": (_API,),
-    "node-utilization": (_API,),
+    "ls-latency": (_API, _API_SERVING),
+    "be-eviction-rate": (_API, _API_SERVING),
+    "gang-scheduling": (_API, _API_SERVING),
+    "node-utilization": (_API, _API_SERVING),
     "apiserver-triage": (_API,),
-    "apiserver-latency": (_API,),
+    "apiserver-latency": (_API, _API_SERVING),
     "apiserver-cert-expiry": (
         DependsOn(
             "apiserver-health",
@@ -96,12 +103,13 @@ DEPENDS_ON: Final[dict[str, tuple[DependsOn, ...]]] = {
             "it can only say `error`",
         ),
     ),
-    "kwok-node-consistency": (_API,),
-    "kruise-manager-health": (_API,),
-    "kruise-webhook": (_API, _KRUISE_MANAGER),
-    "kruise-daemon-coverage": (_API,),
+    "kwok-node-consistency": (_API, _API_SERVING),
+    "kruise-manager-health": (_API, _API_SERVING),
+    "kruise-webhook": (_API, _API_SERVING, _KRUISE_MANAGER),
+    "kruise-daemon-coverage": (_API, _API_SERVING),
     "kruise-manager-replicas": (
         _API,
+        _API_SERVING,
         DependsOn(
             "kruise-manager-health",
             "a manager pod is ready only while its readyz answers 200, the chart's readinessProbe "
@@ -111,6 +119,7 @@ DEPENDS_ON: Final[dict[str, tuple[DependsOn, ...]]] = {
     ),
     "leader-leases": (
         _API,
+        _API_SERVING,
         DependsOn(
             "koord-manager-health",
             f"koord-manager renews the `koordinator-manager` Lease in the process whose readyz that checks "
@@ -124,11 +133,12 @@ DEPENDS_ON: Final[dict[str, tuple[DependsOn, ...]]] = {
     ),
     "admission-dry-run": (
         _API,
+        _API_SERVING,
         DependsOn("koord-webhook", "its Koordinator pod is mutated by the webhook koord-webhook watches"),
         DependsOn("kruise-webhook", "its OpenKruise pod is admitted by the webhook kruise-webhook watches"),
     ),
-    "webhook-cert-expiry": (_API,),
-    "kwok-pod-reconciler": (_API,),
+    "webhook-cert-expiry": (_API, _API_SERVING),
+    "kwok-pod-reconciler": (_API, _API_SERVING),
 }
 """What each check and job depends on (no entry: a root, such as apiserver-health). While a parent's run fails,
 its dependants' notifications are held back (`outpost.holdback`, docs/contracts.md "Hold-back"); the graph is

@@ -36,6 +36,7 @@ from outpost.deploy import (
     deploys_inhibitor,
     function_name,
     function_timeout_seconds,
+    held_parents,
     inhibitor_timeout_seconds,
     lambda_architecture,
     schedule_minutes,
@@ -43,7 +44,7 @@ from outpost.deploy import (
 )
 from outpost.settings import load_settings
 from outpost.tooling import alerting
-from outpost.tooling.alerting import HELD_RULES, held_by
+from outpost.tooling.alerting import HELD_RULES
 from outpost.tooling.packaging.aws import logical_id
 from outpost.tooling.packaging.command import build
 from outpost.tooling.packaging.platforms import entry_functions
@@ -229,7 +230,7 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
         value["Properties"]["AlarmName"]: value["Properties"]
         for value in stage.resources("AWS::CloudWatch::CompositeAlarm").values()
     }
-    dependants = [check for check in settings.enabled_checks() if held_by(settings, check)]
+    dependants = [check for check in settings.enabled_checks() if held_parents(settings, check)]
     # An -alert per held alarm (every rule but flapping: alerting.HELD_RULES), and a -held suppressor.
     assert len(composites) == (len(HELD_RULES) + 1) * len(dependants)
     assert bool(dependants) == settings.hold_back.enabled
@@ -270,7 +271,7 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
                 ("AlarmTopicArn", "HasAlarmTopic") if rule.tier == "page" else ("NotifyTopicArn", "HasNotifyTopic")
             )
             # With hold-back, a dependant's held alarm acts through a composite alarm its parents' alarms suppress.
-            held = held_by(settings, check) and rule.key in HELD_RULES
+            held = held_parents(settings, check) and rule.key in HELD_RULES
             acting = composites.get(f"{alarm_name(name, check, rule.key)}-alert") if held else alarm
             assert acting is not None, (check, rule.key)
             assert (

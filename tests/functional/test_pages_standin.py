@@ -155,7 +155,10 @@ def test_an_unreachable_api_server_pages_once_and_holds_every_dependant_back(
         assert all(item == f"{PARENT} error" or item.endswith(" flapping") for item in notified), (cloud, notified)
         assert {item.split()[0] for item in tally.cloud[cloud]["held"]} == {*CRITICAL, *WARNING} - {PARENT}, cloud
     page = pages.render([record], [], command="outpost sandbox pages --fault apiserver-down", generated_at="now")
-    assert "| API server down: one page (`apiserver-health`), not one per check | measured | yes | 1 page(s)" in page
+    assert (
+        "(API server down: one page, not one per check) | measured, every fault whose checks all depend on one of "
+        "them | yes | 1 of 1 at most one page, the root's; apiserver-down 1 page(s): `apiserver-health` |" in page
+    )
 
 
 def test_without_hold_back_every_monitor_alerts(base: dict[str, Any], tmp_path: Path, closed_port: int) -> None:
@@ -167,11 +170,18 @@ def test_without_hold_back_every_monitor_alerts(base: dict[str, Any], tmp_path: 
     assert record.held == ()
     assert tally.unresolved == ()
     page = pages.render([record], [], command="outpost sandbox pages --no-hold-back", generated_at="now")
-    assert "| API server down: one page (`apiserver-health`), not one per check | measured | **NO** |" in page
+    assert (
+        "(API server down: one page, not one per check) | measured, every fault whose checks all depend on one of "
+        "them | **NO** |" in page
+    )
 
 
 def test_the_command_renders_saved_records_with_the_evaluated_patterns(
-    base: dict[str, Any], tmp_path: Path, closed_port: int, monkeypatch: pytest.MonkeyPatch
+    base: dict[str, Any],
+    tmp_path: Path,
+    closed_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`--from-records` writes the page from a records file, with the patterns replayed through the stand-in."""
     record = measure(base, tmp_path, closed_port, hold_back=True)
@@ -199,3 +209,11 @@ def test_the_command_renders_saved_records_with_the_evaluated_patterns(
     assert "### `apiserver-down`" in (tmp_path / "docs" / "pages.md").read_text()
     other = parser.parse_args(["pages", "--state-dir", str(tmp_path / "sbx"), "--resume", "--records", str(saved)])
     assert other.func(other) == 2
+    # --again measures a recorded fault once more: it needs the sandbox (none is up), and goes only with --resume.
+    again = parser.parse_args(["pages", "--state-dir", str(tmp_path / "sbx"), *same, "--again", "apiserver-down"])
+    assert again.func(again) == 1
+    assert "no sandbox up" in capsys.readouterr().err
+    alone = parser.parse_args(["pages", "--state-dir", str(tmp_path / "sbx"), "--again", "apiserver-down"])
+    assert alone.func(alone) == 2
+    unknown = parser.parse_args(["pages", "--state-dir", str(tmp_path / "sbx"), *same, "--again", "no-such-fault"])
+    assert unknown.func(unknown) == 64

@@ -15,6 +15,7 @@ import pytest
 
 from outpost import registry
 from outpost.config import Settings, parse_settings
+from outpost.deploy import MAX_POLICY_CONDITIONS, held_parents
 from outpost.tooling import alerting
 from outpost.tooling.alerting import Transition, composite_actions, replay_fault
 from outpost.tooling.packaging.aws import alarm_logical_id, resources, suppressor_logical_id
@@ -231,12 +232,20 @@ def test_parents_with_different_schedules_get_a_condition_each() -> None:
     }
 
 
-def test_no_check_depends_on_more_parents_than_a_held_policy_has_conditions_for() -> None:
-    """Each parent may have a schedule and tolerance of its own, so a condition of its own: with its own condition,
-    a held policy must fit Cloud Monitoring's six."""
+def test_a_catalogue_default_schedule_fits_every_held_policy() -> None:
+    """With the catalogue's schedules and the default tolerance, every held policy fits Cloud Monitoring's six
+    conditions (a configuration that would not is refused: tests/unit/test_deploy.py)."""
+    configured = parse_settings(
+        {
+            "environment": "staging",
+            "cluster": {"name": "c", "auth": {"mode": "kubeconfig", "path": "/nonexistent"}},
+            "hold_back": {"enabled": True},
+            "checks": {name: {} for name in registry.names()},
+        }
+    )
     for name in registry.names():
-        parents = [parent for parent in registry.names() if name in registry.dependants(parent)]
-        assert 1 + len(parents) <= alerting.MAX_POLICY_CONDITIONS, (name, parents)
+        for rule in alerting.rules(configured, name):
+            assert 1 + len(alerting.monitoring_policy(configured, rule).quiet) <= MAX_POLICY_CONDITIONS, (name, rule)
 
 
 # -- the generated template ----------------------------------------------------------------------------------------
@@ -247,7 +256,7 @@ def test_each_dependant_alarm_acts_only_through_a_composite_suppressed_by_its_pa
     stack = resources(configured)["Resources"]
     composites = {key: value for key, value in stack.items() if value["Type"] == "AWS::CloudWatch::CompositeAlarm"}
     for name in configured.enabled_checks():
-        parents = alerting.held_by(configured, name)
+        parents = held_parents(configured, name)
         assert parents == [p for p in registry.names() if p in CHECKS and name in registry.dependants(p)]
         for rule in alerting.rules(configured, name):
             metric = stack[alarm_logical_id(name, rule.key)]["Properties"]

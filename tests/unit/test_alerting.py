@@ -18,7 +18,7 @@ from cfnlint.api import ManualArgs, lint
 
 from outpost import registry
 from outpost.config import Settings
-from outpost.deploy import ALARM_RULES, alarm_name, alert_worst_case_seconds, run_seconds
+from outpost.deploy import ALARM_RULES, alarm_name, alert_worst_case_seconds, max_window_seconds, run_seconds
 from outpost.tooling import alerting
 from outpost.tooling.alerting import (
     CloudWatchAlarm,
@@ -104,7 +104,7 @@ def test_rules_follow_the_schedule_and_the_tolerated_misses(
         "degraded": "degraded",
     }
     for rule in rules.values():
-        assert rule.window_seconds <= alerting.max_window_seconds(rule.period_seconds)
+        assert rule.window_seconds <= max_window_seconds(rule.period_seconds)
         assert rule.datapoints >= min(2, rule.periods)
 
 

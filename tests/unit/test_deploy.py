@@ -239,6 +239,31 @@ REFUSED = [
         f"{HB}: the same gcpsm secret as vigilmon.api_key",
     ),
     (
+        "more parent schedules than a Cloud Monitoring policy has conditions for",
+        on_gcf(project="outpost-example")
+        | {
+            "vigilmon": {
+                "api_key": "gcpsm:projects/p/secrets/vigilmon-key",
+                "channels": DEPLOYABLE["vigilmon"]["channels"],
+            },
+            "hold_back": {"enabled": True},
+            "checks": {
+                name: {"schedule_minutes": minutes, "heartbeat": f"gcpsm:projects/p/secrets/{name}", "monitor_id": name}
+                for name, minutes in [
+                    ("apiserver-health", 1),
+                    ("apiserver-triage", 2),
+                    ("koord-manager-health", 3),
+                    ("koord-webhook", 4),
+                    ("kruise-manager-health", 5),
+                    ("kruise-webhook", 6),
+                    ("admission-dry-run", 10),
+                ]
+            },
+        },
+        "checks.admission-dry-run: held back by checks with 6 different schedule and tolerance pairs (every 1 min, 3 "
+        "runs: apiserver-health; every 2 min, 3 runs: apiserver-triage; ",
+    ),
+    (
         "inhibitor service account id too long",
         renamed("e" + "x" * 17)
         | {

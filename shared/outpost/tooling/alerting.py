@@ -48,9 +48,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from outpost import registry
-from outpost.config import CheckSettings, Settings
-from outpost.deploy import ALARM_RULES, function_name, run_seconds, schedule_minutes, severity
+from outpost.config import Settings
+from outpost.deploy import (
+    ALARM_RULES,
+    function_name,
+    held_parents,
+    max_window_seconds,
+    parent_groups,
+    run_seconds,
+    schedule_minutes,
+    severity,
+    tolerance_runs,
+)
 from outpost.logs import METRIC_NAMESPACE, OUTCOME_METRICS
 
 NAMESPACE: Final = METRIC_NAMESPACE
@@ -86,20 +95,6 @@ class Rule:
     @property
     def metric(self) -> str:
         return METRICS[self.outcome]
-
-
-def max_window_seconds(period_seconds: int) -> int:
-    """CloudWatch: Period x EvaluationPeriods may span at most a day, or seven for periods of an hour or more
-    (PutMetricAlarm, `EvaluationPeriods`)."""
-    return 86_400 if period_seconds < 3600 else 604_800
-
-
-def tolerance_runs(settings: Settings, name: str) -> int:
-    """Runs in a row the monitor's tolerance covers plus the one it alerts on: `tolerated_misses + 1`, within the
-    longest window CloudWatch allows."""
-    configured = settings.checks.get(name) or CheckSettings()
-    period = schedule_minutes(settings, name) * 60
-    return max(1, min(configured.tolerated_misses + 1, max_window_seconds(period) // period))
 
 
 def flapping(settings: Settings, name: str) -> tuple[int, int]:
@@ -336,16 +331,6 @@ EVALUATION_SECONDS: Final = 60
 """CloudWatch evaluates an alarm once a minute: a state can be seen up to a minute after its datapoint."""
 
 
-def held_by(settings: Settings, name: str) -> list[str]:
-    """The enabled checks whose `failed` and `error` alarms hold back check `name`'s alarms' actions: every
-    enabled check it depends on, directly or through others (`registry.dependants` is transitive, as the
-    Vigilmon hold-back is), in catalogue order; none when hold-back is off."""
-    if not settings.hold_back.enabled:
-        return []
-    enabled = set(settings.enabled_checks())
-    return [parent for parent in registry.names() if parent in enabled and name in registry.dependants(parent)]
-
-
 @dataclass(frozen=True)
 class Suppression:
     """How a dependant's alarm is held back on AWS: a composite alarm wrapping it carries its actions, with
@@ -381,7 +366,7 @@ def suppression(settings: Settings, rule: Rule) -> Suppression | None:
       clear when its check recovered with them: the runs its window needs to fall below `datapoints`, a run's
       length and a minute. Still in ALARM after it, it notifies: the dependant is failing on its own.
     """
-    parents = held_by(settings, rule.check)
+    parents = held_parents(settings, rule.check)
     if not parents or rule.key not in HELD_RULES:
         return None
     run = run_seconds(settings)
@@ -467,11 +452,6 @@ def any_alarm(changes: Sequence[Sequence[Transition]], length: int) -> list[Tran
 HOLDING_OUTCOMES: Final = SUPPRESSING_RULES
 """The parents' run outcomes that hold back on Google Cloud: those the suppressing rules count."""
 
-MAX_POLICY_CONDITIONS: Final = 6
-"""Cloud Monitoring: an alert policy has one to six conditions (AlertPolicy `conditions`). A held policy has its own
-and one per group of parents: no check may depend, transitively, on more than five (tests/unit/test_alarm_holdback.py
-holds the catalogue to it, whatever the schedules)."""
-
 
 @dataclass(frozen=True)
 class ParentsQuiet:
@@ -518,13 +498,9 @@ def monitoring_policy(settings: Settings, rule: Rule) -> MonitoringPolicy:
     held = suppression(settings, rule)
     if held is None:
         return MonitoringPolicy(own)
-    groups: dict[tuple[int, int], list[str]] = {}
-    for parent in held.parents:
-        period = schedule_minutes(settings, parent) * 60
-        groups.setdefault((period, tolerance_runs(settings, parent)), []).append(parent)
     quiet = tuple(
         ParentsQuiet(tuple(parents), period * runs, runs, held.extension_seconds)
-        for (period, runs), parents in sorted(groups.items())
+        for (period, runs), parents in sorted(parent_groups(settings, held.parents).items())
     )
     waited = MonitoringCondition(own.outcome, own.alignment_seconds, own.threshold, held.wait_seconds)
     return MonitoringPolicy(waited, quiet, held)

@@ -21,6 +21,7 @@ from outpost.deploy import (
     deploys_inhibitor,
     function_name,
     function_timeout_seconds,
+    held_parents,
     inhibitor_role_name,
     inhibitor_secret_references,
     inhibitor_timeout_seconds,
@@ -263,7 +264,7 @@ def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
     `alerting.suppression`), for each rule that is held (`alerting.HELD_RULES`). Empty when hold-back is off or
     the check depends on no enabled check."""
     env = settings.environment
-    parents = alerting.held_by(settings, check)
+    parents = held_parents(settings, check)
     if not parents:
         return {}
     rule_text = " OR ".join(
