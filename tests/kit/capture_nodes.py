@@ -49,6 +49,29 @@ def healthz(kube: Kube, nodes: list[dict[str, Any]]) -> dict[str, Any]:
     return answers
 
 
+FAKE_NODES_KEPT = 5
+"""A state captured on a sandbox of more nodes keeps its real nodes and this many fake ones (the first by name),
+with what is theirs: the other states were captured on five."""
+
+
+def keep_nodes(docs: dict[str, Any], fake_kept: int = FAKE_NODES_KEPT) -> dict[str, Any]:
+    """`docs` with only the real nodes and the first `fake_kept` fake ones, and the pods, Leases and NodeMetrics
+    of those nodes; the DaemonSets as captured (their status counts every node)."""
+    fake = sorted(
+        n["metadata"]["name"]
+        for n in docs["nodes"]
+        if n["metadata"].get("annotations", {}).get("kwok.x-k8s.io/node") == "fake"
+    )
+    dropped = set(fake[fake_kept:])
+    kept = dict(docs)
+    kept["nodes"] = [n for n in docs["nodes"] if n["metadata"]["name"] not in dropped]
+    for key in ("node_leases", "nodemetrics"):
+        kept[key] = [item for item in docs[key] if item["metadata"]["name"] not in dropped]
+    for key in ("koordlet_pods", "kruise_daemon_pods"):
+        kept[key] = [pod for pod in docs[key] if pod["spec"].get("nodeName") not in dropped]
+    return kept
+
+
 def snapshot(kube: Kube, state: str, probe_healthz: bool = False) -> None:
     directory = OUT / state
     directory.mkdir(parents=True, exist_ok=True)
@@ -75,6 +98,7 @@ def snapshot(kube: Kube, state: str, probe_healthz: bool = False) -> None:
             kube.list("/apis/slo.koordinator.sh/v1alpha1/nodemetrics"), "NodeMetric", "slo.koordinator.sh/v1alpha1"
         ),
     }
+    docs = keep_nodes(docs)
     for key in ("koordlet_ds", "kruise_daemon_ds"):
         if docs[key]:
             docs[key]["metadata"].pop("managedFields", None)
@@ -104,6 +128,37 @@ def kwok_down(kube: Kube) -> None:
     snapshot(kube, "kwok-down-after-lease-duration")
 
 
+def _ready(item: dict[str, Any]) -> str:
+    return next((c["status"] for c in item["status"].get("conditions", []) if c["type"] == "Ready"), "")
+
+
+def kwok_nodes_not_ready(kube: Kube, timeout: float = 300) -> None:
+    """kwok stopped long enough for the node lifecycle controller to mark every fake node not Ready and, with it,
+    every pod on it NotReady (MarkPodsNotReady): what the coverage checks see of a KWOK outage."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fake = [
+            n
+            for n in kube.list("/api/v1/nodes")
+            if n["metadata"].get("annotations", {}).get("kwok.x-k8s.io/node") == "fake"
+        ]
+        on_fake = {n["metadata"]["name"] for n in fake}
+        agents = [
+            p
+            for namespace, selector in (
+                ("koordinator-system", "koord-app=koordlet"),
+                ("kruise-system", "control-plane=daemon"),
+            )
+            for p in kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=selector)
+            if p["spec"].get("nodeName") in on_fake
+        ]
+        if fake and all(_ready(n) != "True" for n in fake) and agents and all(_ready(p) != "True" for p in agents):
+            snapshot(kube, "kwok-down-nodes-not-ready")
+            return
+        time.sleep(5)
+    raise faults.FaultError(f"kwok-down: fake nodes and their agent pods not all NotReady within {timeout:g} s")
+
+
 def main(state_dir: Path, states: list[str]) -> int:
     kube = Kube.from_kubeconfig(state_dir / "kubeconfig", timeout=15)
 
@@ -129,6 +184,7 @@ def main(state_dir: Path, states: list[str]) -> int:
         ),
         "node-lease-stale": lambda: with_fault(kube, "node-lease-stale", lambda: snapshot(kube, "node-lease-stale")),
         "kwok-down": lambda: with_fault(kube, "kwok-down", lambda: kwok_down(kube)),
+        "kwok-down-nodes-not-ready": lambda: with_fault(kube, "kwok-down", lambda: kwok_nodes_not_ready(kube)),
         "backend-500": lambda: with_fault(
             kube, "backend-500", lambda: snapshot(kube, "backend-500-kruise-daemon", True), target="kruise-daemon"
         ),

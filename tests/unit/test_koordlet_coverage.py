@@ -292,3 +292,64 @@ def test_five_thousand_nodes_are_read_page_by_page_and_named_within_bounds() -> 
     assert result.details["coverage_by_class"]["fake"] == {"selected": 5000, "covered": 4990, "uncovered": 10}
     assert sum(r.path == "/api/v1/nodes" for r in api.requests) == 10
     assert sum(r.path.endswith("/pods") for r in api.requests) == 10
+
+
+KWOK_DOWN = "kwok-down-nodes-not-ready"  # kwok stopped: every fake node Ready=Unknown, its pods marked NotReady
+FAKE_DOWN = [f"kwok-node-{n}" for n in (0, 1, 10, 11, 12)]
+
+
+def test_agent_pods_not_ready_with_their_nodes_are_degraded_and_name_the_nodes() -> None:
+    """The node lifecycle controller marked the pods NotReady because their nodes are not: the nodes' outage,
+    named, `degraded` (notify), not the agent's failure (page)."""
+    result = run(data(KWOK_DOWN), KWOK_DOWN, **SANDBOX)
+    assert result.status is Status.DEGRADED, result.errors
+    assert result.summary == (
+        "koordlet NotReady on 5 of 6 nodes, with the nodes themselves not Ready: " + ", ".join(sorted(FAKE_DOWN))
+    )
+    assert failures(result) == ["node-not-ready"] * 5
+    assert all(
+        e.startswith(f"{DS}: node kwok-node-")
+        and "is not Ready (Ready=Unknown (NodeStatusUnknown)), so its koordlet pod is NotReady with it (pod koordlet-"
+        in e
+        for e in result.errors
+    ), result.errors
+    assert [step.command for step in result.next_steps] == [f"kubectl describe node {n}" for n in sorted(FAKE_DOWN)]
+    assert result.details["node_not_ready_count"] == 5
+    assert result.details["uncovered_count"] == 0
+    assert result.details["coverage_by_class"]["real"] == {"selected": 1, "covered": 1, "uncovered": 0}
+
+
+def test_the_same_outage_judged_by_real_nodes_only_is_ok() -> None:
+    result = run(data(KWOK_DOWN), KWOK_DOWN)
+    assert result.status is Status.OK, result.errors
+    assert result.summary == "koordlet ready on all 1 selected nodes (1 real)"
+
+
+def test_a_not_ready_node_without_any_agent_pod_still_fails_and_keeps_the_others_named() -> None:
+    """The DaemonSet's pods tolerate the not-ready taint: a node with no pod at all is the DaemonSet's failure."""
+    pods = [p for p in document(KWOK_DOWN, "koordlet_pods") if p["spec"]["nodeName"] != "kwok-node-0"]
+    result = run(data(KWOK_DOWN, pods=pods), KWOK_DOWN, **SANDBOX)
+    assert result.status is Status.FAILED
+    assert result.summary == "koordlet not ready on 1 of 6 nodes: kwok-node-0"
+    assert failures(result) == ["node-without-pod"] + ["node-not-ready"] * 4
+    assert result.errors[0] == f"{DS}: node kwok-node-0 has no pod"
+
+
+def test_more_than_ten_nodes_not_ready_are_named_then_counted() -> None:
+    nodes = document(KWOK_DOWN, "nodes")
+    pods = document(KWOK_DOWN, "koordlet_pods")
+    fake_node = next(n for n in nodes if n["metadata"]["name"] == "kwok-node-0")
+    fake_pod = next(p for p in pods if p["spec"]["nodeName"] == "kwok-node-0")
+    many_nodes, many_pods = [], []
+    for i in range(12):
+        node = copy.deepcopy(fake_node)
+        node["metadata"]["name"] = f"down-{i:02d}"
+        pod = copy.deepcopy(fake_pod)
+        pod["metadata"]["name"] = f"koordlet-down-{i:02d}"
+        pod["spec"]["nodeName"] = f"down-{i:02d}"
+        many_nodes.append(node)
+        many_pods.append(pod)
+    result = run(data(KWOK_DOWN, nodes=many_nodes, pods=many_pods), KWOK_DOWN, **SANDBOX)
+    assert result.status is Status.DEGRADED
+    assert failures(result) == ["node-not-ready"] * 10 + ["many-nodes-not-ready"]
+    assert result.errors[-1] == f"{DS}: 2 more nodes not Ready (12 of 12 in all)"

@@ -265,3 +265,22 @@ def test_fetch_absent_daemonset() -> None:
     api.remove(DAEMON_SETS, "kruise-daemon", "kruise-system")
     with fake_cluster(api) as cluster:
         assert kruise_daemon_coverage.fetch(cluster, KruiseDaemonCoverageParams()).coverage.daemonset is None
+
+
+KWOK_DOWN = "kwok-down-nodes-not-ready"  # kwok stopped: every fake node Ready=Unknown, its pods marked NotReady
+
+
+@pytest.mark.parametrize("params", [COVERAGE, PROBING], ids=["coverage", "with healthz"])
+def test_agent_pods_not_ready_with_their_nodes_are_degraded(params: KruiseDaemonCoverageParams) -> None:
+    """Only the process node is covered, so only it is asked for /healthz (through the node proxy)."""
+    cover = coverage_data(KWOK_DOWN)
+    targets = healthz_targets(cover, params)
+    assert [t.path for t in targets] == ["/api/v1/nodes/outpost-sandbox-node:10221/proxy/healthz"]
+    outcomes = tuple(
+        ProbeOutcome(t, *classify(200, "ok", t.expect_body), 200, "ok") for t in targets if params.probe_healthz
+    )
+    result = run(KruiseDaemonData(cover, outcomes), params, state=KWOK_DOWN)
+    assert result.status is Status.DEGRADED, result.errors
+    assert result.summary.startswith("kruise-daemon NotReady on 5 of 6 nodes, with the nodes themselves not Ready: ")
+    assert failures(result) == ["node-not-ready"] * 5
+    assert all("is not Ready (Ready=Unknown (NodeStatusUnknown)), so its kruise-daemon pod" in e for e in result.errors)

@@ -27,7 +27,8 @@ from outpost.families.daemon_coverage import (
 
 NAME = "koordlet-coverage"
 FAILS_WHEN = (
-    "a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet pod (names them)"
+    "a schedulable node (real by default; KWOK fake and virtual opt-in) without a ready koordlet pod (names them; "
+    "a node itself not Ready: degraded)"
 )
 
 

@@ -52,8 +52,8 @@ from outpost.runbook import Runbook
 
 NAME = "kruise-daemon-coverage"
 FAILS_WHEN = (
-    "a node (real by default; KWOK fake opt-in) without a ready kruise-daemon; optional per-node "
-    "/healthz:{healthz_port} (real nodes by default)"
+    "a node (real by default; KWOK fake opt-in) without a ready kruise-daemon (a node itself not Ready: degraded); "
+    "optional per-node /healthz:{healthz_port} (real nodes by default)"
 )
 ABSENT_HINT = "is OpenKruise running with feature gate KruiseDaemon=false?"
 
@@ -237,7 +237,9 @@ def evaluate(data: KruiseDaemonData, params: KruiseDaemonCoverageParams, now: da
             f"; {label} healthy on all {len(data.healthz)} {_classes(params.healthz_classes)} nodes probed{skipped}"
         )
     if errors:
-        return Result.failed(NAME, summary, errors, details)
+        return Result.failed(NAME, summary, errors + verdict.warnings, details)
+    if verdict.warnings:
+        return Result.degraded(NAME, summary, verdict.warnings, details)
     return Result.ok(NAME, summary, details)
 
 

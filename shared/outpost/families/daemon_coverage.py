@@ -4,7 +4,9 @@ agent have a ready pod of it?", judged node by node (not a check of its own).
 Nodes are the `NodeSelection` whatever the DaemonSet targets now, since a node it stopped targeting still lacks
 the agent (`outpost.kube.daemons`). No node selected is `error`, counting exclusions and saying how to opt fake
 nodes in; an absent DaemonSet is `failed` with the check's hint, never "0 of 0 ready", and one desiring nothing
-while nodes are selected is its own failure. Uncovered nodes are named (first ten, then a count).
+while nodes are selected is its own failure. Uncovered nodes are named (first ten, then a count). A node that is
+itself not Ready, its agent pod NotReady with it, is named and `degraded`, not `failed`: the node's outage, not the
+agent's (a KWOK outage or a zone partition would otherwise page once per agent).
 """
 
 from __future__ import annotations
@@ -81,6 +83,23 @@ MANY_NODES_UNCOVERED = Runbook(
     f"{DAEMONSET_ROW} && kubectl -n {{namespace}} get pods -l {{selector}} -o wide",
     "kubectl -n {namespace} describe daemonset {daemonset}",
 )
+NODE_NOT_READY = Runbook(
+    "node-not-ready",
+    "A node is not Ready, so its agent pod's readiness says nothing of the agent",
+    "the node's kubelet stopped posting its status (the machine is down, cut off from the API server, or the kubelet "
+    "crashed), or, for a KWOK fake node, kwok stopped keeping it (kwok-node-consistency names it): the node lifecycle "
+    "controller then marks every pod of the node NotReady, the agent's included",
+    "kubectl describe node {node}",
+    "kubectl -n {namespace} get pods -l {selector} --field-selector spec.nodeName={node} -o wide",
+)
+MANY_NODES_NOT_READY = Runbook(
+    "many-nodes-not-ready",
+    "More nodes than the ones named are not Ready",
+    "the same cause as the nodes named before this line, on many nodes at once: a zone or network partition, the "
+    "API server unreachable from the nodes, or kwok stopped (every fake node at once)",
+    "kubectl get nodes --field-selector spec.unschedulable=false -o wide",
+    "kubectl get events -A --field-selector reason=NodeNotReady --sort-by=.lastTimestamp",
+)
 NOTHING_SELECTED = Runbook(
     "nothing-selected",
     "No node is of the classes and labels the check judges",
@@ -95,6 +114,8 @@ COVERAGE_RUNBOOKS = (
     NODE_WITHOUT_POD,
     POD_NOT_READY,
     MANY_NODES_UNCOVERED,
+    NODE_NOT_READY,
+    MANY_NODES_NOT_READY,
     NOTHING_SELECTED,
 )
 
@@ -150,6 +171,8 @@ class CoverageVerdict:
     summary: str
     unobservable: Finding | None = None  # set: the result is `error` with this cause
     covered: tuple[str, ...] = ()
+    warnings: list[Finding] = field(default_factory=list)
+    """Nodes that are not Ready, whose agent pod is NotReady with them: `degraded` when nothing else fails."""
 
 
 def runbook_names(params: DaemonCoverageParams, check: str, **more: str) -> dict[str, str]:
@@ -177,6 +200,15 @@ def judge_coverage(
 
     cover = coverage(selected.nodes, data.pods)
     uncovered = cover.uncovered
+    # A pod NotReady on a node that is not Ready is the node's failure, not the agent's: the node lifecycle
+    # controller marks every pod of a node whose Ready condition leaves True NotReady (k8s.io/kubernetes@v1.37.2
+    # pkg/controller/nodelifecycle/node_lifecycle_controller.go, MarkPodsNotReady). Named, `degraded`: a node outage
+    # (or kwok stopped, for fake nodes) would otherwise page once per agent for what no agent did. A node with no
+    # pod at all still fails: the DaemonSet's pods tolerate the not-ready and unreachable taints.
+    why = dict(cover.not_ready)
+    node_of = {node.name: node for node in selected.nodes}
+    down = [node for node in uncovered if node in why and not node_of[node].is_ready]
+    uncovered = tuple(node for node in uncovered if node not in down)
     class_of = {node.name: node.node_class.value for node in selected.nodes}
     details["coverage_by_class"] = {
         cls: {
@@ -191,6 +223,8 @@ def judge_coverage(
     details["uncovered"] = list(uncovered[:FIRST_NAMED])
     details["missing"] = list(cover.missing[:FIRST_NAMED])
     details["not_ready"] = {node: why for node, why in cover.not_ready[:FIRST_NAMED]}
+    details["node_not_ready_count"] = len(down)
+    details["node_not_ready"] = {node: node_of[node].ready_text for node in down[:FIRST_NAMED]}
 
     errors: list[Finding] = []
     n = len(selected.nodes)
@@ -213,7 +247,18 @@ def judge_coverage(
                 "the DaemonSet targets none of the selected nodes"
             )
             errors.append(NOTHING_DESIRED.at(line, **names))
-    why = dict(cover.not_ready)
+    warnings = [
+        NODE_NOT_READY.at(
+            f"{ds_ref}: node {node} is not Ready ({node_of[node].ready_text}), so its {agent} pod is NotReady with it "
+            f"({why[node]})",
+            **names,
+            node=node,
+        )
+        for node in down[:FIRST_NAMED]
+    ]
+    if len(down) > FIRST_NAMED:
+        line = f"{ds_ref}: {len(down) - FIRST_NAMED} more nodes not Ready ({len(down)} of {n} in all)"
+        warnings.append(MANY_NODES_NOT_READY.at(line, **names))
     # The pod a not-ready line is about: the first by name on its node (the one `why` names first).
     first_pod: dict[str, str] = {}
     for pod in sorted(data.pods, key=lambda p: p.name):
@@ -235,9 +280,13 @@ def judge_coverage(
         summary = f"{agent} not ready on {len(uncovered)} of {n} nodes: {first_named(list(uncovered))}"
     elif errors:
         summary = errors[0].line
+    elif down:
+        summary = (
+            f"{agent} NotReady on {len(down)} of {n} nodes, with the nodes themselves not Ready: {first_named(down)}"
+        )
     else:
         summary = f"{agent} ready on all {n} selected nodes ({_by_class(selected.by_class)})"
-    return CoverageVerdict(errors, details, summary, covered=cover.covered)
+    return CoverageVerdict(errors, details, summary, covered=cover.covered, warnings=warnings)
 
 
 def _by_class(by_class: Mapping[str, int]) -> str:
@@ -253,7 +302,9 @@ def coverage_result(check: str, verdict: CoverageVerdict) -> Result:
     if verdict.unobservable:
         return unobservable_result(check, verdict.unobservable, verdict.details)
     if verdict.errors:
-        return Result.failed(check, verdict.summary, verdict.errors, verdict.details)
+        return Result.failed(check, verdict.summary, verdict.errors + verdict.warnings, verdict.details)
+    if verdict.warnings:
+        return Result.degraded(check, verdict.summary, verdict.warnings, verdict.details)
     return Result.ok(check, verdict.summary, verdict.details)
 
 
