@@ -46,12 +46,18 @@ resource "google_logging_metric" "runs" {
 # (a healthy parent, or one whose function died, writes no such line) and only after `duration_seconds` in a row;
 # the dependant's own condition waits `wait_seconds`. CloudWatch's actions suppressor, on Cloud Monitoring.
 resource "google_monitoring_alert_policy" "check" {
-  for_each              = var.alarms
-  display_name          = each.value.display_name
-  combiner              = length(each.value.quiet) > 0 ? "AND" : "OR"
-  severity              = each.value.tier == "page" ? "CRITICAL" : "WARNING"
-  notification_channels = each.value.tier == "page" ? var.page_notification_channels : var.notify_notification_channels
-  user_labels           = merge(local.labels, { check = each.value.check, tier = each.value.tier })
+  for_each     = var.alarms
+  display_name = each.value.display_name
+  combiner     = length(each.value.quiet) > 0 ? "AND" : "OR"
+  severity     = each.value.tier == "page" ? "CRITICAL" : "WARNING"
+  user_labels  = merge(local.labels, { check = each.value.check, tier = each.value.tier })
+
+  # With messages on, the incidents channel beside the tier's channels: the notifier publishes what to do, and the
+  # page never depends on it.
+  notification_channels = concat(
+    each.value.tier == "page" ? var.page_notification_channels : var.notify_notification_channels,
+    google_monitoring_notification_channel.incidents[*].id,
+  )
 
   conditions {
     display_name = each.value.summary

@@ -22,3 +22,13 @@ output "inhibitor_service_account" {
   description = "The inhibitor's identity (hold-back on): the only one that reads the Vigilmon API key."
   value       = one(google_service_account.inhibitor[*].email)
 }
+
+output "notifier_service_account" {
+  description = "The notifier's identity (messages on): reads the project's log entries, publishes to messages_topic."
+  value       = one(google_service_account.notifier[*].email)
+}
+
+output "incidents_topic" {
+  description = "The Pub/Sub topic the alert policies' incidents reach the notifier through (messages on), null otherwise."
+  value       = one(google_pubsub_topic.incidents[*].id)
+}

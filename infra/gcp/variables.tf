@@ -152,3 +152,27 @@ variable "runbook_base_url" {
   type        = string
   default     = ""
 }
+
+variable "notifier" {
+  description = "The notifier function (messages.enabled): on each alert policy's incident, read from the incidents topic, it reads the check's latest run line and publishes its summary and next steps to messages_topic; null when not deployed."
+  type = object({
+    function_name   = string
+    description     = string
+    entry_point     = string
+    account_id      = string
+    timeout_seconds = number
+    incidents_topic = string
+  })
+  default = null
+}
+
+variable "messages_topic" {
+  description = "Pub/Sub topic (projects/P/topics/T) the notifier publishes each alert's message to (messages.enabled, where it is required): its account may publish there and nowhere else."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.messages_topic == "" || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$", var.messages_topic))
+    error_message = "messages_topic must be a Pub/Sub topic id, projects/PROJECT/topics/TOPIC."
+  }
+}

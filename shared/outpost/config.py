@@ -238,6 +238,29 @@ class HoldBackSettings(_Model):
     )
 
 
+class MessagesSettings(_Model):
+    """What to do reaches the person (docs/contracts.md "Cloud alarms", "Messages"): on each state change of a
+    check's cloud alarm, the notifier function reads that check's latest matching run line and publishes its
+    summary and next steps, redacted and capped, to a topic of the deployment's (AWS: the `MessagesTopicArn`
+    stack parameter, an SNS topic; Google Cloud: the `messages_topic` Terraform variable, a Pub/Sub topic). Off
+    by default: the text leaves the alarm's account only when asked for."""
+
+    enabled: bool = Field(
+        False,
+        description="Deploy the notifier and add it beside the existing actions of every acting alarm (AWS) or "
+        "every alert policy's channels (Google Cloud); the page never depends on it.",
+    )
+    # 4 KiB: a summary and a handful of runbook lines; far below SNS's 256 KiB and Pub/Sub's 10 MB per message, and
+    # small enough for an e-mail or a chat subscription to show whole.
+    max_bytes: int = Field(
+        4096,
+        ge=512,
+        le=65536,
+        description="Largest message body in UTF-8 bytes (512 to 65536): next steps are dropped from the end, then "
+        "the summary is cut with a visible marker.",
+    )
+
+
 class RecurringWindow(_Model):
     """A maintenance window that comes back (nightly node upgrades): opened by the inhibitor at each start of
     `cron` in `time_zone`, for `minutes`, on the monitors of `checks` (`outpost.recurring`; the cron, the zone,
@@ -300,6 +323,7 @@ class Settings(_Model):
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     vigilmon: VigilmonSettings = VigilmonSettings()
     hold_back: HoldBackSettings = HoldBackSettings()
+    messages: MessagesSettings = MessagesSettings()
     maintenance_windows: list[RecurringWindow] = Field(
         default_factory=list, description="Recurring maintenance windows, opened by the inhibitor function."
     )

@@ -102,6 +102,55 @@ def inhibitor_timeout_seconds(settings: Settings) -> int:
     return math.ceil(2 * budget + PLATFORM_MARGIN_SECONDS)
 
 
+NOTIFIER: Final = "notifier"
+"""The notifier's function name within a stage (`outpost-<env>-notifier`): it turns a check's cloud alarm's state
+changes into messages (`outpost.notify`), when `messages.enabled`."""
+
+NOTIFIER_READ_SECONDS: Final = 10.0
+"""The notifier's budget for reading the run line behind an alarm (one log query, its pages included)."""
+NOTIFIER_PUBLISH_SECONDS: Final = 10.0
+"""The notifier's budget for publishing the message (one SNS Publish or one Pub/Sub publish request)."""
+
+NOTIFIER_MAX_EVENT_AGE_SECONDS: Final = 900
+"""An alarm's state change older than this is dropped by Lambda: a message that late would tell a state the
+alarm may have left (the alarm's own topic actions told it on time)."""
+
+
+def deploys_notifier(settings: Settings) -> bool:
+    """Whether a deployment of `settings` has the notifier function (`messages.enabled`)."""
+    return settings.messages.enabled
+
+
+def notifier_timeout_seconds(settings: Settings) -> int:
+    """The notifier's function timeout: its read and its publish budgets plus the platform margin."""
+    return math.ceil(NOTIFIER_READ_SECONDS + NOTIFIER_PUBLISH_SECONDS + PLATFORM_MARGIN_SECONDS)
+
+
+def notifier_role_name(environment: str, region: str) -> str:
+    """The IAM role of the notifier's Lambda function."""
+    return f"{SERVICE}-{environment}-{region}-notifierRole"
+
+
+def notifier_service_account(environment: str) -> str:
+    """The Google service account id of the notifier function (infra/gcp creates it with `messages.enabled`):
+    it reads the checks' log entries and publishes to the messages topic, nothing else. `-note` keeps it within 30
+    characters for every environment name the runtime and invoker accounts allow."""
+    return f"{SERVICE}-{environment}-note"
+
+
+def log_group(environment: str, function: str) -> str:
+    """The CloudWatch Logs group of a stage's function (Lambda's `/aws/lambda/<function name>`)."""
+    return f"/aws/lambda/{function_name(environment, function)}"
+
+
+RUNBOOKS_PAGE: Final = "docs/runbooks.md"
+
+
+def runbook_path(check: str) -> str:
+    """The check's section of the runbooks page (its `## \\`check\\`` heading's anchor), relative to the repo root."""
+    return f"{RUNBOOKS_PAGE}#{check}"
+
+
 def check_secret_references(settings: Settings) -> list[tuple[str, str]]:
     """The references the checks' functions read: every one but the Vigilmon API key, which the inhibitor alone
     reads (docs/contracts.md "Hold-back"), plus each check's own `cluster_auth` token."""
@@ -278,6 +327,10 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
             generates("environment", "Lambda function name", function_name(env, INHIBITOR))
             generates("environment", "IAM role name", inhibitor_role_name(env, region))
             generates("environment", "IAM policy name", f"{SERVICE}-{env}-{INHIBITOR}")
+        if deploys_notifier(settings):
+            generates("messages.enabled", "Lambda function name", function_name(env, NOTIFIER))
+            generates("messages.enabled", "IAM role name", notifier_role_name(env, region))
+            generates("messages.enabled", "IAM policy name", f"{SERVICE}-{env}-{NOTIFIER}")
     else:
         for role, account in service_accounts(env).items():
             generates("environment", f"{role} service account id", account, kind="service account id")
@@ -286,6 +339,10 @@ def generated_names(settings: Settings) -> list[tuple[str, str, str, int]]:
             generates("environment", "inhibitor service account id", account, kind="service account id")
             generates("environment", "Cloud Functions function name", function_name(env, INHIBITOR))
             generates("environment", "Cloud Scheduler job name", function_name(env, INHIBITOR))
+        if deploys_notifier(settings):
+            account = notifier_service_account(env)
+            generates("messages.enabled", "notifier service account id", account, kind="service account id")
+            generates("messages.enabled", "Cloud Functions function name", function_name(env, NOTIFIER))
         if settings.deploy.project is not None:
             generates("environment", "source bucket name", source_bucket(settings.deploy.project, env))
         for check in settings.enabled_checks():
@@ -348,10 +405,38 @@ def cron_schedule(minutes: int) -> str | None:
 ALARM_RULES: Final = ("failed", "flapping", "error", "degraded")
 """The cloud alarms of every check, on both clouds (`outpost.tooling.alerting.rules` says what each means)."""
 
+RULE_OUTCOMES: Final = {"failed": "failed", "flapping": "failed", "error": "error", "degraded": "degraded"}
+"""The run outcome (a run line's `status`) each of `ALARM_RULES` counts."""
+
+ALERT_SUFFIX: Final = "-alert"
+"""The composite alarm carrying a held-back rule's actions on AWS is its alarm's name plus this."""
+
 
 def alarm_name(environment: str, check: str, rule: str) -> str:
     """The CloudWatch alarm (and Cloud Monitoring policy display name) of one of a check's `ALARM_RULES`."""
     return f"{function_name(environment, check)}-{rule}"
+
+
+def alarm_of(environment: str, name: str) -> tuple[str, str] | None:
+    """(check, rule) of one of `environment`'s alarm names (`alarm_name`, or its held-back composite's, ending
+    in `ALERT_SUFFIX`), or None when it is not one (another stage's, another kind, a check not in the catalogue)."""
+    prefix = f"{SERVICE}-{environment}-"
+    if not name.startswith(prefix):
+        return None
+    rest = name.removeprefix(prefix).removesuffix(ALERT_SUFFIX)
+    check, _, rule = rest.rpartition("-")
+    if rule not in ALARM_RULES or check not in registry.names():
+        return None
+    return check, rule
+
+
+def alarm_window_seconds(settings: Settings, check: str) -> int:
+    """How far back the runs any of a check's alarms counts can lie: its longest rule's window (`flapping`'s, of
+    at least 3 runs, or the tolerance's) plus a run's length and two minutes of CloudWatch's evaluation and of
+    delivery; what the notifier searches for the run line behind a state change."""
+    period = schedule_minutes(settings, check) * 60
+    runs = min(max(3, tolerance_runs(settings, check)), max(1, max_window_seconds(period) // period))
+    return runs * period + math.ceil(run_seconds(settings)) + 120
 
 
 def deployment_problems(settings: Settings, source: Path | None = None, only: str | None = None) -> list[str]:

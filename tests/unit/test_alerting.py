@@ -332,6 +332,7 @@ def test_cfn_lint_finds_nothing_in_the_alarms_template() -> None:
             "AWSTemplateFormatVersion": "2010-09-09",
             "Parameters": generated["Parameters"],
             "Conditions": generated["Conditions"],
+            "Rules": generated["Rules"],
             "Resources": generated["Resources"],
         }
         findings = lint(json.dumps(template), config=ManualArgs(regions=["eu-west-1"], include_checks=["I"]))

@@ -51,6 +51,7 @@ from typing import Final, Literal
 from outpost.config import Settings
 from outpost.deploy import (
     ALARM_RULES,
+    RULE_OUTCOMES,
     function_name,
     held_parents,
     max_window_seconds,
@@ -60,13 +61,14 @@ from outpost.deploy import (
     severity,
     tolerance_runs,
 )
+from outpost.deploy import RUNBOOKS_PAGE as RUNBOOKS_PAGE  # on the run-time path too (the notifier's messages)
+from outpost.deploy import log_group as log_group
+from outpost.deploy import runbook_path as runbook_path
 from outpost.logs import METRIC_NAMESPACE, OUTCOME_METRICS
 
 NAMESPACE: Final = METRIC_NAMESPACE
 METRICS: Final = {status.value: name for status, name in OUTCOME_METRICS.items()}
 """Outcome (the line's `status`) -> the CloudWatch metric the line publishes for it (EMF)."""
-
-RUNBOOKS_PAGE: Final = "docs/runbooks.md"
 
 FLAPPING_WINDOW_MIN_RUNS: Final = 3
 """The flapping rule looks at no fewer runs than this, so two failures can never be a single transient."""
@@ -120,21 +122,20 @@ def rules(settings: Settings, name: str) -> list[Rule]:
     in_a_row = f"{steady} runs in a row" if steady > 1 else "one run"
     every = f"{n} runs ({period // 60} min each)"
     made = {
-        "failed": Rule(name, "failed", "failed", steady, steady, period, failed_tier, f"failed {in_a_row}"),
-        "flapping": Rule(name, "flapping", "failed", k, n, period, "notify", f"failed {k} of the last {every}"),
-        "error": Rule(name, "error", "error", steady, steady, period, "notify", f"could not observe {in_a_row}"),
-        "degraded": Rule(name, "degraded", "degraded", steady, steady, period, "notify", f"degraded {in_a_row}"),
+        "failed": Rule(
+            name, "failed", RULE_OUTCOMES["failed"], steady, steady, period, failed_tier, f"failed {in_a_row}"
+        ),
+        "flapping": Rule(
+            name, "flapping", RULE_OUTCOMES["flapping"], k, n, period, "notify", f"failed {k} of the last {every}"
+        ),
+        "error": Rule(
+            name, "error", RULE_OUTCOMES["error"], steady, steady, period, "notify", f"could not observe {in_a_row}"
+        ),
+        "degraded": Rule(
+            name, "degraded", RULE_OUTCOMES["degraded"], steady, steady, period, "notify", f"degraded {in_a_row}"
+        ),
     }
     return [made[key] for key in ALARM_RULES]
-
-
-def runbook_path(check: str) -> str:
-    """The check's section of the runbooks page (its `## \\`check\\`` heading's anchor), relative to the repo root."""
-    return f"{RUNBOOKS_PAGE}#{check}"
-
-
-def log_group(environment: str, check: str) -> str:
-    return f"/aws/lambda/{function_name(environment, check)}"
 
 
 def logs_insights_query(check: str) -> str:

@@ -29,6 +29,7 @@ from pydantic_core import to_jsonable_python
 
 from outpost import registry, runbook
 from outpost.check import CheckSpec
+from outpost.deploy import NOTIFIER
 from outpost.errors import ConfigError
 from outpost.holdback.decision import INHIBITOR
 from outpost.settings import load_settings
@@ -85,6 +86,20 @@ handler = make_inhibitor_handler()
 http = make_inhibitor_target()
 '''
 """The inhibitor's entry module (`outpost.holdback`): no check's, but written and kept like theirs."""
+_NOTIFIER_ENTRY_MODULE: Final = '''\
+"""Entry module of the notifier function: `handler` for AWS Lambda, `http` for Cloud Functions (a CloudEvent
+function, registered as `notifier`).
+
+Importing this module is the cold start: the environment's settings (`$OUTPOST_CONFIG`) are loaded and
+validated once, messages must be on, and the messages topic (`$OUTPOST_MESSAGES_TOPIC`) must be set.
+"""
+
+from outpost.runtime.notifier import make_notifier_handler, make_notifier_target
+
+handler = make_notifier_handler()
+http = make_notifier_target()
+'''
+"""The notifier's entry module (`outpost.notify`), written and kept like the inhibitor's."""
 _LINE_LENGTH: Final = 120
 _TOP_LEVEL_KEY: Final = re.compile(r"^[^\s#]")
 _CHECK_ENTRY: Final = re.compile(r"^  ([a-z0-9][a-z0-9-]*):\s*(#.*)?$")
@@ -345,6 +360,7 @@ def wanted(root: Path = ROOT) -> dict[str, str | None]:
     for spec in [*checks, *jobs]:
         files[entry_module(spec.name)] = entry_module_text(spec.name)
     files[entry_module(INHIBITOR)] = _INHIBITOR_ENTRY_MODULE
+    files[entry_module(NOTIFIER)] = _NOTIFIER_ENTRY_MODULE
     for leftover in sorted((root / FUNCTIONS).glob("*/main.py")):
         files.setdefault(leftover.relative_to(root).as_posix(), None)
     names = [spec.name for spec in checks]

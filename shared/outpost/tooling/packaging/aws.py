@@ -14,11 +14,14 @@ from outpost.config import EksAuth, Settings
 from outpost.deploy import (
     INHIBITOR,
     INHIBITOR_MAX_EVENT_AGE_SECONDS,
+    NOTIFIER,
+    NOTIFIER_MAX_EVENT_AGE_SECONDS,
     SERVICE,
     alarm_name,
     aws_partition,
     check_secret_references,
     deploys_inhibitor,
+    deploys_notifier,
     function_name,
     function_timeout_seconds,
     held_parents,
@@ -26,6 +29,8 @@ from outpost.deploy import (
     inhibitor_secret_references,
     inhibitor_timeout_seconds,
     lambda_architecture,
+    notifier_role_name,
+    notifier_timeout_seconds,
     schedule_minutes,
     secret_store_name,
     severity,
@@ -39,6 +44,11 @@ LAMBDA_RUNTIME: Final = "python3.11"
 ALARM_TOPIC_PARAMETER: Final = "AlarmTopicArn"
 NOTIFY_TOPIC_PARAMETER: Final = "NotifyTopicArn"
 RUNBOOK_BASE_PARAMETER: Final = "RunbookBaseUrl"
+MESSAGES_TOPIC_PARAMETER: Final = "MessagesTopicArn"
+MESSAGES_TOPIC_CONDITION: Final = "HasMessagesTopic"
+MAX_ALARM_ACTIONS: Final = 5
+"""CloudWatch: an alarm has at most five actions per state (PutMetricAlarm and PutCompositeAlarm, `AlarmActions`,
+`OKActions`): a topic and the notifier are two."""
 TOPIC_PARAMETERS: Final = {"page": ALARM_TOPIC_PARAMETER, "notify": NOTIFY_TOPIC_PARAMETER}
 TOPIC_CONDITIONS: Final = {"page": "HasAlarmTopic", "notify": "HasNotifyTopic"}
 RUNBOOK_BASE_MAX_LENGTH: Final = 200
@@ -79,6 +89,8 @@ def function_definitions(settings: Settings) -> dict[str, Any]:
         functions[name] = function
     if deploys_inhibitor(settings):
         functions[INHIBITOR] = inhibitor_function(settings)
+    if deploys_notifier(settings):
+        functions[NOTIFIER] = notifier_function(settings)
     return functions
 
 
@@ -219,6 +231,112 @@ def inhibitor_role(settings: Settings) -> dict[str, Any]:
     }
 
 
+NOTIFIER_ROLE: Final = "NotifierIamRole"
+NOTIFIER_PERMISSION: Final = "NotifierAlarmPermission"
+ALARMS_PRINCIPAL: Final = "lambda.alarms.cloudwatch.amazonaws.com"
+"""The service principal a CloudWatch alarm's Lambda action invokes as (docs.aws.amazon.com/AmazonCloudWatch/latest/
+monitoring/alarms-and-actions-Lambda.html: `aws lambda add-permission ... --principal
+lambda.alarms.cloudwatch.amazonaws.com --source-account ACCOUNT --source-arn
+arn:aws:cloudwatch:REGION:ACCOUNT:alarm:NAME`). Composite alarms take Lambda actions too (API_PutCompositeAlarm:
+"Composite alarms can take the following actions: Notify Amazon SNS topics. Invoke Lambda functions. ...")."""
+
+
+def notifier_arn() -> dict[str, Any]:
+    """The notifier function's ARN (Serverless's logical id of the `notifier` function)."""
+    return {"Fn::GetAtt": [f"{logical_id(NOTIFIER)}LambdaFunction", "Arn"]}
+
+
+def notifier_function(settings: Settings) -> dict[str, Any]:
+    """The notifier's Lambda function (`outpost.notify`): invoked by the stage's alarms' Lambda actions (an
+    asynchronous invocation per state change), never by URL or schedule, under its own role; not retried (a late
+    message tells a state the alarm may have left) and dropped after `NOTIFIER_MAX_EVENT_AGE_SECONDS`. It publishes
+    to the `MessagesTopicArn` stack parameter's topic, with the `RunbookBaseUrl` prefix on the runbook link."""
+    return {
+        "handler": f"functions/{NOTIFIER}/main.handler",
+        "description": f"Outpost notifier ({settings.environment}): what to do, on each alarm state change",
+        "timeout": notifier_timeout_seconds(settings),
+        "role": {"Fn::Sub": f"${{{NOTIFIER_ROLE}.Arn}}"},
+        "maximumRetryAttempts": 0,
+        "maximumEventAge": NOTIFIER_MAX_EVENT_AGE_SECONDS,
+        "environment": {
+            "OUTPOST_MESSAGES_TOPIC": {"Ref": MESSAGES_TOPIC_PARAMETER},
+            "OUTPOST_RUNBOOK_BASE_URL": {"Ref": RUNBOOK_BASE_PARAMETER},
+        },
+        "tags": {"function": NOTIFIER},
+    }
+
+
+def notifier_role(settings: Settings) -> dict[str, Any]:
+    """The notifier's role: its own log group; `logs:FilterLogEvents` on the log groups of the stage's enabled
+    checks only (the run lines it reads); `sns:Publish` on the messages topic only. No secret, no other topic."""
+    assert settings.deploy is not None
+    env = settings.environment
+    group = (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, NOTIFIER)}"
+    checks = [
+        {"Fn::Sub": (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, check)}:*"}
+        for check in settings.enabled_checks()
+    ]
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:CreateLogGroup"],
+            "Resource": {"Fn::Sub": f"{group}:*"},
+        },
+        {"Effect": "Allow", "Action": ["logs:PutLogEvents"], "Resource": {"Fn::Sub": f"{group}:*:*"}},
+        {"Effect": "Allow", "Action": ["logs:FilterLogEvents"], "Resource": checks},
+        # Never empty when deployed (the template's rule `MessagesTopic` requires the parameter); the condition keeps
+        # the empty default from being read as a resource.
+        {
+            "Fn::If": [
+                MESSAGES_TOPIC_CONDITION,
+                {"Effect": "Allow", "Action": ["sns:Publish"], "Resource": {"Ref": MESSAGES_TOPIC_PARAMETER}},
+                {"Ref": "AWS::NoValue"},
+            ]
+        },
+    ]
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "RoleName": notifier_role_name(env, settings.deploy.region),
+            "Description": f"Outpost {env} notifier: reads the checks' run lines, publishes to the messages topic",
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": ["lambda.amazonaws.com"]},
+                        "Action": ["sts:AssumeRole"],
+                    }
+                ],
+            },
+            "Policies": [
+                {
+                    "PolicyName": f"{SERVICE}-{env}-{NOTIFIER}",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                }
+            ],
+            "Tags": [{"Key": "service", "Value": SERVICE}, {"Key": "environment", "Value": env}],
+        },
+    }
+
+
+def notifier_permission(settings: Settings) -> dict[str, Any]:
+    """The notifier's resource policy: invoked by the CloudWatch alarms of this account whose names begin with the
+    stage's prefix (`outpost-<env>-`), nothing else. A name of another stage that begins so (`outpost-prod-eu-...`
+    for stage `prod`) is refused by the notifier itself (`outpost.deploy.alarm_of`)."""
+    prefix = f"{SERVICE}-{settings.environment}-"
+    return {
+        "Type": "AWS::Lambda::Permission",
+        "Properties": {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": notifier_arn(),
+            "Principal": ALARMS_PRINCIPAL,
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "SourceArn": {"Fn::Sub": (_ACCOUNT % "cloudwatch") + f":alarm:{prefix}*"},
+        },
+    }
+
+
 def alarm_description(settings: Settings, rule: alerting.Rule, note: str = "") -> str:
     """What the alarm says (an `Fn::Sub` template: `${RunbookBaseUrl}` is the only substitution, a `${` in the
     file's free text is written `${!` and so shown as is): what held, the check's runbook section and the Logs
@@ -236,6 +354,17 @@ def alarm_description(settings: Settings, rule: alerting.Rule, note: str = "") -
 
 def _topic(rule: alerting.Rule) -> dict[str, Any]:
     return {"Fn::If": [TOPIC_CONDITIONS[rule.tier], [{"Ref": TOPIC_PARAMETERS[rule.tier]}], {"Ref": "AWS::NoValue"}]}
+
+
+def _actions(settings: Settings, rule: alerting.Rule) -> Any:
+    """An acting alarm's AlarmActions and OKActions: its tier's topic (when given) and, with messages, the notifier
+    beside it: the topic's notification never waits for, nor depends on, the notifier."""
+    if not deploys_notifier(settings):
+        return _topic(rule)
+    topic = {"Fn::If": [TOPIC_CONDITIONS[rule.tier], {"Ref": TOPIC_PARAMETERS[rule.tier]}, {"Ref": "AWS::NoValue"}]}
+    actions = [topic, notifier_arn()]
+    assert len(actions) <= MAX_ALARM_ACTIONS
+    return actions
 
 
 def alarm_logical_id(check: str, key: str) -> str:
@@ -299,8 +428,8 @@ def held_alarms(settings: Settings, check: str) -> dict[str, Any]:
                 "ActionsSuppressor": {"Ref": suppressor_logical_id(check)},
                 "ActionsSuppressorWaitPeriod": held.wait_seconds,
                 "ActionsSuppressorExtensionPeriod": held.extension_seconds,
-                "AlarmActions": _topic(rule),
-                "OKActions": _topic(rule),
+                "AlarmActions": _actions(settings, rule),
+                "OKActions": _actions(settings, rule),
             },
         }
     return found
@@ -310,7 +439,7 @@ def alarm(settings: Settings, rule: alerting.Rule, *, actions: bool = True) -> d
     """One AWS::CloudWatch::Alarm of `rule` on the run metric the check's log lines publish (EMF); `actions`:
     off when a composite alarm carries them (`held_alarms`)."""
     env = settings.environment
-    topic = _topic(rule) if actions else []
+    topic = _actions(settings, rule) if actions else []
     evaluated = alerting.CloudWatchAlarm.of(rule)
     return {
         "Type": "AWS::CloudWatch::Alarm",
@@ -372,7 +501,31 @@ def resources(settings: Settings) -> dict[str, Any]:
     if deploys_inhibitor(settings):
         alarms[INHIBITOR_ROLE] = inhibitor_role(settings)
         extensions[f"{logical_id(INHIBITOR)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
-    return {
+    if deploys_notifier(settings):
+        alarms[NOTIFIER_ROLE] = notifier_role(settings)
+        alarms[NOTIFIER_PERMISSION] = notifier_permission(settings)
+        extensions[f"{logical_id(NOTIFIER)}LogGroup"] = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+    given = {"Fn::Not": [{"Fn::Equals": [{"Ref": MESSAGES_TOPIC_PARAMETER}, ""]}]}
+    # serverless.yml passes the parameter to every stage: required with messages, refused without (a topic given to a
+    # stage that sends no messages would wait for messages that never come).
+    rules = {
+        "MessagesTopic": {
+            "Assertions": [
+                {
+                    "Assert": (
+                        given if deploys_notifier(settings) else {"Fn::Equals": [{"Ref": MESSAGES_TOPIC_PARAMETER}, ""]}
+                    ),
+                    "AssertDescription": (
+                        "messages.enabled: give the SNS topic the notifier publishes to "
+                        '(--param="messagesTopicArn=arn:aws:sns:...")'
+                        if deploys_notifier(settings)
+                        else "messages.enabled is off in this stage's environment file: no messagesTopicArn"
+                    ),
+                }
+            ]
+        }
+    }
+    sections = {
         "Parameters": {
             ALARM_TOPIC_PARAMETER: _topic_parameter(
                 "SNS topic ARN that pages: the failed alarm of critical checks (empty: those alarms have no action)"
@@ -389,14 +542,23 @@ def resources(settings: Settings) -> dict[str, Any]:
                 "AllowedPattern": r"^(https://[^\s$]*)?$",
                 "MaxLength": RUNBOOK_BASE_MAX_LENGTH,
             },
+            MESSAGES_TOPIC_PARAMETER: _topic_parameter(
+                "SNS topic ARN the notifier publishes each alarm state change's message to (summary, next steps, run "
+                "id, runbook link; messages.enabled, where it is required); unused otherwise"
+            ),
         },
         "Conditions": {
-            condition: {"Fn::Not": [{"Fn::Equals": [{"Ref": TOPIC_PARAMETERS[tier]}, ""]}]}
-            for tier, condition in TOPIC_CONDITIONS.items()
+            **{
+                condition: {"Fn::Not": [{"Fn::Equals": [{"Ref": TOPIC_PARAMETERS[tier]}, ""]}]}
+                for tier, condition in TOPIC_CONDITIONS.items()
+            },
+            **({MESSAGES_TOPIC_CONDITION: given} if deploys_notifier(settings) else {}),
         },
         "Resources": alarms,
+        "Rules": rules,
         "extensions": extensions,
     }
+    return sections
 
 
 def serverless_sections(settings: Settings, artifact: str) -> dict[str, Any]:

@@ -15,15 +15,20 @@ from typing import Any, Final
 from outpost.config import Settings
 from outpost.deploy import (
     INHIBITOR,
+    NOTIFIER,
+    SERVICE,
     alarm_name,
     check_secret_references,
     cron_schedule,
     deploys_inhibitor,
+    deploys_notifier,
     function_name,
     function_timeout_seconds,
     inhibitor_secret_references,
     inhibitor_service_account,
     inhibitor_timeout_seconds,
+    notifier_service_account,
+    notifier_timeout_seconds,
     schedule_minutes,
     secret_store_name,
     service_accounts,
@@ -116,6 +121,7 @@ def terraform_variables(settings: Settings, archive: str, archive_sha256: str) -
         "secrets": secret_manager_secrets(check_secret_references(settings)),
         "inhibitor_secrets": secret_manager_secrets(inhibitor_secret_references(settings)),
         "inhibitor": inhibitor_variables(settings),
+        "notifier": notifier_variables(settings),
         "runtime_account_id": accounts["runtime"],
         "invoker_account_id": accounts["invoker"],
         "gke_cluster_viewer": settings.cluster.auth.mode == "gke",
@@ -151,6 +157,23 @@ def inhibitor_variables(settings: Settings) -> dict[str, Any] | None:
     }
 
 
+def notifier_variables(settings: Settings) -> dict[str, Any] | None:
+    """infra/gcp's `notifier`: its function (entry point `notifier` of the generated main.py, a CloudEvent function
+    on the incidents topic), its timeout and service account, and the incidents topic's name; None when messages
+    are off. The topic it publishes to is the `messages_topic` variable, the deployer's."""
+    if not deploys_notifier(settings):
+        return None
+    env = settings.environment
+    return {
+        "function_name": function_name(env, NOTIFIER),
+        "description": f"Outpost notifier ({env}): what to do, on each alert policy's incident",
+        "entry_point": NOTIFIER,
+        "account_id": notifier_service_account(env),
+        "timeout_seconds": notifier_timeout_seconds(settings),
+        "incidents_topic": f"{SERVICE}-{env}-incidents",
+    }
+
+
 def terraform_path(archive: Path, root: Path) -> str:
     """The archive's path as Terraform sees it from infra/gcp (`terraform -chdir=infra/gcp`), else absolute."""
     try:
@@ -175,7 +198,8 @@ _CLOUD_FUNCTIONS_MAIN = '''"""Cloud Functions entry points of environment {envir
 --platform gcp`; do not edit.
 
 `http` (infra/gcp's entry point) serves the check named by ${check_env}; `<check_with_underscores>` serves
-that check (`--entry-point apiserver_health`); `inhibitor`, with hold-back on, the inhibitor. Each imports
+that check (`--entry-point apiserver_health`); `inhibitor`, with hold-back on, the inhibitor; `notifier`, with
+messages on, the notifier (a CloudEvent function). Each imports
 only its own entry module, on first use: that import is the cold start, which loads and validates
 $OUTPOST_CONFIG for that check alone.
 """

@@ -16,7 +16,9 @@ from outpost import registry
 from outpost.config import Settings, environment_file
 from outpost.deploy import (
     INHIBITOR,
+    NOTIFIER,
     deploys_inhibitor,
+    deploys_notifier,
     lambda_architecture,
 )
 from outpost.errors import ConfigError, PackagingError
@@ -39,9 +41,14 @@ def entry_module(check: str) -> str:
 
 
 def entry_functions(settings: Settings) -> list[str]:
-    """The functions a bundle serves, each from its `entry_module`: every enabled check, and the inhibitor when
-    hold-back is on or recurring windows are declared (the one function holding the Vigilmon API key)."""
-    return [*settings.enabled_checks(), *([INHIBITOR] if deploys_inhibitor(settings) else [])]
+    """The functions a bundle serves, each from its `entry_module`: every enabled check, the inhibitor when
+    hold-back is on or recurring windows are declared (the one function holding the Vigilmon API key), and the
+    notifier when messages are on."""
+    return [
+        *settings.enabled_checks(),
+        *([INHIBITOR] if deploys_inhibitor(settings) else []),
+        *([NOTIFIER] if deploys_notifier(settings) else []),
+    ]
 
 
 def archive_name(environment: str, platform: str) -> str:
