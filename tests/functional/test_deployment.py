@@ -34,11 +34,13 @@ from outpost.deploy import (
     alarm_name,
     check_secret_references,
     deploys_inhibitor,
+    deploys_notifier,
     function_name,
     function_timeout_seconds,
     held_parents,
     inhibitor_timeout_seconds,
     lambda_architecture,
+    notifier_timeout_seconds,
     schedule_minutes,
     secret_store_name,
 )
@@ -236,7 +238,7 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
     assert bool(dependants) == settings.hold_back.enabled
     assert len(stage.template["Resources"]) <= 500  # CloudFormation's limit per stack
     assert len(alarms) == len(ALARM_RULES) * len(settings.enabled_checks())
-    assert len(functions) == len(settings.enabled_checks()) + (1 if deploys_inhibitor(settings) else 0)
+    assert len(functions) == len(settings.enabled_checks()) + deploys_inhibitor(settings) + deploys_notifier(settings)
     for check in enabled(stage):
         key = f"{logical_id(check)}LambdaFunction"
         function = functions[key]["Properties"]
@@ -274,11 +276,16 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
             held = held_parents(settings, check) and rule.key in HELD_RULES
             acting = composites.get(f"{alarm_name(name, check, rule.key)}-alert") if held else alarm
             assert acting is not None, (check, rule.key)
-            assert (
-                acting["AlarmActions"]
-                == acting["OKActions"]
-                == {"Fn::If": [condition, [{"Ref": topic}], {"Ref": "AWS::NoValue"}]}
+            # With messages, the notifier beside the tier's topic (never instead of it).
+            expected: Any = (
+                [
+                    {"Fn::If": [condition, {"Ref": topic}, {"Ref": "AWS::NoValue"}]},
+                    {"Fn::GetAtt": ["NotifierLambdaFunction", "Arn"]},
+                ]
+                if deploys_notifier(settings)
+                else {"Fn::If": [condition, [{"Ref": topic}], {"Ref": "AWS::NoValue"}]}
             )
+            assert acting["AlarmActions"] == acting["OKActions"] == expected
             if acting is not alarm:
                 assert alarm["AlarmActions"] == alarm["OKActions"] == []
                 assert "ActionsSuppressor" in acting
@@ -290,7 +297,81 @@ def test_the_template_runs_every_enabled_check_hardened(stages: dict[str, Stage]
     assert stage.resources("AWS::Lambda::Version") == {}  # no version piles up per deploy
     urls = stage.resources("AWS::Lambda::Url")
     assert {value["Properties"]["AuthType"] for value in urls.values()} == {"AWS_IAM"}
-    assert len(urls) == len(settings.enabled_checks())  # the inhibitor has none
+    assert len(urls) == len(settings.enabled_checks())  # the inhibitor and the notifier have none
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_notifier_runs_with_messages_only_invoked_by_the_stages_alarms_under_its_own_role(
+    stages: dict[str, Stage], name: str
+) -> None:
+    stage = stages[name]
+    settings = stage.settings
+    functions = stage.resources("AWS::Lambda::Function")
+    archived = set(zipfile.ZipFile(stage.archive).namelist())
+    parameters = stage.template["Parameters"]
+    assert parameters["MessagesTopicArn"]["Default"] == ""  # serverless.yml passes it to every stage
+    (assertion,) = stage.template["Rules"]["MessagesTopic"]["Assertions"]
+    alarm_permissions = [  # the schedules' own permissions (events.amazonaws.com) are Serverless's
+        value
+        for value in stage.resources("AWS::Lambda::Permission").values()
+        if value["Properties"]["Principal"] != "events.amazonaws.com"
+    ]
+    if not deploys_notifier(settings):
+        assert "NotifierLambdaFunction" not in functions
+        assert "functions/notifier/main.py" not in archived
+        assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "MessagesTopicArn"}, ""]}
+        assert not alarm_permissions
+        return
+    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MessagesTopicArn"}, ""]}]}
+    assert "functions/notifier/main.py" in archived
+    notifier = functions["NotifierLambdaFunction"]["Properties"]
+    assert notifier["FunctionName"] == function_name(name, "notifier")
+    assert notifier["Handler"] == "functions/notifier/main.handler"
+    assert notifier["Timeout"] == notifier_timeout_seconds(settings)
+    assert notifier["Role"] == {"Fn::Sub": "${NotifierIamRole.Arn}"}
+    assert notifier["Environment"]["Variables"] == {
+        "OUTPOST_CONFIG": f"infra/environments/{name}.yaml",
+        "OUTPOST_MESSAGES_TOPIC": {"Ref": "MessagesTopicArn"},
+        "OUTPOST_RUNBOOK_BASE_URL": {"Ref": "RunbookBaseUrl"},
+    }
+    (config,) = [
+        value["Properties"]
+        for value in stage.resources("AWS::Lambda::EventInvokeConfig").values()
+        if value["Properties"]["FunctionName"]["Ref"] == "NotifierLambdaFunction"
+    ]
+    assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (0, 900)
+    rules = stage.resources("AWS::Events::Rule").values()
+    assert not [r for r in rules if r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0] == "NotifierLambdaFunction"]
+    (permission,) = alarm_permissions
+    account = "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}"
+    assert permission["Properties"] == {
+        "Action": "lambda:InvokeFunction",
+        "FunctionName": {"Fn::GetAtt": ["NotifierLambdaFunction", "Arn"]},
+        "Principal": "lambda.alarms.cloudwatch.amazonaws.com",
+        "SourceAccount": {"Ref": "AWS::AccountId"},
+        "SourceArn": {"Fn::Sub": f"{account}:alarm:outpost-{name}-*"},
+    }
+    roles = stage.resources("AWS::IAM::Role")
+    statements = roles["NotifierIamRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    logs = "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/"
+    (read,) = [s for s in statements if s.get("Action") == ["logs:FilterLogEvents"]]
+    assert read["Resource"] == [
+        {"Fn::Sub": f"{logs}{function_name(name, check)}:*"} for check in settings.enabled_checks()
+    ]
+    (publish,) = [s for s in statements if "Fn::If" in s]
+    assert publish["Fn::If"][1] == {
+        "Effect": "Allow",
+        "Action": ["sns:Publish"],
+        "Resource": {"Ref": "MessagesTopicArn"},
+    }
+    everything = json.dumps(statements)
+    assert "secretsmanager" not in everything
+    assert "ssm:" not in everything
+    assert "kms:" not in everything
+    # The checks' shared role gains nothing for the notifier (its sns:Publish, if any, is the failure destination's).
+    checks_role = json.dumps(roles["IamRoleLambdaExecution"])
+    assert "MessagesTopicArn" not in checks_role
+    assert "logs:FilterLogEvents" not in checks_role
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -331,7 +412,9 @@ def test_the_inhibitor_runs_with_hold_back_only_unscheduled_under_its_own_role(
         for value in stage.resources("AWS::Lambda::Url").values()
     }
     assert "InhibitorLambdaFunction" not in urls
-    assert set(roles) == {"IamRoleLambdaExecution", "InhibitorIamRole"}
+    assert set(roles) == {"IamRoleLambdaExecution", "InhibitorIamRole"} | (
+        {"NotifierIamRole"} if deploys_notifier(settings) else set()
+    )
     inhibitor_statements = roles["InhibitorIamRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
     checks_statements = roles["IamRoleLambdaExecution"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
     key = secret_store_name(settings.vigilmon.api_key or "")

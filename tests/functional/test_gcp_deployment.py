@@ -33,6 +33,8 @@ from outpost.deploy import (
     function_timeout_seconds,
     inhibitor_service_account,
     inhibitor_timeout_seconds,
+    notifier_service_account,
+    notifier_timeout_seconds,
     schedule_minutes,
     service_accounts,
 )
@@ -73,6 +75,9 @@ PROVIDER_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "required": ("name", "filter", "metric_descriptor.metric_kind", "metric_descriptor.value_type"),
         "attributes": ("name", "id"),
     },
+    "google_pubsub_topic": {"required": ("name",), "attributes": ("id", "name")},
+    "google_pubsub_topic_iam_member": {"required": ("topic", "role", "member"), "attributes": ()},
+    "google_monitoring_notification_channel": {"required": ("type",), "attributes": ("id", "name")},
     "google_monitoring_alert_policy": {
         "required": (
             "display_name",
@@ -83,6 +88,10 @@ PROVIDER_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "attributes": ("name",),
     },
+}
+# Data sources (data/<type>): its arguments marked Required, and the attributes read.
+DATA_SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
+    "google_project": {"required": (), "attributes": ("number", "project_id")},
 }
 # Attribute paths read from a nested block (`service_config[0].uri`): computed outputs the provider documents.
 NESTED_ATTRIBUTES = {("google_cloudfunctions2_function", "service_config"): ("uri", "service")}
@@ -188,7 +197,11 @@ def test_resource_types_and_required_arguments_are_as_the_provider_documents(ter
     resources = terraform["resource"]
     undocumented = set(resources) - set(PROVIDER_SCHEMA)
     assert not undocumented, f"resource types outside the documented table: {undocumented}"
-    assert not terraform["data"], "no data sources expected"
+    assert set(terraform["data"]) <= set(DATA_SCHEMA), f"data sources outside the table: {set(terraform['data'])}"
+    for dtype, named in terraform["data"].items():
+        for name, body in named.items():
+            for argument in DATA_SCHEMA[dtype]["required"]:
+                assert nested(body, argument), f"data.{dtype}.{name}: required argument {argument} missing"
     for rtype, named in resources.items():
         for name, body in named.items():
             for argument in PROVIDER_SCHEMA[rtype]["required"]:
@@ -215,6 +228,11 @@ def test_every_reference_resolves_to_something_declared(terraform: dict[str, Any
             assert first_name in PROVIDER_SCHEMA[rtype]["attributes"], f"{rtype} exports no {first_name} ({text})"
             if more:
                 assert more[0] in NESTED_ATTRIBUTES[(rtype, first_name)], f"{rtype}.{first_name} has no {more[0]}"
+    for dtype, name, attribute in re.findall(
+        r"\bdata\.([a-z0-9_]+)\.([a-z0-9_]+)(?:\[\d+\])?\.([a-z0-9_]+)", "".join(expressions)
+    ):
+        assert name in terraform["data"].get(dtype, {}), f"data.{dtype}.{name} is not declared"
+        assert attribute in DATA_SCHEMA[dtype]["attributes"], f"data.{dtype} exports no {attribute}"
     unused = set(f"var.{name}" for name in terraform["variable"]) - seen
     assert not unused, f"variables declared but never used: {sorted(unused)}"
 
@@ -413,6 +431,89 @@ def test_the_inhibitor_is_deployed_with_hold_back_under_its_own_account_reading_
     assert (ticker["role"], ticker["member"]) == ("roles/run.invoker", "${local.invoker_member}")
 
 
+def test_the_notifier_is_deployed_with_messages_on_the_incidents_channel_beside_every_policys_channels(
+    terraform: dict[str, Any], packaged: tuple[Path, dict[str, Any]]
+) -> None:
+    _, variables = packaged
+    settings = load_settings(environment_file(EXAMPLE, REPO))
+    assert settings.messages.enabled
+    assert variables["notifier"] == {
+        "function_name": function_name(EXAMPLE, "notifier"),
+        "description": f"Outpost notifier ({EXAMPLE}): what to do, on each alert policy's incident",
+        "entry_point": "notifier",
+        "account_id": notifier_service_account(EXAMPLE),
+        "timeout_seconds": notifier_timeout_seconds(settings),
+        "incidents_topic": f"outpost-{EXAMPLE}-incidents",
+    }
+    assert "messages_topic" not in variables  # the deployer's: -var messages_topic=projects/P/topics/T
+    messages_topic = terraform["variable"]["messages_topic"]
+    assert messages_topic["default"] == ""
+    resources = terraform["resource"]
+    off = "${var.notifier == null ? 0 : 1}"
+    for rtype, name in (
+        ("google_pubsub_topic", "incidents"),
+        ("google_pubsub_topic_iam_member", "incidents_monitoring"),
+        ("google_monitoring_notification_channel", "incidents"),
+        ("google_service_account", "notifier"),
+        ("google_project_iam_member", "notifier_logs"),
+        ("google_pubsub_topic_iam_member", "notifier_publish"),
+        ("google_cloudfunctions2_function", "notifier"),
+        ("google_cloud_run_service_iam_member", "notifier"),
+    ):
+        assert resources[rtype][name]["count"] == off, (rtype, name)
+    assert terraform["data"]["google_project"]["this"]["count"] == off
+    channel = resources["google_monitoring_notification_channel"]["incidents"]
+    assert channel["type"] == "pubsub"
+    assert channel["labels"] == {"topic": "${google_pubsub_topic.incidents[0].id}"}
+    # Cloud Monitoring's notification service agent publishes the incidents, nothing more.
+    agent = resources["google_pubsub_topic_iam_member"]["incidents_monitoring"]
+    assert (agent["topic"], agent["role"]) == ("${google_pubsub_topic.incidents[0].id}", "roles/pubsub.publisher")
+    assert agent["member"].endswith("@gcp-sa-monitoring-notification.iam.gserviceaccount.com")
+    # Every policy: its tier's channels, and the incidents channel beside them (none without messages).
+    policy = resources["google_monitoring_alert_policy"]["check"]
+    channels = policy["notification_channels"]
+    assert "var.page_notification_channels : var.notify_notification_channels" in channels
+    assert "google_monitoring_notification_channel.incidents[*].id" in channels
+    assert channels.startswith("${concat(")
+    # The notifier's account: read log entries, publish to the messages topic; nothing else.
+    member = "serviceAccount:${google_service_account.notifier[0].email}"
+    grants = [
+        (rtype, name, body["role"])
+        for rtype, named in resources.items()
+        if "_iam_" in rtype
+        for name, body in named.items()
+        if body["member"] == member
+    ]
+    assert sorted(grants) == [
+        ("google_cloud_run_service_iam_member", "notifier", "roles/run.invoker"),
+        ("google_project_iam_member", "notifier_logs", "roles/logging.viewer"),
+        ("google_pubsub_topic_iam_member", "notifier_publish", "roles/pubsub.publisher"),
+    ]
+    assert resources["google_pubsub_topic_iam_member"]["notifier_publish"]["topic"] == "${var.messages_topic}"
+    invoker = resources["google_cloud_run_service_iam_member"]["notifier"]
+    assert invoker["service"] == "${google_cloudfunctions2_function.notifier[0].name}"
+    function = resources["google_cloudfunctions2_function"]["notifier"]
+    (build,) = function["build_config"]
+    assert build["entry_point"] == "${var.notifier.entry_point}"
+    (service,) = function["service_config"]
+    assert service["service_account_email"] == "${google_service_account.notifier[0].email}"
+    assert service["timeout_seconds"] == "${var.notifier.timeout_seconds}"
+    assert service["ingress_settings"] == "ALLOW_INTERNAL_ONLY"
+    assert service["environment_variables"] == {
+        "OUTPOST_CONFIG": "${var.config_path}",
+        "OUTPOST_MESSAGES_TOPIC": "${var.messages_topic}",
+        "OUTPOST_RUNBOOK_BASE_URL": "${var.runbook_base_url}",
+    }
+    (trigger,) = function["event_trigger"]
+    assert trigger["event_type"] == "google.cloud.pubsub.topic.v1.messagePublished"
+    assert trigger["pubsub_topic"] == "${google_pubsub_topic.incidents[0].id}"
+    assert trigger["retry_policy"] == "RETRY_POLICY_DO_NOT_RETRY"
+    assert trigger["service_account_email"] == "${google_service_account.notifier[0].email}"
+    (lifecycle,) = function["lifecycle"]
+    (precondition,) = lifecycle["precondition"]
+    assert precondition["condition"] == '${var.messages_topic != ""}'
+
+
 def test_schedules_never_retry_and_call_with_the_invokers_oidc_token_for_the_function_uri(
     terraform: dict[str, Any],
 ) -> None:
@@ -445,6 +546,7 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
         ("google_cloud_run_service_iam_member", "invoker"),
         ("google_cloud_run_service_iam_member", "inhibitor"),  # the checks' runtime account, on the inhibitor
         ("google_cloud_run_service_iam_member", "inhibitor_tick"),  # the invoker, for the recurring windows' tick
+        ("google_cloud_run_service_iam_member", "notifier"),  # the notifier's account, its trigger's identity
     ]
     invoker = iam[("google_cloud_run_service_iam_member", "invoker")]
     assert invoker["member"] == "${local.invoker_member}"
@@ -465,8 +567,20 @@ def test_only_the_invoker_may_call_and_only_the_runtime_reads_exactly_the_enviro
     assert variables["secrets"] == sorted(referenced)
     assert len(referenced) == len(settings.enabled_checks())  # every heartbeat, never the Vigilmon API key
     inhibitor_member = "serviceAccount:${google_service_account.inhibitor[0].email}"
+    notifier_member = "serviceAccount:${google_service_account.notifier[0].email}"
+    monitoring_agent = (
+        "serviceAccount:service-${data.google_project.this[0].number}"
+        "@gcp-sa-monitoring-notification.iam.gserviceaccount.com"
+    )
+    members = (
+        "${local.runtime_member}",
+        "${local.invoker_member}",
+        inhibitor_member,
+        notifier_member,
+        monitoring_agent,
+    )
     for (rtype, name), body in iam.items():
-        assert body["member"] in ("${local.runtime_member}", "${local.invoker_member}", inhibitor_member), (rtype, name)
+        assert body["member"] in members, (rtype, name)
 
 
 def test_the_source_has_main_py_whose_http_target_serves_the_check_outpost_check_names(
