@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import logging
 
 from outpost import redaction
 from outpost.logs import install_redaction
+from outpost.notify.message import AlarmFacts, compose, parse_run_line
 from outpost.result import Result, Status
 
 TOKEN = "registry-test-Qm4Zx9Lp2Rt"
@@ -82,3 +84,22 @@ def test_json_text_stays_json_when_a_url_with_a_query_is_redacted_in_it() -> Non
     assert json.loads(printed) == {
         "summary": 'failed calling webhook "mpod.kb.io": Post "https://svc.ns.svc:443/mutate-pod?***": EOF'
     }
+
+
+def test_the_notifiers_message_is_scrubbed_whole() -> None:
+    # A run line read back from a log (any process's, any age) and an alarm message made of it: every field of the
+    # message, its subject and attributes included, passes the registry again (outpost.notify.message).
+    redaction.register(TOKEN)
+    line = {
+        "check": "apiserver-health",
+        "status": "failed",
+        "summary": f"HTTP 500 {TOKEN}",
+        "next_steps": [{"failure": TOKEN, "cause": f"echo {TOKEN}", "command": f"curl {TOKEN}", "see": TOKEN}],
+        "run_id": TOKEN,
+        "time": TOKEN,
+        "cluster": TOKEN,
+    }
+    facts = AlarmFacts("prod", "apiserver-health", "failed", "ALARM", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), "a")
+    message = compose(facts, parse_run_line(json.dumps(line), "apiserver-health"), missing=TOKEN, max_bytes=4096)
+    assert TOKEN not in message.subject + message.body + json.dumps(message.attributes)
+    assert compose(facts, None, missing=f"denied: {TOKEN}", cluster=TOKEN, max_bytes=4096).body.count(TOKEN) == 0
