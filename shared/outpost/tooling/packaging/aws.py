@@ -268,7 +268,9 @@ def notifier_function(settings: Settings) -> dict[str, Any]:
 
 def notifier_role(settings: Settings) -> dict[str, Any]:
     """The notifier's role: its own log group; `logs:FilterLogEvents` on the log groups of the stage's enabled
-    checks only (the run lines it reads); `sns:Publish` on the messages topic only. No secret, no other topic."""
+    checks only (the run lines it reads), each as `log-group:NAME:*`, the form IAM policies name a log group by for
+    every action but the tagging ones (docs.aws.amazon.com/AmazonCloudWatch/latest/logs/iam-access-control-overview-
+    cwl.html); `sns:Publish` on the messages topic only. No secret, no other topic."""
     assert settings.deploy is not None
     env = settings.environment
     group = (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, NOTIFIER)}"
