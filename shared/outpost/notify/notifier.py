@@ -37,6 +37,8 @@ def read_run(settings: Settings, facts: AlarmFacts, source: RunLineSource) -> tu
         found = source.latest(facts.check, facts.outcome, start, end)
     except ReportError as error:
         return None, f"the run line could not be read: {error}"
+    except Exception as error:  # noqa: BLE001 - a seam's surprise must not cost the message; its class names it
+        return None, f"the run line could not be read: unexpected {type(error).__name__}"
     if found is None:
         return None, (
             f"no {facts.outcome} run line of {facts.check} between {_when(start)} and {_when(end)} in "
@@ -80,9 +82,10 @@ def notify(
     }
     try:
         message_id = publisher.publish(message)
-    except ReportError as error:
-        emit("ERROR", f"notifier: {facts.alarm} {facts.state}: message NOT published: {error}", **fields)
-        return {**outcome, "published": False, "error": str(error)}
+    except Exception as error:  # noqa: BLE001 - a ReportError names its cause; any other, its class only
+        why = str(error) if isinstance(error, ReportError) else f"unexpected {type(error).__name__}"
+        emit("ERROR", f"notifier: {facts.alarm} {facts.state}: message NOT published: {why}", **fields)
+        return {**outcome, "published": False, "error": why}
     emit(
         "INFO",
         f"notifier: {facts.alarm} {facts.state}: message published ({outcome['bytes']} bytes, "
