@@ -18,7 +18,14 @@ from cfnlint.api import ManualArgs, lint
 
 from outpost import registry
 from outpost.config import Settings
-from outpost.deploy import ALARM_RULES, alarm_name, alert_worst_case_seconds, max_window_seconds, run_seconds
+from outpost.deploy import (
+    ALARM_RULES,
+    RUNBOOKS_PAGE,
+    alarm_name,
+    alert_worst_case_seconds,
+    max_window_seconds,
+    run_seconds,
+)
 from outpost.tooling import alerting
 from outpost.tooling.alerting import (
     CloudWatchAlarm,
@@ -315,7 +322,7 @@ def test_aws_alarms_are_the_rules_on_the_emf_metrics() -> None:
 
 
 def test_every_runbook_link_points_at_a_section_of_the_runbooks_page() -> None:
-    page = (REPO / alerting.RUNBOOKS_PAGE).read_text()
+    page = (REPO / RUNBOOKS_PAGE).read_text()
     for name in registry.names():
         assert f"\n## `{name}`\n" in page, name  # GitHub's anchor of that heading is the check's name
 

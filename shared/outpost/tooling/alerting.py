@@ -61,9 +61,6 @@ from outpost.deploy import (
     severity,
     tolerance_runs,
 )
-from outpost.deploy import RUNBOOKS_PAGE as RUNBOOKS_PAGE  # on the run-time path too (the notifier's messages)
-from outpost.deploy import log_group as log_group
-from outpost.deploy import runbook_path as runbook_path
 from outpost.logs import METRIC_NAMESPACE, OUTCOME_METRICS
 
 NAMESPACE: Final = METRIC_NAMESPACE

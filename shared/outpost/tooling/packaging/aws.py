@@ -29,8 +29,10 @@ from outpost.deploy import (
     inhibitor_secret_references,
     inhibitor_timeout_seconds,
     lambda_architecture,
+    log_group,
     notifier_role_name,
     notifier_timeout_seconds,
+    runbook_path,
     schedule_minutes,
     secret_store_name,
     severity,
@@ -195,7 +197,7 @@ def inhibitor_role(settings: Settings) -> dict[str, Any]:
     """The inhibitor's role: its own log group, the Vigilmon API key (and its KMS key), nothing else."""
     assert settings.deploy is not None
     env = settings.environment
-    group = (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, INHIBITOR)}"
+    group = (_ACCOUNT % "logs") + f":log-group:{log_group(env, INHIBITOR)}"
     statements = [
         {
             "Effect": "Allow",
@@ -273,9 +275,9 @@ def notifier_role(settings: Settings) -> dict[str, Any]:
     cwl.html); `sns:Publish` on the messages topic only. No secret, no other topic."""
     assert settings.deploy is not None
     env = settings.environment
-    group = (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, NOTIFIER)}"
+    group = (_ACCOUNT % "logs") + f":log-group:{log_group(env, NOTIFIER)}"
     checks = [
-        {"Fn::Sub": (_ACCOUNT % "logs") + f":log-group:{alerting.log_group(env, check)}:*"}
+        {"Fn::Sub": (_ACCOUNT % "logs") + f":log-group:{log_group(env, check)}:*"}
         for check in settings.enabled_checks()
     ]
     statements = [
@@ -347,8 +349,8 @@ def alarm_description(settings: Settings, rule: alerting.Rule, note: str = "") -
     said = alerting.summary(settings, rule).replace("${", "${!")
     return (
         f"{said}. Runbook: ${{{RUNBOOK_BASE_PARAMETER}}}"
-        f"{alerting.runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
-        f"{alerting.log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
+        f"{runbook_path(rule.check)} . Latest run: CloudWatch Logs Insights on "
+        f"{log_group(env, rule.check)}: {alerting.logs_insights_query(rule.check)} . "
         "A check that stops running at all is its Vigilmon monitor's alarm, not this one."
         f"{note}"
     )

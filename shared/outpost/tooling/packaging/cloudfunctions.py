@@ -29,6 +29,7 @@ from outpost.deploy import (
     inhibitor_timeout_seconds,
     notifier_service_account,
     notifier_timeout_seconds,
+    runbook_path,
     schedule_minutes,
     secret_store_name,
     service_accounts,
@@ -82,7 +83,7 @@ def alert_policies(settings: Settings) -> dict[str, Any]:
                 ],
                 "tier": rule.tier,
                 "summary": summary,
-                "runbook_path": alerting.runbook_path(name),
+                "runbook_path": runbook_path(name),
                 "logs_query": alerting.logs_explorer_query(env, name),
             }
     return policies
