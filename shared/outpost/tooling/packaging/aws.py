@@ -193,25 +193,26 @@ def inhibitor_function(settings: Settings) -> dict[str, Any]:
     return function
 
 
-def inhibitor_role(settings: Settings) -> dict[str, Any]:
-    """The inhibitor's role: its own log group, the Vigilmon API key (and its KMS key), nothing else."""
-    assert settings.deploy is not None
+def _function_role(
+    settings: Settings, function: str, role_name: str, description: str, statements: list[Any]
+) -> dict[str, Any]:
+    """The role of one of the stage's own functions (the inhibitor, the notifier): written to its own log group,
+    allowed `statements` besides, nothing else."""
     env = settings.environment
-    group = (_ACCOUNT % "logs") + f":log-group:{log_group(env, INHIBITOR)}"
-    statements = [
+    group = (_ACCOUNT % "logs") + f":log-group:{log_group(env, function)}"
+    own_log = [
         {
             "Effect": "Allow",
             "Action": ["logs:CreateLogStream", "logs:CreateLogGroup"],
             "Resource": {"Fn::Sub": f"{group}:*"},
         },
         {"Effect": "Allow", "Action": ["logs:PutLogEvents"], "Resource": {"Fn::Sub": f"{group}:*:*"}},
-        *secret_statements(settings, inhibitor_secret_references(settings)),
     ]
     return {
         "Type": "AWS::IAM::Role",
         "Properties": {
-            "RoleName": inhibitor_role_name(env, settings.deploy.region),
-            "Description": f"Outpost {env} inhibitor: the one identity that reads the Vigilmon API key",
+            "RoleName": role_name,
+            "Description": description,
             "AssumeRolePolicyDocument": {
                 "Version": "2012-10-17",
                 "Statement": [
@@ -224,13 +225,26 @@ def inhibitor_role(settings: Settings) -> dict[str, Any]:
             },
             "Policies": [
                 {
-                    "PolicyName": f"{SERVICE}-{env}-{INHIBITOR}",
-                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                    "PolicyName": f"{SERVICE}-{env}-{function}",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": [*own_log, *statements]},
                 }
             ],
             "Tags": [{"Key": "service", "Value": SERVICE}, {"Key": "environment", "Value": env}],
         },
     }
+
+
+def inhibitor_role(settings: Settings) -> dict[str, Any]:
+    """The inhibitor's role: its own log group, the Vigilmon API key (and its KMS key), nothing else."""
+    assert settings.deploy is not None
+    env = settings.environment
+    return _function_role(
+        settings,
+        INHIBITOR,
+        inhibitor_role_name(env, settings.deploy.region),
+        f"Outpost {env} inhibitor: the one identity that reads the Vigilmon API key",
+        secret_statements(settings, inhibitor_secret_references(settings)),
+    )
 
 
 NOTIFIER_ROLE: Final = "NotifierIamRole"
@@ -275,18 +289,11 @@ def notifier_role(settings: Settings) -> dict[str, Any]:
     cwl.html); `sns:Publish` on the messages topic only. No secret, no other topic."""
     assert settings.deploy is not None
     env = settings.environment
-    group = (_ACCOUNT % "logs") + f":log-group:{log_group(env, NOTIFIER)}"
     checks = [
         {"Fn::Sub": (_ACCOUNT % "logs") + f":log-group:{log_group(env, check)}:*"}
         for check in settings.enabled_checks()
     ]
     statements = [
-        {
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogStream", "logs:CreateLogGroup"],
-            "Resource": {"Fn::Sub": f"{group}:*"},
-        },
-        {"Effect": "Allow", "Action": ["logs:PutLogEvents"], "Resource": {"Fn::Sub": f"{group}:*:*"}},
         {"Effect": "Allow", "Action": ["logs:FilterLogEvents"], "Resource": checks},
         # Never empty when deployed (the template's rule `MessagesTopic` requires the parameter); the condition keeps
         # the empty default from being read as a resource.
@@ -298,30 +305,13 @@ def notifier_role(settings: Settings) -> dict[str, Any]:
             ]
         },
     ]
-    return {
-        "Type": "AWS::IAM::Role",
-        "Properties": {
-            "RoleName": notifier_role_name(env, settings.deploy.region),
-            "Description": f"Outpost {env} notifier: reads the checks' run lines, publishes to the messages topic",
-            "AssumeRolePolicyDocument": {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Principal": {"Service": ["lambda.amazonaws.com"]},
-                        "Action": ["sts:AssumeRole"],
-                    }
-                ],
-            },
-            "Policies": [
-                {
-                    "PolicyName": f"{SERVICE}-{env}-{NOTIFIER}",
-                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
-                }
-            ],
-            "Tags": [{"Key": "service", "Value": SERVICE}, {"Key": "environment", "Value": env}],
-        },
-    }
+    return _function_role(
+        settings,
+        NOTIFIER,
+        notifier_role_name(env, settings.deploy.region),
+        f"Outpost {env} notifier: reads the checks' run lines, publishes to the messages topic",
+        statements,
+    )
 
 
 def notifier_permission(settings: Settings) -> dict[str, Any]:
