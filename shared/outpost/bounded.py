@@ -15,8 +15,10 @@ import threading
 import time
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import httpcore
 import httpx
@@ -160,6 +162,48 @@ def bounded_transport(deadline: Deadline, verify: ssl.SSLContext | bool = True) 
         raise RuntimeError("this httpx version's transport cannot take a deadline-bounded network backend")
     pool._network_backend = DeadlineBackend(deadline)
     return transport
+
+
+def is_loopback_host(host: str) -> bool:
+    """`localhost` or a loopback address: where plain http may go (a test's stand-in), since it never leaves the
+    machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def https_or_loopback(url: str) -> bool:
+    """An https URL with a host, or plain http to loopback: the only URLs a secret or a token is sent to."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return (parts.scheme == "https" and bool(host)) or (parts.scheme == "http" and is_loopback_host(host))
+
+
+@contextmanager
+def bearer_post(
+    url: str, document: Any, token: str, deadline: Deadline, transport: httpx.BaseTransport | None = None
+) -> Iterator[httpx.Response]:
+    """POST `document` as JSON with `token` as the bearer, its answer streamed, all within `deadline` (the bounded
+    transport unless one is given): no redirect followed, no proxy or certificate setting read from the
+    environment."""
+    with (
+        httpx.Client(
+            transport=transport if transport is not None else bounded_transport(deadline),
+            timeout=max(0.1, deadline.remaining()),
+            follow_redirects=False,
+            trust_env=False,
+        ) as client,
+        client.stream(
+            "POST",
+            url,
+            json=document,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        ) as answer,
+    ):
+        yield answer
 
 
 # -- bytes: one budget per run, counted while they arrive -------------------------------------------------

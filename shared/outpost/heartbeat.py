@@ -9,7 +9,6 @@ this module need not import `outpost.secrets`. Maintenance protocol: docs/contra
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from outpost.bounded import Closing, Deadline, bounded_transport
+from outpost.bounded import Closing, Deadline, bounded_transport, https_or_loopback
 from outpost.errors import ReportError, ReportRefused
 from outpost.logs import install_redaction
 
@@ -36,27 +35,15 @@ def _checked_url(url: str, what: str) -> str:
     """Refuse anything but https (or http to loopback); the message never quotes the URL."""
     try:
         parts = urlsplit(url)
-        host = parts.hostname or ""
         _ = parts.port  # a port that is not a number raises here, not halfway through a request
         httpx.URL(url)
     except (ValueError, TypeError, httpx.InvalidURL):
         raise ReportError(f"{what}: the URL is not a valid http(s) URL") from None
-    if parts.scheme == "https" and host:
-        return url
-    if parts.scheme == "http" and _is_loopback(host):
+    if https_or_loopback(url):
         return url
     if parts.scheme == "http":
         raise ReportError(f"{what}: the URL must be https:// (plain http is only allowed to loopback)")
     raise ReportError(f"{what}: the URL is not a valid http(s) URL")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _RetryingClient:

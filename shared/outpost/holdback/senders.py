@@ -12,15 +12,13 @@ it and goes on, and the dependants, unheld, alert as they would without hold-bac
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 import httpx
 
-from outpost.bounded import Deadline, bounded_transport
+from outpost.bounded import Deadline, bearer_post, https_or_loopback
 from outpost.config import Settings
 from outpost.deploy import function_name
 from outpost.errors import InvocationError, OutpostError, ReportError
@@ -127,9 +125,7 @@ class HttpSender:
         timeout_seconds: float = SEND_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        parts = urlsplit(url)
-        loopback = parts.scheme == "http" and _is_loopback(parts.hostname or "")
-        if not (parts.scheme == "https" and parts.hostname) and not loopback:
+        if not https_or_loopback(url):
             raise ValueError("the inhibitor URL must be https:// (plain http to loopback only)")
         self.url = url
         self._id_token = id_token
@@ -145,22 +141,8 @@ class HttpSender:
             raise ReportError(f"{what}: no ID token ({error})") from None
         except Exception as error:  # noqa: BLE001 - google-auth's messages may quote a token endpoint's body
             raise ReportError(f"{what}: no ID token ({type(error).__name__})") from None
-        transport = self._transport if self._transport is not None else bounded_transport(deadline)
         try:
-            with (
-                httpx.Client(
-                    transport=transport,
-                    timeout=max(0.1, deadline.remaining()),
-                    follow_redirects=False,
-                    trust_env=False,
-                ) as client,
-                client.stream(
-                    "POST",
-                    self.url,
-                    json=request.model_dump(),
-                    headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                ) as answer,
-            ):
+            with bearer_post(self.url, request.model_dump(), token, deadline, self._transport) as answer:
                 status = answer.status_code
         except httpx.TimeoutException:
             raise ReportError(f"{what}: timed out after {self._timeout:g}s") from None
@@ -169,15 +151,6 @@ class HttpSender:
         if not 200 <= status < 300:
             raise ReportError(f"{what}: HTTP {status} (the dependants are not held back)")
         return f"the inhibitor held the dependants (HTTP {status})"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def sender_for(

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import ipaddress
 import json
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
-from urllib.parse import urlsplit
 
 import httpx
 
-from outpost.bounded import BodyRefused, Deadline, bounded_transport, read_body
+from outpost.bounded import BodyRefused, Deadline, bearer_post, https_or_loopback, read_body
 from outpost.deploy import NOTIFIER_PUBLISH_SECONDS, NOTIFIER_READ_SECONDS, function_name, log_group
 from outpost.errors import OutpostError, ReportError
 from outpost.notify.message import Message
@@ -193,15 +191,7 @@ def google_access_token(timeout: float) -> str:
 def _endpoint(variable: str, default: str) -> str:
     """The REST endpoint: https, or plain http to loopback only (tests' stand-ins)."""
     url = os.environ.get(variable, default).rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return url
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if parts.scheme == "http" and loopback:
+    if https_or_loopback(url):
         return url
     raise ReportError(f"${variable} must be an https:// URL (plain http to loopback only)")
 
@@ -225,22 +215,8 @@ class _GoogleRest:
             raise ReportError(f"{what}: no access token ({error})") from None
         except Exception as error:  # noqa: BLE001 - google-auth's messages may quote a token endpoint's body
             raise ReportError(f"{what}: no access token ({type(error).__name__})") from None
-        transport = self._transport if self._transport is not None else bounded_transport(deadline)
         try:
-            with (
-                httpx.Client(
-                    transport=transport,
-                    timeout=max(0.1, deadline.remaining()),
-                    follow_redirects=False,
-                    trust_env=False,
-                ) as client,
-                client.stream(
-                    "POST",
-                    url,
-                    json=document,
-                    headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                ) as answer,
-            ):
+            with bearer_post(url, document, token, deadline, self._transport) as answer:
                 body = read_body(
                     answer, cap=MAX_ANSWER_BYTES, cap_setting="the notifier's answer cap", deadline=deadline
                 )
