@@ -606,16 +606,13 @@ class Target:
 def targets(records: Sequence[FaultRecord], patterns: Sequence[PatternOutcome]) -> list[Target]:
     """The issue's four targets, each with whether it holds in `records` (measured) or `patterns` (evaluated)."""
     found = []
-    rooted = [(r, root) for r in records if (root := root_cause_check(r.named)) is not None]
-    over = []
-    for r, root in rooted:
-        paged = [a.check for a in tally(r).pages]
-        if paged not in ([], [root]):
-            over.append(f"{_case(r)}: {len(paged)} page(s), {_names(paged)}")
-    down = [
-        f"{len(p)} page(s): {_names([a.check for a in p])}"
-        for p in (tally(r).pages for r, _ in rooted if r.fault == "apiserver-down")
+    rooted = [
+        (r, root, [a.check for a in tally(r).pages]) for r in records if (root := root_cause_check(r.named)) is not None
     ]
+    over = [
+        f"{_case(r)}: {len(paged)} page(s), {_names(paged)}" for r, root, paged in rooted if paged not in ([], [root])
+    ]
+    down = [f"{len(paged)} page(s): {_names(paged)}" for r, _, paged in rooted if r.fault == "apiserver-down"]
     found.append(
         Target(
             "one page per incident wherever one check names its root cause (API server down: one page, not one per "
